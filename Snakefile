@@ -1,0 +1,29 @@
+# vipune-eval: how well does the vipune memory store retrieve? (LongMemEval, model-free recall@k)
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: workflow.source_path("config/config.yaml")
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/download.smk"
+include: "workflow/rules/filter.smk"
+include: "workflow/rules/embed.smk"
+include: "workflow/rules/search.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        "results/report.json",
+        "results/report.md",
+
+
+onsuccess:
+    print_report("results/report.json")

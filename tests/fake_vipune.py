@@ -1,0 +1,818 @@
+#!/usr/bin/env python3
+"""A contract-faithful fake of the ``vipune`` binary, for the project's tests.
+
+The real vipune (Rust, github.com/randomm/vipune) cannot be built on these machines.
+This script re-implements the part of its CLI the harness relies on, independently of
+the harness code (stdlib + numpy + onnxruntime + tokenizers only, no fastembed), so
+that tests can run the workflow end to end and use it as a differential check.
+See ../shared/vipune-contract.md for the contract it follows.
+
+Implemented: global ``--json``, ``-p/--project``, ``--db-path`` (anywhere, as clap's
+global args); ``version`` (and ``--version``); ``import FILE|-``; ``search``;
+``add TEXT``; ``export OUT|-``; ``doctor --fts [--repair]``.
+
+Exit codes: 0 ok, 1 error (``{"error": ...}`` on stdout with --json), 2 add conflicts,
+3 text over 512 tokens, 64 usage error.
+
+Fault injection for tests, env ``FAKE_VIPUNE_FAULT``:
+``crash`` (SIGKILL itself during search), ``garbage`` (non-JSON on search), ``empty``
+(no output from search, exit 0), ``hang`` (search sleeps forever), ``short-import``
+(import reports one row fewer than it inserted), ``error`` (search exits 1 with
+``{"error": "injected"}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import math
+import os
+import signal
+import sqlite3
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+EMBEDDING_DIMS = 384
+BLOB_BYTES = EMBEDDING_DIMS * 4
+MAX_EMBEDDING_TOKENS = 512
+MAX_SEARCH_LIMIT = 10_000
+MAX_INPUT_CHARS = 100_000
+RRF_K = 25.0
+DECAY_LAMBDA = 1e-6  # per second, exponential decay (src/temporal.rs default)
+IMPORTANCE_SCALE = {"low": 1.0, "medium": 0.5, "high": 0.25, "critical": 0.0}
+MODEL_ID = "BAAI/bge-small-en-v1.5"
+MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+DEFAULT_VERSION = "0.20.0"
+DEFAULT_RECENCY_WEIGHT = 0.3
+DEFAULT_SIMILARITY_THRESHOLD = 0.85
+IMPORT_BUSY_TIMEOUT_S = 30.0
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFLICTS, EXIT_TOO_LONG, EXIT_USAGE = 0, 1, 2, 3, 64
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    metadata TEXT,
+    embedding BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    memory_type TEXT NOT NULL DEFAULT 'fact',
+    status TEXT NOT NULL DEFAULT 'active',
+    superseded_by TEXT,
+    retrieval_count INTEGER NOT NULL DEFAULT 0,
+    last_retrieved_at TEXT,
+    importance TEXT NOT NULL DEFAULT 'medium'
+);
+CREATE INDEX IF NOT EXISTS idx_memories_project ON memories(project_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    content,
+    project_id UNINDEXED,
+    tokenize='porter unicode61',
+    content_rowid='rowid',
+    content='memories'
+);
+CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, content, project_id)
+    VALUES (new.rowid, new.content, new.project_id);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content, project_id)
+    VALUES('delete', old.rowid, old.content, old.project_id);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content, project_id)
+    VALUES('delete', old.rowid, old.content, old.project_id);
+    INSERT INTO memories_fts(rowid, content, project_id)
+    VALUES (new.rowid, new.content, new.project_id);
+END;
+"""
+
+# The harness-relevant row columns, in export order (import format).
+ROW_FIELDS = (
+    "id", "project_id", "content", "metadata", "embedding", "created_at", "updated_at",
+    "memory_type", "status", "superseded_by", "retrieval_count", "last_retrieved_at",
+    "importance",
+)
+REQUIRED_STR = ("id", "project_id", "content", "embedding", "created_at", "updated_at")
+OPTIONAL_STR = ("metadata", "superseded_by", "last_retrieved_at")
+
+
+class VipuneError(Exception):
+    """An error reported to the user; ``code`` is the process exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.code = code
+
+
+class UsageError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- helpers
+def now_rfc3339() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def print_json(value) -> None:
+    """serde_json::to_string_pretty equivalent (2-space indent)."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def parse_rfc3339(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise VipuneError(f"Invalid timestamp: {text} ({exc})") from exc
+    if value.tzinfo is None:
+        raise VipuneError(f"Invalid timestamp: {text} (no timezone)")
+    return value
+
+
+def load_config() -> dict:
+    """Defaults < $XDG_CONFIG_HOME/vipune/config.toml < VIPUNE_* env vars.
+
+    Only the keys that can change search results are read: recency_weight, hybrid,
+    similarity_threshold (add's conflict check).
+    """
+    import tomllib
+
+    config = {
+        "recency_weight": DEFAULT_RECENCY_WEIGHT,
+        "hybrid": False,
+        "similarity_threshold": DEFAULT_SIMILARITY_THRESHOLD,
+    }
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    path = Path(xdg) / "vipune" / "config.toml"
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise VipuneError(f"Configuration error: cannot parse {path}: {exc}") from exc
+        for key in ("recency_weight", "similarity_threshold"):
+            if key in data:
+                if isinstance(data[key], bool) or not isinstance(data[key], (int, float)):
+                    raise VipuneError(f"Configuration error: {key} in {path} must be a number")
+                config[key] = float(data[key])
+        if "hybrid" in data:
+            if not isinstance(data["hybrid"], bool):
+                raise VipuneError(f"Configuration error: hybrid in {path} must be a boolean")
+            config["hybrid"] = data["hybrid"]
+    for env, key in (("VIPUNE_RECENCY_WEIGHT", "recency_weight"),
+                     ("VIPUNE_SIMILARITY_THRESHOLD", "similarity_threshold")):
+        if env in os.environ:
+            raw = os.environ[env]
+            try:
+                config[key] = float(raw.strip())
+            except ValueError as exc:
+                raise VipuneError(f"Configuration error: Invalid {env} value: {raw!r}") from exc
+    if "VIPUNE_HYBRID" in os.environ:
+        raw = os.environ["VIPUNE_HYBRID"].lower()
+        if raw in ("true", "1"):
+            config["hybrid"] = True
+        elif raw in ("false", "0", ""):
+            config["hybrid"] = False
+        else:
+            print(f"warning: VIPUNE_HYBRID='{raw}' is not a valid boolean "
+                  "(expected true/false/1/0), keeping default", file=sys.stderr)
+    if not 0.0 <= config["recency_weight"] <= 1.0:
+        raise VipuneError("Configuration error: recency_weight must be between 0.0 and 1.0")
+    return config
+
+
+# --------------------------------------------------------------------------- database
+def open_db(db_path: str | None, busy_timeout: float = 5.0) -> sqlite3.Connection:
+    if not db_path:
+        db_path = os.environ.get("VIPUNE_DATABASE_PATH")
+    if not db_path:
+        # The real binary falls back to ~/.vipune/memories.db; the fake never touches
+        # a user's store.
+        raise VipuneError("Configuration error: no database path (fake vipune needs --db-path)")
+    try:
+        conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None)
+        conn.executescript(SCHEMA)
+    except sqlite3.Error as exc:
+        raise VipuneError(f"Database error: cannot open {db_path}: {exc}") from exc
+    return conn
+
+
+def blob_to_vec(blob: bytes):
+    import numpy as np
+
+    if len(blob) != BLOB_BYTES:
+        raise VipuneError(f"Invalid BLOB size: expected {BLOB_BYTES} bytes, got {len(blob)} bytes")
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def vec_to_blob(vec) -> bytes:
+    import numpy as np
+
+    arr = np.asarray(vec, dtype="<f4")
+    if arr.shape != (EMBEDDING_DIMS,):
+        raise VipuneError(f"Mismatched dimensions: expected {EMBEDDING_DIMS}, got {arr.shape}")
+    return arr.tobytes()
+
+
+# --------------------------------------------------------------------------- embedding
+class Embedder:
+    """vipune's recipe: tokenizer.json + ONNX, mean pooling over the mask, then L2."""
+
+    def __init__(self):
+        model_dir = self._snapshot_dir()
+        onnx_path = next((p for p in (model_dir / "onnx" / "model.onnx", model_dir / "model.onnx")
+                          if p.is_file()), None)
+        tok_path = model_dir / "tokenizer.json"
+        if onnx_path is None:
+            raise VipuneError(
+                f"Configuration error: Failed to load embedding model '{MODEL_ID}': no "
+                f"onnx/model.onnx or model.onnx under {model_dir} (the fake never downloads)")
+        if not tok_path.is_file():
+            raise VipuneError(
+                f"Configuration error: Failed to load embedding model '{MODEL_ID}': "
+                f"{tok_path} not found (the fake never downloads)")
+
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tok_path))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_EMBEDDING_TOKENS)
+        self.count_tokenizer = Tokenizer.from_file(str(tok_path))
+        self.count_tokenizer.no_padding()
+        self.count_tokenizer.no_truncation()
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        self.session = ort.InferenceSession(str(onnx_path), options,
+                                            providers=["CPUExecutionProvider"])
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        outputs = [o.name for o in self.session.get_outputs()]
+        name = next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), None)
+        if name is None:
+            raise VipuneError("Inference error: Output tensor 'last_hidden_state' or "
+                              "'token_embeddings' not found")
+        self.output_name = name
+
+    @staticmethod
+    def _snapshot_dir() -> Path:
+        hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+        repo_dir = Path(hf_home) / "hub" / ("models--" + MODEL_ID.replace("/", "--"))
+        ref = repo_dir / "refs" / MODEL_REVISION
+        try:
+            commit = ref.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise VipuneError(
+                f"Configuration error: Failed to load embedding model '{MODEL_ID}': "
+                f"cannot read {ref} ({exc.strerror}); the fake never downloads") from exc
+        return repo_dir / "snapshots" / commit
+
+    def token_count(self, text: str) -> int:
+        return len(self.count_tokenizer.encode(text, add_special_tokens=True).ids)
+
+    def embed(self, text: str):
+        import numpy as np
+
+        if not text:
+            return np.zeros(EMBEDDING_DIMS, dtype=np.float32)
+        count = self.token_count(text)
+        if count > MAX_EMBEDDING_TOKENS:
+            raise VipuneError(
+                f"Content too long: {count} tokens exceeds the maximum of "
+                f"{MAX_EMBEDDING_TOKENS} tokens", EXIT_TOO_LONG)
+        enc = self.tokenizer.encode(text, add_special_tokens=True)
+        if not enc.ids:
+            return np.zeros(EMBEDDING_DIMS, dtype=np.float32)
+        ids = np.asarray([enc.ids], dtype=np.int64)
+        mask = np.asarray([enc.attention_mask], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.input_names:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        (hidden,) = self.session.run([self.output_name], feed)
+        if hidden.ndim != 3 or hidden.shape[0] != 1 or hidden.shape[2] != EMBEDDING_DIMS:
+            raise VipuneError(f"Inference error: Unexpected output shape: {list(hidden.shape)}, "
+                              f"batch=1, hidden={EMBEDDING_DIMS} expected")
+        m = mask[0].astype(np.float32)
+        pooled = (hidden[0].astype(np.float32) * m[:, None]).sum(axis=0) / max(m.sum(), 1e-9)
+        norm = max(float(np.sqrt((pooled * pooled).sum())), 1e-9)
+        return (pooled / norm).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- search
+def validate_limit(limit: int) -> None:
+    if limit == 0:
+        raise VipuneError("Invalid limit: Limit must be greater than 0")
+    if limit > MAX_SEARCH_LIMIT:
+        raise VipuneError(f"Invalid limit: Limit {limit} exceeds maximum allowed "
+                          f"({MAX_SEARCH_LIMIT})")
+
+
+def validate_query(query: str) -> None:
+    if not query:
+        raise VipuneError("Input cannot be empty")
+    if len(query) > MAX_INPUT_CHARS:
+        raise VipuneError(f"Input too long: {len(query)} characters (max: {MAX_INPUT_CHARS})")
+
+
+SELECT_COLS = ("m.id, m.project_id, m.content, m.metadata, m.embedding, m.created_at, "
+               "m.updated_at, m.importance, m.retrieval_count, m.last_retrieved_at")
+
+
+def _row_dict(row) -> dict:
+    keys = ("id", "project_id", "content", "metadata", "embedding", "created_at",
+            "updated_at", "importance", "retrieval_count", "last_retrieved_at")
+    return dict(zip(keys, row))
+
+
+def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
+    """Brute-force cosine over the project's rows; ties to newer created_at, then id."""
+    import numpy as np
+
+    validate_limit(limit)
+    rows = [_row_dict(r) for r in
+            conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.project_id = ?",
+                         (project_id,))]
+    q = np.asarray(query_vec, dtype=np.float64)
+    q_norm = float(np.sqrt((q * q).sum()))
+    for row in rows:
+        v = blob_to_vec(row["embedding"]).astype(np.float64)
+        if not (np.isfinite(v).all() and np.isfinite(q).all()):
+            raise VipuneError("Invalid embedding: Vector contains NaN or infinite values")
+        v_norm = float(np.sqrt((v * v).sum()))
+        row["similarity"] = 0.0 if q_norm == 0 or v_norm == 0 else float(q @ v) / (q_norm * v_norm)
+    # Stable sorts, least significant key first: id asc, created_at desc, similarity desc.
+    rows.sort(key=lambda r: r["id"])
+    rows.sort(key=lambda r: r["created_at"], reverse=True)
+    rows.sort(key=lambda r: r["similarity"], reverse=True)
+    return rows[:limit]
+
+
+def escape_fts_query(query: str) -> str:
+    """src/sqlite/fts.rs escape_fts_query: every whitespace token quoted, implicit AND."""
+    return " ".join('"' + w.replace("\\", "\\\\").replace('"', '""') + '"'
+                    for w in query.split())
+
+
+def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
+    validate_limit(limit)
+    escaped = escape_fts_query(query)
+    if not escaped:
+        return []
+    sql = (f"SELECT {SELECT_COLS}, bm25(memories_fts) AS bm25_score "
+           "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+           "WHERE memories_fts MATCH ? AND m.project_id = ? "
+           "ORDER BY bm25(memories_fts) LIMIT ?")
+    out = []
+    for r in conn.execute(sql, (escaped, project_id, limit)):
+        row = _row_dict(r[:-1])
+        row["similarity"] = float(r[-1])
+        out.append(row)
+    return out
+
+
+def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
+    fused: dict[str, tuple[dict, float]] = {}
+    for results in result_lists:
+        for rank, row in enumerate(results, start=1):
+            score = 1.0 / (RRF_K + rank)
+            if row["id"] in fused:
+                kept, acc = fused[row["id"]]
+                fused[row["id"]] = (kept, acc + score)
+            else:
+                fused[row["id"]] = (dict(row), score)
+    ordered = sorted(fused.values(), key=lambda pair: (-pair[1], pair[0]["id"]))
+    out = []
+    for row, score in ordered:
+        row["similarity"] = score
+        out.append(row)
+    return out
+
+
+def apply_recency(rows: list[dict], weight: float) -> list[dict]:
+    """(1 - w) * score + w * exp(-lambda * importance_scale * age_seconds)."""
+    now = datetime.now(timezone.utc)
+    for row in rows:
+        age = max((now - parse_rfc3339(row["created_at"])).total_seconds(), 0.0)
+        scale = IMPORTANCE_SCALE.get((row.get("importance") or "medium").lower(), 0.5)
+        decay = math.exp(max(-DECAY_LAMBDA * scale * age, -700.0))
+        row["similarity"] = (1.0 - weight) * row["similarity"] + weight * decay
+    rows.sort(key=lambda r: r["similarity"], reverse=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_version(args) -> int:
+    version = os.environ.get("FAKE_VIPUNE_VERSION", DEFAULT_VERSION)
+    if args.json:
+        print_json({"version": version, "name": "vipune"})
+    else:
+        print(f"vipune {version}")
+    return EXIT_OK
+
+
+def inject_search_fault() -> int | None:
+    fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    if fault == "crash":
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "garbage":
+        sys.stdout.write("this is not JSON {\n")
+        return EXIT_OK
+    if fault == "empty":
+        return EXIT_OK
+    if fault == "hang":
+        while True:
+            time.sleep(3600)
+    if fault == "error":
+        raise VipuneError("injected")
+    return None
+
+
+def cmd_search(args) -> int:
+    faulted = inject_search_fault()
+    if faulted is not None:
+        return faulted
+    config = load_config()
+    weight = args.recency if args.recency is not None else config["recency_weight"]
+    if not 0.0 <= weight <= 1.0:
+        raise VipuneError(f"Invalid recency weight: {weight} (must be between 0.0 and 1.0)")
+    use_hybrid = (args.hybrid or config["hybrid"]) and not args.no_hybrid
+    query = args.query.strip()
+    validate_query(query)
+    validate_limit(args.limit)
+    conn = open_db(args.db_path)
+    query_vec = Embedder().embed(query)
+    project = args.project or "default"
+    if use_hybrid:
+        pool = min(max(args.limit * 10, 50), MAX_SEARCH_LIMIT)
+        results = rrf_fusion([semantic_search(conn, project, query_vec, pool),
+                              bm25_search(conn, query, project, pool)])
+    else:
+        results = semantic_search(conn, project, query_vec, args.limit)
+    if weight > 0.0:
+        results = apply_recency(results, weight)
+    results = results[:args.limit]
+
+    if not args.no_touch and results:
+        ids = [r["id"] for r in results]
+        try:
+            conn.execute(
+                "UPDATE memories SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? "
+                f"WHERE id IN ({','.join('?' * len(ids))})", [now_rfc3339(), *ids])
+        except sqlite3.Error as exc:
+            print(f"warning: failed to update retrieval stats: {exc}", file=sys.stderr)
+
+    if args.json:
+        print_json({"results": [
+            {"id": r["id"], "content": r["content"], "similarity": r["similarity"],
+             "created_at": r["created_at"], "updated_at": r["updated_at"],
+             "project_id": r["project_id"], "metadata": r["metadata"]}
+            for r in results]})
+    else:
+        for r in results:
+            print(f"{r['id']} [score: {r['similarity']:.2f}]\n  {r['content']}\n")
+    return EXIT_OK
+
+
+def _check_row(obj, line_no: int) -> tuple[dict, bytes]:
+    if not isinstance(obj, dict):
+        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: row must be an object")
+    for key in REQUIRED_STR:
+        if key not in obj:
+            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`")
+        if not isinstance(obj[key], str):
+            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
+    for key in OPTIONAL_STR + ("memory_type", "status", "importance"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a "
+                              "string or null")
+    if "retrieval_count" not in obj:
+        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field "
+                          "`retrieval_count`")
+    count = obj["retrieval_count"]
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `retrieval_count` must "
+                          "be an integer")
+    if not obj["embedding"]:
+        raise VipuneError(f"Invalid input: line {line_no}: empty embedding (NULL/empty blobs are "
+                          "not restorable)")
+    try:
+        blob = base64.b64decode(obj["embedding"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise VipuneError(f"Invalid input: line {line_no}: invalid base64 embedding: {exc}") from exc
+    if len(blob) != BLOB_BYTES:
+        raise VipuneError(f"Invalid input: line {line_no}: wrong-dimension embedding: expected "
+                          f"{BLOB_BYTES} bytes ({EMBEDDING_DIMS}xf32), got {len(blob)} bytes")
+    return obj, blob
+
+
+def _check_header(line: str) -> None:
+    try:
+        header = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise VipuneError(f"Invalid input: line 1: malformed header JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise VipuneError("Invalid input: line 1: header must be a JSON object")
+    if header.get("type") != "export":
+        raise VipuneError("Invalid input: line 1: not an export file (missing type=export)")
+    if "version" not in header:
+        raise VipuneError("Invalid input: line 1: header missing version")
+    if header["version"] != 1 or isinstance(header["version"], bool):
+        raise VipuneError(f"Invalid input: line 1: unsupported version {header['version']!r} "
+                          "(expected 1)")
+    if header.get("embedding_dims") != EMBEDDING_DIMS:
+        raise VipuneError(f"Invalid input: line 1: embedding_dims "
+                          f"{header.get('embedding_dims')!r} does not match {EMBEDDING_DIMS}")
+    rows = header.get("rows")
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise VipuneError("Invalid input: line 1: header missing rows")
+
+
+def cmd_import(args) -> int:
+    if args.project is not None:
+        print(f"warning: --project ({args.project}) is ignored for import; import restores all "
+              "projects in the file", file=sys.stderr)
+    conn = open_db(args.db_path, busy_timeout=IMPORT_BUSY_TIMEOUT_S)
+    skip = {r[0] for r in conn.execute("SELECT id FROM memories")}
+
+    source = args.source or "-"
+    try:
+        if source == "-":
+            text = sys.stdin.buffer.read().decode("utf-8")
+        else:
+            text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VipuneError(f"Invalid input: cannot read import source '{source}': {exc}") from exc
+    lines = text.splitlines()  # Rust str::lines: \n and \r\n
+    if not lines:
+        raise VipuneError("Invalid input: import source is empty (no header line)")
+    _check_header(lines[0].rstrip("\r"))
+
+    parsed: list[tuple[int, dict, bytes]] = []
+    first_seen: dict[str, int] = {}
+    for idx, line in enumerate(lines[1:], start=2):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise VipuneError(f"Invalid input: line {idx}: malformed JSON: {exc}") from exc
+        row, blob = _check_row(obj, idx)
+        if row["id"] in first_seen:
+            raise VipuneError(f"Invalid input: line {idx}: duplicate id {row['id']} (first seen "
+                              f"on line {first_seen[row['id']]})")
+        first_seen[row["id"]] = idx
+        parsed.append((idx, row, blob))
+
+    inserted = skipped = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for _line_no, row, blob in parsed:
+            if row["id"] in skip:
+                skipped += 1
+                continue
+            conn.execute(
+                "INSERT INTO memories (id, project_id, content, metadata, embedding, created_at, "
+                "updated_at, memory_type, status, superseded_by, retrieval_count, "
+                "last_retrieved_at, importance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row["id"], row["project_id"], row["content"], row.get("metadata"), blob,
+                 row["created_at"], row["updated_at"], row.get("memory_type") or "fact",
+                 row.get("status") or "active", row.get("superseded_by"),
+                 row["retrieval_count"], row.get("last_retrieved_at"),
+                 row.get("importance") or "medium"))
+            inserted += 1
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        conn.execute("ROLLBACK")
+        raise VipuneError(f"Database error: import aborted, nothing written: {exc}") from exc
+
+    if os.environ.get("FAKE_VIPUNE_FAULT") == "short-import":
+        inserted = max(inserted - 1, 0)
+    if args.json:
+        print_json({"inserted": inserted, "skipped": skipped})
+    else:
+        print(f"Import complete: {inserted} inserted, {skipped} skipped (already present)")
+    return EXIT_OK
+
+
+def cmd_add(args) -> int:
+    config = load_config()
+    text = args.text
+    validate_query(text)
+    conn = open_db(args.db_path)
+    project = args.project or "default"
+    vec = Embedder().embed(text)
+    if not args.force:
+        conflicts = [r for r in semantic_search(conn, project, vec, MAX_SEARCH_LIMIT)
+                     if r["similarity"] >= config["similarity_threshold"]]
+        if conflicts:
+            if args.json:
+                print_json({"status": "conflicts", "proposed": text, "conflicts": [
+                    {"id": c["id"], "content": c["content"], "similarity": c["similarity"]}
+                    for c in conflicts]})
+            else:
+                print(f"Conflicts detected: {len(conflicts)} similar memory/memories found")
+            return EXIT_CONFLICTS
+    new_id = str(uuid.uuid4())
+    now = now_rfc3339()
+    conn.execute(
+        "INSERT INTO memories (id, project_id, content, metadata, embedding, created_at, "
+        "updated_at, memory_type, status, importance) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (new_id, project, text, args.metadata, vec_to_blob(vec), now, now, args.memory_type,
+         args.status, args.importance))
+    if args.json:
+        print_json({"status": "added", "id": new_id})
+    else:
+        print(f"Added memory: {new_id}")
+    return EXIT_OK
+
+
+def cmd_export(args) -> int:
+    if args.project is not None:
+        print(f"Note: --project '{args.project}' is ignored for export — export covers ALL "
+              "projects.", file=sys.stderr)
+    conn = open_db(args.db_path)
+    rows = conn.execute(f"SELECT {', '.join(ROW_FIELDS)} FROM memories ORDER BY rowid").fetchall()
+    header = {"type": "export", "version": 1, "format_version": 1,
+              "embedding_dims": EMBEDDING_DIMS, "model_id": MODEL_ID,
+              "model_revision": MODEL_REVISION, "exported_at": now_rfc3339(), "rows": len(rows)}
+    out_lines = [json.dumps(header, ensure_ascii=False)]
+    for values in rows:
+        row = dict(zip(ROW_FIELDS, values))
+        row["embedding"] = base64.b64encode(row["embedding"] or b"").decode("ascii")
+        out_lines.append(json.dumps(row, ensure_ascii=False))
+    data = "\n".join(out_lines) + "\n"
+    if args.output_path == "-":
+        sys.stdout.write(data)
+        return EXIT_OK
+    try:
+        Path(args.output_path).write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise VipuneError(f"Configuration error: cannot create {args.output_path}: {exc}") from exc
+    if args.json:
+        print_json({"rows": len(rows), "format_version": 1, "path": args.output_path})
+    else:
+        print(f"Exported {len(rows)} row(s) to {args.output_path}")
+    return EXIT_OK
+
+
+def fts_report(conn) -> dict:
+    """Compare memories with the FTS index itself (memories_fts_docsize holds one row per
+    indexed document; SELECT count(*) FROM memories_fts would read the content table)."""
+    memories = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    fts = conn.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
+    missing = conn.execute(
+        "SELECT count(*) FROM memories m WHERE NOT EXISTS "
+        "(SELECT 1 FROM memories_fts_docsize d WHERE d.id = m.rowid)").fetchone()[0]
+    orphans = conn.execute(
+        "SELECT count(*) FROM memories_fts_docsize d WHERE NOT EXISTS "
+        "(SELECT 1 FROM memories m WHERE m.rowid = d.id)").fetchone()[0]
+    try:
+        conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES('integrity-check', 1)")
+        integrity_ok = True
+    except sqlite3.Error:
+        integrity_ok = False
+    in_sync = missing == 0 and orphans == 0 and integrity_ok
+    return {"in_sync": in_sync, "memories": memories, "fts": fts, "integrity_ok": integrity_ok,
+            "missing_from_fts": missing, "orphan_rows": orphans,
+            "total_desynced": missing + orphans}
+
+
+def cmd_doctor(args) -> int:
+    modes = [m for m in ("embeddings", "projects", "fts") if getattr(args, m)]
+    if len(modes) != 1:
+        raise UsageError("exactly one of --embeddings, --projects, --fts is required")
+    if modes[0] != "fts":
+        raise VipuneError(f"doctor --{modes[0]} is not implemented by the fake vipune")
+    conn = open_db(args.db_path)
+    report = fts_report(conn)
+    actions = 0
+    if args.repair and not report["in_sync"]:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
+        actions = max(report["total_desynced"], 1)
+        report = fts_report(conn)
+    report.update(repaired=bool(args.repair), actions=actions)
+    if args.json:
+        print_json(report)
+    elif report["in_sync"]:
+        print("FTS index is in sync with the memories table.")
+    else:
+        print(f"Warning: FTS index is desynced: {report['memories']} memories rows, "
+              f"{report['fts']} indexed. Run 'vipune doctor --fts --repair' to rebuild.")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- CLI
+class Parser(argparse.ArgumentParser):
+    """argparse with clap's exit code for usage errors (64, not 2)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # clap does not infer long flags
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)  # ValueError -> argparse usage error
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def add_globals(parser: argparse.ArgumentParser, top: bool) -> None:
+    # clap `global = true`: accepted before and after the subcommand. On subparsers the
+    # default is SUPPRESS so a value given before the subcommand is not overwritten.
+    d = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("--json", action="store_true", **({"default": False} if top else d))
+    parser.add_argument("-p", "--project", **({"default": None} if top else d))
+    parser.add_argument("--db-path", **({"default": None} if top else d))
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="vipune", description="Minimal memory layer for AI agents (fake)")
+    add_globals(parser, top=True)
+    parser.add_argument("--version", action="store_true", dest="show_version")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+
+    p = sub.add_parser("version")
+    add_globals(p, top=False)
+    p.set_defaults(func=cmd_version)
+
+    p = sub.add_parser("search")
+    add_globals(p, top=False)
+    p.add_argument("query")
+    p.add_argument("-l", "--limit", type=non_negative_int, default=5)
+    p.add_argument("--recency", type=float, default=None)
+    p.add_argument("--hybrid", action="store_true")
+    p.add_argument("--no-hybrid", action="store_true")
+    p.add_argument("--no-touch", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("import")
+    add_globals(p, top=False)
+    p.add_argument("source", nargs="?")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("add")
+    add_globals(p, top=False)
+    p.add_argument("text")
+    p.add_argument("-m", "--metadata", default=None)
+    p.add_argument("--force", action="store_true")
+    p.add_argument("--memory-type", default="fact")
+    p.add_argument("--status", default="active")
+    p.add_argument("--importance", default="medium")
+    p.set_defaults(func=cmd_add)
+
+    p = sub.add_parser("export")
+    add_globals(p, top=False)
+    p.add_argument("output_path")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("doctor")
+    add_globals(p, top=False)
+    for flag in ("--embeddings", "--projects", "--fts", "--repair"):
+        p.add_argument(flag, action="store_true")
+    p.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.show_version:
+            print(f"vipune {os.environ.get('FAKE_VIPUNE_VERSION', DEFAULT_VERSION)}")
+            return EXIT_OK
+        if args.command is None:
+            raise UsageError("vipune: error: a subcommand is required")
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"vipune {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (VipuneError, sqlite3.Error) as exc:
+        if isinstance(exc, sqlite3.Error):
+            exc = VipuneError(f"Database error: {exc}")
+        if args.json:
+            print_json({"error": str(exc)})
+        else:
+            print(f"Error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Small file helpers shared by every stage: atomic writes, hashing, JSON, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+log = logging.getLogger("vipune_eval")
+
+
+class EvalError(Exception):
+    """An error the user can act on; the CLI prints its message and exits 1."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it into place only on success.
+
+    A killed or failed job never leaves a file that looks complete.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def dump_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text(path, dump_json(obj))
+
+
+def write_json_if_changed(path: str | os.PathLike, obj: Any) -> bool:
+    """Write ``obj`` only when the file's text would change (keeps mtime for Snakemake)."""
+    text = dump_json(obj)
+    path = Path(path)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    write_text(path, text)
+    return True
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"cannot read JSON file {path}: {exc}") from exc
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def text_id(text: str) -> str:
+    """Content key of a text: the same text anywhere in the dataset gets the same id."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+class Progress:
+    """Logs ``done / total`` and a rate at most every ``every`` seconds."""
+
+    def __init__(self, what: str, total: int, every: float = 10.0) -> None:
+        self.what, self.total, self.every = what, total, every
+        self.done = 0
+        self.start = self.last = time.monotonic()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.every or self.done >= self.total:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            log.info("%s: %d / %d (%.1f/s)", self.what, self.done, self.total, rate)

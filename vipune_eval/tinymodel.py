@@ -1,0 +1,184 @@
+"""A tiny but real ONNX sentence-embedding model, for tests that must run offline.
+
+The model is a bag of random word vectors: ``last_hidden_state = (word_table[input_ids] +
+type_table[token_type_ids]) * attention_mask``. With mean pooling and L2 normalisation (as
+registered in fastembed) texts sharing words get similar vectors, which is enough to make
+dense retrieval over :mod:`vipune_eval.synthetic` data meaningful.
+
+The folder has the layout of a Hugging Face model repo, so it loads through fastembed's
+custom-model path::
+
+    TextEmbedding.add_custom_model(model="test/tiny", pooling=PoolingType.MEAN,
+        normalization=True, sources=ModelSource(hf="test/tiny"), dim=384,
+        model_file="model.onnx")
+    TextEmbedding("test/tiny", specific_model_path=str(folder))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from onnx import ModelProto, TensorProto, helper, numpy_helper, save_model
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+SPECIAL_TOKENS: tuple[str, ...] = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+# Appended after the words: the generator writes these and BertPreTokenizer splits them off.
+PUNCTUATION: tuple[str, ...] = (".", ",", "?", "!", "'")
+MAX_LENGTH = 512
+OPSET = 17
+IR_VERSION = 8  # opset 17 needs IR >= 8; old enough for any onnxruntime >= 1.14
+
+
+def _vocab(words: Sequence[str]) -> dict[str, int]:
+    tokens = list(SPECIAL_TOKENS)
+    for word in [*words, *PUNCTUATION]:
+        if word not in tokens:
+            tokens.append(word)
+    return {token: i for i, token in enumerate(tokens)}
+
+
+def _tokenizer(vocab: dict[str, int]) -> Tokenizer:
+    # Truncation is deliberately not set: fastembed takes it from tokenizer_config.json.
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.NFD(), normalizers.Lowercase(), normalizers.StripAccents()]
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
+    tokenizer.enable_padding(pad_id=vocab["[PAD]"], pad_token="[PAD]")
+    return tokenizer
+
+
+def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
+    rng = np.random.default_rng(seed)
+    word_table = rng.standard_normal((vocab_size, dim), dtype=np.float32)
+    # Small, so that the segment embedding shared by all tokens does not dominate similarity.
+    type_table = 0.02 * rng.standard_normal((2, dim), dtype=np.float32)
+    batch_seq = ["batch", "sequence"]
+    inputs = [
+        helper.make_tensor_value_info(name, TensorProto.INT64, batch_seq)
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+    ]
+    output = helper.make_tensor_value_info(
+        "last_hidden_state", TensorProto.FLOAT, [*batch_seq, dim]
+    )
+    nodes = [
+        helper.make_node("Gather", ["word_table", "input_ids"], ["words"]),
+        helper.make_node("Gather", ["type_table", "token_type_ids"], ["types"]),
+        helper.make_node("Add", ["words", "types"], ["tokens"]),
+        helper.make_node("Cast", ["attention_mask"], ["mask_float"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["mask_float", "last_axis"], ["mask"]),
+        helper.make_node("Mul", ["tokens", "mask"], ["last_hidden_state"]),
+    ]
+    initializers = [
+        numpy_helper.from_array(word_table, "word_table"),
+        numpy_helper.from_array(type_table, "type_table"),
+        numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis"),
+    ]
+    graph = helper.make_graph(nodes, "tiny_bag_of_words", inputs, [output], initializers)
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+        producer_name="vipune_eval.tinymodel",
+    )
+
+
+def _write_json(path: Path, data: dict[str, object]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def build_tiny_model(
+    folder: Path,
+    *,
+    dim: int = 384,
+    vocab: Sequence[str] | None = None,
+    seed: int = 0,
+    onnx_name: str = "model.onnx",
+) -> Path:
+    """Write a tiny ONNX embedding model with its tokenizer files into ``folder``.
+
+    ``vocab`` defaults to :data:`vipune_eval.synthetic.VOCABULARY`; words outside it map to
+    ``[UNK]``. ``onnx_name`` may contain a subfolder, e.g. ``onnx/model.onnx``. The output is
+    deterministic for a given seed. Returns ``folder``.
+    """
+    if vocab is None:
+        from vipune_eval.synthetic import VOCABULARY
+
+        vocab = VOCABULARY
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    token_ids = _vocab(vocab)
+
+    onnx_path = folder / onnx_name
+    onnx_path.parent.mkdir(parents=True, exist_ok=True)
+    save_model(_graph(len(token_ids), dim, seed), str(onnx_path))
+
+    _tokenizer(token_ids).save(str(folder / "tokenizer.json"))
+    special = {
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "cls_token": "[CLS]",
+        "sep_token": "[SEP]",
+    }
+    _write_json(folder / "special_tokens_map.json", special)
+    _write_json(
+        folder / "tokenizer_config.json",
+        {
+            **special,
+            "model_max_length": MAX_LENGTH,
+            "do_lower_case": True,
+            "tokenizer_class": "PreTrainedTokenizerFast",
+        },
+    )
+    _write_json(
+        folder / "config.json",
+        {
+            "model_type": "tiny-bag-of-words",
+            "hidden_size": dim,
+            "vocab_size": len(token_ids),
+            "type_vocab_size": 2,
+            "max_position_embeddings": MAX_LENGTH,
+            "pad_token_id": token_ids["[PAD]"],
+        },
+    )
+    return folder
+
+
+def register_fastembed(
+    model_name: str = "test/tiny", *, dim: int = 384, model_file: str = "model.onnx"
+) -> str:
+    """Register the tiny model with fastembed's custom-model registry, once per process.
+
+    fastembed's ``add_custom_model`` raises if the name is taken, which breaks when several
+    tests (or modules) register the same model; this is a no-op if an identical registration
+    exists, and raises if the name is registered with another dim or file. Returns the name.
+    """
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    for known in TextEmbedding._list_supported_models():
+        if known.model.lower() == model_name.lower():
+            if (known.dim, known.model_file) != (dim, model_file):
+                raise ValueError(
+                    f"{model_name} is already registered with dim={known.dim}, "
+                    f"model_file={known.model_file!r}"
+                )
+            return model_name
+    TextEmbedding.add_custom_model(
+        model=model_name,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf=model_name),
+        dim=dim,
+        model_file=model_file,
+    )
+    return model_name

@@ -1,0 +1,118 @@
+"""The vipune lane: one throwaway database per persona, driven as a subprocess.
+
+Follows the contract in shared/vipune-contract.md: JSONL import with both header keys, one
+hybrid search with ``--recency 0 --limit L --no-touch -- QUESTION``, ids mapped back to sessions.
+The binary runs with a private XDG_CONFIG_HOME, no VIPUNE_* variables and HF_HOME pointing at the
+harness's own model cache, so neither a user's config nor their model cache can skew a result.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .io import EvalError
+from .reference import Persona, Ranking
+
+EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
+EMBED_MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+
+
+class VipuneError(EvalError):
+    """A vipune call failed; the message names the persona, the command line and stderr."""
+
+
+@dataclass
+class VipuneResult:
+    ranking: Ranking
+    search_seconds: float
+
+
+def embedding_b64(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, "<f4").tobytes()).decode("ascii")
+
+
+def import_lines(persona: Persona) -> list[str]:
+    """The import JSONL: a header (both ``version`` and ``format_version``), then one row per session."""
+    dims = persona.vectors.shape[1]
+    header = {"type": "export", "version": 1, "format_version": 1, "embedding_dims": dims,
+              "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
+              "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "rows": len(persona.row_ids)}
+    lines = [json.dumps(header)]
+    for rid, text, vector, created in zip(persona.row_ids, persona.texts, persona.vectors,
+                                          persona.created_at):
+        lines.append(json.dumps({
+            "id": rid, "project_id": persona.question_id, "content": text, "metadata": None,
+            "embedding": embedding_b64(vector), "created_at": created, "updated_at": created,
+            "memory_type": "fact", "status": "active", "superseded_by": None,
+            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium",
+        }, ensure_ascii=False))
+    return lines
+
+
+class Vipune:
+    def __init__(self, binary: Path, env: dict[str, str], timeout: float) -> None:
+        self.binary, self.env, self.timeout = binary, env, timeout
+
+    def call(self, args: list[str], persona: str) -> dict[str, Any]:
+        """Run ``vipune ARGS``; return its JSON output or raise VipuneError saying what happened."""
+        cmd = [str(self.binary), *args]
+        shown = " ".join(cmd if len(" ".join(cmd)) < 400 else [*cmd[:-1], cmd[-1][:100] + "…"])
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env,
+                                  timeout=self.timeout, errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            raise VipuneError(f"persona {persona}: `{shown}` timed out after {self.timeout:g} s") from exc
+        except OSError as exc:
+            raise VipuneError(f"persona {persona}: cannot run `{shown}`: {exc}") from exc
+        where = f"persona {persona}: `{shown}` exited {proc.returncode}"
+        if proc.returncode < 0:
+            raise VipuneError(f"{where} (killed by signal {-proc.returncode}); stderr: {proc.stderr.strip()[:2000]}")
+        try:
+            out = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            out = None
+        if proc.returncode != 0:
+            message = out.get("error") if isinstance(out, dict) else proc.stdout.strip()[:500]
+            raise VipuneError(f"{where}: {message}; stderr: {proc.stderr.strip()[:2000]}")
+        if not isinstance(out, dict):
+            raise VipuneError(f"{where} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
+                              f"stderr: {proc.stderr.strip()[:2000]}")
+        return out
+
+    def evaluate(self, persona: Persona, limit: int, workdir: Path) -> VipuneResult:
+        """Import the persona into a fresh database and run its one hybrid query."""
+        qid = persona.question_id
+        with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
+            db, jsonl = Path(tmp) / "memories.db", Path(tmp) / "import.jsonl"
+            jsonl.write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
+            out = self.call(["--db-path", str(db), "--json", "import", str(jsonl)], qid)
+            if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
+                raise VipuneError(f"persona {qid}: vipune import reported {out}, but "
+                                  f"{len(persona.row_ids)} rows were written to a fresh database")
+            start = time.perf_counter()
+            out = self.call(["--db-path", str(db), "--project", qid, "--json", "search", "--hybrid",
+                             "--recency", "0", "--limit", str(limit), "--no-touch", "--",
+                             persona.question], qid)
+            seconds = time.perf_counter() - start
+        results = out.get("results")
+        if not isinstance(results, list):
+            raise VipuneError(f"persona {qid}: search output has no 'results' list: {str(out)[:300]}")
+        known = set(persona.row_ids)
+        ranking = []
+        for hit in results:
+            rid = hit.get("id") if isinstance(hit, dict) else None
+            if rid not in known:
+                raise VipuneError(f"persona {qid}: search returned id {rid!r}, not a row of this persona")
+            ranking.append((rid, float(hit.get("similarity") or 0.0)))
+        return VipuneResult(ranking, seconds)

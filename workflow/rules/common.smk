@@ -1,0 +1,128 @@
+# Helpers shared by the rules: parse-time fingerprints and get_* input functions.
+import json
+import sys
+from pathlib import Path
+
+from vipune_eval import sources
+from vipune_eval.io import EvalError, write_json_if_changed
+from vipune_eval.reference import REFERENCE_RETRIEVERS
+
+if max(config["ks"]) > config["search_limit"]:
+    raise ValueError(
+        f"search_limit ({config['search_limit']}) must be at least the largest k ({max(config['ks'])})"
+    )
+
+CACHE = Path("results/.cache")
+ENV = "../envs/vipune-eval.yaml"
+EMBED_SHARDS = config["embed"]["shards"]
+SEARCH_SHARDS = config["search"]["shards"]
+REFERENCE = [r for r in config["retrievers"] if r in REFERENCE_RETRIEVERS]
+DATASET_FP = "results/fingerprints/dataset.json"
+MODEL_FP = "results/fingerprints/model.json"
+CONFIG_JSON = "results/config.json"
+
+
+def fail(message):
+    sys.exit(f"vipune-eval: {message}")
+
+
+# The three things a user changes are reduced to small fingerprint files, written only when
+# their text changes, so staleness follows content, not timestamps or paths.
+try:
+    if config["dataset"]["path"]:
+        DATASET_FILE = str(Path(config["dataset"]["path"]).resolve())
+        write_json_if_changed(
+            DATASET_FP,
+            sources.local_dataset_fingerprint(
+                Path(DATASET_FILE), config["dataset"]["sha256"], CACHE / "sha256.json"
+            ),
+        )
+    else:
+        DATASET_FILE = "results/data/download/" + config["dataset"]["filename"]
+    if config["model"]["path"]:
+        MODEL_DIR = str(Path(config["model"]["path"]).resolve())
+        write_json_if_changed(
+            MODEL_FP,
+            sources.model_fingerprint(
+                Path(MODEL_DIR),
+                repo_id=config["model"]["repo_id"],
+                revision=config["model"]["revision"],
+                file=config["model"]["file"],
+                pooling=config["model"]["pooling"],
+                cache_file=CACHE / "sha256.json",
+            ),
+        )
+    else:
+        MODEL_DIR = "results/model/download"
+    # A missing binary is reported by the vipune_missing rule, so dry runs and --lint still work.
+    VIPUNE_BINARY, VIPUNE_ID = "", "missing"
+    if "vipune" in config["retrievers"]:
+        try:
+            VIPUNE_BINARY = str(sources.resolve_binary(config["vipune"]["binary"]))
+        except EvalError:
+            pass
+        else:
+            fingerprint = sources.binary_fingerprint(Path(VIPUNE_BINARY), CACHE)
+            VIPUNE_ID = fingerprint["id"]
+            write_json_if_changed(f"results/fingerprints/vipune-{VIPUNE_ID}.json", fingerprint)
+    write_json_if_changed(CONFIG_JSON, config)
+except EvalError as exc:
+    fail(exc)
+
+
+def run_name(retriever):
+    """Results of the vipune lane live under the binary's fingerprint."""
+    return f"vipune-{VIPUNE_ID}" if retriever == "vipune" else retriever
+
+
+def expected_args(wildcards):
+    expected = config["dataset"]["expected"] or {}
+    return " ".join(f"--expected-{key} {value}" for key, value in sorted(expected.items()))
+
+
+def get_embeddings(wildcards=None):
+    return expand(
+        "results/embed/shard-{shard}-of-{shards}.parquet",
+        shard=range(EMBED_SHARDS),
+        shards=EMBED_SHARDS,
+    )
+
+
+def get_run_shards(wildcards):
+    return expand(
+        "results/search/{run}/shard-{shard}-of-{shards}.run",
+        run=wildcards.run,
+        shard=range(SEARCH_SHARDS),
+        shards=SEARCH_SHARDS,
+    )
+
+
+def get_vipune_fingerprint(wildcards):
+    return f"results/fingerprints/vipune-{wildcards.binary}.json"
+
+
+def get_metrics(wildcards=None):
+    return [f"results/metrics/{run_name(r)}.json" for r in config["retrievers"]]
+
+
+def get_report_inputs(wildcards=None):
+    inputs = {
+        "summary": "results/filter/summary.json",
+        "qrels": "results/filter/qrels.txt",
+        "dataset_fp": DATASET_FP,
+        "model_fp": MODEL_FP,
+        "config": CONFIG_JSON,
+        "metrics": get_metrics(),
+    }
+    if "vipune" in config["retrievers"]:
+        inputs["vipune_fp"] = f"results/fingerprints/vipune-{VIPUNE_ID}.json"
+    return inputs
+
+
+def vipune_fp_arg(wildcards, input):
+    return f"--vipune-fp {input.vipune_fp}" if "vipune_fp" in input.keys() else ""
+
+
+def print_report(path):
+    if Path(path).exists():
+        print(Path(path).read_text(), end="")

@@ -1,0 +1,19 @@
+rule report:
+    input:
+        unpack(get_report_inputs),
+    output:
+        json=report("results/report.json", caption="../report/report.rst", category="Report"),
+        md="results/report.md",
+    params:
+        names=" ".join(config["retrievers"]),
+        ks=" ".join(map(str, config["ks"])),
+        vipune_fp=vipune_fp_arg,
+    log:
+        "results/logs/report.log",
+    conda:
+        ENV
+    shell:
+        "vipune-eval report --summary {input.summary} --qrels {input.qrels} --names {params.names}"
+        " --metrics {input.metrics} --dataset-fp {input.dataset_fp} --model-fp {input.model_fp}"
+        " {params.vipune_fp} --config {input.config} --ks {params.ks}"
+        " --out-json {output.json} --out-md {output.md} 2> {log}"

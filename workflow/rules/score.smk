@@ -1,0 +1,18 @@
+rule score:
+    input:
+        qrels="results/filter/qrels.txt",
+        pairs="results/filter/pairs.parquet",
+        runs=get_run_shards,
+    output:
+        run="results/runs/{run}.run",
+        metrics="results/metrics/{run}.json",
+    params:
+        ks=" ".join(map(str, config["ks"])),
+    log:
+        "results/logs/score/{run}.log",
+    conda:
+        ENV
+    shell:
+        "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"
+        " --ks {params.ks} --name {wildcards.run} --run-out {output.run}"
+        " --metrics-out {output.metrics} 2> {log}"
