@@ -219,7 +219,9 @@ def _filler_pool(
         if session_id in seen:
             continue
         seen.add(session_id)
-        words = rng.sample(TOPIC_WORDS[rng.choice(topics)], _SESSION_TOPIC_WORDS)
+        # a main and a side topic, so question words also turn up in some filler sessions
+        main, side = rng.sample(topics, 2)
+        words = rng.sample(TOPIC_WORDS[main], 7) + rng.sample(TOPIC_WORDS[side], 3)
         ids.append(session_id)
         sessions.append(json.dumps(_session(rng, turns, words_per_turn, words)))
     return ids, sessions
