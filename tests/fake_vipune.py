@@ -388,7 +388,7 @@ def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
                 fused[row["id"]] = (kept, acc + score)
             else:
                 fused[row["id"]] = (dict(row), score)
-    ordered = sorted(fused.values(), key=lambda pair: (-pair[1], pair[0]["id"]))
+    ordered = sorted(fused.values(), key=lambda pair: (-pair[1], [-ord(c) for c in pair[0]["id"]]))
     out = []
     for row, score in ordered:
         row["similarity"] = score

@@ -55,6 +55,11 @@ def rfc3339(date: str) -> str:
 def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
     try:
         with open(path, "rb") as handle:
+            head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+            if not head.startswith(b"["):
+                raise EvalError(f"{path}: LongMemEval data is one JSON list of instances, but the "
+                                f"file starts with {head[:40]!r}")
+            handle.seek(0)
             yield from ijson.items(handle, "item", use_float=True)
     except ijson.JSONError as exc:
         raise EvalError(f"{path}: not a valid LongMemEval JSON array ({exc})") from exc

@@ -1,0 +1,119 @@
+"""Fingerprints follow content, never paths or timestamps; downloads verify and record."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vipune_eval import sources
+from vipune_eval.io import EvalError, sha256_file
+from vipune_eval.tinymodel import build_tiny_model
+
+
+@pytest.fixture
+def fake_binary(tmp_path, fake_vipune_bin):
+    copy = tmp_path / "bin" / "vipune"
+    copy.parent.mkdir()
+    shutil.copy(fake_vipune_bin, copy)
+    return copy
+
+
+def test_binary_fingerprint_ignores_path_and_mtime_but_not_bytes(tmp_path, fake_binary):
+    first = sources.binary_fingerprint(fake_binary, tmp_path / "cache")
+    assert first["sha256"] == sha256_file(fake_binary)
+    assert first["id"] == f"{first['version']}-{first['sha256'][:12]}"
+    os.utime(fake_binary, (1, 1))
+    other = tmp_path / "elsewhere" / "vipune-copy"
+    other.parent.mkdir()
+    shutil.copy(fake_binary, other)
+    assert sources.binary_fingerprint(other, tmp_path / "cache") == first
+    with fake_binary.open("a") as handle:
+        handle.write("# rebuilt\n")
+    assert sources.binary_fingerprint(fake_binary, tmp_path / "cache")["id"] != first["id"]
+
+
+def test_resolve_binary_explains_how_to_get_vipune(monkeypatch, fake_binary):
+    monkeypatch.setenv("PATH", str(fake_binary.parent))
+    assert sources.resolve_binary("vipune") == fake_binary.resolve()
+    with pytest.raises(EvalError, match="cargo install vipune"):
+        sources.resolve_binary("no-such-vipune")
+
+
+def test_binary_that_does_not_print_version_json_is_named(tmp_path):
+    liar = tmp_path / "vipune"
+    liar.write_text("#!/bin/sh\necho 'vipune 0.9.1'\n")
+    liar.chmod(0o755)
+    with pytest.raises(EvalError, match=r"did not print vipune's version JSON.*vipune 0.9.1"):
+        sources.binary_fingerprint(liar, tmp_path / "cache")
+
+
+def test_model_fingerprint_tracks_bytes_and_pooling_not_location(tmp_path):
+    model = build_tiny_model(tmp_path / "a")
+    kwargs = dict(repo_id="BAAI/bge-small-en-v1.5", revision="r", file="model.onnx",
+                  cache_file=tmp_path / "cache.json")
+    first = sources.model_fingerprint(model, pooling="mean", **kwargs)
+    shutil.copytree(model, tmp_path / "b")
+    assert sources.model_fingerprint(tmp_path / "b", pooling="mean", **kwargs) == first
+    assert sources.model_fingerprint(model, pooling="cls", **kwargs) != first
+    build_tiny_model(tmp_path / "c", seed=7)
+    assert sources.model_fingerprint(tmp_path / "c", pooling="mean", **kwargs) != first
+    with pytest.raises(EvalError, match="model file .* not found"):
+        sources.model_fingerprint(model, pooling="mean", **{**kwargs, "file": "onnx/model.onnx"})
+
+
+def test_vipune_hf_home_has_the_layout_hf_hub_resolves(tmp_path):
+    model = build_tiny_model(tmp_path / "m", onnx_name="onnx/model.onnx")
+    home = sources.build_vipune_hf_home(model, "onnx/model.onnx", "BAAI/bge-small-en-v1.5", "abc123",
+                                        tmp_path / "home")
+    repo = home / "hub" / "models--BAAI--bge-small-en-v1.5"
+    assert (repo / "refs" / "abc123").read_text() == "abc123"
+    snapshot = repo / "snapshots" / "abc123"
+    assert sha256_file(snapshot / "onnx/model.onnx") == sha256_file(model / "onnx/model.onnx")
+    assert (snapshot / "tokenizer.json").is_file() and not (snapshot / "tokenizer.json").is_symlink()
+
+
+def test_local_dataset_sha256_is_verified_and_cached(tmp_path):
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    sha = sha256_file(data)
+    fp = sources.local_dataset_fingerprint(data, sha, tmp_path / "cache.json")
+    assert fp["sha256"] == sha
+    with pytest.raises(EvalError, match=f"sha256 mismatch for {data}"):
+        sources.local_dataset_fingerprint(data, "0" * 64, tmp_path / "cache.json")
+
+
+def test_download_dataset_pins_the_resolved_commit_and_verifies(tmp_path, monkeypatch):
+    """huggingface_hub is unreachable here: stand in for the hub with its documented return values."""
+    import huggingface_hub
+
+    payload = tmp_path / "served.json"
+    payload.write_text('[{"question_id": "x"}]')
+    calls = {}
+
+    class Info:
+        sha = "c0ffee" * 6 + "abcd"
+
+    class Api:
+        def dataset_info(self, repo_id, revision):
+            calls["info"] = (repo_id, revision)
+            return Info()
+
+    def fake_download(repo_id, filename, repo_type, revision, local_dir):
+        calls["download"] = (repo_id, filename, repo_type, revision)
+        target = Path(local_dir) / filename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(payload, target)
+        return str(target)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    fp = sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", None,
+                                  tmp_path / "dl", tmp_path / "fp.json")
+    assert calls["download"] == ("xiaowu0162/longmemeval", "longmemeval_m.json", "dataset", Info.sha)
+    assert fp["resolved_commit"] == Info.sha and fp["sha256"] == sha256_file(payload)
+    assert (tmp_path / "fp.json").exists()
+    with pytest.raises(EvalError, match="sha256 mismatch"):
+        sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", "f" * 64,
+                                 tmp_path / "dl2", tmp_path / "fp2.json")
+    assert not (tmp_path / "fp2.json").exists()
