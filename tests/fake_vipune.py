@@ -388,7 +388,7 @@ def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
                 fused[row["id"]] = (kept, acc + score)
             else:
                 fused[row["id"]] = (dict(row), score)
-    ordered = sorted(fused.values(), key=lambda pair: (-pair[1], [-ord(c) for c in pair[0]["id"]]))
+    ordered = sorted(fused.values(), key=lambda pair: (-pair[1], pair[0]["id"]))
     out = []
     for row, score in ordered:
         row["similarity"] = score
@@ -548,10 +548,14 @@ def cmd_import(args) -> int:
         if source == "-":
             text = sys.stdin.buffer.read().decode("utf-8")
         else:
-            text = Path(source).read_text(encoding="utf-8")
+            text = Path(source).read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise VipuneError(f"Invalid input: cannot read import source '{source}': {exc}") from exc
-    lines = text.splitlines()  # Rust str::lines: \n and \r\n
+    # Rust str::lines splits on \n only (a trailing \r is stripped per line below), never on
+    # U+2028 and friends, which serde_json writes raw inside strings: no str.splitlines().
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
     if not lines:
         raise VipuneError("Invalid input: import source is empty (no header line)")
     _check_header(lines[0].rstrip("\r"))

@@ -54,8 +54,13 @@ def reference_embed(model_dir: Path, texts: list[str], onnx_name: str = "model.o
 
 def test_files_written(model_dir: Path) -> None:
     names = {p.name for p in model_dir.iterdir()}
-    assert {"model.onnx", "tokenizer.json", "tokenizer_config.json", "config.json",
-            "special_tokens_map.json"} <= names
+    assert {
+        "model.onnx",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "config.json",
+        "special_tokens_map.json",
+    } <= names
     config = json.loads((model_dir / "tokenizer_config.json").read_text())
     assert config["model_max_length"] == 512
     # truncation is left to fastembed, which reads it from tokenizer_config.json
@@ -76,10 +81,20 @@ def test_tokenizer_layout(model_dir: Path) -> None:
 
 
 def test_all_inputs_used(model_dir: Path) -> None:
-    session = ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"])
-    assert {i.name for i in session.get_inputs()} == {"input_ids", "attention_mask", "token_type_ids"}
+    session = ort.InferenceSession(
+        str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+    assert {i.name for i in session.get_inputs()} == {
+        "input_ids",
+        "attention_mask",
+        "token_type_ids",
+    }
     ids = np.array([[2, 10, 11, 3]], dtype=np.int64)
-    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    feed = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.zeros_like(ids),
+    }
     base = session.run(None, feed)[0]
     assert base.shape == (1, 4, 384) and base.dtype == np.float32
     masked = session.run(None, {**feed, "attention_mask": np.array([[1, 1, 0, 0]])})[0]

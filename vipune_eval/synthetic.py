@@ -105,7 +105,7 @@ def _build_topics() -> dict[str, tuple[str, ...]]:
         topics[name] = fresh
     pseudo = _pseudo_words(_PSEUDO_PER_TOPIC * len(topics), taken)
     for i, name in enumerate(topics):
-        topics[name].extend(pseudo[i::len(topics)])
+        topics[name].extend(pseudo[i :: len(topics)])
     return {name: tuple(words) for name, words in topics.items()}
 
 
@@ -187,8 +187,9 @@ def _session(
         if evidence is not None and evidence[0] == t:
             sentence = evidence[1]
             rest = max(0, words_per_turn - len(sentence.split()))
-            turn["content"] = f"{_chatter(rng, rest // 2, topic_words)} {sentence} " \
-                f"{_chatter(rng, rest - rest // 2, topic_words)}".strip()
+            before = _chatter(rng, rest // 2, topic_words)
+            after = _chatter(rng, rest - rest // 2, topic_words)
+            turn["content"] = " ".join(part for part in (before, sentence, after) if part)
             turn["has_answer"] = True
         else:
             turn["content"] = _chatter(rng, words_per_turn, topic_words)
@@ -235,7 +236,9 @@ def _gold_count(rng: random.Random, question_type: str) -> int:
     return 1
 
 
-def _write_instance(out: TextIO, head: dict[str, Any], sessions: list[str], tail: dict[str, Any]) -> None:
+def _write_instance(
+    out: TextIO, head: dict[str, Any], sessions: list[str], tail: dict[str, Any]
+) -> None:
     """Write one instance with pre-serialised sessions, keys in LongMemEval's order."""
     out.write("{")
     out.write(", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()))
@@ -265,14 +268,14 @@ def write_dataset(
     """Write a LongMemEval-format JSON array to ``path`` and return its summary.
 
     Instances are written one at a time, so only the filler pool is held in memory; the
-    output is byte-identical for the same arguments. ``gold_fallback`` non-abstention
-    instances lack ``answer_session_ids`` (alternately missing and ``[]``), so consumers must
+    output is byte-identical for the same arguments. ``gold_fallback`` (at most all)
+    non-abstention instances lack ``answer_session_ids`` (alternately missing and ``[]``), so consumers must
     fall back to the sessions holding a ``has_answer: true`` turn.
     """
     if not 0 <= abstention <= instances:
         raise ValueError("abstention must be between 0 and instances")
-    if not 0 <= gold_fallback <= instances - abstention:
-        raise ValueError("gold_fallback must be between 0 and instances - abstention")
+    if gold_fallback < 0:
+        raise ValueError("gold_fallback must not be negative")
     if sessions_per_haystack < 3:
         raise ValueError("sessions_per_haystack must be at least 3 (up to 3 gold sessions)")
     if filler_pool < sessions_per_haystack - 1:
@@ -284,7 +287,8 @@ def write_dataset(
     filler_ids, filler_json = _filler_pool(rng, filler_pool, turns_per_session, words_per_turn)
     abstention_at = set(rng.sample(range(instances), abstention))
     usable = [i for i in range(instances) if i not in abstention_at]
-    fallback_order = {i: n for n, i in enumerate(sorted(rng.sample(usable, gold_fallback)))}
+    fallback = sorted(rng.sample(usable, min(gold_fallback, len(usable))))
+    fallback_order = {i: n for n, i in enumerate(fallback)}
 
     summary = DatasetSummary(instances, abstention, instances - abstention)
     summary.per_category = {t: 0 for t in QUESTION_TYPES}

@@ -165,12 +165,12 @@ def register_fastembed(
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    for known in TextEmbedding._list_supported_models():
-        if known.model.lower() == model_name.lower():
-            if (known.dim, known.model_file) != (dim, model_file):
+    for known in TextEmbedding.list_supported_models():
+        if known["model"].lower() == model_name.lower():
+            if (known["dim"], known["model_file"]) != (dim, model_file):
                 raise ValueError(
-                    f"{model_name} is already registered with dim={known.dim}, "
-                    f"model_file={known.model_file!r}"
+                    f"{model_name} is already registered with dim={known['dim']}, "
+                    f"model_file={known['model_file']!r}"
                 )
             return model_name
     TextEmbedding.add_custom_model(

@@ -38,7 +38,7 @@ try:
             ),
         )
     else:
-        DATASET_FILE = "results/data/download/" + config["dataset"]["filename"]
+        DATASET_FILE = f"results/data/download/{config['dataset']['filename']}"
     if config["model"]["path"]:
         MODEL_DIR = str(Path(config["model"]["path"]).resolve())
         write_json_if_changed(
@@ -64,10 +64,21 @@ try:
         else:
             fingerprint = sources.binary_fingerprint(Path(VIPUNE_BINARY), CACHE)
             VIPUNE_ID = fingerprint["id"]
-            write_json_if_changed(f"results/fingerprints/vipune-{VIPUNE_ID}.json", fingerprint)
+            write_json_if_changed(
+                f"results/fingerprints/vipune-{VIPUNE_ID}.json", fingerprint
+            )
     write_json_if_changed(CONFIG_JSON, config)
 except EvalError as exc:
     fail(exc)
+
+
+def untracked(value):
+    """A param that is not a rerun trigger: params functions taking ``input`` are not tracked.
+
+    Used for machine-specific locations (model folder, dataset file, binary path) whose content
+    is already tracked through the fingerprint inputs: moving a file must not rerun anything.
+    """
+    return lambda wildcards, input: value
 
 
 def run_name(retriever):
@@ -77,7 +88,9 @@ def run_name(retriever):
 
 def expected_args(wildcards):
     expected = config["dataset"]["expected"] or {}
-    return " ".join(f"--expected-{key} {value}" for key, value in sorted(expected.items()))
+    return " ".join(
+        f"--expected-{key} {value}" for key, value in sorted(expected.items())
+    )
 
 
 def get_embeddings(wildcards=None):

@@ -1,29 +1,25 @@
 # Fetching the dataset and the model (login nodes have internet, compute nodes often not).
 
 
-localrules:
-    download_dataset,
-    download_model,
-    vipune_home,
-    vipune_missing,
-
-
 if not config["dataset"]["path"]:
 
     rule download_dataset:
         output:
             fingerprint=DATASET_FP,
+        log:
+            "results/logs/download_dataset.log",
+        localrule: True
+        conda:
+            ENV
         params:
             repo_id=config["dataset"]["repo_id"],
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
             sha256=lambda wildcards: (
-                f"--sha256 {config['dataset']['sha256']}" if config["dataset"]["sha256"] else ""
+                f"--sha256 {config['dataset']['sha256']}"
+                if config["dataset"]["sha256"]
+                else ""
             ),
-        log:
-            "results/logs/download_dataset.log",
-        conda:
-            ENV
         shell:
             "vipune-eval download-dataset --repo-id {params.repo_id} --filename {params.filename}"
             " --revision {params.revision} {params.sha256} --dest results/data/download"
@@ -35,18 +31,19 @@ if not config["model"]["path"]:
     rule download_model:
         output:
             fingerprint=MODEL_FP,
+        log:
+            "results/logs/download_model.log",
+        localrule: True
+        conda:
+            ENV
         params:
             repo_id=config["model"]["repo_id"],
             revision=config["model"]["revision"],
             file=config["model"]["file"],
             pooling=config["model"]["pooling"],
-        log:
-            "results/logs/download_model.log",
-        conda:
-            ENV
         shell:
             "vipune-eval download-model --repo-id {params.repo_id} --revision {params.revision}"
-            " --file {params.file} --pooling {params.pooling} --dest {MODEL_DIR}"
+            " --file {params.file} --pooling {params.pooling} --dest results/model/download"
             " --fingerprint-out {output.fingerprint} 2> {log}"
 
 
@@ -55,16 +52,18 @@ rule vipune_home:
         model=MODEL_FP,
     output:
         directory("results/model/vipune-home"),
+    log:
+        "results/logs/vipune_home.log",
+    localrule: True
+    conda:
+        ENV
     params:
+        model_dir=untracked(MODEL_DIR),
         repo_id=config["model"]["repo_id"],
         revision=config["model"]["revision"],
         file=config["model"]["file"],
-    log:
-        "results/logs/vipune_home.log",
-    conda:
-        ENV
     shell:
-        "vipune-eval vipune-home --model-dir {MODEL_DIR} --file {params.file}"
+        "vipune-eval vipune-home --model-dir {params.model_dir} --file {params.file}"
         " --repo-id {params.repo_id} --revision {params.revision} --out {output} 2> {log}"
 
 
@@ -73,7 +72,10 @@ rule vipune_missing:
         "results/fingerprints/vipune-missing.json",
     log:
         "results/logs/vipune_missing.log",
+    localrule: True
     conda:
         ENV
+    params:
+        binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary {config[vipune][binary]} 2> {log} || (cat {log} >&2; exit 1)"
+        "vipune-eval check-binary --binary {params.binary} 2> {log} || (cat {log} >&2; exit 1)"

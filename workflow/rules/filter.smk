@@ -6,17 +6,18 @@ rule filter:
         texts="results/filter/texts.parquet",
         qrels="results/filter/qrels.txt",
         summary="results/filter/summary.json",
-    params:
-        expected=expected_args,
     log:
         "results/logs/filter.log",
     benchmark:
         "results/benchmarks/filter.tsv"
+    conda:
+        ENV
     resources:
         mem_mb=2000,
         runtime=60,
-    conda:
-        ENV
+    params:
+        dataset=untracked(DATASET_FILE),
+        expected=expected_args,
     shell:
-        "vipune-eval filter --dataset {DATASET_FILE} --pairs {output.pairs} --texts {output.texts}"
+        "vipune-eval filter --dataset {params.dataset} --pairs {output.pairs} --texts {output.texts}"
         " --qrels {output.qrels} --summary {output.summary} {params.expected} 2> {log}"

@@ -2,16 +2,18 @@ rule report:
     input:
         unpack(get_report_inputs),
     output:
-        json=report("results/report.json", caption="../report/report.rst", category="Report"),
+        json=report(
+            "results/report.json", caption="../report/report.rst", category="Report"
+        ),
         md="results/report.md",
-    params:
-        names=" ".join(config["retrievers"]),
-        ks=" ".join(map(str, config["ks"])),
-        vipune_fp=vipune_fp_arg,
     log:
         "results/logs/report.log",
     conda:
         ENV
+    params:
+        names=" ".join(config["retrievers"]),
+        ks=" ".join(map(str, config["ks"])),
+        vipune_fp=vipune_fp_arg,
     shell:
         "vipune-eval report --summary {input.summary} --qrels {input.qrels} --names {params.names}"
         " --metrics {input.metrics} --dataset-fp {input.dataset_fp} --model-fp {input.model_fp}"

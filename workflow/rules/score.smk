@@ -6,12 +6,12 @@ rule score:
     output:
         run="results/runs/{run}.run",
         metrics="results/metrics/{run}.json",
-    params:
-        ks=" ".join(map(str, config["ks"])),
     log:
         "results/logs/score/{run}.log",
     conda:
         ENV
+    params:
+        ks=" ".join(map(str, config["ks"])),
     shell:
         "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"
         " --ks {params.ks} --name {wildcards.run} --run-out {output.run}"

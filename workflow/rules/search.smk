@@ -14,18 +14,18 @@ rule search_reference:
             "results/search/{retriever}/shard-{{shard}}-of-{{shards}}.run",
             retriever=REFERENCE,
         ),
-    params:
-        retrievers=" ".join(REFERENCE),
-        limit=config["search_limit"],
     log:
         "results/logs/search_reference/shard-{shard}-of-{shards}.log",
     benchmark:
         "results/benchmarks/search_reference/shard-{shard}-of-{shards}.tsv"
+    conda:
+        ENV
     resources:
         mem_mb=3000,
         runtime=60,
-    conda:
-        ENV
+    params:
+        retrievers=" ".join(REFERENCE),
+        limit=config["search_limit"],
     shell:
         "vipune-eval search-reference --pairs {input.pairs} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
@@ -41,21 +41,22 @@ rule search_vipune:
         hf_home="results/model/vipune-home",
     output:
         "results/search/vipune-{binary}/shard-{shard}-of-{shards}.run",
-    params:
-        limit=config["search_limit"],
-        timeout=config["vipune"]["timeout"],
     log:
         "results/logs/search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
     benchmark:
         "results/benchmarks/search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.tsv"
+    conda:
+        ENV
     threads: config["search"]["threads"]
     resources:
         mem_mb=3000,
         runtime=120,
-    conda:
-        ENV
+    params:
+        binary=untracked(VIPUNE_BINARY),
+        limit=config["search_limit"],
+        timeout=config["vipune"]["timeout"],
     shell:
         "vipune-eval search-vipune --pairs {input.pairs} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --binary {VIPUNE_BINARY} --fingerprint {input.binary} --hf-home {input.hf_home}"
+        " --binary {params.binary} --fingerprint {input.binary} --hf-home {input.hf_home}"
         " --limit {params.limit} --threads {threads} --timeout {params.timeout} --out {output} 2> {log}"

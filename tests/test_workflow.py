@@ -1,0 +1,174 @@
+"""The whole DAG through the Snakemake CLI on generated data, a tiny model and the fake vipune."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vipune_eval.synthetic import write_dataset
+from vipune_eval.tinymodel import build_tiny_model
+
+REPO = Path(__file__).resolve().parent.parent
+SNAKEFILE = REPO / "Snakefile"
+KS = [1, 5, 10]
+
+
+def snakemake(workdir, *args, env, check=True):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def workflow_env(fake_vipune_bin):
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(fake_vipune_bin.parent), str(Path(sys.executable).parent),
+                                   env.get("PATH", "")])
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def write_config(workdir, data, model, **overrides):
+    config = {
+        "dataset": {"path": str(data), "expected": {"instances": 18, "abstention": 2, "pairs": 16}},
+        "model": {"path": str(model), "file": "onnx/model.onnx"},
+        "embed": {"shards": 2, "threads": 1, "batch_size": 16},
+        "search": {"shards": 3, "threads": 2},
+        **overrides,
+    }
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory, workflow_env):
+    root = tmp_path_factory.mktemp("workflow")
+    data = root / "inputs" / "longmemeval_test.json"
+    write_dataset(data, instances=18, abstention=2, sessions_per_haystack=14, filler_pool=40,
+                  gold_fallback=2, seed=3)
+    model = build_tiny_model(root / "inputs" / "model", onnx_name="onnx/model.onnx")
+    workdir = root / "run"
+    write_config(workdir, data, model)
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env)
+    return workdir, proc
+
+
+def read_qrels(path):
+    gold = defaultdict(set)
+    for line in path.read_text().splitlines():
+        qid, _, doc, rel = line.split()
+        if int(rel) > 0:
+            gold[qid].add(doc)
+    return gold
+
+
+def read_run(path):
+    ranked = defaultdict(list)
+    for line in path.read_text().splitlines():
+        qid, _, doc, rank, score, _ = line.split()
+        ranked[qid].append((int(rank), float(score), doc))
+    return {qid: [doc for _, _, doc in sorted(hits)] for qid, hits in ranked.items()}
+
+
+def independent_metrics(gold, ranked):
+    """The definitions written out plainly, sharing no code with the package."""
+    rows = {}
+    for qid, relevant in gold.items():
+        docs = ranked.get(qid, [])
+        row = {}
+        for k in KS:
+            hits = len(relevant & set(docs[:k]))
+            row[f"recall@{k}"] = hits / len(relevant)
+            row[f"recall_any@{k}"] = float(hits > 0)
+            row[f"recall_all@{k}"] = float(hits == len(relevant))
+            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:k]) if d in relevant)
+            ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+            row[f"ndcg@{k}"] = dcg / ideal
+        first = next((i for i, d in enumerate(docs) if d in relevant), None)
+        row["mrr"] = 0.0 if first is None else 1 / (first + 1)
+        rows[qid] = row
+    return rows
+
+
+def test_report_has_the_promised_shape_and_provenance(full_run):
+    workdir, proc = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    assert report["pairs"] == 16
+    assert set(report["retrievers"]) == {"vipune", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
+    for entry in report["retrievers"].values():
+        assert set(entry["metrics"]) >= {"recall@1", "recall@5", "recall@10", "recall_any@5",
+                                         "recall_all@5", "ndcg@10", "mrr"}
+        for category in entry["per_category"].values():
+            assert "pairs" in category and "recall@5" in category
+    prov = report["provenance"]
+    assert len(prov["dataset"]["sha256"]) == 64
+    assert prov["model"]["pooling"] == "mean" and len(prov["model"]["files"]["onnx/model.onnx"]) == 64
+    assert prov["vipune"]["version"] and len(prov["vipune"]["sha256"]) == 64
+    assert prov["package"]["name"] == "vipune-eval" and prov["config"]["search_limit"] == 10
+    # The same JSON is printed at the end of the run, and a Markdown table is written for people.
+    assert json.loads(proc.stdout[proc.stdout.index("{"):proc.stdout.rindex("}") + 1]) == report
+    assert "| vipune |" in (workdir / "results/report.md").read_text()
+
+
+def test_every_number_can_be_recomputed_from_the_run_and_qrels_files(full_run):
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    gold = read_qrels(workdir / report["qrels"])
+    assert len(gold) == report["pairs"]
+    pairs_per_category = report["dataset"]["per_category"]
+    for name, entry in report["retrievers"].items():
+        ranked = read_run(workdir / entry["run"])
+        assert all(len(docs) <= 10 for docs in ranked.values())
+        rows = independent_metrics(gold, ranked)
+        for key, value in entry["metrics"].items():
+            expected = sum(r[key] for r in rows.values()) / len(rows)
+            assert value == pytest.approx(expected, abs=1e-9), (name, key)
+        assert {c: e["pairs"] for c, e in entry["per_category"].items()} == pairs_per_category
+
+
+def test_vipune_agrees_with_its_reference_mirror(full_run):
+    """The fake binary follows vipune's algorithm, so the `hybrid` mirror must match it exactly."""
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    vipune = read_run(workdir / report["retrievers"]["vipune"]["run"])
+    hybrid = read_run(workdir / report["retrievers"]["hybrid"]["run"])
+    assert vipune == hybrid
+
+
+def test_a_second_run_has_nothing_to_do(full_run, workflow_env):
+    workdir, _ = full_run
+    proc = snakemake(workdir, "-n", "--cores", "1", env=workflow_env)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_lint_is_clean(full_run, workflow_env):
+    workdir, _ = full_run
+    proc = snakemake(workdir, "--lint", env=workflow_env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_snakefmt_is_clean():
+    files = [str(SNAKEFILE), *map(str, sorted((REPO / "workflow/rules").glob("*.smk")))]
+    proc = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, full_run):
+    workdir, _ = full_run
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["vipune"] = {"binary": "vipune-not-installed"}
+    other = tmp_path / "nobinary"
+    other.mkdir()
+    (other / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = snakemake(other, "--cores", "1", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    assert "cargo install vipune" in proc.stdout + proc.stderr
