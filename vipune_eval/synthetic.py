@@ -118,6 +118,7 @@ VOCABULARY: tuple[str, ...] = COMMON_WORDS + tuple(
 
 # Placeholders: k1-k3 are topic words shared with the gold sessions, x1/x2 topic words that
 # are NOT in them (an AND of all question words then rarely matches the gold session).
+# Every fourth instance asks a terse keyword query instead, which an AND query can match.
 _QUESTIONS: dict[str, str] = {
     "single-session-user": "What did I say about the {k1} {k2} {x1} and my {k3} {x2}?",
     "single-session-assistant": "You told me about the {k1} {x1} {k2}, what was the {k3} {x2} again?",
@@ -367,7 +368,11 @@ def write_dataset(
             head = {
                 "question_id": question_id,
                 "question_type": question_type,
-                "question": _QUESTIONS[question_type].format(k1=k1, k2=k2, k3=k3, x1=x1, x2=x2),
+                "question": (
+                    f"{k1} {k2} {k3}"  # a terse keyword query: vipune's AND-of-words BM25 can match
+                    if index % 4 == 3
+                    else _QUESTIONS[question_type].format(k1=k1, k2=k2, k3=k3, x1=x1, x2=x2)
+                ),
                 "answer": answer,
                 "question_date": _format_date(asked),
                 "haystack_dates": [_format_date(d) for d in dates],
