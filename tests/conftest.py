@@ -8,10 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from vipune_eval.sources import build_vipune_hf_home
 from vipune_eval.tinymodel import build_tiny_model
 
+# Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 FAKE_VIPUNE = Path(__file__).resolve().parent / "fake_vipune.py"
-BGE_REPO_DIR = "models--BAAI--bge-small-en-v1.5"
+BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
 
@@ -35,19 +39,6 @@ def vipune_tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def vipune_hf_home(tmp_path: Path, vipune_tiny_model_dir: Path) -> Path:
-    """An ``HF_HOME`` holding the tiny model where vipune looks for bge-small-en-v1.5.
-
-    Layout as hf-hub leaves it: ``hub/<repo>/refs/<rev>`` holds the commit sha and
-    ``hub/<repo>/snapshots/<rev>/`` links ``onnx/model.onnx`` and ``tokenizer.json``.
-    """
-    hf_home = tmp_path / "hf_home"
-    repo = hf_home / "hub" / BGE_REPO_DIR
-    snapshot = repo / "snapshots" / BGE_REVISION
-    (snapshot / "onnx").mkdir(parents=True)
-    (snapshot / "onnx" / "model.onnx").symlink_to(vipune_tiny_model_dir / "model.onnx")
-    for name in os.listdir(vipune_tiny_model_dir):
-        if name.endswith(".json"):
-            (snapshot / name).symlink_to(vipune_tiny_model_dir / name)
-    (repo / "refs").mkdir()
-    (repo / "refs" / BGE_REVISION).write_text(BGE_REVISION)
-    return hf_home
+    """An ``HF_HOME`` holding the tiny model where vipune looks for bge-small-en-v1.5."""
+    return build_vipune_hf_home(vipune_tiny_model_dir, "model.onnx", BGE_REPO_ID, BGE_REVISION,
+                                tmp_path / "hf_home")

@@ -262,14 +262,11 @@ def test_cli(tmp_path: Path) -> None:
 def test_question_closer_to_gold_than_fillers(
     tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]
 ) -> None:
-    from fastembed import TextEmbedding
-
-    from vipune_eval.tinymodel import build_tiny_model, register_fastembed
+    from vipune_eval.embed import load_model
+    from vipune_eval.tinymodel import build_tiny_model
 
     _, _, data = written
-    model = TextEmbedding(
-        register_fastembed(), specific_model_path=str(build_tiny_model(tmp_path / "m"))
-    )
+    model = load_model(build_tiny_model(tmp_path / "m"), "model.onnx", "mean", threads=1)
     closer = 0
     for instance in data:
         gold = set(evidence_ids(instance))

@@ -16,7 +16,8 @@ from fastembed import TextEmbedding  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 from vipune_eval.synthetic import VOCABULARY  # noqa: E402
-from vipune_eval.tinymodel import build_tiny_model, register_fastembed  # noqa: E402
+from vipune_eval.embed import load_model  # noqa: E402
+from vipune_eval.tinymodel import build_tiny_model  # noqa: E402
 
 TEXTS = [
     "What did I plant in my garden last spring?",
@@ -33,7 +34,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def model(model_dir: Path) -> TextEmbedding:
-    return TextEmbedding(register_fastembed(), specific_model_path=str(model_dir))
+    return load_model(model_dir, "model.onnx", "mean", threads=1)
 
 
 def reference_embed(model_dir: Path, texts: list[str], onnx_name: str = "model.onnx") -> np.ndarray:
@@ -145,15 +146,8 @@ def test_fastembed_truncates_to_512_tokens(model: TextEmbedding) -> None:
 def test_onnx_in_subfolder(tmp_path: Path) -> None:
     folder = build_tiny_model(tmp_path / "sub", dim=32, onnx_name="onnx/model.onnx")
     assert (folder / "onnx" / "model.onnx").is_file()
-    name = register_fastembed("test/tiny-onnx-subfolder", dim=32, model_file="onnx/model.onnx")
-    embedder = TextEmbedding(name, specific_model_path=str(folder))
+    embedder = load_model(folder, "onnx/model.onnx", "mean", threads=1)
     (vector,) = embedder.embed(["my garden"])
     assert vector.shape == (32,)
     reference = reference_embed(folder, ["my garden"], "onnx/model.onnx")[0]
     assert float(vector @ reference) > 0.9999
-
-
-def test_register_is_idempotent_but_checks_dim() -> None:
-    assert register_fastembed() == register_fastembed()
-    with pytest.raises(ValueError):
-        register_fastembed(dim=16)

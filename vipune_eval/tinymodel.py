@@ -151,34 +151,3 @@ def build_tiny_model(
         },
     )
     return folder
-
-
-def register_fastembed(
-    model_name: str = "test/tiny", *, dim: int = 384, model_file: str = "model.onnx"
-) -> str:
-    """Register the tiny model with fastembed's custom-model registry, once per process.
-
-    fastembed's ``add_custom_model`` raises if the name is taken, which breaks when several
-    tests (or modules) register the same model; this is a no-op if an identical registration
-    exists, and raises if the name is registered with another dim or file. Returns the name.
-    """
-    from fastembed import TextEmbedding
-    from fastembed.common.model_description import ModelSource, PoolingType
-
-    for known in TextEmbedding.list_supported_models():
-        if known["model"].lower() == model_name.lower():
-            if (known["dim"], known["model_file"]) != (dim, model_file):
-                raise ValueError(
-                    f"{model_name} is already registered with dim={known['dim']}, "
-                    f"model_file={known['model_file']!r}"
-                )
-            return model_name
-    TextEmbedding.add_custom_model(
-        model=model_name,
-        pooling=PoolingType.MEAN,
-        normalization=True,
-        sources=ModelSource(hf=model_name),
-        dim=dim,
-        model_file=model_file,
-    )
-    return model_name
