@@ -42,3 +42,13 @@ def vipune_hf_home(tmp_path: Path, vipune_tiny_model_dir: Path) -> Path:
     """An ``HF_HOME`` holding the tiny model where vipune looks for bge-small-en-v1.5."""
     return build_vipune_hf_home(vipune_tiny_model_dir, "model.onnx", BGE_REPO_ID, BGE_REVISION,
                                 tmp_path / "hf_home")
+
+
+@pytest.fixture(scope="session")
+def workflow_env(fake_vipune_bin: Path) -> dict[str, str]:
+    """Environment of a workflow run: the fake vipune and this venv's scripts on PATH, offline."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(fake_vipune_bin.parent), str(Path(sys.executable).parent),
+                                   env.get("PATH", "")])
+    env["HF_HUB_OFFLINE"] = "1"
+    return env

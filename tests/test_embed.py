@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from vipune_eval.embed import Vectors, load_model, run_embed
+from vipune_eval.embed import load_model, run_embed
+from vipune_eval.persona import Vectors
 from vipune_eval.filter import TEXTS_SCHEMA
 from vipune_eval.io import text_id
 from vipune_eval.synthetic import VOCABULARY

@@ -28,15 +28,6 @@ def snakemake(workdir, *args, env, check=True):
     return proc
 
 
-@pytest.fixture(scope="module")
-def workflow_env(fake_vipune_bin):
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(fake_vipune_bin.parent), str(Path(sys.executable).parent),
-                                   env.get("PATH", "")])
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
-
-
 def write_config(workdir, data, model, **overrides):
     config = {
         "dataset": {"path": str(data), "expected": {"instances": 18, "abstention": 2, "pairs": 16}},

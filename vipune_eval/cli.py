@@ -52,15 +52,18 @@ def cmd_embed(a: argparse.Namespace) -> None:
 
 
 def cmd_search_reference(a: argparse.Namespace) -> None:
-    from .search import run_reference
+    from .reference import run_reference
     if len(a.retrievers) != len(a.outputs):
         raise EvalError("--retrievers and --outputs need one output per retriever")
     run_reference(a.pairs, a.texts, a.embeddings, a.shard, a.shards, a.retrievers, a.limit, a.outputs)
 
 
 def cmd_search_vipune(a: argparse.Namespace) -> None:
-    from .search import run_vipune
+    from .vipune import run_vipune
     from .sources import resolve_binary
+    if not a.binary:
+        raise EvalError(f"no vipune binary is configured for {a.fingerprint}: set vipune.binary or "
+                        "vipune.baseline to its path to (re)compute its search results")
     with tempfile.TemporaryDirectory(prefix="vipune-eval-") as workdir:
         run_vipune(a.pairs, a.texts, a.embeddings, a.shard, a.shards, resolve_binary(a.binary),
                    a.fingerprint, a.hf_home, a.limit, a.threads, a.timeout, Path(workdir), a.out)
@@ -78,7 +81,7 @@ def cmd_report(a: argparse.Namespace) -> None:
     from .report import run_report
     metrics = dict(zip(a.names, a.metrics, strict=True))
     run_report(a.summary, a.qrels, metrics, a.dataset_fp, a.model_fp, a.vipune_fp, a.config, a.ks,
-               a.out_json, a.out_md)
+               a.out_json, a.out_md, a.baseline_fp, a.baseline_metrics)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -176,6 +179,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--dataset-fp", type=Path, required=True)
     s.add_argument("--model-fp", type=Path, required=True)
     s.add_argument("--vipune-fp", type=Path)
+    s.add_argument("--baseline-fp", type=Path)
+    s.add_argument("--baseline-metrics", type=Path)
     s.add_argument("--config", type=Path, required=True)
     s.add_argument("--ks", type=int, nargs="+", required=True)
     s.add_argument("--out-json", type=Path, required=True)

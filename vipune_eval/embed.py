@@ -118,25 +118,3 @@ def run_embed(texts_path: Path, model_dir: Path, file: str, pooling: str, shard:
                     "truncated": tokens[rows] > limit,
                 }, schema=schema))
     return len(texts)
-
-
-class Vectors:
-    """All embedding shards in one matrix, looked up by text id."""
-
-    def __init__(self, paths: Iterable[Path]) -> None:
-        tables = [pq.read_table(p, columns=["text_id", "embedding"]) for p in paths]
-        table = pa.concat_tables(tables)
-        column = table.column("embedding").combine_chunks()
-        dim = column.type.list_size
-        self.matrix = column.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
-        self.row = {tid: i for i, tid in enumerate(table.column("text_id").to_pylist())}
-
-    def rows(self, text_ids: list[str]) -> np.ndarray:
-        try:
-            return np.array([self.row[t] for t in text_ids], dtype=np.int64)
-        except KeyError as exc:
-            raise EvalError(f"text {exc} has no embedding: the embedding shards do not match the "
-                            "filtered data (rerun the embed stage)") from exc
-
-    def get(self, text_ids: list[str]) -> np.ndarray:
-        return self.matrix[self.rows(text_ids)]

@@ -9,35 +9,16 @@ is a differential check of the binary and the others give context for its number
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from .io import Progress
+from .persona import Persona, Ranking, personas_of_shard, write_run
+
 RRF_K = 25
 MAX_SEARCH_LIMIT = 10_000
-Ranking = list[tuple[str, float]]  # (row id, score), best first
-
-
-@dataclass
-class Persona:
-    """One haystack: what one throwaway vipune database holds, plus its question."""
-
-    question_id: str
-    question: str
-    row_ids: list[str]          # "<question_id>::<session_id>", vipune's global primary keys
-    session_ids: list[str]
-    created_at: list[str]       # RFC3339, all UTC with the same format: sortable as text
-    texts: list[str]
-    vectors: np.ndarray         # (rows, dim) float32
-    query_vector: np.ndarray    # (dim,) float32
-
-    def session_of(self, row_id: str) -> str:
-        return row_id.split("::", 1)[1]
-
-
-def row_id(question_id: str, session_id: str) -> str:
-    return f"{question_id}::{session_id}"
 
 
 def candidate_pool(limit: int) -> int:
@@ -133,3 +114,16 @@ def search_persona(persona: Persona, retrievers: list[str], limit: int) -> dict[
 
 
 REFERENCE_RETRIEVERS = ("dense", "bm25", "bm25-or", "hybrid", "hybrid-or")
+
+
+def run_reference(pairs: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
+                  retrievers: list[str], limit: int, outputs: list[Path]) -> None:
+    personas = list(personas_of_shard(pairs, texts, embeddings, shard, shards))
+    progress = Progress(f"reference shard {shard}/{shards}: personas", total=len(personas))
+    results: dict[str, list[tuple[Persona, Ranking]]] = {name: [] for name in retrievers}
+    for persona in personas:
+        for name, ranking in search_persona(persona, retrievers, limit).items():
+            results[name].append((persona, ranking))
+        progress.advance()
+    for name, out in zip(retrievers, outputs):
+        write_run(out, results[name], name)

@@ -96,7 +96,8 @@ def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path
         "metrics": mean_metrics(list(values.values()), ks),
         "per_category": {cat: {**mean_metrics(rows, ks), "pairs": len(rows)}
                          for cat, rows in sorted(by_category.items())},
-        "per_query": {qid: {**row, "ranked": [d for d, _, _ in run.get(qid, [])]}
+        "per_query": {qid: {**row, "question_type": categories[qid],
+                            "ranked": [d for d, _, _ in run.get(qid, [])]}
                       for qid, row in sorted(values.items())},
     }
     with atomic_path(run_out) as tmp:

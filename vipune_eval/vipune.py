@@ -13,6 +13,7 @@ import json
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from .io import EvalError
-from .reference import Persona, Ranking
+from .io import EvalError, Progress, log, read_json
+from .persona import Persona, Ranking, personas_of_shard, write_run
+from .sources import isolated_env, sha256_file
 
 EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
 EMBED_MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
@@ -116,3 +118,28 @@ class Vipune:
                 raise VipuneError(f"persona {qid}: search returned id {rid!r}, not a row of this persona")
             ranking.append((rid, float(hit.get("similarity") or 0.0)))
         return VipuneResult(ranking, seconds)
+
+
+def run_vipune(pairs: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
+               binary: Path, fingerprint: Path, hf_home: Path, limit: int, threads: int,
+               timeout: float, workdir: Path, out: Path) -> None:
+    expected = read_json(fingerprint)["sha256"]
+    actual = sha256_file(binary)
+    if actual != expected:
+        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
+                        f"({fingerprint}, sha256 {expected[:12]}); rerun snakemake so it re-plans")
+    personas = list(personas_of_shard(pairs, texts, embeddings, shard, shards))
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, workdir / "xdg")
+    client = Vipune(binary, env, timeout)
+    progress = Progress(f"vipune shard {shard}/{shards}: personas", total=len(personas))
+    log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards, len(personas), threads)
+
+    def one(persona: Persona) -> tuple[Persona, Ranking]:
+        result = client.evaluate(persona, limit, workdir)
+        progress.advance()
+        return persona, result.ranking
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        rankings = list(pool.map(one, personas))
+    write_run(out, rankings, "vipune")

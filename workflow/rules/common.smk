@@ -1,8 +1,9 @@
 # Helpers shared by the rules: parse-time fingerprints and get_* input functions.
-import json
+import hashlib
 import sys
 from pathlib import Path
 
+import vipune_eval
 from vipune_eval import sources
 from vipune_eval.io import EvalError, write_json_if_changed
 from vipune_eval.reference import REFERENCE_RETRIEVERS
@@ -20,10 +21,38 @@ REFERENCE = [r for r in config["retrievers"] if r in REFERENCE_RETRIEVERS]
 DATASET_FP = "results/fingerprints/dataset.json"
 MODEL_FP = "results/fingerprints/model.json"
 CONFIG_JSON = "results/config.json"
+PACKAGE_DIR = Path(vipune_eval.__file__).parent
 
 
 def fail(message):
     sys.exit(f"vipune-eval: {message}")
+
+
+def evaluate_binary(binary):
+    """Fingerprint a vipune binary (name on PATH or path); its results live under the id."""
+    path = sources.resolve_binary(binary)
+    fingerprint = sources.binary_fingerprint(path, CACHE)
+    write_json_if_changed(
+        f"results/fingerprints/vipune-{fingerprint['id']}.json", fingerprint
+    )
+    BINARIES[fingerprint["id"]] = str(path)
+    return fingerprint["id"]
+
+
+def baseline_id(baseline):
+    """vipune.baseline is a binary (path or name) or the id of a binary evaluated here before."""
+    if Path(f"results/fingerprints/vipune-{baseline}.json").exists():
+        return baseline
+    try:
+        return evaluate_binary(baseline)
+    except EvalError:
+        known = sorted(
+            p.name[7:-5] for p in Path("results/fingerprints").glob("vipune-*.json")
+        )
+        raise EvalError(
+            f"vipune.baseline {baseline!r} is neither an executable vipune nor the fingerprint of "
+            f"a binary evaluated in this directory (known: {', '.join(known) or 'none'})"
+        )
 
 
 # The three things a user changes are reduced to small fingerprint files, written only when
@@ -55,18 +84,15 @@ try:
     else:
         MODEL_DIR = "results/model/download"
     # A missing binary is reported by the vipune_missing rule, so dry runs and --lint still work.
-    VIPUNE_BINARY, VIPUNE_ID = "", "missing"
+    VIPUNE_ID, BASELINE_ID = "missing", None
+    BINARIES = {}  # fingerprint id -> path of a binary this invocation can run
     if "vipune" in config["retrievers"]:
         try:
-            VIPUNE_BINARY = str(sources.resolve_binary(config["vipune"]["binary"]))
+            VIPUNE_ID = evaluate_binary(config["vipune"]["binary"])
         except EvalError:
             pass
-        else:
-            fingerprint = sources.binary_fingerprint(Path(VIPUNE_BINARY), CACHE)
-            VIPUNE_ID = fingerprint["id"]
-            write_json_if_changed(
-                f"results/fingerprints/vipune-{VIPUNE_ID}.json", fingerprint
-            )
+        if config["vipune"]["baseline"]:
+            BASELINE_ID = baseline_id(config["vipune"]["baseline"])
     write_json_if_changed(CONFIG_JSON, config)
 except EvalError as exc:
     fail(exc)
@@ -79,6 +105,25 @@ def untracked(value):
     is already tracked through the fingerprint inputs: moving a file must not rerun anything.
     """
     return lambda wildcards, input: value
+
+
+def code_version(*modules):
+    """Hash of the package modules a rule runs, as a param: editing one reruns just its rules.
+
+    Snakemake tracks the shell line of a rule but not the Python modules it calls.
+    """
+    digest = hashlib.sha256()
+    for module in sorted(modules):
+        digest.update((PACKAGE_DIR / f"{module}.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def binary_path(wildcards, input):
+    """The executable behind a fingerprint id (not a rerun trigger: the bytes are the input).
+
+    Empty for a binary evaluated before but not configured now; search-vipune then says so.
+    """
+    return BINARIES.get(wildcards.binary, "")
 
 
 def run_name(retriever):
@@ -124,16 +169,26 @@ def get_report_inputs(wildcards=None):
         "qrels": "results/filter/qrels.txt",
         "dataset_fp": DATASET_FP,
         "model_fp": MODEL_FP,
-        "config": CONFIG_JSON,
         "metrics": get_metrics(),
     }
     if "vipune" in config["retrievers"]:
         inputs["vipune_fp"] = f"results/fingerprints/vipune-{VIPUNE_ID}.json"
+        if BASELINE_ID:
+            inputs["baseline_fp"] = f"results/fingerprints/vipune-{BASELINE_ID}.json"
+            inputs["baseline_metrics"] = f"results/metrics/vipune-{BASELINE_ID}.json"
     return inputs
 
 
-def vipune_fp_arg(wildcards, input):
-    return f"--vipune-fp {input.vipune_fp}" if "vipune_fp" in input.keys() else ""
+def report_options(wildcards, input):
+    """Optional report arguments (follow the inputs, so not a rerun trigger of their own)."""
+    options = [f"--config {CONFIG_JSON}"]
+    if "vipune_fp" in input.keys():
+        options.append(f"--vipune-fp {input.vipune_fp}")
+    if "baseline_fp" in input.keys():
+        options.append(
+            f"--baseline-fp {input.baseline_fp} --baseline-metrics {input.baseline_metrics}"
+        )
+    return " ".join(options)
 
 
 def print_report(path):

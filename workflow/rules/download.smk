@@ -58,6 +58,7 @@ rule vipune_home:
     conda:
         ENV
     params:
+        code=code_version("sources", "io"),
         model_dir=untracked(MODEL_DIR),
         repo_id=config["model"]["repo_id"],
         revision=config["model"]["revision"],

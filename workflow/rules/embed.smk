@@ -15,6 +15,7 @@ rule embed:
         mem_mb=4000,
         runtime=720,
     params:
+        code=code_version("embed", "io"),
         model_dir=untracked(MODEL_DIR),
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],

@@ -16,6 +16,7 @@ rule filter:
         mem_mb=2000,
         runtime=60,
     params:
+        code=code_version("filter", "io"),
         dataset=untracked(DATASET_FILE),
         expected=expected_args,
     shell:

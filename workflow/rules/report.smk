@@ -13,9 +13,10 @@ rule report:
     params:
         names=" ".join(config["retrievers"]),
         ks=" ".join(map(str, config["ks"])),
-        vipune_fp=vipune_fp_arg,
+        options=report_options,
+        code=code_version("report", "score", "io"),
     shell:
         "vipune-eval report --summary {input.summary} --qrels {input.qrels} --names {params.names}"
         " --metrics {input.metrics} --dataset-fp {input.dataset_fp} --model-fp {input.model_fp}"
-        " {params.vipune_fp} --config {input.config} --ks {params.ks}"
+        " {params.options} --ks {params.ks}"
         " --out-json {output.json} --out-md {output.md} 2> {log}"

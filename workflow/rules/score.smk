@@ -11,6 +11,7 @@ rule score:
     conda:
         ENV
     params:
+        code=code_version("score", "io"),
         ks=" ".join(map(str, config["ks"])),
     shell:
         "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"

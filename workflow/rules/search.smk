@@ -24,6 +24,7 @@ rule search_reference:
         mem_mb=3000,
         runtime=60,
     params:
+        code=code_version("reference", "persona", "io"),
         retrievers=" ".join(REFERENCE),
         limit=config["search_limit"],
     shell:
@@ -52,11 +53,12 @@ rule search_vipune:
         mem_mb=3000,
         runtime=120,
     params:
-        binary=untracked(VIPUNE_BINARY),
+        code=code_version("vipune", "persona", "sources", "io"),
+        binary=binary_path,
         limit=config["search_limit"],
         timeout=config["vipune"]["timeout"],
     shell:
         "vipune-eval search-vipune --pairs {input.pairs} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --binary {params.binary} --fingerprint {input.binary} --hf-home {input.hf_home}"
+        " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
         " --limit {params.limit} --threads {threads} --timeout {params.timeout} --out {output} 2> {log}"

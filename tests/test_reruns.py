@@ -1,0 +1,154 @@
+"""Only what a change made stale reruns: content fingerprints of data, model and binary."""
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_workflow import snakemake
+from vipune_eval.synthetic import write_dataset
+from vipune_eval.tinymodel import build_tiny_model
+
+SEARCH_SHARDS = 3
+
+
+def planned(workdir, env, *extra):
+    """Rule → number of jobs a dry run would execute (empty when nothing is stale)."""
+    out = snakemake(workdir, "-n", "--cores", "1", *extra, env=env).stdout
+    if "Nothing to be done" in out:
+        return {}
+    table = out[out.index("Job stats:"):out.index("total")]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, workflow_env, fake_vipune_bin):
+    root = tmp_path_factory.mktemp("reruns")
+    data = root / "data.json"
+    write_dataset(data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=5)
+    model = build_tiny_model(root / "model")
+    binary = root / "bin" / "vipune"
+    binary.parent.mkdir()
+    shutil.copy(fake_vipune_bin, binary)
+    workdir = root / "run"
+    workdir.mkdir()
+    config = {"dataset": {"path": str(data), "expected": None},
+              "model": {"path": str(model), "file": "model.onnx"},
+              "vipune": {"binary": str(binary)},
+              "embed": {"shards": 2, "threads": 1}, "search": {"shards": SEARCH_SHARDS, "threads": 1}}
+    set_config(workdir, config)
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    return workdir, config, binary, data, model
+
+
+def set_config(workdir, config):
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def report(workdir):
+    return json.loads((workdir / "results/report.json").read_text())
+
+
+VIPUNE_ONLY = {"search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "all": 1}
+
+
+def test_binary_lifecycle(setup, workflow_env, tmp_path):
+    workdir, config, binary, _, _ = setup
+    first = report(workdir)
+    assert planned(workdir, workflow_env) == {}
+
+    # Touched, same bytes: nothing, under the default triggers and under mtime alone.
+    os.utime(binary, None)
+    assert planned(workdir, workflow_env) == {}
+    assert planned(workdir, workflow_env, "--rerun-triggers", "mtime") == {}
+
+    # The same bytes at another path: the same binary.
+    copy = tmp_path / "elsewhere" / "vipune-copy"
+    copy.parent.mkdir()
+    shutil.copy(binary, copy)
+    set_config(workdir, {**config, "vipune": {"binary": str(copy)}})
+    assert planned(workdir, workflow_env) == {}
+
+    # New bytes: only the vipune search shards, its score and the report.
+    original = binary.read_bytes()
+    binary.write_bytes(original + b"# rebuilt\n")
+    set_config(workdir, config)
+    assert planned(workdir, workflow_env) == VIPUNE_ONLY
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    second = report(workdir)
+    assert second["provenance"]["vipune"]["sha256"] != first["provenance"]["vipune"]["sha256"]
+    second_id = second["provenance"]["vipune"]["id"]
+
+    # Back to the first binary: its results are kept under its fingerprint; nothing is searched.
+    binary.write_bytes(original)
+    jobs = planned(workdir, workflow_env)
+    assert set(jobs) <= {"score", "report", "all"}
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    again = report(workdir)
+    assert again["provenance"]["vipune"] == first["provenance"]["vipune"]
+    assert again["retrievers"]["vipune"]["metrics"] == first["retrievers"]["vipune"]["metrics"]
+
+    # The second binary as a baseline, by fingerprint id: only the report reruns.
+    set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
+    assert planned(workdir, workflow_env) == {"report": 1, "all": 1}
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    compared = report(workdir)
+    assert compared["baseline"]["vipune"]["id"] == second_id
+    assert compared["baseline"]["metrics"] == second["retrievers"]["vipune"]["metrics"]
+    assert isinstance(compared["baseline"]["changes"], list)
+    assert "vipune baseline" in (workdir / "results/report.md").read_text()
+
+    set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": "0.0.0-nothing"}})
+    proc = snakemake(workdir, "-n", env=workflow_env, check=False)
+    assert proc.returncode != 0 and "neither an executable vipune nor the fingerprint" in proc.stderr
+    set_config(workdir, config)
+    snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
+
+
+EMBED_AND_AFTER = {"embed", "vipune_home", "search_reference", "search_vipune", "score", "report", "all"}
+
+
+def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
+    workdir, config, _, data, model = setup
+    for path in [data, *model.iterdir()]:
+        os.utime(path, None)
+    assert planned(workdir, workflow_env) == {}
+    assert planned(workdir, workflow_env, "--rerun-triggers", "mtime") == {}
+
+    set_config(workdir, {**config, "model": {**config["model"], "pooling": "cls"}})
+    assert set(planned(workdir, workflow_env)) == EMBED_AND_AFTER
+
+    other_model = build_tiny_model(tmp_path / "other-model", seed=1)
+    set_config(workdir, {**config, "model": {**config["model"], "path": str(other_model)}})
+    assert set(planned(workdir, workflow_env)) == EMBED_AND_AFTER
+
+    same_model = shutil.copytree(model, tmp_path / "same-model")
+    set_config(workdir, {**config, "model": {**config["model"], "path": str(same_model)}})
+    assert planned(workdir, workflow_env) == {}
+
+    other_data = tmp_path / "other.json"
+    write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
+    set_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
+    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter"}) - {"vipune_home"}
+    set_config(workdir, config)
+
+
+def test_editing_reference_code_reruns_no_vipune_search(setup, workflow_env):
+    """Stages depend on the package modules they run (an edit is made and undone here)."""
+    workdir, _, _, _, _ = setup
+    import vipune_eval
+
+    module = Path(vipune_eval.__file__).parent / "reference.py"
+    original = module.read_bytes()
+    try:
+        module.write_bytes(original + b"\n# an edit\n")
+        jobs = planned(workdir, workflow_env)
+    finally:
+        module.write_bytes(original)
+    assert jobs == {"search_reference": SEARCH_SHARDS, "score": 5, "report": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {}
