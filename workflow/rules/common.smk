@@ -108,7 +108,8 @@ def untracked(value):
 
 
 def code_version(*modules):
-    """Hash of the package modules a rule runs, as a param: editing one reruns just its rules.
+    """Hash of the package modules a step runs, used as a param so that editing one reruns
+    exactly the steps that use it.
 
     Snakemake tracks the shell line of a rule but not the Python modules it calls.
     """
