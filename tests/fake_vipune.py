@@ -18,7 +18,9 @@ Fault injection for tests, env ``FAKE_VIPUNE_FAULT``:
 ``crash`` (SIGKILL itself during search), ``garbage`` (non-JSON on search), ``empty``
 (no output from search, exit 0), ``hang`` (search sleeps forever), ``short-import``
 (import reports one row fewer than it inserted), ``error`` (search exits 1 with
-``{"error": "injected"}``).
+``{"error": "injected"}``); with ``FAKE_VIPUNE_FAULT_MATCH`` set, the search faults fire only
+for queries containing that text. Release-level faults: ``no-import`` (an old vipune
+without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean).
 """
 
 from __future__ import annotations
@@ -302,6 +304,8 @@ class Embedder:
                               f"batch=1, hidden={EMBEDDING_DIMS} expected")
         m = mask[0].astype(np.float32)
         pooled = (hidden[0].astype(np.float32) * m[:, None]).sum(axis=0) / max(m.sum(), 1e-9)
+        if os.environ.get("FAKE_VIPUNE_FAULT") == "cls-pooling":
+            pooled = hidden[0, 0].astype(np.float32)
         norm = max(float(np.sqrt((pooled * pooled).sum())), 1e-9)
         return (pooled / norm).astype(np.float32)
 
@@ -418,8 +422,10 @@ def cmd_version(args) -> int:
     return EXIT_OK
 
 
-def inject_search_fault() -> int | None:
+def inject_search_fault(query: str) -> int | None:
     fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    if os.environ.get("FAKE_VIPUNE_FAULT_MATCH", "") not in query:
+        return None
     if fault == "crash":
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -437,7 +443,7 @@ def inject_search_fault() -> int | None:
 
 
 def cmd_search(args) -> int:
-    faulted = inject_search_fault()
+    faulted = inject_search_fault(args.query)
     if faulted is not None:
         return faulted
     config = load_config()
@@ -763,7 +769,8 @@ def build_parser() -> Parser:
     p.add_argument("--no-touch", action="store_true")
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("import")
+    old_release = os.environ.get("FAKE_VIPUNE_FAULT") == "no-import"
+    p = sub.add_parser("import" if not old_release else "import-not-in-this-release")
     add_globals(p, top=False)
     p.add_argument("source", nargs="?")
     p.set_defaults(func=cmd_import)
@@ -778,7 +785,7 @@ def build_parser() -> Parser:
     p.add_argument("--importance", default="medium")
     p.set_defaults(func=cmd_add)
 
-    p = sub.add_parser("export")
+    p = sub.add_parser("export" if not old_release else "export-not-in-this-release")
     add_globals(p, top=False)
     p.add_argument("output_path")
     p.set_defaults(func=cmd_export)

@@ -54,7 +54,7 @@ def report(workdir):
     return json.loads((workdir / "results/report.json").read_text())
 
 
-VIPUNE_ONLY = {"search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "all": 1}
+VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "all": 1}
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -110,7 +110,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
 
 
-EMBED_AND_AFTER = {"embed", "vipune_home", "search_reference", "search_vipune", "score", "report", "all"}
+EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "search_vipune", "score", "report", "all"}
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -134,7 +134,7 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     other_data = tmp_path / "other.json"
     write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
     set_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
-    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter"}) - {"vipune_home"}
+    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter"}) - {"vipune_home", "preflight"}
     set_config(workdir, config)
 
 

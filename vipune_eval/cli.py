@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import tempfile
 from pathlib import Path
 
-from .io import EvalError, log, write_json_if_changed
+from .io import EvalError, log, read_json, write_json_if_changed
 
 
 def _expected(args: argparse.Namespace) -> dict[str, int] | None:
@@ -64,9 +63,18 @@ def cmd_search_vipune(a: argparse.Namespace) -> None:
     if not a.binary:
         raise EvalError(f"no vipune binary is configured for {a.fingerprint}: set vipune.binary or "
                         "vipune.baseline to its path to (re)compute its search results")
-    with tempfile.TemporaryDirectory(prefix="vipune-eval-") as workdir:
-        run_vipune(a.pairs, a.texts, a.embeddings, a.shard, a.shards, resolve_binary(a.binary),
-                   a.fingerprint, a.hf_home, a.limit, a.threads, a.timeout, Path(workdir), a.out)
+    run_vipune(a.pairs, a.texts, a.embeddings, a.shard, a.shards, resolve_binary(a.binary),
+               a.fingerprint, a.hf_home, a.limit, a.threads, a.timeout, a.on_error, a.cache,
+               a.out, a.status_out)
+
+
+def cmd_preflight(a: argparse.Namespace) -> None:
+    from .preflight import run_preflight
+    from .sources import resolve_binary
+    if not a.binary:
+        raise EvalError(f"no vipune binary is configured for {a.fingerprint}")
+    run_preflight(resolve_binary(a.binary), a.fingerprint, a.hf_home, a.model_dir, a.file, a.pooling,
+                  a.timeout, a.out)
 
 
 def cmd_score(a: argparse.Namespace) -> None:
@@ -74,14 +82,17 @@ def cmd_score(a: argparse.Namespace) -> None:
     from .score import run_score
     pairs = pq.read_table(a.pairs, columns=["question_id", "question_type"]).to_pylist()
     categories = {p["question_id"]: p["question_type"] for p in pairs}
-    run_score(a.qrels, categories, a.runs, a.ks, a.name, a.run_out, a.metrics_out)
+    failed = {}
+    for status in a.status or []:
+        failed.update(read_json(status)["failed"])
+    run_score(a.qrels, categories, a.runs, a.ks, a.name, a.run_out, a.metrics_out, failed)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
     from .report import run_report
     metrics = dict(zip(a.names, a.metrics, strict=True))
     run_report(a.summary, a.qrels, metrics, a.dataset_fp, a.model_fp, a.vipune_fp, a.config, a.ks,
-               a.out_json, a.out_md, a.baseline_fp, a.baseline_metrics)
+               a.out_json, a.out_md, a.baseline_fp, a.baseline_metrics, a.preflight)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -159,7 +170,22 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--hf-home", type=Path, required=True)
             s.add_argument("--threads", type=int, default=1)
             s.add_argument("--timeout", type=float, default=300.0)
+            s.add_argument("--on-error", choices=["stop", "record"], default="stop")
+            s.add_argument("--cache", type=Path, required=True,
+                           help="folder of finished personas (reused when a shard reruns)")
             s.add_argument("--out", type=Path, required=True)
+            s.add_argument("--status-out", type=Path, required=True)
+
+    s = sub.add_parser("preflight", help="check a vipune binary's contract and embedding parity")
+    s.add_argument("--binary", required=True)
+    s.add_argument("--fingerprint", type=Path, required=True)
+    s.add_argument("--hf-home", type=Path, required=True)
+    s.add_argument("--model-dir", type=Path, required=True)
+    s.add_argument("--file", required=True)
+    s.add_argument("--pooling", required=True)
+    s.add_argument("--timeout", type=float, default=300.0)
+    s.add_argument("--out", type=Path, required=True)
+    s.set_defaults(func=cmd_preflight)
 
     s = sub.add_parser("score", help="merge a retriever's run shards and compute its metrics")
     s.add_argument("--qrels", type=Path, required=True)
@@ -169,6 +195,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--name", required=True)
     s.add_argument("--run-out", type=Path, required=True)
     s.add_argument("--metrics-out", type=Path, required=True)
+    s.add_argument("--status", type=Path, nargs="*", help="status files listing failed pairs")
     s.set_defaults(func=cmd_score)
 
     s = sub.add_parser("report", help="collect metrics and provenance into report.json / report.md")
@@ -179,6 +206,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--dataset-fp", type=Path, required=True)
     s.add_argument("--model-fp", type=Path, required=True)
     s.add_argument("--vipune-fp", type=Path)
+    s.add_argument("--preflight", type=Path)
     s.add_argument("--baseline-fp", type=Path)
     s.add_argument("--baseline-metrics", type=Path)
     s.add_argument("--config", type=Path, required=True)

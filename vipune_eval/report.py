@@ -34,8 +34,9 @@ def build_report(summary: dict[str, Any], qrels: Path, metrics: dict[str, dict[s
         "pairs": summary["pairs"],
         "qrels": str(qrels),
         "dataset": summary,
-        "retrievers": {name: {"run": m["run"], "pairs": m["pairs"], "metrics": m["metrics"],
-                              "per_category": m["per_category"]} for name, m in metrics.items()},
+        "retrievers": {name: {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"],
+                              "metrics": m["metrics"], "per_category": m["per_category"]}
+                       for name, m in metrics.items()},
         "provenance": {**provenance, "package": {"name": "vipune-eval", "version": __version__}},
     }
 
@@ -88,9 +89,11 @@ def markdown(report: dict[str, Any], ks: list[int]) -> str:
 
 def run_report(summary: Path, qrels: Path, metrics: dict[str, Path], dataset_fp: Path, model_fp: Path,
                vipune_fp: Path | None, config: Path, ks: list[int], out_json: Path, out_md: Path,
-               baseline_fp: Path | None = None, baseline_metrics: Path | None = None) -> dict[str, Any]:
+               baseline_fp: Path | None = None, baseline_metrics: Path | None = None,
+               preflight: Path | None = None) -> dict[str, Any]:
     provenance = {"dataset": read_json(dataset_fp), "model": read_json(model_fp),
-                  "vipune": read_json(vipune_fp) if vipune_fp else None, "config": read_json(config)}
+                  "vipune": read_json(vipune_fp) if vipune_fp else None,
+                  "preflight": read_json(preflight) if preflight else None, "config": read_json(config)}
     loaded = {n: read_json(p) for n, p in metrics.items()}
     report = build_report(read_json(summary), qrels, loaded, provenance)
     if baseline_fp and baseline_metrics:

@@ -81,18 +81,24 @@ def mean_metrics(rows: list[dict[str, float]], ks: list[int]) -> dict[str, float
 
 
 def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path], ks: list[int],
-              name: str, run_out: Path, metrics_out: Path) -> dict[str, Any]:
-    qrels = read_qrels(qrels_path)
+              name: str, run_out: Path, metrics_out: Path,
+              failed: dict[str, str] | None = None) -> dict[str, Any]:
+    """Metrics of one run. Pairs in ``failed`` (the retriever errored) are left out of every
+    average and listed, never scored as 0."""
+    failed = failed or {}
+    qrels = {qid: docs for qid, docs in read_qrels(qrels_path).items() if qid not in failed}
     run = read_run(run_paths)
-    unknown = sorted(set(run) - set(qrels))
+    unknown = sorted(set(run) - set(qrels) - set(failed))
     if unknown:
         raise EvalError(f"run {name} has pairs that are not in {qrels_path}: {unknown[:5]}")
+    if not qrels:
+        raise EvalError(f"run {name}: every pair failed ({len(failed)}); see its status files")
     values = per_query(qrels, run, ks)
     by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
     for qid, row in values.items():
         by_category[categories[qid]].append(row)
     result = {
-        "retriever": name, "pairs": len(values), "run": str(run_out),
+        "retriever": name, "pairs": len(values), "run": str(run_out), "failed": failed,
         "metrics": mean_metrics(list(values.values()), ks),
         "per_category": {cat: {**mean_metrics(rows, ks), "pairs": len(rows)}
                          for cat, rows in sorted(by_category.items())},

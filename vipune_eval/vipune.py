@@ -9,6 +9,7 @@ harness's own model cache, so neither a user's config nor their model cache can 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import subprocess
 import tempfile
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .io import EvalError, Progress, log, read_json
+from .io import EvalError, Progress, log, read_json, write_json
 from .persona import Persona, Ranking, personas_of_shard, write_run
 from .sources import isolated_env, sha256_file
 
@@ -62,34 +63,47 @@ def import_lines(persona: Persona) -> list[str]:
     return lines
 
 
+def shown(cmd: list[str]) -> str:
+    """A command line for an error message, with a long last argument (a question) shortened."""
+    words = [str(c) for c in cmd]
+    if len(words[-1]) > 200:
+        words[-1] = words[-1][:200] + f"… ({len(words[-1])} characters)"
+    return " ".join(words)
+
+
 class Vipune:
     def __init__(self, binary: Path, env: dict[str, str], timeout: float) -> None:
         self.binary, self.env, self.timeout = binary, env, timeout
 
-    def call(self, args: list[str], persona: str) -> dict[str, Any]:
-        """Run ``vipune ARGS``; return its JSON output or raise VipuneError saying what happened."""
+    def run(self, args: list[str], persona: str) -> subprocess.CompletedProcess:
+        """Run ``vipune ARGS``; raise VipuneError only when it cannot run or hangs."""
         cmd = [str(self.binary), *args]
-        shown = " ".join(cmd if len(" ".join(cmd)) < 400 else [*cmd[:-1], cmd[-1][:100] + "…"])
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env,
+            return subprocess.run(cmd, capture_output=True, text=True, env=self.env,
                                   timeout=self.timeout, errors="replace")
         except subprocess.TimeoutExpired as exc:
-            raise VipuneError(f"persona {persona}: `{shown}` timed out after {self.timeout:g} s") from exc
+            raise VipuneError(f"{persona}: `{shown(cmd)}` timed out after {self.timeout:g} s "
+                              "(vipune.timeout)") from exc
         except OSError as exc:
-            raise VipuneError(f"persona {persona}: cannot run `{shown}`: {exc}") from exc
-        where = f"persona {persona}: `{shown}` exited {proc.returncode}"
+            raise VipuneError(f"{persona}: cannot run `{shown(cmd)}`: {exc}") from exc
+
+    def call(self, args: list[str], persona: str) -> dict[str, Any]:
+        """Run ``vipune ARGS``; return its JSON output or raise VipuneError saying what happened."""
+        proc = self.run(args, persona)
+        where = f"{persona}: `{shown(proc.args)}` exited {proc.returncode}"
+        stderr = proc.stderr.strip()[-2000:]
         if proc.returncode < 0:
-            raise VipuneError(f"{where} (killed by signal {-proc.returncode}); stderr: {proc.stderr.strip()[:2000]}")
+            raise VipuneError(f"{where} (killed by signal {-proc.returncode}); stderr: {stderr}")
         try:
             out = json.loads(proc.stdout)
         except json.JSONDecodeError:
             out = None
         if proc.returncode != 0:
             message = out.get("error") if isinstance(out, dict) else proc.stdout.strip()[:500]
-            raise VipuneError(f"{where}: {message}; stderr: {proc.stderr.strip()[:2000]}")
+            raise VipuneError(f"{where}: {message}; stderr: {stderr}")
         if not isinstance(out, dict):
             raise VipuneError(f"{where} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
-                              f"stderr: {proc.stderr.strip()[:2000]}")
+                              f"stderr: {stderr}")
         return out
 
     def evaluate(self, persona: Persona, limit: int, workdir: Path) -> VipuneResult:
@@ -98,14 +112,14 @@ class Vipune:
         with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
             db, jsonl = Path(tmp) / "memories.db", Path(tmp) / "import.jsonl"
             jsonl.write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
-            out = self.call(["--db-path", str(db), "--json", "import", str(jsonl)], qid)
+            out = self.call(["--db-path", str(db), "--json", "import", str(jsonl)], f"persona {qid}")
             if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
                 raise VipuneError(f"persona {qid}: vipune import reported {out}, but "
                                   f"{len(persona.row_ids)} rows were written to a fresh database")
             start = time.perf_counter()
             out = self.call(["--db-path", str(db), "--project", qid, "--json", "search", "--hybrid",
                              "--recency", "0", "--limit", str(limit), "--no-touch", "--",
-                             persona.question], qid)
+                             persona.question], f"persona {qid}")
             seconds = time.perf_counter() - start
         results = out.get("results")
         if not isinstance(results, list):
@@ -120,26 +134,64 @@ class Vipune:
         return VipuneResult(ranking, seconds)
 
 
+def persona_key(persona: Persona, limit: int) -> str:
+    """Everything a persona's vipune result depends on besides the binary: rows, question, limit."""
+    digest = hashlib.sha256(f"{limit}\n{persona.question}\n".encode())
+    for line in import_lines(persona)[1:]:
+        digest.update(line.encode())
+    return digest.hexdigest()
+
+
 def run_vipune(pairs: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
                binary: Path, fingerprint: Path, hf_home: Path, limit: int, threads: int,
-               timeout: float, workdir: Path, out: Path) -> None:
+               timeout: float, on_error: str, cache_dir: Path, out: Path, status_out: Path) -> None:
+    """Run the vipune lane over one shard; finished personas are cached, so a rerun redoes only
+    what failed or changed. ``on_error``: ``stop`` fails the shard on the first failed persona,
+    ``record`` lists failed personas in the status file (they are left out of every average).
+    """
     expected = read_json(fingerprint)["sha256"]
     actual = sha256_file(binary)
     if actual != expected:
         raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
                         f"({fingerprint}, sha256 {expected[:12]}); rerun snakemake so it re-plans")
     personas = list(personas_of_shard(pairs, texts, embeddings, shard, shards))
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, workdir / "xdg")
-    client = Vipune(binary, env, timeout)
-    progress = Progress(f"vipune shard {shard}/{shards}: personas", total=len(personas))
-    log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards, len(personas), threads)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vipune-eval-") as tmp:
+        workdir = Path(tmp)
+        env = isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, workdir / "xdg")
+        client = Vipune(binary, env, timeout)
+        progress = Progress(f"vipune shard {shard}/{shards}: personas", total=len(personas))
+        log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards,
+                 len(personas), threads)
 
-    def one(persona: Persona) -> tuple[Persona, Ranking]:
-        result = client.evaluate(persona, limit, workdir)
-        progress.advance()
-        return persona, result.ranking
+        def one(persona: Persona) -> dict[str, Any]:
+            cached = cache_dir / f"{persona_key(persona, limit)}.json"
+            if cached.exists():
+                result = read_json(cached)
+            else:
+                try:
+                    found = client.evaluate(persona, limit, workdir)
+                except VipuneError as exc:
+                    if on_error == "stop":
+                        raise
+                    log.error("%s", exc)
+                    result = {"error": str(exc)}
+                else:
+                    result = {"ranking": found.ranking, "search_seconds": found.search_seconds}
+                    write_json(cached, result)
+            progress.advance()
+            return result
 
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        rankings = list(pool.map(one, personas))
-    write_run(out, rankings, "vipune")
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            results = list(pool.map(one, personas))
+    failed = {p.question_id: r["error"] for p, r in zip(personas, results) if "error" in r}
+    write_run(out, [(p, [tuple(hit) for hit in r["ranking"]]) for p, r in zip(personas, results)
+                    if "error" not in r], "vipune")
+    write_json(status_out, {
+        "failed": failed,
+        "search_seconds": {p.question_id: r["search_seconds"] for p, r in zip(personas, results)
+                           if "error" not in r},
+    })
+    if failed:
+        log.warning("vipune shard %d/%d: %d of %d personas failed and are recorded in %s",
+                    shard, shards, len(failed), len(personas), status_out)

@@ -156,6 +156,18 @@ def get_run_shards(wildcards):
     )
 
 
+def get_status_shards(wildcards):
+    """Status files (failed pairs, latencies) exist for the vipune lane only."""
+    if not wildcards.run.startswith("vipune-"):
+        return []
+    return expand(
+        "results/search/{run}/shard-{shard}-of-{shards}.status.json",
+        run=wildcards.run,
+        shard=range(SEARCH_SHARDS),
+        shards=SEARCH_SHARDS,
+    )
+
+
 def get_vipune_fingerprint(wildcards):
     return f"results/fingerprints/vipune-{wildcards.binary}.json"
 
@@ -174,6 +186,7 @@ def get_report_inputs(wildcards=None):
     }
     if "vipune" in config["retrievers"]:
         inputs["vipune_fp"] = f"results/fingerprints/vipune-{VIPUNE_ID}.json"
+        inputs["preflight"] = f"results/preflight/vipune-{VIPUNE_ID}.json"
         if BASELINE_ID:
             inputs["baseline_fp"] = f"results/fingerprints/vipune-{BASELINE_ID}.json"
             inputs["baseline_metrics"] = f"results/metrics/vipune-{BASELINE_ID}.json"
@@ -184,7 +197,7 @@ def report_options(wildcards, input):
     """Optional report arguments (follow the inputs, so not a rerun trigger of their own)."""
     options = [f"--config {CONFIG_JSON}"]
     if "vipune_fp" in input.keys():
-        options.append(f"--vipune-fp {input.vipune_fp}")
+        options.append(f"--vipune-fp {input.vipune_fp} --preflight {input.preflight}")
     if "baseline_fp" in input.keys():
         options.append(
             f"--baseline-fp {input.baseline_fp} --baseline-metrics {input.baseline_metrics}"

@@ -3,6 +3,7 @@ rule score:
         qrels="results/filter/qrels.txt",
         pairs="results/filter/pairs.parquet",
         runs=get_run_shards,
+        status=get_status_shards,
     output:
         run="results/runs/{run}.run",
         metrics="results/metrics/{run}.json",
@@ -16,4 +17,4 @@ rule score:
     shell:
         "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"
         " --ks {params.ks} --name {wildcards.run} --run-out {output.run}"
-        " --metrics-out {output.metrics} 2> {log}"
+        " --metrics-out {output.metrics} --status {input.status} 2> {log}"

@@ -33,15 +33,41 @@ rule search_reference:
         " --limit {params.limit} --retrievers {params.retrievers} --outputs {output} 2> {log}"
 
 
+rule preflight:
+    input:
+        binary=get_vipune_fingerprint,
+        hf_home="results/model/vipune-home",
+        model=MODEL_FP,
+    output:
+        "results/preflight/vipune-{binary}.json",
+    log:
+        "results/logs/preflight/vipune-{binary}.log",
+    conda:
+        ENV
+    params:
+        binary=binary_path,
+        model_dir=untracked(MODEL_DIR),
+        file=config["model"]["file"],
+        pooling=config["model"]["pooling"],
+        timeout=config["vipune"]["timeout"],
+        code=code_version("preflight", "vipune", "embed", "persona", "sources", "io"),
+    shell:
+        "vipune-eval preflight --binary '{params.binary}' --fingerprint {input.binary}"
+        " --hf-home {input.hf_home} --model-dir {params.model_dir} --file {params.file}"
+        " --pooling {params.pooling} --timeout {params.timeout} --out {output} 2> {log}"
+
+
 rule search_vipune:
     input:
+        preflight="results/preflight/vipune-{binary}.json",
         pairs="results/filter/pairs.parquet",
         texts="results/filter/texts.parquet",
         embeddings=get_embeddings(),
         binary=get_vipune_fingerprint,
         hf_home="results/model/vipune-home",
     output:
-        "results/search/vipune-{binary}/shard-{shard}-of-{shards}.run",
+        run="results/search/vipune-{binary}/shard-{shard}-of-{shards}.run",
+        status="results/search/vipune-{binary}/shard-{shard}-of-{shards}.status.json",
     log:
         "results/logs/search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
     benchmark:
@@ -57,8 +83,11 @@ rule search_vipune:
         binary=binary_path,
         limit=config["search_limit"],
         timeout=config["vipune"]["timeout"],
+        on_error=config["vipune"]["on_error"],
     shell:
         "vipune-eval search-vipune --pairs {input.pairs} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
         " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
-        " --limit {params.limit} --threads {threads} --timeout {params.timeout} --out {output} 2> {log}"
+        " --limit {params.limit} --threads {threads} --timeout {params.timeout}"
+        " --on-error {params.on_error} --cache results/search/vipune-{wildcards.binary}/cache"
+        " --out {output.run} --status-out {output.status} 2> {log}"

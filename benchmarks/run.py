@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""Benchmarks of the vipune-eval stages and of the workflow as a whole.
+
+    python benchmarks/run.py info       # machine, date, versions
+    python benchmarks/run.py filter     # streaming filter on an M-sized and a 1/4-sized file
+    python benchmarks/run.py embed      # `vipune-eval embed` vs a bare fastembed loop (MiniLM)
+    python benchmarks/run.py search     # vipune lane vs bare binary calls; search-reference, 470 personas
+    python benchmarks/run.py dag        # snakemake dry run / no-op run, search.shards 8 and 470
+    python benchmarks/run.py reruns     # cold run, run after the binary changed, no-op run
+    python benchmarks/run.py all        # everything above, in that order
+
+Every benchmark prints its figures and writes them to ``benchmarks/out/<name>.json``; generated
+data lives under ``benchmarks/out/`` (git-ignored) and is reused when its generator arguments
+match. Nothing is asserted about timings. The machine is shared, so comparisons are made side by
+side inside one invocation and reported as ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "benchmarks" / "out"
+PYTHON = sys.executable
+VENV_BIN = Path(PYTHON).parent
+MINILM = Path("/work/shared/models/all-MiniLM-L6-v2-onnx")
+BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
+BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+FAKE_VIPUNE = REPO / "tests" / "fake_vipune.py"
+MB = 1_000_000
+
+# LongMemEval_M-like: 500 instances (30 abstention), 500 sessions per haystack, ~11 kB sessions
+# (12 turns of 150 words), fillers drawn from a large shared pool -> about 2.7 GB.
+M_ARGS = dict(instances=500, abstention=30, sessions=500, filler_pool=20000, turns=12,
+              words_per_turn=150, seed=1)
+QUARTER_ARGS = {**M_ARGS, "sessions": 125}
+# M-like haystack counts with short texts (the tiny model embeds them quickly): search bench.
+SEARCH_ARGS = dict(instances=500, abstention=30, sessions=500, filler_pool=20000, turns=6,
+                   words_per_turn=30, seed=2)
+# 470 pairs with very short haystacks: the DAG bench (the cost is in the number of jobs).
+DAG_ARGS = dict(instances=500, abstention=30, sessions=10, filler_pool=300, turns=2,
+                words_per_turn=10, seed=3)
+# LongMemEval_S-like: 470 pairs x 50 sessions of ~3.7 kB: the maintainer's rerun loop.
+RERUN_ARGS = dict(instances=500, abstention=30, sessions=50, filler_pool=5000, turns=10,
+                  words_per_turn=60, seed=4)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PATH"] = os.pathsep.join([str(VENV_BIN), e.get("PATH", "")])
+    e["HF_HUB_OFFLINE"] = "1"
+    return e
+
+
+def say(*parts: object) -> None:
+    print(*parts, flush=True)
+
+
+def run(cmd: list[str], *, check: bool = True, log: Path | None = None, **kw) -> tuple[float, subprocess.CompletedProcess]:
+    """Run ``cmd``; return (wall seconds, process). Output is captured (and saved to ``log``)."""
+    start = time.perf_counter()
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=kw.pop("env", env()), **kw)
+    seconds = time.perf_counter() - start
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {' '.join(map(str, cmd))}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    if check and proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n"
+                         f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return seconds, proc
+
+
+def run_time_v(cmd: list[str], log: Path) -> dict[str, float]:
+    """Run ``cmd`` under GNU time -v: wall seconds, peak RSS (bytes), user+sys CPU seconds."""
+    stats = log.with_suffix(".time")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    seconds, _ = run(["/usr/bin/time", "-v", "-o", stats, *cmd], log=log)
+    text = stats.read_text()
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)[1])
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", text)[1])
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", text)[1])
+    return {"wall_s": seconds, "peak_rss_bytes": rss_kb * 1024, "cpu_s": user + system}
+
+
+def generate(path: Path, args: dict) -> dict:
+    """Generate a synthetic LongMemEval file once; reused while its arguments are unchanged."""
+    stamp = path.with_name(path.name + ".args.json")
+    if path.exists() and stamp.exists() and json.loads(stamp.read_text())["args"] == args:
+        return json.loads(stamp.read_text())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [PYTHON, "-m", "vipune_eval.synthetic", path, "--instances", args["instances"],
+           "--abstention", args["abstention"], "--sessions", args["sessions"],
+           "--filler-pool", args["filler_pool"], "--turns", args["turns"],
+           "--words-per-turn", args["words_per_turn"], "--seed", args["seed"]]
+    say(f"  generating {path.name} {args} ...")
+    seconds, proc = run(cmd)
+    record = {"args": args, "bytes": path.stat().st_size, "generate_s": round(seconds, 1),
+              "summary": json.loads(proc.stdout)}
+    stamp.write_text(json.dumps(record, indent=2))
+    say(f"  generated {path.stat().st_size / MB:.0f} MB in {seconds:.0f} s")
+    return record
+
+
+def warm(path: Path) -> None:
+    """Read a file once so every timed reader sees the same (warm) page cache."""
+    with open(path, "rb") as handle:
+        while handle.read(1 << 24):
+            pass
+
+
+def tiny_model() -> Path:
+    folder = OUT / "tiny-model"
+    if not (folder / "model.onnx").exists():
+        from vipune_eval.tinymodel import build_tiny_model
+        build_tiny_model(folder)
+    return folder
+
+
+def fake_vipune(folder: Path) -> Path:
+    """A ``vipune`` shell wrapper around tests/fake_vipune.py (as the test fixture makes it)."""
+    wrapper = folder / "vipune"
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(f'#!/bin/sh\nexec "{PYTHON}" "{FAKE_VIPUNE}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def run_filter(dataset: Path, dest: Path, expected_instances: int | None = None) -> tuple[dict, dict]:
+    cmd = ["vipune-eval", "filter", "--dataset", dataset, "--pairs", dest / "pairs.parquet",
+           "--texts", dest / "texts.parquet", "--qrels", dest / "qrels.txt",
+           "--summary", dest / "summary.json"]
+    if expected_instances:
+        cmd += ["--expected-instances", expected_instances]
+    stats = run_time_v(cmd, dest / "filter.log")
+    return stats, json.loads((dest / "summary.json").read_text())
+
+
+def save(name: str, result: dict) -> None:
+    result = {"benchmark": name, "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "machine": machine(), **result}
+    (OUT / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    say(f"  -> {OUT / f'{name}.json'}")
+
+
+def machine() -> dict:
+    load = os.getloadavg()
+    cpu = ""
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem / 2**30, 1),
+            "loadavg": [round(x, 2) for x in load], "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def table(rows: list[list[object]], head: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, ["-" * w for w in widths], *rows]:
+        say("  " + "  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+
+
+# ------------------------------------------------------------------ 0. info
+
+
+def bench_info(a: argparse.Namespace) -> None:
+    import importlib.metadata as md
+    versions = {}
+    for name in ("vipune-eval", "snakemake", "fastembed", "onnxruntime", "pyarrow", "ijson", "numpy"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            versions[name] = "?"
+    import ijson
+    info = {"machine": machine(), "versions": versions, "ijson_backend": ijson.backend,
+            "date": dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+    say(json.dumps(info, indent=2))
+
+
+# ------------------------------------------------------------------ 1. filter
+
+BARE_IJSON = """
+import sys, ijson
+n = 0
+with open(sys.argv[1], 'rb') as f:
+    for inst in ijson.items(f, 'item', use_float=True):
+        n += len(inst['haystack_sessions'])
+print(n)
+"""
+
+
+def bench_filter(a: argparse.Namespace) -> dict:
+    say("== filter: streaming LongMemEval JSON -> pairs, unique texts, qrels")
+    files = {"quarter": (OUT / "data" / "m-quarter.json", QUARTER_ARGS),
+             "M": (OUT / "data" / "m.json", M_ARGS)}
+    results = {}
+    for label, (path, args) in files.items():
+        if a.only and label not in a.only:
+            continue
+        record = generate(path, args)
+        size = path.stat().st_size
+        warm(path)
+        dest = OUT / f"filter-{label}"
+        bare = run_time_v([PYTHON, "-c", BARE_IJSON, path], dest / "bare-ijson.log") if a.bare else None
+        stats, summary = run_filter(path, dest, expected_instances=args["instances"])
+        results[label] = {"file": str(path), "bytes": size, "generator": args,
+                          "generate_s": record["generate_s"], "filter": stats, "bare_ijson": bare,
+                          "summary": summary}
+    rows = []
+    for label, r in results.items():
+        size, f, b = r["bytes"], r["filter"], r["bare_ijson"]
+        rows.append([label, f"{size / MB:.0f}", f"{f['wall_s']:.1f}", f"{size / MB / f['wall_s']:.1f}",
+                     f"{f['peak_rss_bytes'] / 2**20:.0f}", f"{f['peak_rss_bytes'] / size:.3f}",
+                     f"{b['wall_s']:.1f}" if b else "-",
+                     f"{size / MB / b['wall_s']:.1f}" if b else "-",
+                     f"{b['peak_rss_bytes'] / 2**20:.0f}" if b else "-",
+                     r["summary"]["unique_texts"], r["summary"]["session_slots"]])
+    table(rows, ["file", "MB", "filter s", "MB/s", "peak RSS MiB", "RSS/size", "bare ijson s",
+                 "ijson MB/s", "ijson RSS MiB", "unique texts", "session slots"])
+    if "M" in results:
+        s = results["M"]["summary"]
+        say(f"  dedup factor (M): session_slots / unique_texts = {s['session_slots']} / "
+            f"{s['unique_texts']} = {s['session_slots'] / s['unique_texts']:.1f}")
+    save("filter", {"results": results})
+    return results
+
+
+# ------------------------------------------------------------------ 2. embed
+
+
+def bench_bare_embed(a: argparse.Namespace) -> None:
+    """(internal) the bare fastembed loop, run in its own process like the harness."""
+    t0 = time.perf_counter()
+    import numpy as np
+    import pyarrow.parquet as pq
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+    t_import = time.perf_counter()
+    table = pq.read_table(a.texts)
+    texts = table.column("text").to_pylist()
+    ids = table.column("text_id").to_pylist()
+    TextEmbedding.add_custom_model(
+        model="local/all-MiniLM-L6-v2", pooling=PoolingType.MEAN, normalization=True,
+        sources=ModelSource(hf="local/all-MiniLM-L6-v2"), dim=384, model_file=a.file)
+    model = TextEmbedding("local/all-MiniLM-L6-v2", specific_model_path=str(a.model_dir),
+                          threads=a.threads)
+    t_load = time.perf_counter()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # as the harness length-sorts
+    vectors = np.stack(list(model.embed([texts[i] for i in order], batch_size=a.batch_size)))
+    t_embed = time.perf_counter()
+    np.save(a.out, vectors)
+    (a.out.with_suffix(".ids.json")).write_text(json.dumps([ids[i] for i in order]))
+    print(json.dumps({"import_s": t_import - t0, "load_s": t_load - t_import,
+                      "embed_s": t_embed - t_load, "texts": len(texts)}))
+
+
+def bench_embed(a: argparse.Namespace) -> dict:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    say(f"== embed: vipune-eval embed vs a bare fastembed loop ({a.texts} texts, MiniLM-L6 ONNX, "
+        f"threads {a.threads}, batch {a.batch_size})")
+    texts_path = OUT / "filter-M" / "texts.parquet"
+    summary_path = OUT / "filter-M" / "summary.json"
+    if not texts_path.exists():
+        raise SystemExit("run `benchmarks/run.py filter` first (embed samples the M-sized filter output)")
+    dest = OUT / "embed"
+    dest.mkdir(parents=True, exist_ok=True)
+    table = pq.read_table(texts_path)
+    rng = random.Random(0)
+    rows = sorted(rng.sample(range(table.num_rows), a.texts))
+    sub = table.take(pa.array(rows))
+    subset = dest / f"texts-{a.texts}.parquet"
+    pq.write_table(sub, subset)
+    chars = [len(t) for t in sub.column("text").to_pylist()]
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(MINILM / "tokenizer.json"))
+    tok.no_truncation()
+    tokens = [len(e.ids) for e in tok.encode_batch(sub.column("text").to_pylist())]
+    say(f"  sample: {a.texts} texts, median {sorted(chars)[len(chars) // 2]} chars, "
+        f"median {sorted(tokens)[len(tokens) // 2]} tokens, {sum(t > 512 for t in tokens)} over 512")
+
+    harness_out = dest / "harness.parquet"
+    bare_out = dest / "bare.npy"
+    harness_cmd = ["vipune-eval", "embed", "--texts", subset, "--model-dir", MINILM,
+                   "--file", "model.onnx", "--pooling", "mean", "--shard", 0, "--shards", 1,
+                   "--threads", a.threads, "--batch-size", a.batch_size, "--out", harness_out]
+    bare_cmd = [PYTHON, __file__, "_bare-embed", "--texts", subset, "--model-dir", MINILM,
+                "--file", "model.onnx", "--threads", a.threads, "--batch-size", a.batch_size,
+                "--out", bare_out]
+    runs = []
+    for rep in range(a.repeats):
+        for name, cmd in (("bare", bare_cmd), ("harness", harness_cmd)):
+            stats = run_time_v(cmd, dest / f"{name}-{rep}.log")
+            if name == "bare":
+                stats["inner"] = json.loads((dest / f"{name}-{rep}.log").read_text()
+                                            .split("--- stdout\n")[1].split("\n--- stderr")[0])
+            stats["name"], stats["rep"] = name, rep
+            runs.append(stats)
+            say(f"  {name} (rep {rep}): {stats['wall_s']:.1f} s wall, {a.texts / stats['wall_s']:.2f} texts/s, "
+                f"peak RSS {stats['peak_rss_bytes'] / 2**20:.0f} MiB")
+    # the two must agree: same texts, same model, same recipe
+    h = pq.read_table(harness_out)
+    hv = dict(zip(h.column("text_id").to_pylist(),
+                  np.asarray(h.column("embedding").combine_chunks().values).reshape(-1, 384)))
+    bv = np.load(bare_out)
+    bids = json.loads(bare_out.with_suffix(".ids.json").read_text())
+    max_diff = float(max(np.abs(hv[i] - v).max() for i, v in zip(bids, bv)))
+    bare_wall = sum(r["wall_s"] for r in runs if r["name"] == "bare") / a.repeats
+    harness_wall = sum(r["wall_s"] for r in runs if r["name"] == "harness") / a.repeats
+    inner = sum(r["inner"]["embed_s"] for r in runs if r["name"] == "bare") / a.repeats
+    summary = json.loads(summary_path.read_text())
+    result = {
+        "texts": a.texts, "threads": a.threads, "batch_size": a.batch_size, "model": str(MINILM),
+        "median_tokens": sorted(tokens)[len(tokens) // 2], "runs": runs,
+        "bare_texts_per_s": a.texts / bare_wall, "harness_texts_per_s": a.texts / harness_wall,
+        "bare_embed_only_texts_per_s": a.texts / inner,
+        "overhead_ratio": harness_wall / bare_wall, "max_abs_vector_diff": max_diff,
+        "dedup": {"session_slots": summary["session_slots"], "unique_texts": summary["unique_texts"],
+                  "factor": summary["session_slots"] / summary["unique_texts"]},
+    }
+    table([["bare fastembed loop (process)", f"{bare_wall:.1f}", f"{a.texts / bare_wall:.2f}"],
+           ["bare loop, embed() only", f"{inner:.1f}", f"{a.texts / inner:.2f}"],
+           ["vipune-eval embed (process)", f"{harness_wall:.1f}", f"{a.texts / harness_wall:.2f}"]],
+          ["", "wall s", "texts/s"])
+    say(f"  overhead ratio harness/bare (whole process) = {harness_wall / bare_wall:.3f}; "
+        f"max |Δ| between their vectors = {max_diff:.2e}")
+    d = result["dedup"]
+    say(f"  dedup factor of the M-sized file: {d['session_slots']} session slots / {d['unique_texts']} "
+        f"unique texts = {d['factor']:.1f}")
+    if summary["unique_texts"]:
+        est = summary["unique_texts"] / result["harness_texts_per_s"]
+        say(f"  at this rate, embedding all {summary['unique_texts']} unique texts of the M-sized file "
+            f"would take {est / 3600:.1f} h on this machine with MiniLM (bge-small: ~2x)")
+        result["m_full_embed_hours_estimate"] = est / 3600
+    save("embed", result)
+    return result
+
+
+# ------------------------------------------------------------------ 3. search
+
+
+def search_setup() -> dict:
+    """An M-like haystack count with short texts: filtered, embedded with the tiny model."""
+    data = OUT / "data" / "search.json"
+    record = generate(data, SEARCH_ARGS)
+    dest = OUT / "search"
+    filt = dest / "filter"
+    if not (filt / "summary.json").exists():
+        say("  filtering ...")
+        run_filter(data, filt, expected_instances=SEARCH_ARGS["instances"])
+    model = tiny_model()
+    emb = dest / "embed" / "shard-0-of-1.parquet"
+    if not emb.exists():
+        say("  embedding with the tiny model ...")
+        seconds, _ = run(["vipune-eval", "embed", "--texts", filt / "texts.parquet", "--model-dir", model,
+                          "--file", "model.onnx", "--pooling", "mean", "--shard", 0, "--shards", 1,
+                          "--threads", 2, "--batch-size", 32, "--out", emb], log=dest / "embed.log")
+        say(f"  embedded in {seconds:.0f} s")
+    home = dest / "vipune-home"
+    if not home.exists():
+        run(["vipune-eval", "vipune-home", "--model-dir", model, "--file", "model.onnx",
+             "--repo-id", BGE_REPO_ID, "--revision", BGE_REVISION, "--out", home])
+    binary = fake_vipune(dest / "bin")
+    from vipune_eval.sources import binary_fingerprint
+    fp = binary_fingerprint(binary, dest / "cache")
+    fp_path = dest / "vipune-fp.json"
+    fp_path.write_text(json.dumps(fp))
+    return {"data": data, "record": record, "filter": filt, "embeddings": emb, "home": home,
+            "binary": binary, "fingerprint": fp_path}
+
+
+def bench_search(a: argparse.Namespace) -> dict:
+    say("== search: vipune lane (harness vs bare binary calls) and search-reference over 470 personas")
+    s = search_setup()
+    dest = OUT / "search"
+    filt = s["filter"]
+    common = ["--pairs", filt / "pairs.parquet", "--texts", filt / "texts.parquet",
+              "--embeddings", s["embeddings"]]
+    summary = json.loads((filt / "summary.json").read_text())
+    say(f"  data: {summary['pairs']} pairs, {summary['session_slots'] / summary['pairs']:.0f} sessions per "
+        f"haystack, {summary['unique_texts']} unique texts, {s['record']['bytes'] / MB:.0f} MB")
+
+    # --- the vipune lane on one shard vs the same binary calls made directly
+    shards = a.vipune_shards
+    from vipune_eval.persona import personas_of_shard
+    from vipune_eval.sources import isolated_env
+    from vipune_eval.vipune import import_lines
+    personas = list(personas_of_shard(filt / "pairs.parquet", filt / "texts.parquet", [s["embeddings"]],
+                                      0, shards))
+    bare_dir = dest / "bare"
+    shutil.rmtree(bare_dir, ignore_errors=True)
+    jobs = []
+    for i, p in enumerate(personas):  # prepared beforehand, not timed
+        folder = bare_dir / f"p{i}"
+        folder.mkdir(parents=True)
+        (folder / "import.jsonl").write_text("\n".join(import_lines(p)) + "\n", encoding="utf-8")
+        jobs.append((folder, p))
+    venv = isolated_env({"HF_HOME": str(s["home"].resolve()), "HF_HUB_OFFLINE": "1"}, bare_dir / "xdg")
+
+    def bare_pass() -> dict:
+        imp = srch = 0.0
+        for folder, p in jobs:
+            db = folder / "memories.db"
+            db.unlink(missing_ok=True)
+            t, proc = run([s["binary"], "--db-path", db, "--json", "import", folder / "import.jsonl"], env=venv)
+            imp += t
+            assert json.loads(proc.stdout)["inserted"] == len(p.row_ids), proc.stdout
+            t, _ = run([s["binary"], "--db-path", db, "--project", p.question_id, "--json", "search",
+                        "--hybrid", "--recency", 0, "--limit", 10, "--no-touch", "--", p.question], env=venv)
+            srch += t
+        return {"import_s": imp, "search_s": srch, "total_s": imp + srch}
+
+    def harness_pass(rep: int) -> dict:
+        return run_time_v(["vipune-eval", "search-vipune", *common, "--shard", 0, "--shards", shards,
+                           "--limit", 10, "--binary", s["binary"], "--fingerprint", s["fingerprint"],
+                           "--hf-home", s["home"], "--threads", 1, "--timeout", 300,
+                           "--out", dest / "vipune-shard.run"], dest / f"search-vipune-{rep}.log")
+
+    n = len(personas)
+    lane = []
+    for rep in range(a.repeats):
+        h = harness_pass(rep)
+        b = bare_pass()
+        lane.append({"harness": h, "bare": b})
+        say(f"  rep {rep}: harness {h['wall_s']:.1f} s, bare calls {b['total_s']:.1f} s "
+            f"(import {b['import_s']:.1f} + search {b['search_s']:.1f}) for {n} personas")
+    hw = sum(r["harness"]["wall_s"] for r in lane) / len(lane)
+    bw = sum(r["bare"]["total_s"] for r in lane) / len(lane)
+    table([["vipune-eval search-vipune (process)", f"{hw:.1f}", f"{1000 * hw / n:.0f}"],
+           ["bare import+search calls", f"{bw:.1f}", f"{1000 * bw / n:.0f}"],
+           ["harness overhead", f"{hw - bw:.1f}", f"{1000 * (hw - bw) / n:.0f}"]],
+          ["", f"total s ({n} personas)", "ms / persona"])
+    say(f"  ratio harness/bare = {hw / bw:.3f}")
+
+    # --- the reference lane: all 470 personas, all five retrievers, one process
+    outs = [dest / "reference" / f"{r}.run" for r in ("dense", "bm25", "bm25-or", "hybrid", "hybrid-or")]
+    ref = run_time_v(["vipune-eval", "search-reference", *common, "--shard", 0, "--shards", 1,
+                      "--limit", 10, "--retrievers", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or",
+                      "--outputs", *outs], dest / "search-reference.log")
+    say(f"  search-reference, {summary['pairs']} personas, 5 retrievers, 1 process: {ref['wall_s']:.1f} s "
+        f"({1000 * ref['wall_s'] / summary['pairs']:.0f} ms / persona), peak RSS "
+        f"{ref['peak_rss_bytes'] / 2**20:.0f} MiB")
+    result = {"data": SEARCH_ARGS, "pairs": summary["pairs"], "unique_texts": summary["unique_texts"],
+              "vipune_lane": {"personas": n, "shard": f"0 of {shards}", "threads": 1, "runs": lane,
+                              "harness_ms_per_persona": 1000 * hw / n, "bare_ms_per_persona": 1000 * bw / n,
+                              "overhead_ms_per_persona": 1000 * (hw - bw) / n, "ratio": hw / bw},
+              "reference": {"personas": summary["pairs"], **ref,
+                            "ms_per_persona": 1000 * ref["wall_s"] / summary["pairs"]}}
+    save("search", result)
+    return result
+
+
+# ------------------------------------------------------------------ 4/5. the workflow
+
+
+def workflow_dir(name: str, data: Path, binary: Path, search_shards: int, expected: bool) -> Path:
+    import yaml
+    workdir = OUT / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = {"dataset": {"path": str(data)},
+              "model": {"path": str(tiny_model()), "file": "model.onnx"},
+              "vipune": {"binary": str(binary)},
+              "embed": {"shards": 4}, "search": {"shards": search_shards}}
+    if not expected:
+        config["dataset"]["expected"] = None
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    return workdir
+
+
+def snakemake(workdir: Path, *args: object, label: str) -> tuple[float, str]:
+    cmd = [PYTHON, "-m", "snakemake", "-s", REPO / "Snakefile", "--directory", workdir,
+           "--configfile", workdir / "config.yaml", *args]
+    seconds, proc = run(cmd, log=workdir.parent / f"{workdir.name}-logs" / f"{label}.log", cwd=workdir.parent)
+    out = proc.stdout + proc.stderr
+    return seconds, out
+
+
+def jobs_of(out: str) -> int | str:
+    if "Nothing to be done" in out:
+        return 0
+    m = re.search(r"^total\s+(\d+)", out, re.M)
+    return int(m[1]) if m else "?"
+
+
+def bench_dag(a: argparse.Namespace) -> dict:
+    say("== dag: snakemake dry run and no-op run, 470 pairs, embed.shards 4, search.shards 8 / 470")
+    data = OUT / "data" / "dag.json"
+    generate(data, DAG_ARGS)
+    binary = fake_vipune(OUT / "dag-bin")
+    results = {}
+    workdir = None
+    for shards in a.shards:
+        workdir = workflow_dir("dag", data, binary, shards, expected=True)
+        r = {}
+        r["dry_run_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry")
+        r["dry_run_jobs"] = jobs_of(out)
+        say(f"  shards {shards}: dry run (plans {r['dry_run_jobs']} jobs) {r['dry_run_s']:.1f} s; full run ...")
+        r["full_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-full")
+        r["full_run_jobs"] = jobs_of(out)
+        r["dry_run_done_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry-done")
+        assert jobs_of(out) == 0, out[-2000:]
+        r["noop_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-noop")
+        assert jobs_of(out) == 0, out[-2000:]
+        say(f"  shards {shards}: full run {r['full_run_s']:.0f} s ({r['full_run_jobs']} jobs); "
+            f"afterwards dry run {r['dry_run_done_s']:.1f} s, no-op run {r['noop_run_s']:.1f} s")
+        results[shards] = r
+    rows = [[k, v["dry_run_jobs"], f"{v['dry_run_s']:.1f}", f"{v['full_run_s']:.0f}",
+             f"{v['dry_run_done_s']:.1f}", f"{v['noop_run_s']:.1f}"] for k, v in results.items()]
+    table(rows, ["search.shards", "jobs", "dry run (fresh) s", "full run s (*)", "dry run (done) s",
+                 "no-op run s"])
+    say("  (*) after switching shards only the search/score/report jobs of the new sharding run")
+    if len(results) == 2:
+        (x, rx), (y, ry) = results.items()
+        say(f"  ratio {y}/{x} shards: dry run {ry['dry_run_s'] / rx['dry_run_s']:.2f}, no-op "
+            f"{ry['noop_run_s'] / rx['noop_run_s']:.2f}")
+    save("dag", {"data": DAG_ARGS, "results": results})
+    return results
+
+
+def bench_reruns(a: argparse.Namespace) -> dict:
+    say("== reruns: cold run, run after the vipune binary changed, no-op run (470 pairs x 50 sessions)")
+    data = OUT / "data" / "reruns.json"
+    generate(data, RERUN_ARGS)
+    shutil.rmtree(OUT / "reruns", ignore_errors=True)
+    shutil.rmtree(OUT / "reruns-logs", ignore_errors=True)
+    binary = fake_vipune(OUT / "reruns-bin")
+    workdir = workflow_dir("reruns", data, binary, 8, expected=True)
+    r = {}
+    r["cold_s"], out = snakemake(workdir, "--cores", 2, label="cold")
+    r["cold_jobs"] = jobs_of(out)
+    say(f"  cold run: {r['cold_s']:.0f} s ({r['cold_jobs']} jobs)")
+    with open(binary, "a") as handle:
+        handle.write(f"# rebuilt {time.time()}\n")
+    r["binary_changed_s"], out = snakemake(workdir, "--cores", 2, label="binary-changed")
+    r["binary_changed_jobs"] = jobs_of(out)
+    say(f"  after the binary changed: {r['binary_changed_s']:.0f} s ({r['binary_changed_jobs']} jobs)")
+    r["noop_s"], out = snakemake(workdir, "--cores", 2, label="noop")
+    r["noop_jobs"] = jobs_of(out)
+    stage = {}
+    for tsv in (workdir / "results" / "benchmarks").rglob("*.tsv"):
+        rule = tsv.relative_to(workdir / "results" / "benchmarks").parts[0].removesuffix(".tsv")
+        seconds = float(tsv.read_text().splitlines()[1].split("\t")[0])
+        stage[rule] = stage.get(rule, 0.0) + seconds
+    r["job_seconds_by_rule"] = stage
+    table([["cold", r["cold_jobs"], f"{r['cold_s']:.1f}", "1.000"],
+           ["binary changed", r["binary_changed_jobs"], f"{r['binary_changed_s']:.1f}",
+            f"{r['binary_changed_s'] / r['cold_s']:.3f}"],
+           ["no-op", r["noop_jobs"], f"{r['noop_s']:.1f}", f"{r['noop_s'] / r['cold_s']:.3f}"]],
+          ["run", "jobs", "wall s", "/ cold"])
+    say("  job seconds by rule (Snakemake benchmark files, last run of each job): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in sorted(stage.items())))
+    save("reruns", {"data": RERUN_ARGS, "results": r})
+    return r
+
+
+# ------------------------------------------------------------------ main
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="bench", required=True)
+    sub.add_parser("info").set_defaults(func=bench_info)
+    s = sub.add_parser("filter")
+    s.add_argument("--only", nargs="*", choices=["quarter", "M"], help="only these files")
+    s.add_argument("--no-bare", dest="bare", action="store_false", help="skip the bare ijson pass")
+    s.set_defaults(func=bench_filter)
+    s = sub.add_parser("embed")
+    s.add_argument("--texts", type=int, default=400)
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--repeats", type=int, default=1)
+    s.set_defaults(func=bench_embed)
+    s = sub.add_parser("_bare-embed")
+    s.add_argument("--texts", type=Path)
+    s.add_argument("--model-dir", type=Path)
+    s.add_argument("--file")
+    s.add_argument("--threads", type=int)
+    s.add_argument("--batch-size", type=int)
+    s.add_argument("--out", type=Path)
+    s.set_defaults(func=bench_bare_embed)
+    s = sub.add_parser("search")
+    s.add_argument("--vipune-shards", type=int, default=24, help="shard 0 of this many (24 -> 20 personas)")
+    s.add_argument("--repeats", type=int, default=2)
+    s.set_defaults(func=bench_search)
+    s = sub.add_parser("dag")
+    s.add_argument("--shards", type=int, nargs="+", default=[8, 470])
+    s.set_defaults(func=bench_dag)
+    sub.add_parser("reruns").set_defaults(func=bench_reruns)
+    s = sub.add_parser("all")
+    s.set_defaults(func=None)
+    a = p.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    if a.func is None:
+        for name in ("info", "filter", "embed", "search", "dag", "reruns"):
+            main([name])
+        return
+    a.func(a)
+
+
+if __name__ == "__main__":
+    main()
