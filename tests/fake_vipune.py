@@ -21,6 +21,7 @@ Fault injection for tests, env ``FAKE_VIPUNE_FAULT``:
 ``{"error": "injected"}``); with ``FAKE_VIPUNE_FAULT_MATCH`` set, the search faults fire only
 for queries containing that text. Release-level faults: ``no-import`` (an old vipune
 without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean).
+``FAKE_VIPUNE_DELAY`` (seconds) makes every search that slow.
 """
 
 from __future__ import annotations
@@ -424,6 +425,7 @@ def cmd_version(args) -> int:
 
 def inject_search_fault(query: str) -> int | None:
     fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    time.sleep(float(os.environ.get("FAKE_VIPUNE_DELAY", "0")))  # a slow binary, for kill tests
     if os.environ.get("FAKE_VIPUNE_FAULT_MATCH", "") not in query:
         return None
     if fault == "crash":

@@ -112,9 +112,10 @@ class Vipune:
         with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
             db, jsonl = Path(tmp) / "memories.db", Path(tmp) / "import.jsonl"
             jsonl.write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
-            out = self.call(["--db-path", str(db), "--json", "import", str(jsonl)], f"persona {qid}")
+            args = ["--db-path", str(db), "--json", "import", str(jsonl)]
+            out = self.call(args, f"persona {qid}")
             if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
-                raise VipuneError(f"persona {qid}: vipune import reported {out}, but "
+                raise VipuneError(f"persona {qid}: `{shown([self.binary, *args])}` reported {out}, but "
                                   f"{len(persona.row_ids)} rows were written to a fresh database")
             start = time.perf_counter()
             out = self.call(["--db-path", str(db), "--project", qid, "--json", "search", "--hybrid",
