@@ -3,6 +3,7 @@
 
     python benchmarks/run.py info       # machine, date, versions
     python benchmarks/run.py filter     # streaming filter on an M-sized and a 1/4-sized file
+    python benchmarks/run.py filter-patch  # filter as is vs a proposed fast path for the dates
     python benchmarks/run.py embed      # `vipune-eval embed` vs a bare fastembed loop (MiniLM)
     python benchmarks/run.py search     # vipune lane vs bare binary calls; search-reference, 470 personas
     python benchmarks/run.py dag        # snakemake dry run / no-op run, search.shards 8 and 470
@@ -89,7 +90,13 @@ def run_time_v(cmd: list[str], log: Path) -> dict[str, float]:
     stats = log.with_suffix(".time")
     log.parent.mkdir(parents=True, exist_ok=True)
     seconds, _ = run(["/usr/bin/time", "-v", "-o", stats, *cmd], log=log)
+    return {**parse_time_v(stats), "wall_s": seconds}
+
+
+def parse_time_v(stats: Path) -> dict[str, float]:
     text = stats.read_text()
+    clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", text)[1]
+    seconds = sum(float(x) * 60 ** i for i, x in enumerate(reversed(clock.split(":"))))
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)[1])
     user = float(re.search(r"User time \(seconds\): ([\d.]+)", text)[1])
     system = float(re.search(r"System time \(seconds\): ([\d.]+)", text)[1])
@@ -240,6 +247,64 @@ def bench_filter(a: argparse.Namespace) -> dict:
     return results
 
 
+FAST_RFC3339 = r'''
+import re
+from datetime import datetime, timezone
+_DATE = re.compile(r"(\d{4})/(\d\d)/(\d\d) \((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d\d):(\d\d)")
+_slow = vipune_eval.filter.rfc3339
+def rfc3339(date):
+    m = _DATE.fullmatch(date) if isinstance(date, str) else None
+    if m is None:
+        return _slow(date)  # anything unusual: the original strptime path and its errors
+    y, mo, d, h, mi = m.groups()
+    datetime(int(y), int(mo), int(d), int(h), int(mi))  # range check (month 13, Feb 30, ...)
+    return f"{y}-{mo}-{d}T{h}:{mi}:00Z"
+vipune_eval.filter.rfc3339 = rfc3339
+'''
+
+FILTER_CHILD = r'''
+import sys, time, json, resource
+from pathlib import Path
+import vipune_eval.filter
+from vipune_eval.filter import FilterOutputs, run_filter
+if sys.argv[2] == "patched":
+    exec(FAST_RFC3339)
+dest = Path(sys.argv[3])
+t = time.perf_counter()
+run_filter(Path(sys.argv[1]), FilterOutputs(dest / "pairs.parquet", dest / "texts.parquet",
+           dest / "qrels.txt", dest / "summary.json"), None)
+print(json.dumps({"wall_s": time.perf_counter() - t,
+                  "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}))
+'''
+
+
+def bench_filter_patch(a: argparse.Namespace) -> dict:
+    """The filter with and without a fast path for the haystack dates (proposed patch), side by side."""
+    say("== filter-patch: filter as is vs with a regex fast path for rfc3339 (dates), alternating")
+    path = OUT / "data" / ("m.json" if a.file == "M" else "m-quarter.json")
+    generate(path, M_ARGS if a.file == "M" else QUARTER_ARGS)
+    warm(path)
+    size = path.stat().st_size
+    runs: dict[str, list[dict]] = {"as is": [], "patched": []}
+    for rep in range(a.repeats):
+        for name in runs:
+            dest = OUT / "filter-patch" / name.replace(" ", "-")
+            code = f"FAST_RFC3339 = {FAST_RFC3339!r}\n{FILTER_CHILD}"
+            _, proc = run([PYTHON, "-c", code, path, "patched" if name == "patched" else "orig", dest])
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            runs[name].append(r)
+            say(f"  {name} (rep {rep}): {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
+                f"{size / MB / r['wall_s']:.1f} MB/s")
+    same = all((OUT / "filter-patch" / "as-is" / f).read_bytes() == (OUT / "filter-patch" / "patched" / f).read_bytes()
+               for f in ("pairs.parquet", "qrels.txt", "summary.json"))
+    cpu = {k: sum(r["cpu_s"] for r in v) / len(v) for k, v in runs.items()}
+    say(f"  CPU as is {cpu['as is']:.1f} s, patched {cpu['patched']:.1f} s: ratio "
+        f"{cpu['patched'] / cpu['as is']:.3f}; outputs identical: {same}")
+    save("filter-patch", {"file": str(path), "bytes": size, "runs": runs, "cpu_ratio": cpu["patched"] / cpu["as is"],
+                          "identical_outputs": same})
+    return runs
+
+
 # ------------------------------------------------------------------ 2. embed
 
 
@@ -281,10 +346,10 @@ def bench_embed(a: argparse.Namespace) -> dict:
         raise SystemExit("run `benchmarks/run.py filter` first (embed samples the M-sized filter output)")
     dest = OUT / "embed"
     dest.mkdir(parents=True, exist_ok=True)
-    table = pq.read_table(texts_path)
+    all_texts = pq.read_table(texts_path)
     rng = random.Random(0)
-    rows = sorted(rng.sample(range(table.num_rows), a.texts))
-    sub = table.take(pa.array(rows))
+    rows = sorted(rng.sample(range(all_texts.num_rows), a.texts))
+    sub = all_texts.take(pa.array(rows))
     subset = dest / f"texts-{a.texts}.parquet"
     pq.write_table(sub, subset)
     chars = [len(t) for t in sub.column("text").to_pylist()]
@@ -306,7 +371,11 @@ def bench_embed(a: argparse.Namespace) -> dict:
     runs = []
     for rep in range(a.repeats):
         for name, cmd in (("bare", bare_cmd), ("harness", harness_cmd)):
-            stats = run_time_v(cmd, dest / f"{name}-{rep}.log")
+            log = dest / f"{name}-{rep}.log"
+            if a.reuse and log.with_suffix(".time").exists():  # figures of an earlier invocation
+                stats = parse_time_v(log.with_suffix(".time"))
+            else:
+                stats = run_time_v(cmd, log)
             if name == "bare":
                 stats["inner"] = json.loads((dest / f"{name}-{rep}.log").read_text()
                                             .split("--- stdout\n")[1].split("\n--- stderr")[0])
@@ -580,11 +649,16 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--only", nargs="*", choices=["quarter", "M"], help="only these files")
     s.add_argument("--no-bare", dest="bare", action="store_false", help="skip the bare ijson pass")
     s.set_defaults(func=bench_filter)
+    s = sub.add_parser("filter-patch")
+    s.add_argument("--file", choices=["quarter", "M"], default="quarter")
+    s.add_argument("--repeats", type=int, default=2)
+    s.set_defaults(func=bench_filter_patch)
     s = sub.add_parser("embed")
     s.add_argument("--texts", type=int, default=400)
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--batch-size", type=int, default=32)
     s.add_argument("--repeats", type=int, default=1)
+    s.add_argument("--reuse", action="store_true", help="reuse the timings of an earlier invocation")
     s.set_defaults(func=bench_embed)
     s = sub.add_parser("_bare-embed")
     s.add_argument("--texts", type=Path)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -165,26 +166,35 @@ def run_vipune(pairs: Path, texts: Path, embeddings: list[Path], shard: int, sha
         log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards,
                  len(personas), threads)
 
-        def one(persona: Persona) -> dict[str, Any]:
+        stopping = threading.Event()
+
+        def one(persona: Persona) -> dict[str, Any] | None:
             cached = cache_dir / f"{persona_key(persona, limit)}.json"
             if cached.exists():
                 result = read_json(cached)
+            elif stopping.is_set():
+                return None  # on_error=stop: start nothing new once a persona has failed
             else:
                 try:
                     found = client.evaluate(persona, limit, workdir)
                 except VipuneError as exc:
-                    if on_error == "stop":
-                        raise
                     log.error("%s", exc)
-                    result = {"error": str(exc)}
-                else:
-                    result = {"ranking": found.ranking, "search_seconds": found.search_seconds}
-                    write_json(cached, result)
+                    if on_error == "stop":
+                        stopping.set()
+                    return {"error": str(exc)}
+                result = {"ranking": found.ranking, "search_seconds": found.search_seconds}
+                write_json(cached, result)
             progress.advance()
             return result
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             results = list(pool.map(one, personas))
+    errors = [r["error"] for r in results if r and "error" in r]
+    if errors and on_error == "stop":
+        raise VipuneError(f"{errors[0]}" + (f" (and {len(errors) - 1} more failed personas)"
+                                            if len(errors) > 1 else "") +
+                          ". Finished personas are cached: a rerun redoes only the rest. "
+                          "Set vipune.on_error: record to score the other pairs anyway.")
     failed = {p.question_id: r["error"] for p, r in zip(personas, results) if "error" in r}
     write_run(out, [(p, [tuple(hit) for hit in r["ranking"]]) for p, r in zip(personas, results)
                     if "error" not in r], "vipune")
