@@ -23,6 +23,9 @@ rule all:
     input:
         "results/report.json",
         "results/report.md",
+        "results/plots/recall_at_k.png",
+        "results/plots/recall_per_category.png",
+        "results/plots/gold_ranks.png",
 
 
 onsuccess:

@@ -496,9 +496,12 @@ def bench_search(a: argparse.Namespace) -> dict:
         return {"import_s": imp, "search_s": srch, "total_s": imp + srch}
 
     def harness_pass(rep: int) -> dict:
+        cache = dest / "vipune-cache"  # finished personas are cached: start each pass empty
+        shutil.rmtree(cache, ignore_errors=True)
         return run_time_v(["vipune-eval", "search-vipune", *common, "--shard", 0, "--shards", shards,
                            "--limit", 10, "--binary", s["binary"], "--fingerprint", s["fingerprint"],
                            "--hf-home", s["home"], "--threads", 1, "--timeout", 300,
+                           "--on-error", "stop", "--cache", cache, "--status-out", dest / "vipune-shard.status.json",
                            "--out", dest / "vipune-shard.run"], dest / f"search-vipune-{rep}.log")
 
     n = len(personas)
@@ -568,36 +571,44 @@ def jobs_of(out: str) -> int | str:
 
 
 def bench_dag(a: argparse.Namespace) -> dict:
-    say("== dag: snakemake dry run and no-op run, 470 pairs, embed.shards 4, search.shards 8 / 470")
+    say(f"== dag: snakemake dry run and no-op run, 470 pairs, embed.shards 4, search.shards {a.shards}")
     data = OUT / "data" / "dag.json"
     generate(data, DAG_ARGS)
     binary = fake_vipune(OUT / "dag-bin")
     results = {}
-    workdir = None
     for shards in a.shards:
-        workdir = workflow_dir("dag", data, binary, shards, expected=True)
         r = {}
-        r["dry_run_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry")
+        fresh = workflow_dir(f"dag-fresh-{shards}", data, binary, shards, expected=True)
+        r["dry_run_s"], out = snakemake(fresh, "-n", "--cores", 2, label="dry")
         r["dry_run_jobs"] = jobs_of(out)
-        say(f"  shards {shards}: dry run (plans {r['dry_run_jobs']} jobs) {r['dry_run_s']:.1f} s; full run ...")
-        r["full_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-full")
-        r["full_run_jobs"] = jobs_of(out)
-        r["dry_run_done_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry-done")
-        assert jobs_of(out) == 0, out[-2000:]
-        r["noop_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-noop")
-        assert jobs_of(out) == 0, out[-2000:]
-        say(f"  shards {shards}: full run {r['full_run_s']:.0f} s ({r['full_run_jobs']} jobs); "
-            f"afterwards dry run {r['dry_run_done_s']:.1f} s, no-op run {r['noop_run_s']:.1f} s")
+        say(f"  shards {shards}: dry run on a fresh directory (plans {r['dry_run_jobs']} jobs) {r['dry_run_s']:.1f} s")
+        # one work directory for all shard counts: switching sharding reuses filter and embed
+        workdir = workflow_dir("dag", data, binary, shards, expected=True)
+        if shards in a.full:
+            r["full_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-full")
+            r["full_run_jobs"] = jobs_of(out)
+            r["dry_run_done_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry-done")
+            assert jobs_of(out) == 0, out[-2000:]
+            r["noop_run_s"], out = snakemake(workdir, "--cores", 2, label=f"{shards}-noop")
+            assert jobs_of(out) == 0, out[-2000:]
+            say(f"  shards {shards}: full run {r['full_run_s']:.0f} s ({r['full_run_jobs']} jobs); "
+                f"afterwards dry run {r['dry_run_done_s']:.1f} s, no-op run {r['noop_run_s']:.1f} s")
+        else:
+            r["dry_run_switch_s"], out = snakemake(workdir, "-n", "--cores", 2, label=f"{shards}-dry-switch")
+            r["dry_run_switch_jobs"] = jobs_of(out)
+            say(f"  shards {shards}: no full run; dry run after a complete run with other sharding "
+                f"(plans {r['dry_run_switch_jobs']} jobs) {r['dry_run_switch_s']:.1f} s")
         results[shards] = r
-    rows = [[k, v["dry_run_jobs"], f"{v['dry_run_s']:.1f}", f"{v['full_run_s']:.0f}",
-             f"{v['dry_run_done_s']:.1f}", f"{v['noop_run_s']:.1f}"] for k, v in results.items()]
-    table(rows, ["search.shards", "jobs", "dry run (fresh) s", "full run s (*)", "dry run (done) s",
-                 "no-op run s"])
-    say("  (*) after switching shards only the search/score/report jobs of the new sharding run")
-    if len(results) == 2:
-        (x, rx), (y, ry) = results.items()
-        say(f"  ratio {y}/{x} shards: dry run {ry['dry_run_s'] / rx['dry_run_s']:.2f}, no-op "
-            f"{ry['noop_run_s'] / rx['noop_run_s']:.2f}")
+    f = lambda r, k, fmt: format(r[k], fmt) if k in r else "-"
+    rows = [[k, v["dry_run_jobs"], f(v, "dry_run_s", ".1f"), f(v, "full_run_s", ".0f"),
+             f(v, "dry_run_done_s", ".1f"), f(v, "noop_run_s", ".1f"), f(v, "dry_run_switch_s", ".1f")]
+            for k, v in results.items()]
+    table(rows, ["search.shards", "jobs", "dry run fresh s", "full run s", "dry run done s",
+                 "no-op run s", "dry run after switch s"])
+    keys = list(results)
+    if len(keys) == 2:
+        x, y = keys
+        say(f"  dry run (fresh) ratio {y}/{x} shards: {results[y]['dry_run_s'] / results[x]['dry_run_s']:.2f}")
     save("dag", {"data": DAG_ARGS, "results": results})
     return results
 
@@ -674,6 +685,8 @@ def main(argv: list[str] | None = None) -> None:
     s.set_defaults(func=bench_search)
     s = sub.add_parser("dag")
     s.add_argument("--shards", type=int, nargs="+", default=[8, 470])
+    s.add_argument("--full", type=int, nargs="*", default=[8],
+                   help="shard counts that also get a full run, then a dry and a no-op run")
     s.set_defaults(func=bench_dag)
     sub.add_parser("reruns").set_defaults(func=bench_reruns)
     s = sub.add_parser("all")

@@ -135,6 +135,37 @@ def test_vipune_agrees_with_its_reference_mirror(full_run):
     assert vipune == hybrid
 
 
+def test_intervals_comparisons_and_diagnostics(full_run):
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    for entry in report["retrievers"].values():
+        for key, value in entry["metrics"].items():
+            low, high = entry["intervals"][key]
+            assert low - 1e-9 <= value <= high + 1e-9, key
+        for category in entry["per_category"].values():
+            assert set(category["intervals"]) == set(entry["metrics"])
+    assert set(report["comparisons"]) == {f"vipune vs {r}" for r in ["dense", "bm25", "bm25-or", "hybrid", "hybrid-or"]}
+    versus_bm25 = report["comparisons"]["vipune vs bm25"]["overall"]["recall_any@10"]
+    assert versus_bm25["test"] == "mcnemar-exact" and versus_bm25["difference"] > 0
+    diagnostics = report["diagnostics"]
+    assert diagnostics["vipune_vs_hybrid"]["same_top10_share"] == 1.0
+    assert 0 < diagnostics["bm25_and_query"]["bm25_empty_share"] < 1  # keyword questions match
+    ranks = diagnostics["gold_ranks"]["pairs"]
+    assert len(ranks) == report["pairs"] and ranks[0]["recall@5"] <= ranks[-1]["recall@5"]
+    assert report["retrievers"]["vipune"]["search_seconds"]["calls"] == report["pairs"]
+    assert report["provenance"]["preflight"]["embedding_parity"]["min_cosine"] > 0.999
+
+
+def test_plots_and_the_html_report(full_run, workflow_env):
+    workdir, _ = full_run
+    for name in ["recall_at_k", "recall_per_category", "gold_ranks"]:
+        assert (workdir / f"results/plots/{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    snakemake(workdir, "--report", "results/report.html", env=workflow_env)
+    html = (workdir / "results/report.html").read_text()
+    for name in ["recall_at_k.png", "recall_per_category.png", "gold_ranks.png", "report.json"]:
+        assert name in html
+
+
 def test_a_second_run_has_nothing_to_do(full_run, workflow_env):
     workdir, _ = full_run
     proc = snakemake(workdir, "-n", "--cores", "1", env=workflow_env)

@@ -82,17 +82,27 @@ def cmd_score(a: argparse.Namespace) -> None:
     from .score import run_score
     pairs = pq.read_table(a.pairs, columns=["question_id", "question_type"]).to_pylist()
     categories = {p["question_id"]: p["question_type"] for p in pairs}
-    failed = {}
+    failed, seconds = {}, {}
     for status in a.status or []:
-        failed.update(read_json(status)["failed"])
-    run_score(a.qrels, categories, a.runs, a.ks, a.name, a.run_out, a.metrics_out, failed)
+        shard = read_json(status)
+        failed.update(shard["failed"])
+        seconds.update(shard["search_seconds"])
+    run_score(a.qrels, categories, a.runs, a.ks, a.name, a.run_out, a.metrics_out, failed, seconds)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
-    from .report import run_report
+    from .report import ReportInputs, run_report
     metrics = dict(zip(a.names, a.metrics, strict=True))
-    run_report(a.summary, a.qrels, metrics, a.dataset_fp, a.model_fp, a.vipune_fp, a.config, a.ks,
-               a.out_json, a.out_md, a.baseline_fp, a.baseline_metrics, a.preflight)
+    run_report(ReportInputs(
+        summary=a.summary, qrels=a.qrels, pairs=a.pairs, embeddings=a.embeddings, metrics=metrics,
+        dataset_fp=a.dataset_fp, model_fp=a.model_fp, config=a.config, ks=a.ks, vipune_fp=a.vipune_fp,
+        preflight=a.preflight, baseline_fp=a.baseline_fp, baseline_metrics=a.baseline_metrics),
+        a.out_json, a.out_md)
+
+
+def cmd_plots(a: argparse.Namespace) -> None:
+    from .plots import run_plots
+    run_plots(a.report, a.ks, a.limit, {"recall": a.recall, "categories": a.categories, "ranks": a.ranks})
 
 
 def parser() -> argparse.ArgumentParser:
@@ -201,6 +211,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="collect metrics and provenance into report.json / report.md")
     s.add_argument("--summary", type=Path, required=True)
     s.add_argument("--qrels", type=Path, required=True)
+    s.add_argument("--pairs", type=Path, required=True)
+    s.add_argument("--embeddings", type=Path, nargs="+", required=True)
     s.add_argument("--names", nargs="+", required=True)
     s.add_argument("--metrics", type=Path, nargs="+", required=True)
     s.add_argument("--dataset-fp", type=Path, required=True)
@@ -214,6 +226,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-json", type=Path, required=True)
     s.add_argument("--out-md", type=Path, required=True)
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("plots", help="PNG plots of a report")
+    s.add_argument("--report", type=Path, required=True)
+    s.add_argument("--ks", type=int, nargs="+", required=True)
+    s.add_argument("--limit", type=int, required=True)
+    s.add_argument("--recall", type=Path, required=True)
+    s.add_argument("--categories", type=Path, required=True)
+    s.add_argument("--ranks", type=Path, required=True)
+    s.set_defaults(func=cmd_plots)
     return p
 
 

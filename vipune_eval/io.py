@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 log = logging.getLogger("vipune_eval")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class EvalError(Exception):
@@ -32,6 +34,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are ordinary files
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)

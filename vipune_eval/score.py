@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import ir_measures
+import numpy as np
 
 from .io import EvalError, atomic_path, write_json
+from .stats import bootstrap_interval, metric_is_binary, wilson_interval
 
 
 def measure_names(ks: list[int]) -> dict[str, str]:
@@ -80,9 +82,27 @@ def mean_metrics(rows: list[dict[str, float]], ks: list[int]) -> dict[str, float
     return {key: sum(r[key] for r in rows) / len(rows) for key in metric_keys(ks)}
 
 
+def metric_intervals(rows: list[dict[str, float]], ks: list[int]) -> dict[str, list[float]]:
+    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise."""
+    out = {}
+    for key in metric_keys(ks):
+        values = [r[key] for r in rows]
+        if metric_is_binary(key):
+            lo, hi = wilson_interval(int(round(sum(values))), len(values))
+        else:
+            lo, hi = bootstrap_interval(values, seed=0)
+        out[key] = [lo, hi]
+    return out
+
+
+def summarise(rows: list[dict[str, float]], ks: list[int]) -> dict[str, Any]:
+    return {**mean_metrics(rows, ks), "pairs": len(rows), "intervals": metric_intervals(rows, ks)}
+
+
 def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path], ks: list[int],
               name: str, run_out: Path, metrics_out: Path,
-              failed: dict[str, str] | None = None) -> dict[str, Any]:
+              failed: dict[str, str] | None = None,
+              search_seconds: dict[str, float] | None = None) -> dict[str, Any]:
     """Metrics of one run. Pairs in ``failed`` (the retriever errored) are left out of every
     average and listed, never scored as 0."""
     failed = failed or {}
@@ -100,12 +120,17 @@ def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path
     result = {
         "retriever": name, "pairs": len(values), "run": str(run_out), "failed": failed,
         "metrics": mean_metrics(list(values.values()), ks),
-        "per_category": {cat: {**mean_metrics(rows, ks), "pairs": len(rows)}
-                         for cat, rows in sorted(by_category.items())},
+        "intervals": metric_intervals(list(values.values()), ks),
+        "per_category": {cat: summarise(rows, ks) for cat, rows in sorted(by_category.items())},
         "per_query": {qid: {**row, "question_type": categories[qid],
                             "ranked": [d for d, _, _ in run.get(qid, [])]}
                       for qid, row in sorted(values.items())},
     }
+    if search_seconds:
+        times = np.array(list(search_seconds.values()))
+        result["search_seconds"] = {"p50": float(np.percentile(times, 50)),
+                                    "p95": float(np.percentile(times, 95)),
+                                    "max": float(times.max()), "calls": len(times)}
     with atomic_path(run_out) as tmp:
         tmp.write_text("".join(
             f"{qid} Q0 {doc} {rank} {score:g} {name}\n"

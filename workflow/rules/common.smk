@@ -180,6 +180,8 @@ def get_report_inputs(wildcards=None):
     inputs = {
         "summary": "results/filter/summary.json",
         "qrels": "results/filter/qrels.txt",
+        "pairs": "results/filter/pairs.parquet",
+        "embeddings": get_embeddings(),
         "dataset_fp": DATASET_FP,
         "model_fp": MODEL_FP,
         "metrics": get_metrics(),

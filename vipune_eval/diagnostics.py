@@ -1,0 +1,82 @@
+"""Why vipune misses: truncation, the empty AND query, agreement with its mirror, gold ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def truncation(pairs: list[dict[str, Any]], embeddings: list[Path], metrics: dict[str, dict[str, Any]],
+               k: int) -> dict[str, Any]:
+    """Share of session texts over the model's 512 tokens, and recall@k with and without them."""
+    truncated: dict[str, bool] = {}
+    for path in embeddings:
+        table = pq.read_table(path, columns=["text_id", "truncated"])
+        truncated.update(zip(table.column("text_id").to_pylist(), table.column("truncated").to_pylist()))
+    sessions = {t for p in pairs for t in p["session_text_ids"]}
+    hit = {p["question_id"] for p in pairs
+           if any(truncated[t] for s, t in zip(p["session_ids"], p["session_text_ids"]) if s in p["gold"])}
+    out: dict[str, Any] = {
+        "session_texts": len(sessions),
+        "truncated_share": sum(truncated[t] for t in sessions) / len(sessions),
+        "pairs_with_truncated_gold": len(hit),
+        f"recall@{k}": {},
+    }
+    for name, entry in metrics.items():
+        rows = entry["per_query"]
+        out[f"recall@{k}"][name] = {
+            "truncated_gold": _mean([r[f"recall@{k}"] for q, r in rows.items() if q in hit]),
+            "untruncated_gold": _mean([r[f"recall@{k}"] for q, r in rows.items() if q not in hit]),
+        }
+    return out
+
+
+def empty_and_query(metrics: dict[str, dict[str, Any]], k: int) -> dict[str, Any] | None:
+    """How often vipune's AND query finds nothing, and what an OR query changes in the fusion."""
+    if "bm25" not in metrics:
+        return None
+    rows = metrics["bm25"]["per_query"]
+    empty = {q for q, r in rows.items() if not r["ranked"]}
+    out: dict[str, Any] = {"bm25_empty_share": len(empty) / len(rows), "bm25_empty_pairs": len(empty)}
+    if "hybrid" in metrics and "hybrid-or" in metrics:
+        hybrid, hybrid_or = metrics["hybrid"]["per_query"], metrics["hybrid-or"]["per_query"]
+        differ = [q for q in hybrid if hybrid[q]["ranked"][:k] != hybrid_or[q]["ranked"][:k]]
+        out[f"hybrid_vs_hybrid_or_top{k}_differs"] = len(differ)
+        key = f"recall@{k}"
+        out[f"{key}_on_empty_and_pairs"] = {
+            "hybrid": _mean([hybrid[q][key] for q in empty]),
+            "hybrid-or": _mean([hybrid_or[q][key] for q in empty])}
+    return out
+
+
+def agreement(metrics: dict[str, dict[str, Any]], ks: list[int]) -> dict[str, Any] | None:
+    """Per pair, does the binary's top k equal its reference mirror's (`hybrid`)? It should."""
+    if "vipune" not in metrics or "hybrid" not in metrics:
+        return None
+    vipune, hybrid = metrics["vipune"]["per_query"], metrics["hybrid"]["per_query"]
+    shared = sorted(set(vipune) & set(hybrid))
+    out: dict[str, Any] = {"pairs": len(shared)}
+    for k in ks:
+        same = [q for q in shared if vipune[q]["ranked"][:k] == hybrid[q]["ranked"][:k]]
+        out[f"same_top{k}_share"] = len(same) / len(shared) if shared else None
+    k = max(ks)
+    out[f"differ_top{k}"] = [q for q in shared if vipune[q]["ranked"][:k] != hybrid[q]["ranked"][:k]]
+    return out
+
+
+def gold_ranks(entry: dict[str, Any], gold: dict[str, set[str]], k: int) -> list[dict[str, Any]]:
+    """Per pair, the rank of each gold session (None: not in the results), worst pairs first."""
+    rows = []
+    for qid, row in entry["per_query"].items():
+        ranked = row["ranked"]
+        ranks = {g: (ranked.index(g) + 1 if g in ranked else None) for g in sorted(gold[qid])}
+        rows.append({"question_id": qid, "question_type": row["question_type"],
+                     f"recall@{k}": row[f"recall@{k}"], "mrr": row["mrr"], "gold_ranks": ranks})
+    rows.sort(key=lambda r: (r[f"recall@{k}"], r["mrr"], r["question_id"]))
+    return rows

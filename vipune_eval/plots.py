@@ -1,0 +1,95 @@
+"""plots: recall@k with intervals, per-category recall, where the gold sessions rank."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .io import atomic_path, read_json  # noqa: E402
+
+
+def _save(fig, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def retriever_order(report: dict[str, Any]) -> list[str]:
+    """The configured order (vipune first by default), not the JSON file's sorted keys."""
+    configured = report["provenance"]["config"].get("retrievers", [])
+    return [n for n in configured if n in report["retrievers"]] or sorted(report["retrievers"])
+
+
+def category_label(category: str, pairs: int) -> str:
+    wrapped = category.replace("single-session-", "single-session-\n").replace("-reasoning", "-\nreasoning")
+    return f"{wrapped}\n({pairs} pair{'s' if pairs != 1 else ''})"
+
+
+def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
+    names = retriever_order(report)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
+    width = 0.8 / len(ks)
+    for i, k in enumerate(ks):
+        key = f"recall@{k}"
+        values = [report["retrievers"][n]["metrics"][key] for n in names]
+        lows = [v - report["retrievers"][n]["intervals"][key][0] for n, v in zip(names, values)]
+        highs = [report["retrievers"][n]["intervals"][key][1] - v for n, v in zip(names, values)]
+        xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(names))]
+        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=key)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("recall@k (95% interval)")
+    ax.set_title(f"recall@k per retriever ({report['pairs']} pairs)")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def per_category(report: dict[str, Any], k: int, out: Path) -> None:
+    names = retriever_order(report)
+    categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(categories), 4.5))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        entry = report["retrievers"][name]["per_category"]
+        values = [entry[c][key] if c in entry else 0.0 for c in categories]
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(categories))]
+        ax.bar(xs, values, width, label=name)
+    ax.set_xticks(range(len(categories)),
+                  [category_label(c, report["dataset"]["per_category"].get(c, 0)) for c in categories],
+                  fontsize="small")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(key)
+    ax.set_title(f"{key} per LongMemEval category")
+    ax.legend(fontsize="small", ncol=min(len(names), 3), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> None:
+    ranks = report["diagnostics"]["gold_ranks"]
+    counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
+    labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
+    values = [counts.get(r, 0) for r in range(1, limit + 1)] + [counts.get(None, 0)]
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.bar(labels, values, color=["tab:blue"] * limit + ["tab:red"])
+    ax.set_xlabel("rank of a gold session")
+    ax.set_ylabel("gold sessions")
+    ax.set_title(f"Where {ranks['retriever']} ranks the {sum(values)} gold sessions")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def run_plots(report_path: Path, ks: list[int], limit: int, outputs: dict[str, Path]) -> None:
+    report = read_json(report_path)
+    k = 5 if 5 in ks else max(ks)
+    recall_at_k(report, ks, outputs["recall"])
+    per_category(report, k, outputs["categories"])
+    gold_rank_distribution(report, limit, outputs["ranks"])
