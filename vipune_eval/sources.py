@@ -134,7 +134,7 @@ def build_vipune_hf_home(model_dir: Path, file: str, repo_id: str, revision: str
 
 def resolve_binary(binary: str) -> Path:
     """A bare name is looked up on PATH; a path must exist and be executable."""
-    found = shutil.which(binary)
+    found = shutil.which(os.path.expanduser(binary))
     if found is None:
         raise EvalError(
             f"vipune binary {binary!r} not found or not executable. Install vipune "
