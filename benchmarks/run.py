@@ -60,8 +60,40 @@ RERUN_ARGS = dict(instances=500, abstention=30, sessions=50, filler_pool=5000, t
 # ------------------------------------------------------------------ helpers
 
 
+SNAPSHOT: Path | None = None  # a frozen copy of the package and workflow, see snapshot()
+
+
+def snapshot() -> Path:
+    """Copy the package, Snakefile, workflow and profiles to benchmarks/out/snapshot and run from it.
+
+    Other people edit the tree while benchmarks run; an edited module changes the rules' code
+    params and the workflow would (rightly) rerun jobs mid-benchmark. Child processes get the
+    copy first on PYTHONPATH (ahead of the editable install's finder).
+    """
+    global SNAPSHOT
+    dest = OUT / "snapshot"
+    shutil.rmtree(dest, ignore_errors=True)
+    ignore = shutil.ignore_patterns("out", "results", ".git", ".snakemake", "__pycache__", "*.egg-info",
+                                    ".pytest_cache", ".venv")
+    shutil.copytree(REPO, dest, ignore=ignore)
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--short", "--", "vipune_eval", "workflow", "Snakefile"],
+                           capture_output=True, text=True).stdout.strip()
+    # the editable install's import hook maps vipune_eval to the live tree ahead of PYTHONPATH:
+    # drop it in every child process (sitecustomize runs after the .pth hooks are installed)
+    (dest / "sitecustomize.py").write_text(
+        "import sys\nsys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                   if not getattr(f, '__module__', '').startswith('__editable__')]\n")
+    (dest / "SNAPSHOT.json").write_text(json.dumps({"commit": commit, "dirty": dirty.splitlines()}, indent=2))
+    SNAPSHOT = dest
+    sys.path.insert(0, str(dest))
+    return dest
+
+
 def env() -> dict[str, str]:
     e = dict(os.environ)
+    if SNAPSHOT is not None:
+        e["PYTHONPATH"] = os.pathsep.join([str(SNAPSHOT), *filter(None, [e.get("PYTHONPATH")])])
     e["PATH"] = os.pathsep.join([str(VENV_BIN), e.get("PATH", "")])
     e["HF_HUB_OFFLINE"] = "1"
     return e
@@ -556,7 +588,7 @@ def workflow_dir(name: str, data: Path, binary: Path, search_shards: int, expect
 
 
 def snakemake(workdir: Path, *args: object, label: str) -> tuple[float, str]:
-    cmd = [PYTHON, "-m", "snakemake", "-s", REPO / "Snakefile", "--directory", workdir,
+    cmd = [PYTHON, "-m", "snakemake", "-s", (SNAPSHOT or REPO) / "Snakefile", "--directory", workdir,
            "--configfile", workdir / "config.yaml", *args]
     seconds, proc = run(cmd, log=workdir.parent / f"{workdir.name}-logs" / f"{label}.log", cwd=workdir.parent)
     out = proc.stdout + proc.stderr
@@ -609,7 +641,8 @@ def bench_dag(a: argparse.Namespace) -> dict:
     if len(keys) == 2:
         x, y = keys
         say(f"  dry run (fresh) ratio {y}/{x} shards: {results[y]['dry_run_s'] / results[x]['dry_run_s']:.2f}")
-    save("dag", {"data": DAG_ARGS, "results": results})
+    save("dag", {"data": DAG_ARGS, "results": results,
+                 "snapshot": json.loads((SNAPSHOT / "SNAPSHOT.json").read_text()) if SNAPSHOT else None})
     return results
 
 
@@ -645,7 +678,8 @@ def bench_reruns(a: argparse.Namespace) -> dict:
           ["run", "jobs", "wall s", "/ cold"])
     say("  job seconds by rule (Snakemake benchmark files, last run of each job): "
         + ", ".join(f"{k} {v:.0f}" for k, v in sorted(stage.items())))
-    save("reruns", {"data": RERUN_ARGS, "results": r})
+    save("reruns", {"data": RERUN_ARGS, "results": r,
+                    "snapshot": json.loads((SNAPSHOT / "SNAPSHOT.json").read_text()) if SNAPSHOT else None})
     return r
 
 
@@ -693,6 +727,8 @@ def main(argv: list[str] | None = None) -> None:
     s.set_defaults(func=None)
     a = p.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
+    if a.bench in ("dag", "reruns") and SNAPSHOT is None:
+        snapshot()
     os.environ["HF_HUB_OFFLINE"] = "1"
     if a.func is None:
         for name in ("info", "filter", "embed", "search", "dag", "reruns"):

@@ -114,3 +114,28 @@ def test_question_with_quotes_dash_and_nul_is_kept_as_data(tmp_path):
     out = outputs(tmp_path)
     run_filter(path, out, None)
     assert read_pairs(out.pairs)[0]["question"] == question
+
+
+def test_official_protocol_keeps_user_turns_and_user_side_gold(tmp_path):
+    user_gold = instance("q1", haystack_sessions=[
+        [{"role": "user", "content": "I adopted Luna", "has_answer": True}, {"role": "assistant", "content": "Nice"}],
+        [{"role": "user", "content": "b"}]])
+    assistant_gold = instance("q2", answer_session_ids=["s2"], haystack_sessions=[
+        [{"role": "user", "content": "a"}],
+        [{"role": "user", "content": "what time?"}, {"role": "assistant", "content": "9", "has_answer": True}]])
+    two_gold = instance("q3", answer_session_ids=["s1", "s2"], haystack_sessions=[
+        [{"role": "user", "content": "x", "has_answer": True}],
+        [{"role": "assistant", "content": "only the assistant speaks", "has_answer": True}]])
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([user_gold, assistant_gold, two_gold]))
+    out = FilterOutputs(tmp_path / "p.parquet", tmp_path / "t.parquet", tmp_path / "q.txt", tmp_path / "s.json",
+                        tmp_path / "official-p.parquet", tmp_path / "official-q.txt")
+    summary = run_filter(path, out, None)
+    assert summary["pairs"] == 3
+    assert summary["official"]["pairs"] == 2 and summary["official"]["skipped_without_user_side_gold"] == 1
+    official = {p["question_id"]: p for p in read_pairs(out.official_pairs)}
+    assert set(official) == {"q1", "q3"}
+    assert official["q3"]["gold"] == ["s1"] and official["q3"]["session_ids"] == ["s1"]
+    texts = dict(pq.read_table(out.texts).to_pylist()[i].values() for i in range(summary["unique_texts"]))
+    assert texts[official["q1"]["session_text_ids"][0]] == "user: I adopted Luna"
+    assert out.official_qrels.read_text().splitlines() == ["q1 0 s1 1", "q3 0 s1 1"]

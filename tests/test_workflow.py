@@ -34,6 +34,7 @@ def write_config(workdir, data, model, **overrides):
         "model": {"path": str(model), "file": "onnx/model.onnx"},
         "embed": {"shards": 2, "threads": 1, "batch_size": 16},
         "search": {"shards": 3, "threads": 2},
+        "protocol": "official",
         **overrides,
     }
     workdir.mkdir(parents=True, exist_ok=True)
@@ -124,6 +125,21 @@ def test_every_number_can_be_recomputed_from_the_run_and_qrels_files(full_run):
             expected = sum(r[key] for r in rows.values()) / len(rows)
             assert value == pytest.approx(expected, abs=1e-9), (name, key)
         assert {c: e["pairs"] for c, e in entry["per_category"].items()} == pairs_per_category
+
+
+def test_official_protocol_is_a_second_recomputable_view(full_run):
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    official = report["official"]
+    assert official["pairs"] + official["skipped_without_user_side_gold"] == report["pairs"]
+    assert official["skipped_without_user_side_gold"] > 0  # single-session-assistant gold is assistant-side
+    gold = read_qrels(workdir / official["qrels"])
+    assert len(gold) == official["pairs"]
+    for name, entry in official["retrievers"].items():
+        assert entry["run"].startswith("results/official/runs/")
+        rows = independent_metrics(gold, read_run(workdir / entry["run"]))
+        for key, value in entry["metrics"].items():
+            assert value == pytest.approx(sum(r[key] for r in rows.values()) / len(rows), abs=1e-9), (name, key)
 
 
 def test_vipune_agrees_with_its_reference_mirror(full_run):

@@ -41,7 +41,8 @@ def cmd_check_binary(a: argparse.Namespace) -> None:
 
 def cmd_filter(a: argparse.Namespace) -> None:
     from .filter import FilterOutputs, run_filter
-    run_filter(a.dataset, FilterOutputs(a.pairs, a.texts, a.qrels, a.summary), _expected(a))
+    run_filter(a.dataset, FilterOutputs(a.pairs, a.texts, a.qrels, a.summary, a.official_pairs,
+                                        a.official_qrels), _expected(a))
 
 
 def cmd_embed(a: argparse.Namespace) -> None:
@@ -96,7 +97,9 @@ def cmd_report(a: argparse.Namespace) -> None:
     run_report(ReportInputs(
         summary=a.summary, qrels=a.qrels, pairs=a.pairs, embeddings=a.embeddings, metrics=metrics,
         dataset_fp=a.dataset_fp, model_fp=a.model_fp, config=a.config, ks=a.ks, vipune_fp=a.vipune_fp,
-        preflight=a.preflight, baseline_fp=a.baseline_fp, baseline_metrics=a.baseline_metrics),
+        preflight=a.preflight, baseline_fp=a.baseline_fp, baseline_metrics=a.baseline_metrics,
+        official_qrels=a.official_qrels,
+        official_metrics=dict(zip(a.names, a.official_metrics, strict=True)) if a.official_metrics else None),
         a.out_json, a.out_md)
 
 
@@ -145,6 +148,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--texts", type=Path, required=True)
     s.add_argument("--qrels", type=Path, required=True)
     s.add_argument("--summary", type=Path, required=True)
+    s.add_argument("--official-pairs", type=Path, help="also write LongMemEval's own protocol")
+    s.add_argument("--official-qrels", type=Path)
     for key in ("instances", "abstention", "pairs"):
         s.add_argument(f"--expected-{key}", type=int)
     s.set_defaults(func=cmd_filter)
@@ -219,6 +224,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--model-fp", type=Path, required=True)
     s.add_argument("--vipune-fp", type=Path)
     s.add_argument("--preflight", type=Path)
+    s.add_argument("--official-qrels", type=Path)
+    s.add_argument("--official-metrics", type=Path, nargs="+")
     s.add_argument("--baseline-fp", type=Path)
     s.add_argument("--baseline-metrics", type=Path)
     s.add_argument("--config", type=Path, required=True)

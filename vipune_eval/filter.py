@@ -41,6 +41,8 @@ class FilterOutputs:
     texts: Path
     qrels: Path
     summary: Path
+    official_pairs: Path | None = None  # LongMemEval's own protocol, when asked for
+    official_qrels: Path | None = None
 
 
 def session_text(session: list[dict[str, Any]]) -> str:
@@ -93,8 +95,10 @@ def _check_session(session: Any, where: str) -> list[dict[str, Any]]:
     return session
 
 
-def build_pair(instance: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """One scored pair and the texts (id → text) its haystack and question need."""
+def build_pair(instance: dict[str, Any], where: str,
+               official: bool = False) -> tuple[dict[str, Any], dict[str, str], dict[str, Any] | None]:
+    """One scored pair, the texts (id → text) its haystack and question need, and with
+    ``official`` the pair under LongMemEval's own protocol (None when it keeps no gold)."""
     qid = _require(instance, "question_id", str, where)
     where = f"{where} (question_id {qid})"
     question = _require(instance, "question", str, where).strip()
@@ -117,6 +121,8 @@ def build_pair(instance: dict[str, Any], where: str) -> tuple[dict[str, Any], di
     created: list[str] = []
     seen: dict[str, str] = {}
     with_answer: list[str] = []
+    user_text: dict[str, str] = {}   # official protocol: the user turns of each session
+    user_answer: set[str] = set()    # … and the sessions with a user-side has_answer turn
     for i, (sid, session) in enumerate(zip(session_ids, sessions)):
         _check_id(sid, f"haystack_session_ids[{i}]", where)
         text = session_text(_check_session(session, f"{where}, session {sid}"))
@@ -137,6 +143,12 @@ def build_pair(instance: dict[str, Any], where: str) -> tuple[dict[str, Any], di
         created.append(stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ"))
         if any(turn.get("has_answer") is True for turn in session):
             with_answer.append(sid)
+        if official:
+            user_turns = [t for t in session if t["role"] == "user"]
+            if user_turns:
+                user_text[sid] = session_text(user_turns)
+            if any(t.get("has_answer") is True for t in user_turns):
+                user_answer.add(sid)
 
     gold = instance.get("answer_session_ids")
     if gold:
@@ -158,12 +170,32 @@ def build_pair(instance: dict[str, Any], where: str) -> tuple[dict[str, Any], di
             "question_date": str(instance.get("question_date", "")), "question_text_id": qtid,
             "gold": gold, "gold_source": source, "session_ids": ids, "session_text_ids": text_ids,
             "session_created_at": created}
-    return pair, texts
+    return pair, texts, (official_pair(pair, user_text, user_answer, texts) if official else None)
+
+
+def official_pair(pair: dict[str, Any], user_text: dict[str, str], user_answer: set[str],
+                  texts: dict[str, str]) -> dict[str, Any] | None:
+    """LongMemEval's retrieval protocol: rows hold user turns only, and gold keeps only the answer
+    sessions with a user-side has_answer turn; a pair left without gold is skipped."""
+    gold = [g for g in pair["gold"] if g in user_answer and g in user_text]
+    if not gold:
+        return None
+    kept = [i for i, sid in enumerate(pair["session_ids"]) if sid in user_text]
+    text_ids = []
+    for i in kept:
+        tid = text_id(user_text[pair["session_ids"][i]])
+        texts[tid] = user_text[pair["session_ids"][i]]
+        text_ids.append(tid)
+    return {**pair, "gold": gold, "gold_source": "official: user-side has_answer",
+            "session_ids": [pair["session_ids"][i] for i in kept], "session_text_ids": text_ids,
+            "session_created_at": [pair["session_created_at"][i] for i in kept]}
 
 
 def run_filter(dataset: Path, out: FilterOutputs, expected: dict[str, int] | None,
                batch_texts: int = 2000) -> dict[str, Any]:
     pairs: list[dict[str, Any]] = []
+    official: list[dict[str, Any]] = []
+    with_official = out.official_pairs is not None
     seen_texts: set[str] = set()
     seen_questions: set[str] = set()
     batch: list[tuple[str, str]] = []
@@ -193,8 +225,10 @@ def run_filter(dataset: Path, out: FilterOutputs, expected: dict[str, int] | Non
             if qid.endswith("_abs"):
                 counts["abstention"] += 1
                 continue
-            pair, texts = build_pair(instance, where)
+            pair, texts, official_version = build_pair(instance, where, with_official)
             pairs.append(pair)
+            if official_version:
+                official.append(official_version)
             per_category[pair["question_type"]] += 1
             gold_sources[pair["gold_source"]] += 1
             counts["session_slots"] += len(pair["session_ids"])
@@ -214,9 +248,16 @@ def run_filter(dataset: Path, out: FilterOutputs, expected: dict[str, int] | Non
             "session_slots": counts["session_slots"], "unique_texts": len(seen_texts),
             "created_at_policy": "haystack_dates of the session (UTC); 2000-01-01 + index minutes when absent",
         }
+        if with_official:
+            summary["official"] = {
+                "pairs": len(official), "skipped_without_user_side_gold": len(pairs) - len(official),
+                "per_category": dict(sorted(Counter(p["question_type"] for p in official).items()))}
         check_expected(dataset, summary, expected)
         write_pairs(out.pairs, pairs)
         write_qrels(out.qrels, pairs)
+        if with_official:
+            write_pairs(out.official_pairs, official)
+            write_qrels(out.official_qrels, official)
         write_json(out.summary, summary)
     log.info("filter: %d instances, %d abstention, %d pairs, %d unique texts", summary["instances"],
              summary["abstention"], summary["pairs"], summary["unique_texts"])

@@ -32,6 +32,8 @@ class ReportInputs:
     preflight: Path | None = None
     baseline_fp: Path | None = None
     baseline_metrics: Path | None = None
+    official_qrels: Path | None = None
+    official_metrics: dict[str, Path] | None = None  # the second view (protocol: official)
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -96,6 +98,14 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
             "vipune": read_json(inputs.baseline_fp), **retriever_entry(before),
             "comparison": comparison(metrics["vipune"], before, ks, "vipune", "baseline"),
             "changes": changes(metrics["vipune"], before, gold, ks)}
+    if inputs.official_metrics:
+        report["official"] = {
+            "protocol": "LongMemEval's retrieval protocol: rows hold user turns only; gold keeps the "
+                        "answer sessions with a user-side has_answer turn; pairs without such gold "
+                        "are skipped. Its published Recall@k is recall_all@k here.",
+            **summary["official"], "qrels": str(inputs.official_qrels),
+            "retrievers": {name: retriever_entry(read_json(path))
+                           for name, path in inputs.official_metrics.items()}}
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(pairs, inputs.embeddings, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k),
@@ -169,6 +179,17 @@ def markdown(report: dict[str, Any], ks: list[int]) -> str:
             cells = [" → ".join(f"{v:.2f}" for v in change[f"recall@{k}"]) if f"recall@{k}" in change
                      else "=" for k in ks]
             lines.append(f"| {change['question_id']} | {change['question_type']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    official = report.get("official")
+    if official:
+        shown = [f"recall_all@{k}" for k in ks] + [f"recall@{k}" for k in ks]
+        lines += ["## Second view: LongMemEval's own protocol", "",
+                  f"{official['protocol']} {official['pairs']} pairs "
+                  f"({official['skipped_without_user_side_gold']} skipped).", "",
+                  "| retriever | pairs | " + " | ".join(shown) + " |", "|---|---:|" + "---:|" * len(shown)]
+        for name, entry in official["retrievers"].items():
+            cells = [_cell(entry["metrics"][key], entry["intervals"][key]) for key in shown]
+            lines.append(f"| {name} | {entry['pairs']} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += diagnostics_markdown(report, ks, k)
     counts = report["dataset"]["per_category"]

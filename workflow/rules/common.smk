@@ -149,7 +149,8 @@ def get_embeddings(wildcards=None):
 
 def get_run_shards(wildcards):
     return expand(
-        "results/search/{run}/shard-{shard}-of-{shards}.run",
+        "results/{view}search/{run}/shard-{shard}-of-{shards}.run",
+        view=wildcards.view,
         run=wildcards.run,
         shard=range(SEARCH_SHARDS),
         shards=SEARCH_SHARDS,
@@ -161,7 +162,8 @@ def get_status_shards(wildcards):
     if not wildcards.run.startswith("vipune-"):
         return []
     return expand(
-        "results/search/{run}/shard-{shard}-of-{shards}.status.json",
+        "results/{view}search/{run}/shard-{shard}-of-{shards}.status.json",
+        view=wildcards.view,
         run=wildcards.run,
         shard=range(SEARCH_SHARDS),
         shards=SEARCH_SHARDS,
@@ -172,8 +174,29 @@ def get_vipune_fingerprint(wildcards):
     return f"results/fingerprints/vipune-{wildcards.binary}.json"
 
 
-def get_metrics(wildcards=None):
-    return [f"results/metrics/{run_name(r)}.json" for r in config["retrievers"]]
+def get_metrics(wildcards=None, view=""):
+    return [f"results/{view}metrics/{run_name(r)}.json" for r in config["retrievers"]]
+
+
+OFFICIAL = config["protocol"] == "official"
+
+
+def get_official_filter_outputs():
+    if not OFFICIAL:
+        return []
+    return [
+        "results/official/filter/pairs.parquet",
+        "results/official/filter/qrels.txt",
+    ]
+
+
+def official_filter_args(wildcards):
+    if not OFFICIAL:
+        return ""
+    return (
+        "--official-pairs results/official/filter/pairs.parquet"
+        " --official-qrels results/official/filter/qrels.txt"
+    )
 
 
 def get_report_inputs(wildcards=None):
@@ -186,6 +209,9 @@ def get_report_inputs(wildcards=None):
         "model_fp": MODEL_FP,
         "metrics": get_metrics(),
     }
+    if OFFICIAL:
+        inputs["official_metrics"] = get_metrics(view="official/")
+        inputs["official_qrels"] = "results/official/filter/qrels.txt"
     if "vipune" in config["retrievers"]:
         inputs["vipune_fp"] = f"results/fingerprints/vipune-{VIPUNE_ID}.json"
         inputs["preflight"] = f"results/preflight/vipune-{VIPUNE_ID}.json"
@@ -200,6 +226,10 @@ def report_options(wildcards, input):
     options = [f"--config {CONFIG_JSON}"]
     if "vipune_fp" in input.keys():
         options.append(f"--vipune-fp {input.vipune_fp} --preflight {input.preflight}")
+    if "official_metrics" in input.keys():
+        options.append(
+            f"--official-qrels {input.official_qrels} --official-metrics {input.official_metrics}"
+        )
     if "baseline_fp" in input.keys():
         options.append(
             f"--baseline-fp {input.baseline_fp} --baseline-metrics {input.baseline_metrics}"

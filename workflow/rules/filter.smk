@@ -6,6 +6,7 @@ rule filter:
         texts="results/filter/texts.parquet",
         qrels="results/filter/qrels.txt",
         summary="results/filter/summary.json",
+        official=get_official_filter_outputs(),
     log:
         "results/logs/filter.log",
     benchmark:
@@ -19,6 +20,8 @@ rule filter:
         code=code_version("filter", "io"),
         dataset=untracked(DATASET_FILE),
         expected=expected_args,
+        official=official_filter_args,
     shell:
         "vipune-eval filter --dataset {params.dataset} --pairs {output.pairs} --texts {output.texts}"
-        " --qrels {output.qrels} --summary {output.summary} {params.expected} 2> {log}"
+        " --qrels {output.qrels} --summary {output.summary} {params.expected} {params.official}"
+        " 2> {log}"

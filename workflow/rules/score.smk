@@ -1,14 +1,14 @@
 rule score:
     input:
-        qrels="results/filter/qrels.txt",
-        pairs="results/filter/pairs.parquet",
+        qrels="results/{view}filter/qrels.txt",
+        pairs="results/{view}filter/pairs.parquet",
         runs=get_run_shards,
         status=get_status_shards,
     output:
-        run="results/runs/{run}.run",
-        metrics="results/metrics/{run}.json",
+        run="results/{view}runs/{run}.run",
+        metrics="results/{view}metrics/{run}.json",
     log:
-        "results/logs/score/{run}.log",
+        "results/logs/{view}score/{run}.log",
     conda:
         ENV
     params:

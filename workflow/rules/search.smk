@@ -1,23 +1,26 @@
+# {view} is "" for the seed protocol (the primary results) and "official/" for LongMemEval's own.
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
     binary=r"[^/]+",
+    run=r"[^/]+",
+    view=r"(official/)?",
 
 
 rule search_reference:
     input:
-        pairs="results/filter/pairs.parquet",
+        pairs="results/{view}filter/pairs.parquet",
         texts="results/filter/texts.parquet",
         embeddings=get_embeddings(),
     output:
         expand(
-            "results/search/{retriever}/shard-{{shard}}-of-{{shards}}.run",
+            "results/{{view}}search/{retriever}/shard-{{shard}}-of-{{shards}}.run",
             retriever=REFERENCE,
         ),
     log:
-        "results/logs/search_reference/shard-{shard}-of-{shards}.log",
+        "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
     benchmark:
-        "results/benchmarks/search_reference/shard-{shard}-of-{shards}.tsv"
+        "results/benchmarks/{view}search_reference/shard-{shard}-of-{shards}.tsv"
     conda:
         ENV
     resources:
@@ -60,18 +63,18 @@ rule preflight:
 rule search_vipune:
     input:
         preflight="results/preflight/vipune-{binary}.json",
-        pairs="results/filter/pairs.parquet",
+        pairs="results/{view}filter/pairs.parquet",
         texts="results/filter/texts.parquet",
         embeddings=get_embeddings(),
         binary=get_vipune_fingerprint,
         hf_home="results/model/vipune-home",
     output:
-        run="results/search/vipune-{binary}/shard-{shard}-of-{shards}.run",
-        status="results/search/vipune-{binary}/shard-{shard}-of-{shards}.status.json",
+        run="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.run",
+        status="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.status.json",
     log:
-        "results/logs/search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
+        "results/logs/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
     benchmark:
-        "results/benchmarks/search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.tsv"
+        "results/benchmarks/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.tsv"
     conda:
         ENV
     threads: config["search"]["threads"]
@@ -89,5 +92,5 @@ rule search_vipune:
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
         " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
         " --limit {params.limit} --threads {threads} --timeout {params.timeout}"
-        " --on-error {params.on_error} --cache results/search/vipune-{wildcards.binary}/cache"
+        " --on-error {params.on_error} --cache results/{wildcards.view}search/vipune-{wildcards.binary}/cache"
         " --out {output.run} --status-out {output.status} 2> {log}"
