@@ -6,6 +6,7 @@
     python benchmarks/run.py filter-patch  # filter as is vs a proposed fast path for the dates
     python benchmarks/run.py embed      # `vipune-eval embed` vs a bare fastembed loop (MiniLM)
     python benchmarks/run.py search     # vipune lane vs bare binary calls; search-reference, 470 personas
+    python benchmarks/run.py shard-load # start-up of one search job, as is vs a proposed patch
     python benchmarks/run.py dag        # snakemake dry run / no-op run, search.shards 8 and 470
     python benchmarks/run.py reruns     # cold run, run after the binary changed, no-op run
     python benchmarks/run.py all        # everything above, in that order
@@ -64,27 +65,30 @@ SNAPSHOT: Path | None = None  # a frozen copy of the package and workflow, see s
 
 
 def snapshot() -> Path:
-    """Copy the package, Snakefile, workflow and profiles to benchmarks/out/snapshot and run from it.
+    """Export the last commit (package, Snakefile, workflow, profiles) to benchmarks/out/snapshot
+    and run the workflow benchmarks from it.
 
     Other people edit the tree while benchmarks run; an edited module changes the rules' code
     params and the workflow would (rightly) rerun jobs mid-benchmark. Child processes get the
-    copy first on PYTHONPATH (ahead of the editable install's finder).
+    copy first on PYTHONPATH; their working directory is never the repository root.
     """
     global SNAPSHOT
+    import io
+    import tarfile
     dest = OUT / "snapshot"
     shutil.rmtree(dest, ignore_errors=True)
-    ignore = shutil.ignore_patterns("out", "results", ".git", ".snakemake", "__pycache__", "*.egg-info",
-                                    ".pytest_cache", ".venv")
-    shutil.copytree(REPO, dest, ignore=ignore)
+    # the last commit, not the working tree: work in progress of others may be half-done
+    archive = subprocess.run(["git", "-C", REPO, "archive", "--format=tar", "HEAD"],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
     commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--short", "--", "vipune_eval", "workflow", "Snakefile"],
-                           capture_output=True, text=True).stdout.strip()
     # the editable install's import hook maps vipune_eval to the live tree ahead of PYTHONPATH:
     # drop it in every child process (sitecustomize runs after the .pth hooks are installed)
     (dest / "sitecustomize.py").write_text(
         "import sys\nsys.meta_path[:] = [f for f in sys.meta_path\n"
         "                   if not getattr(f, '__module__', '').startswith('__editable__')]\n")
-    (dest / "SNAPSHOT.json").write_text(json.dumps({"commit": commit, "dirty": dirty.splitlines()}, indent=2))
+    (dest / "SNAPSHOT.json").write_text(json.dumps({"commit": commit}, indent=2))
     SNAPSHOT = dest
     sys.path.insert(0, str(dest))
     return dest
@@ -570,6 +574,67 @@ def bench_search(a: argparse.Namespace) -> dict:
     return result
 
 
+SHARD_LOAD_CHILD = r'''
+import sys, time, json
+from pathlib import Path
+import pyarrow as pa, pyarrow.parquet as pq
+import vipune_eval.persona as persona
+d = Path(sys.argv[1]); shards = int(sys.argv[3])
+if sys.argv[2] == "patched":  # convert only this shard's rows to Python, not the whole table
+    _read = pq.read_table
+    class _PQ:
+        def __getattr__(self, name): return getattr(pq, name)
+        @staticmethod
+        def read_table(path, *a, **k):
+            t = _read(path, *a, **k)
+            if Path(path).name == "pairs.parquet":
+                t = t.take(pa.array(range(SHARD, t.num_rows, shards)))
+            return t
+    persona.pq = _PQ()
+    SHARD = 0
+    real = persona.personas_of_shard
+    def personas_of_shard(p, t, e, shard, shards_):
+        global SHARD; SHARD = shard
+        return real(p, t, e, 0, 1)  # rows already taken: the slice [0::1] keeps them
+    persona.personas_of_shard = personas_of_shard
+from vipune_eval.vipune import import_lines, persona_key
+t0 = time.perf_counter()
+ps = list(persona.personas_of_shard(d / "filter/pairs.parquet", d / "filter/texts.parquet",
+                                    [d / "embed/shard-0-of-1.parquet"], 0, shards))
+t1 = time.perf_counter()
+for p in ps: import_lines(p)
+t2 = time.perf_counter()
+for p in ps: persona_key(p, 10)
+t3 = time.perf_counter()
+print(json.dumps({"load_s": t1 - t0, "personas": len(ps), "import_lines_ms": 1000 * (t2 - t1) / len(ps),
+                  "persona_key_ms": 1000 * (t3 - t2) / len(ps), "ids": [p.question_id for p in ps]}))
+'''
+
+
+def bench_shard_load(a: argparse.Namespace) -> dict:
+    """Start-up of a search job: loading one shard's personas, as is vs a proposed patch."""
+    say(f"== shard-load: personas_of_shard for shard 0 of {a.shards} (search data), as is vs patched")
+    search_setup()
+    runs: dict[str, list[dict]] = {"as is": [], "patched": []}
+    for rep in range(a.repeats):
+        for name in runs:
+            _, proc = run([PYTHON, "-c", SHARD_LOAD_CHILD, OUT / "search", "patched" if name == "patched" else "orig",
+                           a.shards], cwd=OUT)
+            runs[name].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            r = runs[name][-1]
+            say(f"  {name} (rep {rep}): load {r['load_s']:.2f} s for {r['personas']} personas; "
+                f"import_lines {r['import_lines_ms']:.0f} ms, persona_key {r['persona_key_ms']:.0f} ms per persona")
+    same = runs["as is"][0]["ids"] == runs["patched"][0]["ids"]
+    load = {k: sum(r["load_s"] for r in v) / len(v) for k, v in runs.items()}
+    say(f"  load as is {load['as is']:.2f} s, patched {load['patched']:.2f} s (ratio "
+        f"{load['patched'] / load['as is']:.2f}); same personas: {same}")
+    for v in runs.values():
+        for r in v:
+            r.pop("ids")
+    save("shard-load", {"shards": a.shards, "runs": runs, "same_personas": same})
+    return runs
+
+
 # ------------------------------------------------------------------ 4/5. the workflow
 
 
@@ -717,6 +782,10 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--vipune-shards", type=int, default=24, help="shard 0 of this many (24 -> 20 personas)")
     s.add_argument("--repeats", type=int, default=2)
     s.set_defaults(func=bench_search)
+    s = sub.add_parser("shard-load")
+    s.add_argument("--shards", type=int, default=8)
+    s.add_argument("--repeats", type=int, default=2)
+    s.set_defaults(func=bench_shard_load)
     s = sub.add_parser("dag")
     s.add_argument("--shards", type=int, nargs="+", default=[8, 470])
     s.add_argument("--full", type=int, nargs="*", default=[8],
@@ -731,7 +800,7 @@ def main(argv: list[str] | None = None) -> None:
         snapshot()
     os.environ["HF_HUB_OFFLINE"] = "1"
     if a.func is None:
-        for name in ("info", "filter", "embed", "search", "dag", "reruns"):
+        for name in ("info", "filter", "filter-patch", "embed", "search", "shard-load", "dag", "reruns"):
             main([name])
         return
     a.func(a)

@@ -54,7 +54,8 @@ def report(workdir):
     return json.loads((workdir / "results/report.json").read_text())
 
 
-VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "all": 1}
+VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "plots": 1,
+               "all": 1}
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -87,7 +88,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     # Back to the first binary: its results are kept under its fingerprint; nothing is searched.
     binary.write_bytes(original)
     jobs = planned(workdir, workflow_env)
-    assert set(jobs) <= {"score", "report", "all"}
+    assert set(jobs) <= {"score", "report", "plots", "all"}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     again = report(workdir)
     assert again["provenance"]["vipune"] == first["provenance"]["vipune"]
@@ -95,7 +96,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
     # The second binary as a baseline, by fingerprint id: only the report reruns.
     set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
-    assert planned(workdir, workflow_env) == {"report": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     compared = report(workdir)
     assert compared["baseline"]["vipune"]["id"] == second_id
@@ -110,7 +111,8 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
 
 
-EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "search_vipune", "score", "report", "all"}
+EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "search_vipune", "score", "report",
+                   "plots", "all"}
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -150,5 +152,5 @@ def test_editing_reference_code_reruns_no_vipune_search(setup, workflow_env):
         jobs = planned(workdir, workflow_env)
     finally:
         module.write_bytes(original)
-    assert jobs == {"search_reference": SEARCH_SHARDS, "score": 5, "report": 1, "all": 1}
+    assert jobs == {"search_reference": SEARCH_SHARDS, "score": 5, "report": 1, "plots": 1, "all": 1}
     assert planned(workdir, workflow_env) == {}
