@@ -117,3 +117,11 @@ def test_download_dataset_pins_the_resolved_commit_and_verifies(tmp_path, monkey
         sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", "f" * 64,
                                  tmp_path / "dl2", tmp_path / "fp2.json")
     assert not (tmp_path / "fp2.json").exists()
+
+
+def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
+        sources.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp")
+    with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
+        sources.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", tmp_path / "m")

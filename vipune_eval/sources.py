@@ -7,12 +7,13 @@ so Snakemake reruns only what a change made stale.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .io import EvalError, atomic_path, log, read_json, sha256_file, write_json_if_changed
 
@@ -34,6 +35,19 @@ def cached_sha256(path: Path, cache_file: Path) -> str:
         cache[key] = sha256_file(real)
         write_json_if_changed(cache_file, cache)
     return cache[key]
+
+
+@contextlib.contextmanager
+def hub_errors(what: str, local_key: str) -> Iterator[None]:
+    """Turn the hub client's assorted network and HTTP errors into one actionable message."""
+    try:
+        yield
+    except EvalError:
+        raise
+    except Exception as exc:  # huggingface_hub raises HTTP, offline-mode and connection errors
+        raise EvalError(f"cannot download the {what} from the Hugging Face hub: "
+                        f"{type(exc).__name__}: {exc}. Offline, or behind a mirror? Put a local "
+                        f"copy in place and set {local_key} in the config.") from exc
 
 
 # ---------------------------------------------------------------- dataset
@@ -65,10 +79,11 @@ def download_dataset(repo_id: str, filename: str, revision: str, expected_sha256
     """Fetch ``filename`` from the hub dataset ``repo_id`` at ``revision`` into ``dest_dir``."""
     from huggingface_hub import HfApi, hf_hub_download
 
-    commit = HfApi().dataset_info(repo_id, revision=revision).sha
-    log.info("downloading %s/%s at %s (commit %s)", repo_id, filename, revision, commit)
-    path = Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=commit,
-                                local_dir=dest_dir))
+    with hub_errors(f"dataset {repo_id}/{filename} at {revision}", "dataset.path"):
+        commit = HfApi().dataset_info(repo_id, revision=revision).sha
+        log.info("downloading %s/%s at %s (commit %s)", repo_id, filename, revision, commit)
+        path = Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=commit,
+                                    local_dir=dest_dir))
     sha = sha256_file(path)
     check_sha256(path, sha, expected_sha256)
     fingerprint = dataset_fingerprint(sha, repo_id=repo_id, filename=filename, revision=revision,
@@ -101,8 +116,9 @@ def download_model(repo_id: str, revision: str, file: str, dest_dir: Path) -> Pa
     from huggingface_hub import snapshot_download
 
     log.info("downloading model %s at %s (%s)", repo_id, revision, file)
-    snapshot_download(repo_id, revision=revision, local_dir=dest_dir,
-                      allow_patterns=[file, *MODEL_SIDE_FILES])
+    with hub_errors(f"model {repo_id} at {revision}", "model.path"):
+        snapshot_download(repo_id, revision=revision, local_dir=dest_dir,
+                          allow_patterns=[file, *MODEL_SIDE_FILES])
     return dest_dir
 
 
