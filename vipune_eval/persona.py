@@ -42,10 +42,12 @@ def row_id(question_id: str, session_id: str) -> str:
 
 
 class Vectors:
-    """All embedding shards in one matrix, looked up by text id."""
+    """The embedding shards in one matrix, looked up by text id (only ``keep``, when given, so
+    a search shard holds the vectors of its own personas, not of the whole dataset)."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
-        tables = [pq.read_table(p, columns=["text_id", "embedding"]) for p in paths]
+    def __init__(self, paths: Iterable[Path], keep: set[str] | None = None) -> None:
+        row_filter = None if keep is None else pc.field("text_id").isin(pa.array(sorted(keep)))
+        tables = [pq.read_table(p, columns=["text_id", "embedding"], filters=row_filter) for p in paths]
         table = pa.concat_tables(tables)
         column = table.column("embedding").combine_chunks()
         dim = column.type.list_size
@@ -70,7 +72,7 @@ def personas_of_shard(pairs_path: Path, texts_path: Path, embeddings: list[Path]
     needed = {t for p in pairs for t in [p["question_text_id"], *p["session_text_ids"]]}
     table = pq.read_table(texts_path, filters=pc.field("text_id").isin(pa.array(sorted(needed))))
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
-    vectors = Vectors(embeddings)
+    vectors = Vectors(embeddings, keep=needed)
     for pair in pairs:
         qid = pair["question_id"]
         yield Persona(
