@@ -137,7 +137,9 @@ def markdown(report: dict[str, Any], ks: list[int]) -> str:
     if vipune:
         lines.append(f"- vipune {vipune['version']} (binary sha256 {vipune['sha256'][:12]})")
     model = prov["model"]
-    lines.append(f"- model {model['repo_id']}@{model['revision'][:12]} `{model['file']}` "
+    local = prov["config"].get("model", {}).get("path")
+    source = f"files from {local} laid out as " if local else ""
+    lines.append(f"- model: {source}{model['repo_id']}@{model['revision'][:12]} `{model['file']}` "
                  f"(sha256 {model['files'][model['file']][:12]}), {model['pooling']} pooling + L2")
     data = prov["dataset"]
     lines.append(f"- dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
