@@ -139,3 +139,20 @@ def test_official_protocol_keeps_user_turns_and_user_side_gold(tmp_path):
     texts = dict(pq.read_table(out.texts).to_pylist()[i].values() for i in range(summary["unique_texts"]))
     assert texts[official["q1"]["session_text_ids"][0]] == "user: I adopted Luna"
     assert out.official_qrels.read_text().splitlines() == ["q1 0 s1 1", "q3 0 s1 1"]
+
+
+@pytest.mark.parametrize("date", ["2023/05/20 (Sat) 02:21", "2024/02/29 (Thu) 23:59", "2023/5/20 (Sat) 2:21"])
+def test_fast_date_path_agrees_with_strptime(date):
+    from datetime import datetime, timezone
+
+    from vipune_eval.filter import DATE_FORMAT, rfc3339
+
+    expected = datetime.strptime(date, DATE_FORMAT).replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert rfc3339(date) == expected
+
+
+def test_impossible_date_is_refused_with_the_instance_named(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([instance(haystack_dates=["2023/02/30 (Thu) 10:00", "2023/05/21 (Sun) 02:21"])]))
+    with pytest.raises(EvalError, match=r"question_id q1\): haystack_dates\[0\] = '2023/02/30"):
+        run_filter(path, outputs(tmp_path / "o"), None)

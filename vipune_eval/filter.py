@@ -6,6 +6,7 @@ written to Parquet in batches; only the set of seen text ids and the pairs stay 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -50,8 +51,18 @@ def session_text(session: list[dict[str, Any]]) -> str:
     return "\n".join(f"{turn['role']}: {turn['content']}" for turn in session)
 
 
+_DATE = re.compile(r"(\d{4})/(\d\d)/(\d\d) \((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d\d):(\d\d)")
+
+
 def rfc3339(date: str) -> str:
-    return datetime.strptime(date, DATE_FORMAT).replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """'2023/05/20 (Sat) 02:21' → '2023-05-20T02:21:00Z' (a regex first: strptime was a quarter
+    of the filter's time on the 2.7 GB file)."""
+    match = _DATE.fullmatch(date) if isinstance(date, str) else None
+    if match is None:
+        return datetime.strptime(date, DATE_FORMAT).replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    year, month, day, hour, minute = match.groups()
+    datetime(int(year), int(month), int(day), int(hour), int(minute))  # rejects 2023/02/30
+    return f"{year}-{month}-{day}T{hour}:{minute}:00Z"
 
 
 def iter_instances(path: Path) -> Iterator[dict[str, Any]]:

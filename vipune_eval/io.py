@@ -94,7 +94,7 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()
-        if now - self.last >= self.every or self.done >= self.total:
+        if now - self.last >= self.every or (self.total and self.done >= self.total):
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
             log.info("%s: %d / %d (%.1f/s)", self.what, self.done, self.total, rate)

@@ -68,7 +68,8 @@ class Vectors:
 def personas_of_shard(pairs_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
                       shards: int) -> Iterator[Persona]:
     """The shard's personas (every ``shards``-th pair, from ``shard``) with texts and vectors."""
-    pairs = pq.read_table(pairs_path).to_pylist()[shard::shards]
+    table = pq.read_table(pairs_path)
+    pairs = table.take(pa.array(range(shard, table.num_rows, shards), pa.int64())).to_pylist()
     needed = {t for p in pairs for t in [p["question_text_id"], *p["session_text_ids"]]}
     table = pq.read_table(texts_path, filters=pc.field("text_id").isin(pa.array(sorted(needed))))
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))

@@ -211,8 +211,8 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
              f"pairs have a truncated gold session."]
     for name, split in t[f"recall@{k}"].items():
         if split["truncated_gold"] is not None:
-            lines.append(f"  - {name}: recall@{k} {split['truncated_gold']:.3f} with truncated gold, "
-                         f"{split['untruncated_gold']:.3f} without")
+            lines.append(f"  - {name}: recall@{k} {_opt(split['truncated_gold'])} with truncated gold, "
+                         f"{_opt(split['untruncated_gold'])} without")
     bm25 = d["bm25_and_query"]
     if bm25:
         lines.append(f"- vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "

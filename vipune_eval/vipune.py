@@ -107,12 +107,13 @@ class Vipune:
                               f"stderr: {stderr}")
         return out
 
-    def evaluate(self, persona: Persona, limit: int, workdir: Path) -> VipuneResult:
+    def evaluate(self, persona: Persona, limit: int, workdir: Path,
+                 lines: list[str] | None = None) -> VipuneResult:
         """Import the persona into a fresh database and run its one hybrid query."""
         qid = persona.question_id
         with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
             db, jsonl = Path(tmp) / "memories.db", Path(tmp) / "import.jsonl"
-            jsonl.write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
+            jsonl.write_text("\n".join(lines or import_lines(persona)) + "\n", encoding="utf-8")
             args = ["--db-path", str(db), "--json", "import", str(jsonl)]
             out = self.call(args, f"persona {qid}")
             if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
@@ -136,10 +137,10 @@ class Vipune:
         return VipuneResult(ranking, seconds)
 
 
-def persona_key(persona: Persona, limit: int) -> str:
+def persona_key(persona: Persona, limit: int, lines: list[str]) -> str:
     """Everything a persona's vipune result depends on besides the binary: rows, question, limit."""
     digest = hashlib.sha256(f"{limit}\n{persona.question}\n".encode())
-    for line in import_lines(persona)[1:]:
+    for line in lines[1:]:  # the header holds a timestamp
         digest.update(line.encode())
     return digest.hexdigest()
 
@@ -169,14 +170,15 @@ def run_vipune(pairs: Path, texts: Path, embeddings: list[Path], shard: int, sha
         stopping = threading.Event()
 
         def one(persona: Persona) -> dict[str, Any] | None:
-            cached = cache_dir / f"{persona_key(persona, limit)}.json"
+            lines = import_lines(persona)  # built once: the cache key and the import share it
+            cached = cache_dir / f"{persona_key(persona, limit, lines)}.json"
             if cached.exists():
                 result = read_json(cached)
             elif stopping.is_set():
                 return None  # on_error=stop: start nothing new once a persona has failed
             else:
                 try:
-                    found = client.evaluate(persona, limit, workdir)
+                    found = client.evaluate(persona, limit, workdir, lines)
                 except VipuneError as exc:
                     log.error("%s", exc)
                     if on_error == "stop":
