@@ -113,7 +113,7 @@ def test_question_with_quotes_dash_and_nul_is_kept_as_data(tmp_path):
     path.write_text(json.dumps([instance(question=question)]))
     out = outputs(tmp_path)
     run_filter(path, out, None)
-    assert read_pairs(out.pairs)[0]["question"] == question
+    assert read_pairs(out.pairs)[0]["question"] == '-rf "quoted"   --limit 5'  # NUL → space
 
 
 def test_official_protocol_keeps_user_turns_and_user_side_gold(tmp_path):

@@ -112,7 +112,8 @@ def build_pair(instance: dict[str, Any], where: str,
     ``official`` the pair under LongMemEval's own protocol (None when it keeps no gold)."""
     qid = _require(instance, "question_id", str, where)
     where = f"{where} (question_id {qid})"
-    question = _require(instance, "question", str, where).strip()
+    # A NUL cannot travel in a command-line argument, so no lane sees it (the rest is kept as data).
+    question = _require(instance, "question", str, where).replace("\x00", " ").strip()
     qtype = _require(instance, "question_type", str, where)
     session_ids = _require(instance, "haystack_session_ids", list, where)
     sessions = _require(instance, "haystack_sessions", list, where)

@@ -85,7 +85,7 @@ class Vipune:
         except subprocess.TimeoutExpired as exc:
             raise VipuneError(f"{persona}: `{shown(cmd)}` timed out after {self.timeout:g} s "
                               "(vipune.timeout)") from exc
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: an argument holds a NUL byte
             raise VipuneError(f"{persona}: cannot run `{shown(cmd)}`: {exc}") from exc
 
     def call(self, args: list[str], persona: str) -> dict[str, Any]:

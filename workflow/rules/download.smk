@@ -8,9 +8,15 @@ if not config["dataset"]["path"]:
             fingerprint=DATASET_FP,
         log:
             "results/logs/download_dataset.log",
+        benchmark:
+            "results/benchmarks/download_dataset.tsv"
         localrule: True
         conda:
             ENV
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=120,
         params:
             repo_id=config["dataset"]["repo_id"],
             filename=config["dataset"]["filename"],
@@ -33,9 +39,15 @@ if not config["model"]["path"]:
             fingerprint=MODEL_FP,
         log:
             "results/logs/download_model.log",
+        benchmark:
+            "results/benchmarks/download_model.tsv"
         localrule: True
         conda:
             ENV
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=30,
         params:
             repo_id=config["model"]["repo_id"],
             revision=config["model"]["revision"],
@@ -54,9 +66,15 @@ rule vipune_home:
         directory("results/model/vipune-home"),
     log:
         "results/logs/vipune_home.log",
+    benchmark:
+        "results/benchmarks/vipune_home.tsv"
     localrule: True
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=10,
     params:
         code=code_version("sources", "io"),
         model_dir=untracked(MODEL_DIR),
@@ -73,9 +91,15 @@ rule vipune_missing:
         "results/fingerprints/vipune-missing.json",
     log:
         "results/logs/vipune_missing.log",
+    benchmark:
+        "results/benchmarks/vipune_missing.tsv"
     localrule: True
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=200,
+        runtime=5,
     params:
         binary=config["vipune"]["binary"],
     shell:

@@ -13,6 +13,7 @@ rule filter:
         "results/benchmarks/filter.tsv"
     conda:
         ENV
+    threads: 1
     resources:
         mem_mb=2000,
         runtime=60,

@@ -10,8 +10,14 @@ rule report:
         ),
     log:
         "results/logs/report.log",
+    benchmark:
+        "results/benchmarks/report.tsv"
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
     params:
         names=" ".join(config["retrievers"]),
         ks=" ".join(map(str, config["ks"])),
@@ -46,8 +52,14 @@ rule plots:
         ),
     log:
         "results/logs/plots.log",
+    benchmark:
+        "results/benchmarks/plots.tsv"
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         ks=" ".join(map(str, config["ks"])),
         limit=config["search_limit"],

@@ -9,8 +9,14 @@ rule score:
         metrics="results/{view}metrics/{run}.json",
     log:
         "results/logs/{view}score/{run}.log",
+    benchmark:
+        "results/benchmarks/{view}score/{run}.tsv"
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=15,
     params:
         code=code_version("score", "io"),
         ks=" ".join(map(str, config["ks"])),

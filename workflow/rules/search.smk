@@ -23,6 +23,7 @@ rule search_reference:
         "results/benchmarks/{view}search_reference/shard-{shard}-of-{shards}.tsv"
     conda:
         ENV
+    threads: 1
     resources:
         mem_mb=3000,
         runtime=60,
@@ -45,8 +46,14 @@ rule preflight:
         "results/preflight/vipune-{binary}.json",
     log:
         "results/logs/preflight/vipune-{binary}.log",
+    benchmark:
+        "results/benchmarks/preflight/vipune-{binary}.tsv"
     conda:
         ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
     params:
         binary=binary_path,
         model_dir=untracked(MODEL_DIR),
