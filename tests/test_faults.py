@@ -1,7 +1,6 @@
 """vipune faults, preflight failures and isolation: every failure names persona, command, stderr."""
 
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ import pytest
 from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.preflight import run_preflight
-from vipune_eval.sources import binary_fingerprint, isolated_env
+from vipune_eval.sources import isolated_env
 from vipune_eval.vipune import Vipune, VipuneError, import_lines
 from vipune_eval.embed import load_model
 

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 

@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .io import EvalError, log, read_json, write_json_if_changed
+from .io import EvalError, read_json, write_json_if_changed
 
 
 def _expected(args: argparse.Namespace) -> dict[str, int] | None:

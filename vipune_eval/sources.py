@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
-from .io import EvalError, atomic_path, log, read_json, sha256_file, write_json_if_changed
+from .io import EvalError, log, read_json, sha256_file, write_json_if_changed
 
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
