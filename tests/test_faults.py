@@ -1,5 +1,6 @@
 """vipune faults, preflight failures and isolation: every failure names persona, command, stderr."""
 
+import json
 import os
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.preflight import run_preflight
-from vipune_eval.sources import isolated_env
+from vipune_eval.sources import binary_fingerprint, isolated_env
 from vipune_eval.vipune import Vipune, VipuneError, import_lines
 from vipune_eval.embed import load_model
 
@@ -100,7 +101,7 @@ def test_isolation_from_hostile_user_config_and_environment(fake_vipune_bin, vip
 
 def preflight(binary, hf_home, model_dir, tmp_path, **env):
     fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text('{"version": "0.20.0", "sha256": "x", "id": "0.20.0-x"}')
+    fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "cache")))
     os.environ.update(env)
     try:
         return run_preflight(binary, fingerprint, hf_home, model_dir, "model.onnx", "mean", 30,
@@ -137,3 +138,15 @@ def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, t
                                 "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a", tmp_path / "home")
     with pytest.raises(EvalError, match="embedding parity failed"):
         preflight(fake_vipune_bin, home, vipune_tiny_model_dir, tmp_path)
+
+
+def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
+    from vipune_eval.vipune import check_fingerprint
+
+    fingerprint = tmp_path / "fp.json"
+    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "cache")))
+    assert check_fingerprint(fake_vipune_bin, fingerprint)["sha256"]
+    rebuilt = tmp_path / "vipune"
+    rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")
+    with pytest.raises(EvalError, match="is not the binary this result belongs to"):
+        check_fingerprint(rebuilt, fingerprint)

@@ -58,23 +58,25 @@ def cmd_search_reference(a: argparse.Namespace) -> None:
     run_reference(a.pairs, a.texts, a.embeddings, a.shard, a.shards, a.retrievers, a.limit, a.outputs)
 
 
-def cmd_search_vipune(a: argparse.Namespace) -> None:
-    from .vipune import run_vipune
+def _configured_binary(a: argparse.Namespace) -> Path:
+    """The executable behind ``--fingerprint`` (empty when the workflow knows no path for it)."""
     from .sources import resolve_binary
     if not a.binary:
         raise EvalError(f"no vipune binary is configured for {a.fingerprint}: set vipune.binary or "
-                        "vipune.baseline to its path to (re)compute its search results")
-    run_vipune(a.pairs, a.texts, a.embeddings, a.shard, a.shards, resolve_binary(a.binary),
+                        "vipune.baseline to its path to (re)compute its results")
+    return resolve_binary(a.binary)
+
+
+def cmd_search_vipune(a: argparse.Namespace) -> None:
+    from .vipune import run_vipune
+    run_vipune(a.pairs, a.texts, a.embeddings, a.shard, a.shards, _configured_binary(a),
                a.fingerprint, a.hf_home, a.limit, a.threads, a.timeout, a.on_error, a.cache,
                a.out, a.status_out)
 
 
 def cmd_preflight(a: argparse.Namespace) -> None:
     from .preflight import run_preflight
-    from .sources import resolve_binary
-    if not a.binary:
-        raise EvalError(f"no vipune binary is configured for {a.fingerprint}")
-    run_preflight(resolve_binary(a.binary), a.fingerprint, a.hf_home, a.model_dir, a.file, a.pooling,
+    run_preflight(_configured_binary(a), a.fingerprint, a.hf_home, a.model_dir, a.file, a.pooling,
                   a.timeout, a.out)
 
 

@@ -78,7 +78,7 @@ def personas_of_shard(pairs_path: Path, texts_path: Path, embeddings: list[Path]
         qid = pair["question_id"]
         yield Persona(
             question_id=qid, question=pair["question"],
-            row_ids=[f"{qid}::{sid}" for sid in pair["session_ids"]],
+            row_ids=[row_id(qid, sid) for sid in pair["session_ids"]],
             session_ids=pair["session_ids"], created_at=pair["session_created_at"],
             texts=[text[t] for t in pair["session_text_ids"]],
             vectors=vectors.get(pair["session_text_ids"]),

@@ -13,10 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .embed import load_model
-from .io import EvalError, log, read_json, write_json
-from .persona import Persona
-from .sources import isolated_env
-from .vipune import Vipune, VipuneError, import_lines
+from .io import EvalError, log, write_json
+from .persona import Persona, row_id
+from .vipune import Vipune, VipuneError, check_fingerprint, import_lines, vipune_env
 
 QUERY = "zebra violin"
 ROWS = [
@@ -38,7 +37,7 @@ def _probe_persona(embed: Callable[[list[str]], np.ndarray]) -> Persona:
     vectors = embed(ROWS)
     vectors[0] = -query_vector
     return Persona(question_id="preflight", question=QUERY,
-                   row_ids=[f"preflight::{i}" for i in range(len(ROWS))],
+                   row_ids=[row_id("preflight", str(i)) for i in range(len(ROWS))],
                    session_ids=[str(i) for i in range(len(ROWS))],
                    created_at=["2024-01-01T00:00:00Z"] * len(ROWS), texts=ROWS,
                    vectors=vectors, query_vector=query_vector)
@@ -115,7 +114,7 @@ def check_parity(vipune: Vipune, embed: Callable[[list[str]], np.ndarray], db: P
 
 def run_preflight(binary: Path, fingerprint_path: Path, hf_home: Path, model_dir: Path, file: str,
                   pooling: str, timeout: float, out: Path) -> dict[str, Any]:
-    fingerprint = read_json(fingerprint_path)
+    fingerprint = check_fingerprint(binary, fingerprint_path)
     model = load_model(model_dir, file, pooling, threads=1)
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -124,8 +123,7 @@ def run_preflight(binary: Path, fingerprint_path: Path, hf_home: Path, model_dir
     recipe = f"{model_dir / file} with {pooling} pooling + L2"
     with tempfile.TemporaryDirectory(prefix="vipune-preflight-") as tmp:
         tmp_path = Path(tmp)
-        env = isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, tmp_path / "xdg")
-        vipune = Vipune(binary, env, timeout)
+        vipune = Vipune(binary, vipune_env(hf_home, tmp_path), timeout)
         try:
             findings = {
                 "binary": fingerprint,

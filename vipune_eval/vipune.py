@@ -137,6 +137,21 @@ class Vipune:
         return VipuneResult(ranking, seconds)
 
 
+def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
+    """The fingerprint ``binary`` must match: results are filed under it, so the bytes must agree."""
+    expected = read_json(fingerprint)
+    actual = sha256_file(binary)
+    if actual != expected["sha256"]:
+        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]}); rerun snakemake so it re-plans")
+    return expected
+
+
+def vipune_env(hf_home: Path, workdir: Path) -> dict[str, str]:
+    """vipune's environment: isolated from the user's config, reading the harness's model cache."""
+    return isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, workdir / "xdg")
+
+
 def persona_key(persona: Persona, limit: int, lines: list[str]) -> str:
     """Everything a persona's vipune result depends on besides the binary: rows, question, limit."""
     digest = hashlib.sha256(f"{limit}\n{persona.question}\n".encode())
@@ -152,17 +167,12 @@ def run_vipune(pairs: Path, texts: Path, embeddings: list[Path], shard: int, sha
     what failed or changed. ``on_error``: ``stop`` fails the shard on the first failed persona,
     ``record`` lists failed personas in the status file (they are left out of every average).
     """
-    expected = read_json(fingerprint)["sha256"]
-    actual = sha256_file(binary)
-    if actual != expected:
-        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
-                        f"({fingerprint}, sha256 {expected[:12]}); rerun snakemake so it re-plans")
+    check_fingerprint(binary, fingerprint)
     personas = list(personas_of_shard(pairs, texts, embeddings, shard, shards))
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vipune-eval-") as tmp:
         workdir = Path(tmp)
-        env = isolated_env({"HF_HOME": str(hf_home.resolve()), "HF_HUB_OFFLINE": "1"}, workdir / "xdg")
-        client = Vipune(binary, env, timeout)
+        client = Vipune(binary, vipune_env(hf_home, workdir), timeout)
         progress = Progress(f"vipune shard {shard}/{shards}: personas", total=len(personas))
         log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards,
                  len(personas), threads)
