@@ -38,6 +38,7 @@ PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
 MINILM = Path("/work/shared/models/all-MiniLM-L6-v2-onnx")
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
+sys.path.insert(0, str(REPO / "tests"))  # test support (data generator, tiny model)
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 FAKE_VIPUNE = REPO / "tests" / "fake_vipune.py"
 MB = 1_000_000
@@ -145,7 +146,7 @@ def generate(path: Path, args: dict) -> dict:
     if path.exists() and stamp.exists() and json.loads(stamp.read_text())["args"] == args:
         return json.loads(stamp.read_text())
     path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [PYTHON, "-m", "vipune_eval.synthetic", path, "--instances", args["instances"],
+    cmd = [PYTHON, str(REPO / "tests" / "support" / "synthetic.py"), path, "--instances", args["instances"],
            "--abstention", args["abstention"], "--sessions", args["sessions"],
            "--filler-pool", args["filler_pool"], "--turns", args["turns"],
            "--words-per-turn", args["words_per_turn"], "--seed", args["seed"]]
@@ -168,7 +169,7 @@ def warm(path: Path) -> None:
 def tiny_model() -> Path:
     folder = OUT / "tiny-model"
     if not (folder / "model.onnx").exists():
-        from vipune_eval.tinymodel import build_tiny_model
+        from support.tinymodel import build_tiny_model
         build_tiny_model(folder)
     return folder
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vipune_eval.sources import build_vipune_hf_home
-from vipune_eval.tinymodel import build_tiny_model
+from support.tinymodel import build_tiny_model
 
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -13,8 +13,8 @@ from vipune_eval.embed import load_model, run_embed
 from vipune_eval.persona import Vectors
 from vipune_eval.filter import TEXTS_SCHEMA
 from vipune_eval.io import text_id
-from vipune_eval.synthetic import VOCABULARY
-from vipune_eval.tinymodel import build_tiny_model
+from support.synthetic import VOCABULARY
+from support.tinymodel import build_tiny_model
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 

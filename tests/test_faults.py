@@ -131,7 +131,7 @@ def test_preflight_stops_a_binary_that_breaks_the_contract(fake_vipune_bin, vipu
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
     from vipune_eval.sources import build_vipune_hf_home
-    from vipune_eval.tinymodel import build_tiny_model
+    from support.tinymodel import build_tiny_model
 
     other = build_tiny_model(tmp_path / "other", seed=9)
     home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",

@@ -7,7 +7,7 @@ import pytest
 
 from vipune_eval.filter import FilterOutputs, read_pairs, run_filter, session_text
 from vipune_eval.io import EvalError, text_id
-from vipune_eval.synthetic import write_dataset
+from support.synthetic import write_dataset
 
 
 def outputs(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from test_workflow import snakemake
-from vipune_eval.synthetic import write_dataset
-from vipune_eval.tinymodel import build_tiny_model
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
 
 SEARCH_SHARDS = 3
 

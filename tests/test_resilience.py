@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from test_workflow import SNAKEFILE, snakemake
-from vipune_eval.synthetic import write_dataset
-from vipune_eval.tinymodel import build_tiny_model
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
 
 REPO = SNAKEFILE.parent
 

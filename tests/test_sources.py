@@ -8,7 +8,7 @@ import pytest
 
 from vipune_eval import sources
 from vipune_eval.io import EvalError, sha256_file
-from vipune_eval.tinymodel import build_tiny_model
+from support.tinymodel import build_tiny_model
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from vipune_eval.synthetic import (  # noqa: E402
+from support.synthetic import (  # noqa: E402
     COMMON_WORDS,
     QUESTION_TYPES,
     VOCABULARY,
@@ -233,7 +233,7 @@ def test_cli(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "vipune_eval.synthetic",
+            "support.synthetic",
             str(out),
             "--instances",
             "7",
@@ -251,6 +251,7 @@ def test_cli(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
         text=True,
+        cwd=Path(__file__).parent,
     )
     summary = json.loads(result.stdout)
     data = json.loads(out.read_text())
@@ -263,7 +264,7 @@ def test_question_closer_to_gold_than_fillers(
     tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]
 ) -> None:
     from vipune_eval.embed import load_model
-    from vipune_eval.tinymodel import build_tiny_model
+    from support.tinymodel import build_tiny_model
 
     _, _, data = written
     model = load_model(build_tiny_model(tmp_path / "m"), "model.onnx", "mean", threads=1)

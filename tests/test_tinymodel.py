@@ -15,9 +15,9 @@ import pytest  # noqa: E402
 from fastembed import TextEmbedding  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
-from vipune_eval.synthetic import VOCABULARY  # noqa: E402
+from support.synthetic import VOCABULARY  # noqa: E402
 from vipune_eval.embed import load_model  # noqa: E402
-from vipune_eval.tinymodel import build_tiny_model  # noqa: E402
+from support.tinymodel import build_tiny_model  # noqa: E402
 
 TEXTS = [
     "What did I plant in my garden last spring?",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vipune_eval.synthetic import write_dataset
-from vipune_eval.tinymodel import build_tiny_model
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEFILE = REPO / "Snakefile"

@@ -3,7 +3,7 @@
 The model is a bag of random word vectors: ``last_hidden_state = (word_table[input_ids] +
 type_table[token_type_ids]) * attention_mask``. With mean pooling and L2 normalisation (as
 registered in fastembed) texts sharing words get similar vectors, which is enough to make
-dense retrieval over :mod:`vipune_eval.synthetic` data meaningful.
+dense retrieval over :mod:`support.synthetic` data meaningful.
 
 The folder has the layout of a Hugging Face model repo, so it loads through fastembed's
 custom-model path::
@@ -88,7 +88,7 @@ def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
         graph,
         opset_imports=[helper.make_opsetid("", OPSET)],
         ir_version=IR_VERSION,
-        producer_name="vipune_eval.tinymodel",
+        producer_name="vipune-eval tests",
     )
 
 
@@ -106,12 +106,12 @@ def build_tiny_model(
 ) -> Path:
     """Write a tiny ONNX embedding model with its tokenizer files into ``folder``.
 
-    ``vocab`` defaults to :data:`vipune_eval.synthetic.VOCABULARY`; words outside it map to
+    ``vocab`` defaults to :data:`support.synthetic.VOCABULARY`; words outside it map to
     ``[UNK]``. ``onnx_name`` may contain a subfolder, e.g. ``onnx/model.onnx``. The output is
     deterministic for a given seed. Returns ``folder``.
     """
     if vocab is None:
-        from vipune_eval.synthetic import VOCABULARY
+        from .synthetic import VOCABULARY
 
         vocab = VOCABULARY
     folder = Path(folder)

@@ -6,7 +6,7 @@ repeat verbatim across haystacks (as ``sharegpt_*`` / ``ultrachat_*`` sessions d
 data); answer sessions are specific to one instance.
 
 All text is made of :data:`VOCABULARY` words (plus ``.``, ``,`` and ``?``), so the tiny test
-model of :mod:`vipune_eval.tinymodel` has no unknown tokens. Words are grouped into topics:
+model of :mod:`support.tinymodel` has no unknown tokens. Words are grouped into topics:
 filler sessions talk about topics too, so a question's topic words also match some filler
 sessions and retrieval is not trivial.
 """
