@@ -1,10 +1,15 @@
 # vipune-eval: how well does the vipune memory store retrieve? (LongMemEval, model-free recall@k)
+import os
+import sys
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+# Import, and hash for the rules' code versions, the package that sits beside this Snakefile.
+sys.path.insert(0, workflow.basedir)
 
 
-configfile: workflow.source_path("config/config.yaml")
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -21,12 +26,14 @@ include: "workflow/rules/report.smk"
 
 rule all:
     input:
-        "results/report.json",
-        "results/report.md",
-        "results/plots/recall_at_k.png",
-        "results/plots/recall_per_category.png",
-        "results/plots/gold_ranks.png",
+        paths.REPORT_JSON,
+        paths.REPORT_MD,
+        expand("results/plots/{plot}.png", plot=paths.PLOTS),
 
 
 onsuccess:
-    print_report("results/report.json")
+    print_report(paths.REPORT_JSON)
+
+
+onerror:
+    print_report(paths.REPORT_JSON, failed=True)

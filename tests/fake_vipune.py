@@ -20,8 +20,19 @@ Fault injection for tests, env ``FAKE_VIPUNE_FAULT``:
 (import reports one row fewer than it inserted), ``error`` (search exits 1 with
 ``{"error": "injected"}``); with ``FAKE_VIPUNE_FAULT_MATCH`` set, the search faults fire only
 for queries containing that text. Release-level faults: ``no-import`` (an old vipune
-without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean).
-``FAKE_VIPUNE_DELAY`` (seconds) makes every search that slow.
+without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean),
+``rrf-k60`` (RRF with k = 60), ``bm25-or`` (an OR of the query words instead of vipune's AND),
+``pool-all`` (every row in both candidate pools), ``ties-by-id`` (semantic ties to the smaller
+id), ``repeat-id`` (the second result repeats the first), ``over-limit`` (one result more than
+``--limit``), ``version-garbage`` / ``version-fail`` / ``version-hang`` (``version`` prints
+non-JSON, exits 1, or never returns), ``hang-child`` (search starts a child that outlives a kill
+of the parent and then hangs). ``FAKE_VIPUNE_DELAY`` (seconds) makes every search that slow.
+``FAKE_VIPUNE_PLATFORM=macos`` reads the config where vipune does on macOS.
+
+Like the real binary, every command first creates ``~/.vipune`` and opens a database
+(``--db-path``, else the config's ``database_path``, else ``~/.vipune/memories.db``), and reads
+``config.toml`` from the platform config directory ($XDG_CONFIG_HOME or ~/.config on Linux,
+~/Library/Application Support on macOS, which XDG_CONFIG_HOME does not move).
 """
 
 from __future__ import annotations
@@ -140,11 +151,20 @@ def parse_rfc3339(text: str) -> datetime:
     return value
 
 
-def load_config() -> dict:
-    """Defaults < $XDG_CONFIG_HOME/vipune/config.toml < VIPUNE_* env vars.
+def config_path() -> Path:
+    """dirs::config_dir(): $XDG_CONFIG_HOME or ~/.config on Linux; on macOS
+    ~/Library/Application Support, whatever XDG_CONFIG_HOME says."""
+    if os.environ.get("FAKE_VIPUNE_PLATFORM") == "macos" or sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "vipune" / "config.toml"
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "vipune" / "config.toml"
 
-    Only the keys that can change search results are read: recency_weight, hybrid,
-    similarity_threshold (add's conflict check).
+
+def load_config() -> dict:
+    """Defaults < config.toml in the platform config directory < VIPUNE_* env vars.
+
+    Read: the keys that change results (recency_weight, hybrid, similarity_threshold,
+    embedding_model) and database_path.
     """
     import tomllib
 
@@ -152,9 +172,10 @@ def load_config() -> dict:
         "recency_weight": DEFAULT_RECENCY_WEIGHT,
         "hybrid": False,
         "similarity_threshold": DEFAULT_SIMILARITY_THRESHOLD,
+        "embedding_model": MODEL_ID,
+        "database_path": None,
     }
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    path = Path(xdg) / "vipune" / "config.toml"
+    path = config_path()
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -169,6 +190,15 @@ def load_config() -> dict:
             if not isinstance(data["hybrid"], bool):
                 raise VipuneError(f"Configuration error: hybrid in {path} must be a boolean")
             config["hybrid"] = data["hybrid"]
+        for key in ("embedding_model", "database_path"):
+            if key in data:
+                if not isinstance(data[key], str):
+                    raise VipuneError(f"Configuration error: {key} in {path} must be a string")
+                config[key] = data[key]
+    for env, key in (("VIPUNE_EMBEDDING_MODEL", "embedding_model"),
+                     ("VIPUNE_DATABASE_PATH", "database_path")):
+        if os.environ.get(env):
+            config[key] = os.environ[env]
     for env, key in (("VIPUNE_RECENCY_WEIGHT", "recency_weight"),
                      ("VIPUNE_SIMILARITY_THRESHOLD", "similarity_threshold")):
         if env in os.environ:
@@ -192,13 +222,27 @@ def load_config() -> dict:
 
 
 # --------------------------------------------------------------------------- database
+def default_db_path() -> Path:
+    return Path.home() / ".vipune" / "memories.db"
+
+
+def prepare_home() -> None:
+    """What the real binary does before any command: create ~/.vipune (exit 1 if it cannot)."""
+    try:
+        (Path.home() / ".vipune").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise VipuneError(f"Configuration error: cannot create {Path.home() / '.vipune'}: {exc}") from exc
+
+
 def open_db(db_path: str | None, busy_timeout: float = 5.0) -> sqlite3.Connection:
+    """--db-path, else the config's database_path, else ~/.vipune/memories.db (the user's own
+    store, created or migrated: exactly what the harness must never let happen)."""
     if not db_path:
-        db_path = os.environ.get("VIPUNE_DATABASE_PATH")
-    if not db_path:
-        # The real binary falls back to ~/.vipune/memories.db; the fake never touches
-        # a user's store.
-        raise VipuneError("Configuration error: no database path (fake vipune needs --db-path)")
+        db_path = load_config()["database_path"] or str(default_db_path())
+    if ".." in Path(db_path).parts:
+        raise VipuneError(f"Invalid input: database path must not contain '..': {db_path}")
+    if not Path(db_path).parent.is_dir():
+        raise VipuneError(f"Configuration error: the folder of {db_path} does not exist")
     try:
         conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None)
         conn.executescript(SCHEMA)
@@ -229,6 +273,10 @@ class Embedder:
     """vipune's recipe: tokenizer.json + ONNX, mean pooling over the mask, then L2."""
 
     def __init__(self):
+        configured = load_config()["embedding_model"]
+        if configured != MODEL_ID:
+            raise VipuneError(f"Configuration error: Failed to load embedding model '{configured}' "
+                              "(the fake knows only bge-small-en-v1.5)")
         model_dir = self._snapshot_dir()
         onnx_path = next((p for p in (model_dir / "onnx" / "model.onnx", model_dir / "model.onnx")
                           if p.is_file()), None)
@@ -328,22 +376,26 @@ def validate_query(query: str) -> None:
 
 
 SELECT_COLS = ("m.id, m.project_id, m.content, m.metadata, m.embedding, m.created_at, "
-               "m.updated_at, m.importance, m.retrieval_count, m.last_retrieved_at")
+               "m.updated_at, m.importance, m.retrieval_count, m.last_retrieved_at, "
+               "m.memory_type, m.status")
 
 
 def _row_dict(row) -> dict:
     keys = ("id", "project_id", "content", "metadata", "embedding", "created_at",
-            "updated_at", "importance", "retrieval_count", "last_retrieved_at")
+            "updated_at", "importance", "retrieval_count", "last_retrieved_at", "memory_type",
+            "status")
     return dict(zip(keys, row))
 
 
 def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
-    """Brute-force cosine over the project's rows; ties to newer created_at, then id."""
+    """Brute-force cosine (f64) over the project's active rows, read newest first (then in
+    import order), then a stable sort by score: exact ties keep the newer row first."""
     import numpy as np
 
     validate_limit(limit)
     rows = [_row_dict(r) for r in
-            conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.project_id = ?",
+            conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.project_id = ? "
+                         "AND m.status = 'active' ORDER BY m.created_at DESC, m.rowid ASC",
                          (project_id,))]
     q = np.asarray(query_vec, dtype=np.float64)
     q_norm = float(np.sqrt((q * q).sum()))
@@ -353,17 +405,17 @@ def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
             raise VipuneError("Invalid embedding: Vector contains NaN or infinite values")
         v_norm = float(np.sqrt((v * v).sum()))
         row["similarity"] = 0.0 if q_norm == 0 or v_norm == 0 else float(q @ v) / (q_norm * v_norm)
-    # Stable sorts, least significant key first: id asc, created_at desc, similarity desc.
-    rows.sort(key=lambda r: r["id"])
-    rows.sort(key=lambda r: r["created_at"], reverse=True)
-    rows.sort(key=lambda r: r["similarity"], reverse=True)
+    if os.environ.get("FAKE_VIPUNE_FAULT") == "ties-by-id":
+        rows.sort(key=lambda r: r["id"])
+    rows.sort(key=lambda r: r["similarity"], reverse=True)  # stable
     return rows[:limit]
 
 
 def escape_fts_query(query: str) -> str:
     """src/sqlite/fts.rs escape_fts_query: every whitespace token quoted, implicit AND."""
-    return " ".join('"' + w.replace("\\", "\\\\").replace('"', '""') + '"'
-                    for w in query.split())
+    joiner = " OR " if os.environ.get("FAKE_VIPUNE_FAULT") == "bm25-or" else " "
+    return joiner.join('"' + w.replace("\\", "\\\\").replace('"', '""') + '"'
+                       for w in query.split())
 
 
 def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
@@ -373,7 +425,7 @@ def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
         return []
     sql = (f"SELECT {SELECT_COLS}, bm25(memories_fts) AS bm25_score "
            "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-           "WHERE memories_fts MATCH ? AND m.project_id = ? "
+           "WHERE memories_fts MATCH ? AND m.project_id = ? AND m.status = 'active' "
            "ORDER BY bm25(memories_fts) LIMIT ?")
     out = []
     for r in conn.execute(sql, (escaped, project_id, limit)):
@@ -384,10 +436,11 @@ def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
 
 
 def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
+    k = 60.0 if os.environ.get("FAKE_VIPUNE_FAULT") == "rrf-k60" else RRF_K
     fused: dict[str, tuple[dict, float]] = {}
     for results in result_lists:
         for rank, row in enumerate(results, start=1):
-            score = 1.0 / (RRF_K + rank)
+            score = 1.0 / (k + rank)
             if row["id"] in fused:
                 kept, acc = fused[row["id"]]
                 fused[row["id"]] = (kept, acc + score)
@@ -415,6 +468,16 @@ def apply_recency(rows: list[dict], weight: float) -> list[dict]:
 
 # --------------------------------------------------------------------------- commands
 def cmd_version(args) -> int:
+    fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    if fault == "version-garbage":
+        print("vipune: something went wrong {")
+        return EXIT_OK
+    if fault == "version-fail":
+        print("error: cannot initialise", file=sys.stderr)
+        return EXIT_ERROR
+    if fault == "version-hang":
+        while True:
+            time.sleep(3600)
     version = os.environ.get("FAKE_VIPUNE_VERSION", DEFAULT_VERSION)
     if args.json:
         print_json({"version": version, "name": "vipune"})
@@ -439,6 +502,13 @@ def inject_search_fault(query: str) -> int | None:
     if fault == "hang":
         while True:
             time.sleep(3600)
+    if fault == "hang-child":
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        Path(os.environ["FAKE_VIPUNE_CHILD_PID"]).write_text(str(child.pid))
+        while True:
+            time.sleep(3600)
     if fault == "error":
         raise VipuneError("injected")
     return None
@@ -461,6 +531,8 @@ def cmd_search(args) -> int:
     project = args.project or "default"
     if use_hybrid:
         pool = min(max(args.limit * 10, 50), MAX_SEARCH_LIMIT)
+        if os.environ.get("FAKE_VIPUNE_FAULT") == "pool-all":
+            pool = MAX_SEARCH_LIMIT
         results = rrf_fusion([semantic_search(conn, project, query_vec, pool),
                               bm25_search(conn, query, project, pool)])
     else:
@@ -468,6 +540,11 @@ def cmd_search(args) -> int:
     if weight > 0.0:
         results = apply_recency(results, weight)
     results = results[:args.limit]
+    fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    if fault == "repeat-id" and len(results) > 1:
+        results[1] = results[0]
+    if fault == "over-limit":
+        results = results + results[:1]
 
     if not args.no_touch and results:
         ids = [r["id"] for r in results]
@@ -482,7 +559,10 @@ def cmd_search(args) -> int:
         print_json({"results": [
             {"id": r["id"], "content": r["content"], "similarity": r["similarity"],
              "created_at": r["created_at"], "updated_at": r["updated_at"],
-             "project_id": r["project_id"], "metadata": r["metadata"]}
+             "project_id": r["project_id"], "metadata": r["metadata"],
+             "memory_type": r["memory_type"], "status": r["status"],
+             "retrieval_count": r["retrieval_count"], "last_retrieved_at": r["last_retrieved_at"],
+             "importance": r["importance"]}
             for r in results]})
     else:
         for r in results:
@@ -498,7 +578,12 @@ def _check_row(obj, line_no: int) -> tuple[dict, bytes]:
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`")
         if not isinstance(obj[key], str):
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
-    for key in OPTIONAL_STR + ("memory_type", "status", "importance"):
+    for key in ("memory_type", "status"):  # required by the real ImportRow
+        if not isinstance(obj.get(key), str):
+            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`"
+                              if key not in obj else
+                              f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
+    for key in OPTIONAL_STR + ("importance",):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a "
                               "string or null")
@@ -531,11 +616,16 @@ def _check_header(line: str) -> None:
         raise VipuneError("Invalid input: line 1: header must be a JSON object")
     if header.get("type") != "export":
         raise VipuneError("Invalid input: line 1: not an export file (missing type=export)")
-    if "version" not in header:
+    key = "format_version" if "format_version" in header else "version"  # newer / older importers
+    if key not in header:
         raise VipuneError("Invalid input: line 1: header missing version")
-    if header["version"] != 1 or isinstance(header["version"], bool):
-        raise VipuneError(f"Invalid input: line 1: unsupported version {header['version']!r} "
-                          "(expected 1)")
+    if header[key] != 1 or isinstance(header[key], bool):
+        raise VipuneError(f"Invalid input: line 1: unsupported {key} {header[key]!r} (expected 1)")
+    configured = load_config()["embedding_model"]
+    for field_name, want in (("model_id", configured), ("model_revision", MODEL_REVISION)):
+        if field_name in header and header[field_name] != want:
+            raise VipuneError(f"Import refused: the export's {field_name} {header[field_name]!r} "
+                              f"differs from this vipune's embedding model ({want!r})")
     if header.get("embedding_dims") != EMBEDDING_DIMS:
         raise VipuneError(f"Invalid input: line 1: embedding_dims "
                           f"{header.get('embedding_dims')!r} does not match {EMBEDDING_DIMS}")
@@ -813,6 +903,8 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
     try:
+        prepare_home()  # every command, version included, as the real binary does
+        open_db(args.db_path).close()
         return args.func(args)
     except UsageError as exc:
         print(f"vipune {args.command}: error: {exc}", file=sys.stderr)

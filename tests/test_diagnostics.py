@@ -15,8 +15,8 @@ def per_query(rows):
 def test_truncation_splits_recall_by_truncated_gold(tmp_path):
     path = tmp_path / "e.parquet"
     pq.write_table(pa.table({"text_id": ["t1", "t2", "t3"], "truncated": [True, False, False]}), path)
-    pairs = [{"question_id": "a", "gold": ["s1"], "session_ids": ["s1", "s2"], "session_text_ids": ["t1", "t2"]},
-             {"question_id": "b", "gold": ["s3"], "session_ids": ["s3", "s2"], "session_text_ids": ["t3", "t2"]}]
+    pairs = [{"question_id": "a", "gold": ["s1"], "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
+             {"question_id": "b", "gold": ["s3"], "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]}]
     metrics = {"x": per_query({"a": (0.0, []), "b": (1.0, ["s3"])})}
     out = diagnostics.truncation(pairs, [path], metrics, 1)
     assert out["truncated_share"] == pytest.approx(1 / 3) and out["pairs_with_truncated_gold"] == 1

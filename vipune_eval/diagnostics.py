@@ -1,4 +1,4 @@
-"""Why vipune misses: truncation, the empty AND query, agreement with its mirror, gold ranks."""
+"""Why vipune misses: truncation, the empty AND query, agreement with its mirrors, gold ranks."""
 
 from __future__ import annotations
 
@@ -14,17 +14,19 @@ def _mean(values: list[float]) -> float | None:
 
 def truncation(pairs: list[dict[str, Any]], embeddings: list[Path], metrics: dict[str, dict[str, Any]],
                k: int) -> dict[str, Any]:
-    """Share of session texts over the model's 512 tokens, and recall@k with and without them."""
+    """Share of row texts over the model's 512 tokens, and recall@k with and without them.
+
+    ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``)."""
     truncated: dict[str, bool] = {}
     for path in embeddings:
         table = pq.read_table(path, columns=["text_id", "truncated"])
         truncated.update(zip(table.column("text_id").to_pylist(), table.column("truncated").to_pylist()))
-    sessions = {t for p in pairs for t in p["session_text_ids"]}
+    rows = {t for p in pairs for t in p["row_text_ids"]}
     hit = {p["question_id"] for p in pairs
-           if any(truncated[t] for s, t in zip(p["session_ids"], p["session_text_ids"]) if s in p["gold"])}
+           if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])}
     out: dict[str, Any] = {
-        "session_texts": len(sessions),
-        "truncated_share": sum(truncated[t] for t in sessions) / len(sessions),
+        "session_texts": len(rows),
+        "truncated_share": sum(truncated[t] for t in rows) / len(rows),
         "pairs_with_truncated_gold": len(hit),
         f"recall@{k}": {},
     }
@@ -55,11 +57,14 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int) -> dict[str, Any
     return out
 
 
-def agreement(metrics: dict[str, dict[str, Any]], ks: list[int]) -> dict[str, Any] | None:
-    """Per pair, does the binary's top k equal its reference mirror's (`hybrid`)? It should."""
-    if "vipune" not in metrics or "hybrid" not in metrics:
+def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str = "vipune",
+              mirror: str = "hybrid") -> dict[str, Any] | None:
+    """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
+    `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
+    second sits in the fusion, not in the dense arm)."""
+    if binary not in metrics or mirror not in metrics:
         return None
-    vipune, hybrid = metrics["vipune"]["per_query"], metrics["hybrid"]["per_query"]
+    vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]
     shared = sorted(set(vipune) & set(hybrid))
     out: dict[str, Any] = {"pairs": len(shared)}
     for k in ks:

@@ -1,29 +1,38 @@
-"""embed: every unique text once, with vipune's recipe, to Parquet.
+"""embed: every unique text of a view once, with vipune's recipe, to Parquet.
 
 vipune embeds with bge-small-en-v1.5's fp32 ``onnx/model.onnx``, mean pooling over the attention
-mask and L2 normalisation. fastembed's built-in bge-small uses CLS pooling on another file, so the
-recipe is registered as a custom fastembed model loaded from a local folder.
+mask and L2 normalisation (docs/vipune-contract.md). fastembed's built-in bge-small uses CLS
+pooling on another file, so the recipe is registered as a custom fastembed model loaded from a
+local folder. An empty text gets the zero vector, as vipune gives it.
+
+Each shard file records the model fingerprint it was embedded with. A text another view has
+already embedded with the same model (a question, a one-turn session that equals its turn row)
+is copied from that view's shards instead of embedded again, so no text is embedded twice.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .io import EvalError, Progress, atomic_path, log
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
 DEFAULT_MAX_TOKENS = 512
+MODEL_KEY = b"vipune_eval.model_fingerprint"
 
 
-def embeddings_schema(dim: int) -> pa.Schema:
+def embeddings_schema(dim: int, model_hash: str = "") -> pa.Schema:
     return pa.schema([("text_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim)),
-                      ("tokens", pa.int32()), ("truncated", pa.bool_())])
+                      ("tokens", pa.int32()), ("truncated", pa.bool_())],
+                     metadata={MODEL_KEY: model_hash.encode()})
 
 
 def shard_of(text_id: str, shards: int) -> int:
@@ -31,20 +40,40 @@ def shard_of(text_id: str, shards: int) -> int:
     return int(text_id[:8], 16) % shards
 
 
+def _json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"{path}: cannot read the model's JSON file ({exc}); the model folder is "
+                        "damaged: copy or download it again") from exc
+
+
 def model_dim(model_dir: Path) -> int:
     config = model_dir / "config.json"
-    if config.is_file():
-        return int(json.loads(config.read_text()).get("hidden_size", 384))
-    return 384
+    return int(_json(config).get("hidden_size", 384)) if config.is_file() else 384
 
 
 def max_tokens(model_dir: Path) -> int:
     config = model_dir / "tokenizer_config.json"
     if config.is_file():
-        value = json.loads(config.read_text()).get("model_max_length", DEFAULT_MAX_TOKENS)
+        value = _json(config).get("model_max_length", DEFAULT_MAX_TOKENS)
         if isinstance(value, int) and 0 < value < 100_000:
             return value
     return DEFAULT_MAX_TOKENS
+
+
+def load_tokenizer(path: Path):
+    """The model's ``tokenizer.json``, counting special tokens, never truncating or padding."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception for a damaged file
+        raise EvalError(f"{path}: not a readable tokenizer.json ({str(exc)[:200]}); the model folder "
+                        "is damaged: copy or download it again") from exc
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
 
 
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
@@ -54,6 +83,7 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
 
     if pooling not in POOLINGS:
         raise EvalError(f"model.pooling must be one of {sorted(POOLINGS)}, got {pooling!r}")
+    load_tokenizer(model_dir / "tokenizer.json")  # a damaged tokenizer is named, not the ONNX file
     dim = model_dim(model_dir)
     name = f"vipune-eval/{pooling}-{dim}/{file}"
     # The registry is process-global and add_custom_model refuses a name twice.
@@ -71,11 +101,7 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
 
 def count_tokens(model_dir: Path, texts: list[str]) -> np.ndarray:
     """Tokens per text with special tokens and without truncation (what vipune counts)."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    tokenizer = load_tokenizer(model_dir / "tokenizer.json")
     return np.array([len(e.ids) for e in tokenizer.encode_batch(texts)], dtype=np.int32)
 
 
@@ -85,36 +111,78 @@ def embed_texts(model, texts: list[str], batch_size: int, progress: Progress) ->
         yield vector
 
 
-def run_embed(texts_path: Path, model_dir: Path, file: str, pooling: str, shard: int, shards: int,
-              out: Path, threads: int, batch_size: int, chunk: int = 2048, cuda: bool = False) -> int:
-    """Embed the texts of shard ``shard`` of ``shards``; returns how many were embedded."""
-    table = pq.read_table(texts_path)
+def model_hash(fingerprint: Path) -> str:
+    """The model a shard was embedded with: a hash of its fingerprint file's text."""
+    return hashlib.sha256(Path(fingerprint).read_bytes()).hexdigest()[:16]
+
+
+def reusable(others: list[Path], wanted: set[str], model: str) -> dict[str, tuple[np.ndarray, int]]:
+    """text id → (vector, tokens) of wanted texts already embedded with the same model."""
+    found: dict[str, tuple[np.ndarray, int]] = {}
+    for path in others:
+        try:
+            schema = pq.read_schema(path)
+        except (OSError, pa.ArrowInvalid):
+            continue
+        if (schema.metadata or {}).get(MODEL_KEY, b"").decode() != model:
+            continue
+        missing = wanted - set(found)
+        if not missing:
+            break
+        table = pq.read_table(path, columns=["text_id", "embedding", "tokens"],
+                              filters=pc.field("text_id").isin(pa.array(sorted(missing))))
+        vectors = table.column("embedding").combine_chunks()
+        matrix = vectors.values.to_numpy(zero_copy_only=False).reshape(-1, vectors.type.list_size)
+        for tid, vector, tokens in zip(table.column("text_id").to_pylist(), matrix,
+                                       table.column("tokens").to_pylist()):
+            found[tid] = (vector, tokens)
+    return found
+
+
+def run_embed(texts: Path, model_dir: Path, file: str, pooling: str, shard: int, shards: int,
+              out: Path, threads: int, batch_size: int, model_fingerprint: Path,
+              reuse: list[Path] | None = None, cuda: bool = False, chunk: int = 2048) -> int:
+    """Embed the texts of shard ``shard`` of ``shards``; returns how many were embedded (not
+    copied from ``reuse``, other views' shards)."""
+    table = pq.read_table(texts)
     mask = pa.array([shard_of(t, shards) == shard for t in table.column("text_id").to_pylist()])
     table = table.filter(mask)
     ids = table.column("text_id").to_pylist()
-    texts = table.column("text").to_pylist()
+    strings = table.column("text").to_pylist()
     del table
-    tokens = count_tokens(model_dir, texts)
+    model_key = model_hash(model_fingerprint)
+    copied = reusable([p for p in reuse or [] if Path(p).resolve() != Path(out).resolve()],
+                      set(ids), model_key)
+    todo = [i for i, tid in enumerate(ids) if tid not in copied and strings[i]]
+    tokens = np.zeros(len(ids), dtype=np.int32)
+    if todo:
+        tokens[todo] = count_tokens(model_dir, [strings[i] for i in todo])
     # Length-sorted batches pad least: the model's cost follows the longest text of a batch.
-    order = np.argsort(tokens, kind="stable")
+    order = [todo[j] for j in np.argsort(tokens[todo], kind="stable")]
     limit = max_tokens(model_dir)
-    model = load_model(model_dir, file, pooling, threads=threads, cuda=cuda)
     dim = model_dim(model_dir)
-    schema = embeddings_schema(dim)
-    progress = Progress(f"embed shard {shard}/{shards}: texts", total=len(texts))
-    log.info("embed shard %d/%d: %d texts, %d threads, batch %d", shard, shards, len(texts), threads, batch_size)
+    vectors = np.zeros((len(ids), dim), dtype=np.float32)  # empty texts keep the zero vector
+    for i, tid in enumerate(ids):
+        if tid in copied:
+            vectors[i], tokens[i] = copied[tid]
+    log.info("embed shard %d/%d: %d texts (%d copied from other views, %d empty), %d threads, "
+             "batch %d", shard, shards, len(ids), len(copied),
+             len(ids) - len(copied) - len(todo), threads, batch_size)
+    if order:
+        model = load_model(model_dir, file, pooling, threads=threads, cuda=cuda)
+        progress = Progress(f"embed shard {shard}/{shards}: texts", total=len(order))
+        for start in range(0, len(order), chunk):
+            rows = order[start:start + chunk]
+            block = np.stack(list(embed_texts(model, [strings[i] for i in rows], batch_size, progress)))
+            if block.shape[1] != dim:
+                raise EvalError(f"{model_dir / file} gives {block.shape[1]}-d vectors, config.json says {dim}")
+            vectors[rows] = block
+    schema = embeddings_schema(dim, model_key)
     with atomic_path(out) as tmp:
-        with pq.ParquetWriter(tmp, schema) as writer:
-            for start in range(0, len(order), chunk):
-                rows = order[start:start + chunk]
-                vectors = np.stack(list(embed_texts(model, [texts[i] for i in rows], batch_size, progress)))
-                if vectors.shape[1] != dim:
-                    raise EvalError(f"{model_dir / file} gives {vectors.shape[1]}-d vectors, config.json says {dim}")
-                writer.write_table(pa.table({
-                    "text_id": [ids[i] for i in rows],
-                    "embedding": pa.FixedSizeListArray.from_arrays(
-                        pa.array(vectors.astype(np.float32).ravel()), dim),
-                    "tokens": tokens[rows],
-                    "truncated": tokens[rows] > limit,
-                }, schema=schema))
-    return len(texts)
+        pq.write_table(pa.table({
+            "text_id": ids,
+            "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+            "tokens": tokens,
+            "truncated": tokens > limit,
+        }, schema=schema), tmp)
+    return len(order)

@@ -1,7 +1,12 @@
-"""filter: stream LongMemEval's JSON into scored pairs, unique texts and qrels.
+"""filter: stream LongMemEval's JSON into the pairs of a view, their memory rows and qrels.
 
-The real file is about 2.7 GB, so instances are parsed one at a time (ijson) and texts are
-written to Parquet in batches; only the set of seen text ids and the pairs stay in memory.
+The real file is about 2.7 GB, so instances are parsed one at a time (ijson) and rows, texts
+and pairs are written to Parquet in batches; only the set of seen text ids stays in memory.
+
+Two stages read the dataset, so that what the searches need does not change when only the
+pairs' labels do: ``run_rows`` writes each pair's memory rows and the unique texts (what embed
+and search read); ``run_pairs`` writes the pairs (category, gold, dev/test split), the qrels and
+the counts (what score and report read).
 """
 
 from __future__ import annotations
@@ -11,44 +16,74 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import ijson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import split as splits
+from . import trec
 from .io import EvalError, Progress, atomic_path, log, text_id, write_json
+from .views import View
 
 PAIRS_SCHEMA = pa.schema([
     ("question_id", pa.string()),
     ("question_type", pa.string()),
     ("question", pa.string()),
     ("question_date", pa.string()),
-    ("question_text_id", pa.string()),
+    ("split", pa.string()),
     ("gold", pa.list_(pa.string())),
     ("gold_source", pa.string()),
     ("session_ids", pa.list_(pa.string())),
-    ("session_text_ids", pa.list_(pa.string())),
-    ("session_created_at", pa.list_(pa.string())),
+])
+ROWS_SCHEMA = pa.schema([
+    ("question_id", pa.string()),
+    ("question", pa.string()),
+    ("question_text_id", pa.string()),
+    ("row_keys", pa.list_(pa.string())),      # unique within the pair: the vipune row id's tail
+    ("row_sessions", pa.list_(pa.string())),  # the session each row belongs to
+    ("row_docs", pa.list_(pa.string())),      # the document a row stands for in the run file
+    ("row_text_ids", pa.list_(pa.string())),
+    ("row_created_at", pa.list_(pa.string())),
 ])
 TEXTS_SCHEMA = pa.schema([("text_id", pa.string()), ("text", pa.string())])
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 FALLBACK_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+MAX_ROW_TOKENS = 512  # what vipune's add/search accept (special tokens counted)
+SKIP_RULE = ("LongMemEval's run_retrieval.py: a pair is skipped when no user turn of its haystack "
+             "has a truthy has_answer (after the 30 _abs abstention questions)")
 
 
-@dataclass(frozen=True)
-class FilterOutputs:
-    pairs: Path
-    texts: Path
-    qrels: Path
-    summary: Path
-    official_pairs: Path | None = None  # LongMemEval's own protocol, when asked for
-    official_qrels: Path | None = None
+@dataclass
+class Row:
+    key: str
+    session: str
+    doc: str
+    text: str
+
+
+@dataclass
+class Instance:
+    """One validated instance: its pair (without rows) and its sessions."""
+
+    pair: dict[str, Any]
+    sessions: list[tuple[str, list[dict[str, Any]], str]]  # (session id, turns, created_at)
+    where: str
 
 
 def session_text(session: list[dict[str, Any]]) -> str:
     """One memory row per session: the turns as ``role: content`` lines."""
-    return "\n".join(f"{turn['role']}: {turn['content']}" for turn in session)
+    return "\n".join(turn_text(turn) for turn in session)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    return f"{turn['role']}: {turn['content']}"
+
+
+def official_session_text(session: list[dict[str, Any]]) -> str:
+    """LongMemEval's session key: the user turns' contents joined by one space."""
+    return " ".join(turn["content"] for turn in session if turn["role"] == "user")
 
 
 _DATE = re.compile(r"(\d{4})/(\d\d)/(\d\d) \((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d\d):(\d\d)")
@@ -66,6 +101,7 @@ def rfc3339(date: str) -> str:
 
 
 def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
+    done = 0
     try:
         with open(path, "rb") as handle:
             head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -73,11 +109,24 @@ def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
                 raise EvalError(f"{path}: LongMemEval data is one JSON list of instances, but the "
                                 f"file starts with {head[:40]!r}")
             handle.seek(0)
-            yield from ijson.items(handle, "item", use_float=True)
-    except ijson.JSONError as exc:
-        raise EvalError(f"{path}: not a valid LongMemEval JSON array ({exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise EvalError(f"{path}: not UTF-8 text ({exc})") from exc
+            for item in ijson.items(handle, "item", use_float=True):
+                yield item
+                done += 1
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
+        kind = "not UTF-8 text" if _is_encoding_error(exc) else "not a valid LongMemEval JSON array"
+        raise EvalError(f"{path}: instance {done} (after {done} complete instances): {kind} "
+                        f"({_short(exc)}) — is this the LongMemEval file, complete and undamaged?") from exc
+
+
+def _is_encoding_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, UnicodeDecodeError) or "utf8" in text or "utf-8" in text or "byte" in text
+
+
+def _short(exc: Exception) -> str:
+    """Parser messages can dump kilobytes of the input: keep the first line, briefly."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200]
 
 
 def _require(instance: dict[str, Any], key: str, kind: type, where: str) -> Any:
@@ -89,10 +138,13 @@ def _require(instance: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _check_id(value: Any, what: str, where: str) -> str:
-    """Ids go into whitespace-separated TREC files and vipune row ids: strings without spaces."""
-    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        raise EvalError(f"{where}: {what} should be a non-empty string without whitespace, got {value!r:.80}")
+def check_id(value: Any, what: str, where: str) -> str:
+    """Ids go into whitespace-separated TREC files and vipune's arguments: non-empty strings
+    without whitespace or control characters (a NUL cannot travel in an argument)."""
+    if not isinstance(value, str) or not value or any(c.isspace() or ord(c) < 32 or c == "\x7f"
+                                                      for c in value):
+        raise EvalError(f"{where}: {what} should be a non-empty string without whitespace or "
+                        f"control characters (TREC files are whitespace-separated), got {value!r:.80}")
     return value
 
 
@@ -106,11 +158,9 @@ def _check_session(session: Any, where: str) -> list[dict[str, Any]]:
     return session
 
 
-def build_pair(instance: dict[str, Any], where: str,
-               official: bool = False) -> tuple[dict[str, Any], dict[str, str], dict[str, Any] | None]:
-    """One scored pair, the texts (id → text) its haystack and question need, and with
-    ``official`` the pair under LongMemEval's own protocol (None when it keeps no gold)."""
-    qid = _require(instance, "question_id", str, where)
+def read_instance(instance: Any, where: str) -> Instance:
+    """Validate one non-abstention instance; its pair under the seed protocol and its sessions."""
+    qid = instance["question_id"]
     where = f"{where} (question_id {qid})"
     # A NUL cannot travel in a command-line argument, so no lane sees it (the rest is kept as data).
     question = _require(instance, "question", str, where).replace("\x00", " ").strip()
@@ -124,43 +174,32 @@ def build_pair(instance: dict[str, Any], where: str,
         raise EvalError(f"{where}: empty haystack")
     if not question:
         raise EvalError(f"{where}: empty question")
+    if dates is not None and not isinstance(dates, list):
+        raise EvalError(f"{where}: field 'haystack_dates' should be a list of dates like "
+                        f"'2023/05/20 (Sat) 02:21', got {type(dates).__name__} {dates!r:.60}")
     if dates is not None and len(dates) != len(sessions):
         raise EvalError(f"{where}: {len(dates)} haystack_dates for {len(sessions)} sessions")
 
-    texts: dict[str, str] = {}
-    ids: list[str] = []
-    text_ids: list[str] = []
-    created: list[str] = []
     seen: dict[str, str] = {}
+    kept: list[tuple[str, list[dict[str, Any]], str]] = []
     with_answer: list[str] = []
-    user_text: dict[str, str] = {}   # official protocol: the user turns of each session
-    user_answer: set[str] = set()    # … and the sessions with a user-side has_answer turn
     for i, (sid, session) in enumerate(zip(session_ids, sessions)):
-        _check_id(sid, f"haystack_session_ids[{i}]", where)
-        text = session_text(_check_session(session, f"{where}, session {sid}"))
-        tid = text_id(text)
+        check_id(sid, f"haystack_session_ids[{i}]", where)
+        session = _check_session(session, f"{where}, session {sid}")
+        tid = text_id(session_text(session))
         if sid in seen:
             if seen[sid] != tid:
                 raise EvalError(f"{where}: session id {sid} appears twice with different content")
             continue  # the same session listed twice: one memory row
         seen[sid] = tid
-        texts[tid] = text
-        ids.append(sid)
-        text_ids.append(tid)
         try:
             stamp = rfc3339(dates[i]) if dates is not None else None
         except (TypeError, ValueError) as exc:
             raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
                             f"'2023/05/20 (Sat) 02:21'") from exc
-        created.append(stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        kept.append((sid, session, stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")))
         if any(turn.get("has_answer") is True for turn in session):
             with_answer.append(sid)
-        if official:
-            user_turns = [t for t in session if t["role"] == "user"]
-            if user_turns:
-                user_text[sid] = session_text(user_turns)
-            if any(t.get("has_answer") is True for t in user_turns):
-                user_answer.add(sid)
 
     gold = instance.get("answer_session_ids")
     if gold:
@@ -175,129 +214,296 @@ def build_pair(instance: dict[str, Any], where: str,
     if missing:
         # Stop rather than drop: a gold session that cannot be retrieved would quietly lower recall.
         raise EvalError(f"{where}: gold session(s) {missing} are not in the haystack")
-
-    qtid = text_id(question)
-    texts[qtid] = question
     pair = {"question_id": qid, "question_type": qtype, "question": question,
-            "question_date": str(instance.get("question_date", "")), "question_text_id": qtid,
-            "gold": gold, "gold_source": source, "session_ids": ids, "session_text_ids": text_ids,
-            "session_created_at": created}
-    return pair, texts, (official_pair(pair, user_text, user_answer, texts) if official else None)
+            "question_date": str(instance.get("question_date", "")), "gold": gold,
+            "gold_source": source, "session_ids": [sid for sid, _, _ in kept]}
+    return Instance(pair, kept, where)
 
 
-def official_pair(pair: dict[str, Any], user_text: dict[str, str], user_answer: set[str],
-                  texts: dict[str, str]) -> dict[str, Any] | None:
-    """LongMemEval's retrieval protocol: rows hold user turns only, and gold keeps only the answer
-    sessions with a user-side has_answer turn; a pair left without gold is skipped."""
-    gold = [g for g in pair["gold"] if g in user_answer and g in user_text]
-    if not gold:
-        return None
-    kept = [i for i, sid in enumerate(pair["session_ids"]) if sid in user_text]
-    text_ids = []
-    for i in kept:
-        tid = text_id(user_text[pair["session_ids"][i]])
-        texts[tid] = user_text[pair["session_ids"][i]]
-        text_ids.append(tid)
-    return {**pair, "gold": gold, "gold_source": "official: user-side has_answer",
-            "session_ids": [pair["session_ids"][i] for i in kept], "session_text_ids": text_ids,
-            "session_created_at": [pair["session_created_at"][i] for i in kept]}
+# ---------------------------------------------------------------- rows of each view
 
 
-def run_filter(dataset: Path, out: FilterOutputs, expected: dict[str, int] | None,
-               batch_texts: int = 2000) -> dict[str, Any]:
-    pairs: list[dict[str, Any]] = []
-    official: list[dict[str, Any]] = []
-    with_official = out.official_pairs is not None
-    seen_texts: set[str] = set()
-    seen_questions: set[str] = set()
-    batch: list[tuple[str, str]] = []
-    counts = Counter()
-    per_category: Counter[str] = Counter()
-    gold_sources: Counter[str] = Counter()
-    progress = Progress("filter: instances", total=expected["instances"] if expected else 0)
-    with atomic_path(out.texts) as tmp_texts:
-        writer = pq.ParquetWriter(tmp_texts, TEXTS_SCHEMA)
+def seed_rows(instance: Instance, granularity: str, chunker: Callable | None) -> list[Row]:
+    rows = []
+    for sid, session, _ in instance.sessions:
+        if granularity == "session":
+            rows.append(Row(sid, sid, sid, session_text(session)))
+        elif granularity == "turn":
+            rows += [Row(f"{sid}::{n}", sid, sid, turn_text(turn)) for n, turn in enumerate(session, 1)]
+        else:
+            rows += [Row(f"{sid}::c{n}", sid, sid, text)
+                     for n, text in enumerate(chunker([turn_text(t) for t in session]), 1)]
+    return rows
 
-        def flush() -> None:
-            if batch:
-                writer.write_table(pa.Table.from_pylist(
-                    [{"text_id": t, "text": x} for t, x in batch], schema=TEXTS_SCHEMA))
-                batch.clear()
 
-        for index, instance in enumerate(iter_instances(dataset)):
-            where = f"{dataset}: instance {index}"
-            if not isinstance(instance, dict):
-                raise EvalError(f"{where}: should be an object, got {type(instance).__name__}")
-            counts["instances"] += 1
-            progress.advance()
-            qid = _check_id(_require(instance, "question_id", str, where), "question_id", where)
-            if qid in seen_questions:
-                raise EvalError(f"{where}: duplicate question_id {qid}")
-            seen_questions.add(qid)
-            if qid.endswith("_abs"):
-                counts["abstention"] += 1
+def _has_answer(turn: dict[str, Any], where: str, session: str, strict: bool) -> bool:
+    """LongMemEval's reading of ``has_answer`` on a user turn of an ``answer`` session: truthy
+    at session level (a missing key raises KeyError there), exactly true/false at turn level."""
+    if "has_answer" not in turn:
+        raise EvalError(f"{where}, session {session}: a user turn has no has_answer; LongMemEval's "
+                        f"run_retrieval.py fails on it (KeyError), so the official view cannot be scored")
+    if strict and turn["has_answer"] not in (True, False):
+        raise EvalError(f"{where}, session {session}: has_answer = {turn['has_answer']!r}; LongMemEval's "
+                        "turn-level code asserts true or false, so the official turn view cannot be scored")
+    return bool(turn["has_answer"])
+
+
+def official_rows(instance: Instance, granularity: str) -> list[Row]:
+    """LongMemEval's corpus (run_retrieval.py, process_item_flat_index): a session's key is its
+    user turns joined by a space (kept even when empty); a turn's id is ``<session>_<n>`` with n
+    counting turns of both roles from 1; ``answer`` in an id becomes ``noans`` where no user-side
+    has_answer marks the evidence."""
+    rows = []
+    for sid, session, _ in instance.sessions:
+        users = [(n, t) for n, t in enumerate(session, 1) if t["role"] == "user"]
+        if granularity == "session":
+            doc = sid
+            if "answer" in sid and not any(_has_answer(t, instance.where, sid, False) for _, t in users):
+                doc = sid.replace("answer", "noans")
+            rows.append(Row(sid, sid, doc, official_session_text(session)))
+            continue
+        for n, turn in users:
+            doc = f"{sid}_{n}"
+            if "answer" in sid and not _has_answer(turn, instance.where, sid, True):
+                doc = doc.replace("answer", "noans")
+            rows.append(Row(doc, sid, doc, turn["content"]))
+    return rows
+
+
+def has_user_side_evidence(instance: Instance) -> bool:
+    """run_retrieval.py's skip rule: some user turn of the haystack has a truthy has_answer."""
+    return any(bool(t.get("has_answer")) for _, session, _ in instance.sessions
+               for t in session if t["role"] == "user")
+
+
+def rows_of(instance: Instance, view: View, chunker: Callable | None) -> list[Row] | None:
+    """The view's rows of an instance, or None when the view skips the pair."""
+    if view.official:
+        if not has_user_side_evidence(instance):
+            return None
+        return official_rows(instance, view.granularity)
+    return seed_rows(instance, view.granularity, chunker)
+
+
+def gold_of(instance: Instance, view: View, rows: list[Row]) -> list[str]:
+    """Seed: the pair's gold sessions. Official: every corpus id holding ``answer``."""
+    if not view.official:
+        return instance.pair["gold"]
+    return list(dict.fromkeys(r.doc for r in rows if "answer" in r.doc))
+
+
+def created_at_of(instance: Instance) -> dict[str, str]:
+    return {sid: stamp for sid, _, stamp in instance.sessions}
+
+
+# ---------------------------------------------------------------- chunks
+
+
+def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Callable[[list[str]], list[str]]:
+    """Greedy packing of a session's turn lines into rows of at most ``max_tokens`` tokens by the
+    model's own tokenizer (special tokens counted, as vipune counts them); a turn longer than
+    that is split at token boundaries. Every row is re-counted, so each is one vipune accepts."""
+    from .embed import load_tokenizer
+
+    tokenizer = load_tokenizer(tokenizer_path)
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text).ids)
+
+    def split_long(line: str) -> list[str]:
+        encoding = tokenizer.encode(line, add_special_tokens=False)
+        budget = max_tokens - (count("") or 0)
+        pieces, start = [], 0
+        offsets = encoding.offsets
+        while start < len(offsets):
+            end = min(start + budget, len(offsets))
+            while True:
+                piece = line[offsets[start][0]:offsets[end - 1][1]].strip()
+                if count(piece) <= max_tokens or end - start <= 1:
+                    break
+                end -= max(1, (end - start) // 20)
+            if piece:
+                pieces.append(piece)
+            start = end
+        return pieces
+
+    def chunks(lines: list[str]) -> list[str]:
+        out: list[str] = []
+        current: list[str] = []
+        for line in lines:
+            for part in ([line] if count(line) <= max_tokens else split_long(line)):
+                if current and count("\n".join([*current, part])) <= max_tokens:
+                    current.append(part)
+                else:
+                    if current:
+                        out.append("\n".join(current))
+                    current = [part]
+        if current:
+            out.append("\n".join(current))
+        return out
+
+    return chunks
+
+
+# ---------------------------------------------------------------- the two stages
+
+
+class _TextWriter:
+    """Unique texts to Parquet in batches (the same filler text appears in many haystacks)."""
+
+    def __init__(self, path: Path, batch: int = 2000) -> None:
+        self.writer = pq.ParquetWriter(path, TEXTS_SCHEMA)
+        self.seen: set[str] = set()
+        self.pending: list[dict[str, str]] = []
+        self.batch = batch
+
+    def add(self, text: str) -> str:
+        tid = text_id(text)
+        if tid not in self.seen:
+            self.seen.add(tid)
+            self.pending.append({"text_id": tid, "text": text})
+            if len(self.pending) >= self.batch:
+                self.flush()
+        return tid
+
+    def flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=TEXTS_SCHEMA))
+            self.pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def usable_instances(dataset: Path, counts: Counter, expected_instances: int | None) -> Iterator[Instance]:
+    """Validated non-abstention instances, counting instances and abstention ones."""
+    seen: set[str] = set()
+    progress = Progress("filter: instances", total=expected_instances or 0)
+    for index, raw in enumerate(iter_instances(dataset)):
+        where = f"{dataset}: instance {index}"
+        if not isinstance(raw, dict):
+            raise EvalError(f"{where}: should be an object, got {type(raw).__name__}")
+        counts["instances"] += 1
+        progress.advance()
+        qid = check_id(_require(raw, "question_id", str, where), "question_id", where)
+        if qid in seen:
+            raise EvalError(f"{where}: duplicate question_id {qid}")
+        seen.add(qid)
+        if qid.endswith("_abs"):
+            counts["abstention"] += 1
+            continue
+        yield read_instance(raw, where)
+    if counts["instances"] == 0:
+        raise EvalError(f"{dataset}: the JSON array holds no instances")
+
+
+def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, texts_out: Path,
+             tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
+    """Each pair's memory rows (the view's granularity) and the unique texts they and the
+    questions hold. Returns counts (pairs, row slots, unique texts)."""
+    view = View(protocol, granularity)
+    if view.granularity == "chunk" and tokenizer is None:
+        raise EvalError("chunk rows need the model's tokenizer.json (--tokenizer)")
+    chunker = make_chunker(tokenizer) if view.granularity == "chunk" else None
+    counts: Counter = Counter()
+    with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
+        texts = _TextWriter(tmp_texts)
+        writer = pq.ParquetWriter(tmp_rows, ROWS_SCHEMA)
+        batch: list[dict[str, Any]] = []
+        for instance in usable_instances(dataset, counts, None):
+            rows = rows_of(instance, view, chunker)
+            if rows is None:
                 continue
-            pair, texts, official_version = build_pair(instance, where, with_official)
-            pairs.append(pair)
-            if official_version:
-                official.append(official_version)
-            per_category[pair["question_type"]] += 1
-            gold_sources[pair["gold_source"]] += 1
-            counts["session_slots"] += len(pair["session_ids"])
-            for tid, text in texts.items():
-                if tid not in seen_texts:
-                    seen_texts.add(tid)
-                    batch.append((tid, text))
-            if len(batch) >= batch_texts:
-                flush()
-        flush()
+            stamps = created_at_of(instance)
+            pair = instance.pair
+            batch.append({
+                "question_id": pair["question_id"], "question": pair["question"],
+                "question_text_id": texts.add(pair["question"]),
+                "row_keys": [r.key for r in rows], "row_sessions": [r.session for r in rows],
+                "row_docs": [r.doc for r in rows], "row_text_ids": [texts.add(r.text) for r in rows],
+                "row_created_at": [stamps[r.session] for r in rows]})
+            counts["pairs"] += 1
+            counts["row_slots"] += len(rows)
+            if len(batch) >= batch_pairs:
+                writer.write_table(pa.Table.from_pylist(batch, schema=ROWS_SCHEMA))
+                batch.clear()
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=ROWS_SCHEMA))
         writer.close()
-        if counts["instances"] == 0:
-            raise EvalError(f"{dataset}: the JSON array holds no instances")
-        summary = {
-            "instances": counts["instances"], "abstention": counts["abstention"], "pairs": len(pairs),
-            "per_category": dict(sorted(per_category.items())), "gold_source": dict(gold_sources),
-            "session_slots": counts["session_slots"], "unique_texts": len(seen_texts),
-            "created_at_policy": "haystack_dates of the session (UTC); 2000-01-01 + index minutes when absent",
-        }
-        if with_official:
-            summary["official"] = {
-                "pairs": len(official), "skipped_without_user_side_gold": len(pairs) - len(official),
-                "per_category": dict(sorted(Counter(p["question_type"] for p in official).items()))}
-        check_expected(dataset, summary, expected)
-        write_pairs(out.pairs, pairs)
-        write_qrels(out.qrels, pairs)
-        if with_official:
-            write_pairs(out.official_pairs, official)
-            write_qrels(out.official_qrels, official)
-        write_json(out.summary, summary)
-    log.info("filter: %d instances, %d abstention, %d pairs, %d unique texts", summary["instances"],
-             summary["abstention"], summary["pairs"], summary["unique_texts"])
+        texts.close()
+        if counts["pairs"] == 0:
+            raise EvalError(f"{dataset}: zero usable pairs in the {view.name} view")
+        counts["unique_texts"] = len(texts.seen)
+    log.info("filter rows (%s): %d pairs, %d rows, %d unique texts", view.name, counts["pairs"],
+             counts["row_slots"], counts["unique_texts"])
+    return {k: counts[k] for k in ("pairs", "row_slots", "unique_texts")}
+
+
+def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, qrels_out: Path,
+              summary_out: Path, expected: dict[str, int] | None = None, split_seed: int = 0,
+              dev_fraction: float = 0.2) -> dict[str, Any]:
+    """The view's pairs (category, gold, split), its qrels and its counts per category."""
+    view = View(protocol, granularity)
+    counts: Counter = Counter()
+    pairs: list[dict[str, Any]] = []
+    all_pairs: list[tuple[str, str]] = []  # every usable pair: the split is decided over these
+    gold_sources: Counter = Counter()
+    empty_gold = 0
+    for instance in usable_instances(dataset, counts, expected.get("instances") if expected else None):
+        pair = instance.pair
+        all_pairs.append((pair["question_id"], pair["question_type"]))
+        rows = rows_of(instance, view, None) if view.official else []
+        if rows is None:
+            continue
+        gold = gold_of(instance, view, rows)
+        if view.official:
+            empty_gold += not gold
+            pair = {**pair, "gold": gold, "gold_source": "official: ids holding 'answer'"}
+        pairs.append({k: pair[k] for k in ("question_id", "question_type", "question", "question_date",
+                                           "gold", "gold_source", "session_ids")})
+        gold_sources[pair["gold_source"]] += 1
+        counts["session_slots"] += len(pair["session_ids"])
+    labels = splits.assign(all_pairs, split_seed, dev_fraction)
+    for pair in pairs:
+        pair["split"] = labels[pair["question_id"]]
+    summary: dict[str, Any] = {
+        "view": view.name, "protocol": view.protocol, "granularity": view.granularity,
+        "instances": counts["instances"], "abstention": counts["abstention"], "pairs": len(pairs),
+        "per_category": dict(sorted(Counter(p["question_type"] for p in pairs).items())),
+        "gold_source": dict(gold_sources), "session_slots": counts["session_slots"],
+        "created_at_policy": "haystack_dates of the session (UTC); 2000-01-01 + index minutes when absent",
+        "split": {"seed": split_seed, "dev_fraction": dev_fraction,
+                  "dev": sum(p["split"] == "dev" for p in pairs),
+                  "test": sum(p["split"] == "test" for p in pairs)},
+    }
+    if view.official:
+        summary["skip_rule"] = SKIP_RULE
+        summary["skipped_without_user_side_evidence"] = len(all_pairs) - len(pairs)
+        summary["pairs_with_empty_gold"] = empty_gold
+    check_expected(dataset, summary, len(all_pairs), expected)
+    with atomic_path(pairs_out) as tmp:
+        pq.write_table(pa.Table.from_pylist(pairs, schema=PAIRS_SCHEMA), tmp)
+    trec.write_qrels(qrels_out, {p["question_id"]: p["gold"] for p in pairs})
+    write_json(summary_out, summary)
+    log.info("filter (%s): %d instances, %d abstention, %d pairs", view.name, summary["instances"],
+             summary["abstention"], summary["pairs"])
     return summary
 
 
-def check_expected(dataset: Path, summary: dict[str, Any], expected: dict[str, int] | None) -> None:
-    if summary["pairs"] == 0:
+def check_expected(dataset: Path, summary: dict[str, Any], usable: int,
+                   expected: dict[str, int] | None) -> None:
+    if usable == 0:
         raise EvalError(f"{dataset}: zero usable pairs ({summary['instances']} instances, "
                         f"{summary['abstention']} abstention)")
     if expected is None:
         return
-    wrong = {k: (v, summary[k]) for k, v in expected.items() if summary[k] != v}
+    found = {"instances": summary["instances"], "abstention": summary["abstention"], "pairs": usable}
+    wrong = {k: (v, found[k]) for k, v in expected.items() if found[k] != v}
     if wrong:
         detail = ", ".join(f"{k}: expected {want}, found {got}" for k, (want, got) in wrong.items())
         raise EvalError(f"{dataset}: counts differ from dataset.expected ({detail}); per category: "
                         f"{summary['per_category']}. Wrong file? Set dataset.expected to null to skip the check.")
-
-
-def write_pairs(path: Path, pairs: list[dict[str, Any]]) -> None:
-    with atomic_path(path) as tmp:
-        pq.write_table(pa.Table.from_pylist(pairs, schema=PAIRS_SCHEMA), tmp)
-
-
-def write_qrels(path: Path, pairs: list[dict[str, Any]]) -> None:
-    lines = [f"{p['question_id']} 0 {g} 1\n" for p in pairs for g in p["gold"]]
-    with atomic_path(path) as tmp:
-        tmp.write_text("".join(lines), encoding="utf-8")
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:

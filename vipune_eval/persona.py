@@ -1,12 +1,12 @@
 """Personas: one haystack each, what one throwaway vipune database holds, plus its question.
 
-Shared by both search lanes: loading a shard's personas with their texts and cached vectors,
-and writing the TREC run file of a lane.
+Shared by both search lanes: loading a shard's personas with their rows, texts and cached
+vectors, and turning a ranking of rows into the documents of the run file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -15,9 +15,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .io import EvalError, atomic_path
+from . import trec
+from .io import EvalError
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
+
+
+def row_id(question_id: str, key: str) -> str:
+    """vipune's global primary key of a row: neutral, and unique within a persona's database."""
+    return f"{question_id}::{key}"
 
 
 @dataclass
@@ -26,19 +32,40 @@ class Persona:
 
     question_id: str
     question: str
-    row_ids: list[str]          # "<question_id>::<session_id>", vipune's global primary keys
-    session_ids: list[str]
+    row_ids: list[str]
+    session_ids: list[str]      # the session of each row
     created_at: list[str]       # RFC3339, all UTC with the same format: sortable as text
     texts: list[str]
     vectors: np.ndarray         # (rows, dim) float32
     query_vector: np.ndarray    # (dim,) float32
+    docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
+    _doc_of: dict[str, str] = field(init=False, repr=False)
 
-    def session_of(self, row_id: str) -> str:
-        return row_id.split("::", 1)[1]
+    def __post_init__(self) -> None:
+        # Row ids map back through this lookup, never by parsing them (ids may hold '::').
+        self._doc_of = dict(zip(self.row_ids, self.docs or self.session_ids))
 
+    def knows(self, rid: str) -> bool:
+        return rid in self._doc_of
 
-def row_id(question_id: str, session_id: str) -> str:
-    return f"{question_id}::{session_id}"
+    def doc_of(self, rid: str) -> str:
+        return self._doc_of[rid]
+
+    def documents(self, ranking: Ranking, depth: int, collapse: bool = True) -> list[str]:
+        """The run's documents: rows' documents by first occurrence (the top k sessions are the
+        first k distinct sessions of the row ranking), at most ``depth``; without ``collapse``
+        every row keeps its own document (a turn-level run)."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for rid, _ in ranking:
+            doc = self._doc_of[rid]
+            if collapse and doc in seen:
+                continue
+            seen.add(doc)
+            out.append(doc)
+            if len(out) == depth:
+                break
+        return out
 
 
 class Vectors:
@@ -46,7 +73,7 @@ class Vectors:
     a search shard holds the vectors of its own personas, not of the whole dataset)."""
 
     def __init__(self, paths: Iterable[Path], keep: set[str] | None = None) -> None:
-        row_filter = None if keep is None else pc.field("text_id").isin(pa.array(sorted(keep)))
+        row_filter = None if keep is None else pc.field("text_id").isin(pa.array(sorted(keep), pa.string()))
         tables = [pq.read_table(p, columns=["text_id", "embedding"], filters=row_filter) for p in paths]
         table = pa.concat_tables(tables)
         column = table.column("embedding").combine_chunks()
@@ -65,12 +92,19 @@ class Vectors:
         return self.matrix[self.rows(text_ids)]
 
 
-def personas_of_shard(pairs_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
+def shard_rows(rows_path: Path, shard: int, shards: int) -> list[dict]:
+    """Every ``shards``-th pair of the view, from ``shard`` (possibly none)."""
+    table = pq.read_table(rows_path)
+    return table.take(pa.array(range(shard, table.num_rows, shards), pa.int64())).to_pylist()
+
+
+def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
                       shards: int) -> Iterator[Persona]:
-    """The shard's personas (every ``shards``-th pair, from ``shard``) with texts and vectors."""
-    table = pq.read_table(pairs_path)
-    pairs = table.take(pa.array(range(shard, table.num_rows, shards), pa.int64())).to_pylist()
-    needed = {t for p in pairs for t in [p["question_text_id"], *p["session_text_ids"]]}
+    """The shard's personas with their rows' texts and vectors (none for an empty shard)."""
+    pairs = shard_rows(rows_path, shard, shards)
+    if not pairs:
+        return
+    needed = {t for p in pairs for t in [p["question_text_id"], *p["row_text_ids"]]}
     table = pq.read_table(texts_path, filters=pc.field("text_id").isin(pa.array(sorted(needed))))
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
     vectors = Vectors(embeddings, keep=needed)
@@ -78,19 +112,15 @@ def personas_of_shard(pairs_path: Path, texts_path: Path, embeddings: list[Path]
         qid = pair["question_id"]
         yield Persona(
             question_id=qid, question=pair["question"],
-            row_ids=[row_id(qid, sid) for sid in pair["session_ids"]],
-            session_ids=pair["session_ids"], created_at=pair["session_created_at"],
-            texts=[text[t] for t in pair["session_text_ids"]],
-            vectors=vectors.get(pair["session_text_ids"]),
-            query_vector=vectors.get([pair["question_text_id"]])[0])
+            row_ids=[row_id(qid, key) for key in pair["row_keys"]],
+            session_ids=pair["row_sessions"], created_at=pair["row_created_at"],
+            texts=[text[t] for t in pair["row_text_ids"]],
+            vectors=vectors.get(pair["row_text_ids"]),
+            query_vector=vectors.get([pair["question_text_id"]])[0],
+            docs=pair["row_docs"])
 
 
-def write_run(path: Path, rankings: list[tuple[Persona, Ranking]], tag: str) -> None:
-    """TREC run lines ``qid Q0 docid rank score tag``; scores strictly decreasing, from the rank."""
-    lines = []
-    for persona, ranking in rankings:
-        for rank, (rid, _) in enumerate(ranking, start=1):
-            lines.append(f"{persona.question_id} Q0 {persona.session_of(rid)} {rank} "
-                         f"{len(ranking) - rank + 1} {tag}\n")
-    with atomic_path(path) as tmp:
-        tmp.write_text("".join(lines), encoding="utf-8")
+def write_run(path: Path, rankings: list[tuple[Persona, Ranking]], tag: str, depth: int,
+              collapse: bool = True) -> None:
+    """The TREC run of a lane: each persona's ranking as documents (see Persona.documents)."""
+    trec.write_run(path, ((p.question_id, p.documents(r, depth, collapse)) for p, r in rankings), tag)

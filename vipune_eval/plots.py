@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .io import atomic_path, read_json  # noqa: E402
+from .measures import primary_k  # noqa: E402
 
 
 def _save(fig, path: Path) -> None:
@@ -87,9 +88,56 @@ def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> Non
     _save(fig, out)
 
 
-def run_plots(report_path: Path, ks: list[int], limit: int, outputs: dict[str, Path]) -> None:
-    report = read_json(report_path)
-    k = 5 if 5 in ks else max(ks)
-    recall_at_k(report, ks, outputs["recall"])
-    per_category(report, k, outputs["categories"])
-    gold_rank_distribution(report, limit, outputs["ranks"])
+def granularities(report: dict[str, Any], k: int, out: Path) -> None:
+    """recall@k of each retriever at each granularity (the session bar alone with one)."""
+    grains = report["granularities"] or {"session": {"retrievers": report["retrievers"]}}
+    names = retriever_order(report)
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
+    width = 0.8 / len(grains)
+    for i, (g, block) in enumerate(grains.items()):
+        values = [block["retrievers"][n]["metrics"][key] if n in block["retrievers"] else 0.0 for n in names]
+        lows = [v - block["retrievers"][n]["intervals"][key][0] if n in block["retrievers"] else 0
+                for n, v in zip(names, values)]
+        highs = [block["retrievers"][n]["intervals"][key][1] - v if n in block["retrievers"] else 0
+                 for n, v in zip(names, values)]
+        xs = [j + (i - (len(grains) - 1) / 2) * width for j in range(len(names))]
+        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=g)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"{key} (95% interval)")
+    ax.set_title(f"{key} per granularity (rows collapse to sessions)")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def latency(report: dict[str, Any], k: int, out: Path) -> None:
+    """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for build in report["builds"]:
+        seconds = build.get("search_seconds")
+        if not seconds:
+            continue
+        y = build["metrics"][key]
+        ax.errorbar([seconds["p50"]], [y], xerr=[[0], [max(seconds["p95"] - seconds["p50"], 0)]],
+                    fmt="o", capsize=4)
+        ax.annotate(build["id"], (seconds["p50"], y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+    ax.set_xlabel("search latency per query, s (dot: median; bar to p95)")
+    ax.set_ylabel(key)
+    ax.set_title(f"{key} against search latency per vipune build")
+    ax.grid(alpha=0.3)
+    _save(fig, out)
+
+
+def run_plots(report: Path, out_dir: Path) -> None:
+    data = read_json(report)
+    primary = next(iter(data["views"].values()))
+    ks = primary["ks"]
+    k = primary_k(ks)
+    recall_at_k(data, ks, out_dir / "recall_at_k.png")
+    per_category(data, k, out_dir / "recall_per_category.png")
+    gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out_dir / "gold_ranks.png")
+    granularities(data, k, out_dir / "granularities.png")
+    latency(data, k, out_dir / "latency.png")

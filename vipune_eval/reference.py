@@ -1,9 +1,10 @@
 """Reference retrievers on the cached vectors, no binary: the model-free lane.
 
-They mirror vipune's hybrid search (src/memory/search.rs, src/sqlite/fts.rs, src/rrf.rs) where it
-matters — per-persona BM25 statistics, the quoted-AND FTS5 query, candidate pools of
-clamp(10 × limit, 50, 10000), RRF with k = 25 and ties to the smaller id — so that `hybrid`
-is a differential check of the binary and the others give context for its number.
+They mirror vipune's search (docs/vipune-contract.md, "How search ranks") where it matters —
+the semantic arm's f64 cosine over rows read newest first with a stable sort, per-persona BM25
+statistics, the quoted-AND FTS5 query, candidate pools of clamp(10 × limit, 50, 10000), RRF with
+k = 25 and fused ties to the smaller id — so that `hybrid` is a differential check of the binary
+and the others give context for its number.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Callable
 
 import numpy as np
 
+from . import retrievers as registry
 from .io import Progress
 from .persona import Persona, Ranking, personas_of_shard, write_run
+from .vipune import MAX_SEARCH_LIMIT
 
 RRF_K = 25
-MAX_SEARCH_LIMIT = 10_000
 
 
 def candidate_pool(limit: int) -> int:
@@ -26,16 +28,16 @@ def candidate_pool(limit: int) -> int:
 
 
 def dense(persona: Persona, n: int) -> Ranking:
-    """Brute-force cosine; exact ties go to the newer created_at, then the smaller id."""
-    norms = np.linalg.norm(persona.vectors, axis=1) * np.linalg.norm(persona.query_vector)
-    sims = (persona.vectors @ persona.query_vector) / np.where(norms == 0, 1, norms)
-    order = sorted(range(len(sims)), key=lambda i: (-float(sims[i]), _neg(persona.created_at[i]),
-                                                    persona.row_ids[i]))
+    """vipune's semantic arm: cosine in f64 of the f32 vectors (0 against a zero vector), rows
+    taken newest first, then a stable sort by score: exact ties keep the newer row first and,
+    within one created_at, import order."""
+    vectors = persona.vectors.astype(np.float64)
+    query = persona.query_vector.astype(np.float64)
+    norms = np.sqrt((vectors * vectors).sum(axis=1)) * np.sqrt(query @ query)
+    sims = np.divide(vectors @ query, norms, out=np.zeros(len(vectors)), where=norms != 0)
+    newest_first = sorted(range(len(sims)), key=lambda i: persona.created_at[i], reverse=True)
+    order = sorted(newest_first, key=lambda i: -sims[i])  # both sorts are stable
     return [(persona.row_ids[i], float(sims[i])) for i in order[:n]]
-
-
-def _neg(stamp: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in stamp)
 
 
 def fts_and_query(question: str) -> str:
@@ -83,47 +85,54 @@ def rrf(rankings: list[Ranking], limit: int) -> Ranking:
     return fused[:limit]
 
 
-def search_persona(persona: Persona, retrievers: list[str], limit: int) -> dict[str, Ranking]:
-    """Rankings of ``persona``'s question by each named reference retriever."""
+def search_persona(persona: Persona, retrievers: list[str], limit: int,
+                   rank_all: bool = False) -> dict[str, Ranking]:
+    """Rankings of ``persona``'s question by each named reference retriever. The fusions follow
+    vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
+    whose rankings collapse to sessions), else their first ``limit``."""
     pool = candidate_pool(limit)
+    rows = len(persona.row_ids)
     index = Bm25Index(persona)
     try:
-        arms: dict[str, Callable[[], Ranking]] = {
-            "dense": lambda: dense(persona, pool),
-            "bm25": lambda: index.search(fts_and_query(persona.question), pool),
-            "bm25-or": lambda: index.search(fts_or_query(persona.question), pool),
+        arms: dict[str, Callable[[int], Ranking]] = {
+            "dense": lambda n: dense(persona, n),
+            "bm25": lambda n: index.search(fts_and_query(persona.question), n),
+            "bm25-or": lambda n: index.search(fts_or_query(persona.question), n),
         }
+        depth = max(pool, rows) if rank_all else pool
         cache: dict[str, Ranking] = {}
 
         def arm(name: str) -> Ranking:
             if name not in cache:
-                cache[name] = arms[name]()
+                cache[name] = arms[name](depth)
             return cache[name]
 
         out: dict[str, Ranking] = {}
         for name in retrievers:
             if name == "hybrid":
-                out[name] = rrf([arm("dense"), arm("bm25")], limit)
+                out[name] = rrf([arm("dense")[:pool], arm("bm25")[:pool]], limit)
             elif name == "hybrid-or":
-                out[name] = rrf([arm("dense"), arm("bm25-or")], limit)
+                out[name] = rrf([arm("dense")[:pool], arm("bm25-or")[:pool]], limit)
             else:
-                out[name] = arm(name)[:limit]
+                out[name] = arm(name) if rank_all else arm(name)[:limit]
         return out
     finally:
         index.close()
 
 
-REFERENCE_RETRIEVERS = ("dense", "bm25", "bm25-or", "hybrid", "hybrid-or")
-
-
-def run_reference(pairs: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
-                  retrievers: list[str], limit: int, outputs: list[Path]) -> None:
-    personas = list(personas_of_shard(pairs, texts, embeddings, shard, shards))
-    progress = Progress(f"reference shard {shard}/{shards}: personas", total=len(personas))
+def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
+                  retrievers: list[str], limit: int, depth: int, outputs: list[Path],
+                  rank_all: bool = False, collapse: bool = True) -> None:
+    """Reference rankings of one shard's personas, one run file per retriever; a run lists at
+    most ``depth`` documents per pair."""
+    unknown = [r for r in retrievers if r not in registry.REFERENCE]
+    if unknown or len(retrievers) != len(outputs):
+        raise ValueError(f"reference retrievers {retrievers} with outputs {outputs}")
     results: dict[str, list[tuple[Persona, Ranking]]] = {name: [] for name in retrievers}
-    for persona in personas:
-        for name, ranking in search_persona(persona, retrievers, limit).items():
+    progress = Progress(f"reference shard {shard}/{shards}: personas", total=0)
+    for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
+        for name, ranking in search_persona(persona, retrievers, limit, rank_all).items():
             results[name].append((persona, ranking))
         progress.advance()
     for name, out in zip(retrievers, outputs):
-        write_run(out, results[name], name)
+        write_run(out, results[name], name, depth, collapse)

@@ -1,39 +1,33 @@
 """report: the numbers, their intervals, paired comparisons, diagnostics and provenance, as JSON
-for scripts and Markdown for people."""
+for scripts and Markdown for people.
+
+Its inputs come from a manifest (written at parse time, see workspace.report_manifest) that
+names every view, every run's metrics and every build; ``build_report`` turns them into
+``report.json``, ``markdown`` into ``report.md``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from . import __version__, diagnostics
+from . import __version__, diagnostics, measures
 from .io import atomic_path, read_json, write_json
-from .score import metric_keys, read_qrels
-from .stats import compare_runs
+from .stats import adjust_family, compare_runs
+from .trec import read_qrels
 
-PRIMARY_K = 5  # the k of the headline comparisons and diagnostics (the middle of 1, 5, 10)
-
-
-@dataclass
-class ReportInputs:
-    summary: Path
-    qrels: Path
-    pairs: Path
-    embeddings: list[Path]
-    metrics: dict[str, Path]          # retriever name → its metrics JSON
-    dataset_fp: Path
-    model_fp: Path
-    config: Path
-    ks: list[int]
-    vipune_fp: Path | None = None
-    preflight: Path | None = None
-    baseline_fp: Path | None = None
-    baseline_metrics: Path | None = None
-    official_qrels: Path | None = None
-    official_metrics: dict[str, Path] | None = None  # the second view (protocol: official)
+# LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
+# here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
+# GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all.
+PUBLISHED = {
+    "source": "LongMemEval paper (Wu et al., ICLR 2025), Table 9, LongMemEval_M, value = session, "
+              "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
+              "against the paper here; Contriever and Stella figures were not available",
+    "retrievers": {"BM25 (rank_bm25)": {"recall_all@5": 0.634, "recall_all@10": 0.710,
+                                        "ndcg_any@5": 0.516, "ndcg_any@10": 0.540}},
+}
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -56,9 +50,8 @@ def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, s
     return out
 
 
-def comparison(a: dict[str, Any], b: dict[str, Any], ks: list[int], name_a: str, name_b: str) -> dict[str, Any]:
+def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> dict[str, Any]:
     """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
-    keys = metric_keys(ks)
     shared = sorted(set(a["per_query"]) & set(b["per_query"]))
     rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
     rows_b = {q: {k: b["per_query"][q][k] for k in keys} for q in shared}
@@ -68,58 +61,138 @@ def comparison(a: dict[str, Any], b: dict[str, Any], ks: list[int], name_a: str,
 
 def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
     entry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
-             "intervals": m["intervals"], "per_category": m["per_category"]}
+             "intervals": m["intervals"], "per_category": m["per_category"],
+             "short_lists": m["short_lists"]}
     if "search_seconds" in m:
         entry["search_seconds"] = m["search_seconds"]
     return entry
 
 
-def build_report(inputs: ReportInputs) -> dict[str, Any]:
-    ks = inputs.ks
-    k = PRIMARY_K if PRIMARY_K in ks else max(ks)
-    summary = read_json(inputs.summary)
-    metrics = {name: read_json(path) for name, path in inputs.metrics.items()}
-    gold = {qid: set(docs) for qid, docs in read_qrels(inputs.qrels).items()}
-    pairs = pq.read_table(inputs.pairs, columns=["question_id", "gold", "session_ids",
-                                                 "session_text_ids"]).to_pylist()
+def _view_counts(view: dict[str, Any]) -> dict[str, int]:
+    rows = pq.read_table(view["rows"], columns=["row_keys"]).column("row_keys")
+    tokens = texts = 0
+    for path in view["embeddings"]:
+        column = pq.read_table(path, columns=["tokens"]).column("tokens")
+        tokens += int(sum(column.to_pylist()))
+        texts += len(column)
+    return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
+
+
+def _view_block(view: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    summary = read_json(view["summary"])
+    return {"protocol": view["protocol"], "granularity": view["granularity"],
+            "description": view["description"], "ks": view["ks"], "pairs": summary["pairs"],
+            "qrels": view["qrels"], "summary": summary, "measures": measures.definitions(view["measures"]),
+            **_view_counts(view),
+            "retrievers": {name: retriever_entry(m) for name, m in metrics.items()}}
+
+
+def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
+    primary = manifest["views"][0]
+    ks = primary["ks"]
+    keys = measures.keys(ks, primary["measures"])
+    k = measures.primary_k(ks)
+    summary = read_json(primary["summary"])
+    view_metrics = [{name: read_json(path) for name, path in view["metrics"].items()}
+                    for view in manifest["views"]]
+    metrics = view_metrics[0]
+    gold = {qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()}
     report: dict[str, Any] = {
-        "pairs": summary["pairs"],
-        "qrels": str(inputs.qrels),
-        "dataset": summary,
+        "pairs": summary["pairs"], "qrels": primary["qrels"], "protocol": primary["description"],
+        "measures": measures.definitions(primary["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
     }
     subject = "vipune" if "vipune" in metrics else next(iter(metrics))
-    report["comparisons"] = {
-        f"{subject} vs {other}": comparison(metrics[subject], metrics[other], ks, subject, other)
-        for other in metrics if other != subject}
-    if inputs.baseline_fp and inputs.baseline_metrics:
-        before = read_json(inputs.baseline_metrics)
-        report["baseline"] = {
-            "vipune": read_json(inputs.baseline_fp), **retriever_entry(before),
-            "comparison": comparison(metrics["vipune"], before, ks, "vipune", "baseline"),
-            "changes": changes(metrics["vipune"], before, gold, ks)}
-    if inputs.official_metrics:
-        report["official"] = {
-            "protocol": "LongMemEval's retrieval protocol: rows hold user turns only; gold keeps the "
-                        "answer sessions with a user-side has_answer turn; pairs without such gold "
-                        "are skipped. Its published Recall@k is recall_all@k here.",
-            **summary["official"], "qrels": str(inputs.official_qrels),
-            "retrievers": {name: retriever_entry(read_json(path))
-                           for name, path in inputs.official_metrics.items()}}
+    report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
+                             for other in metrics if other != subject}
+    report["views"] = {view["name"]: _view_block(view, m) for view, m in zip(manifest["views"], view_metrics)}
+    report["builds"] = builds(manifest, metrics, keys, ks, gold)
+    if manifest.get("baseline"):
+        entry = next(b for b in report["builds"] if b["id"] == manifest["baseline"])
+        report["baseline"] = {"vipune": read_json(manifest["fingerprints"][entry["id"]]), **entry}
+    report["splits"] = {name: {"pairs": summary["split"][name], "retrievers": {
+        r: {"metrics": {key: m["per_split"][name][key] for key in keys},
+            "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
+        for name in ("dev", "test")}
+    report["granularities"] = granularities(manifest, view_metrics, keys)
+    official = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "official"]
+    if official and official[0][0]["granularity"] == "session":
+        view, m = official[0]
+        block = report["views"][view["name"]]
+        report["official"] = {"protocol": view["description"], "pairs": block["pairs"],
+                              "skipped_without_user_side_evidence": block["summary"]["skipped_without_user_side_evidence"],
+                              "pairs_with_empty_gold": block["summary"]["pairs_with_empty_gold"],
+                              "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
+                              "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
+                              "published": PUBLISHED}
     report["diagnostics"] = {
-        "truncation": diagnostics.truncation(pairs, inputs.embeddings, metrics, k),
+        "truncation": diagnostics.truncation(_rows_with_gold(primary), primary["embeddings"], metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k),
-        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks),
+        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", "hybrid"),
+        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic", "dense"),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
     report["provenance"] = {
-        "dataset": read_json(inputs.dataset_fp), "model": read_json(inputs.model_fp),
-        "vipune": read_json(inputs.vipune_fp) if inputs.vipune_fp else None,
-        "preflight": read_json(inputs.preflight) if inputs.preflight else None,
-        "config": read_json(inputs.config),
+        "dataset": read_json(manifest["dataset_fp"]), "model": read_json(manifest["model_fp"]),
+        "vipune": read_json(manifest["fingerprints"][manifest["primary"]]) if manifest.get("primary") else None,
+        "preflight": read_json(manifest["preflight"][manifest["primary"]]) if manifest.get("primary") else None,
+        "builds": {b: read_json(path) for b, path in manifest["fingerprints"].items()},
+        "split": {"seed": summary["split"]["seed"], "dev_fraction": summary["split"]["dev_fraction"],
+                  "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
+                          "round(dev_fraction × n) are dev"},
+        "views": {view["name"]: view["description"] for view in manifest["views"]},
+        "config": read_json(manifest["config"]),
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
+
+
+def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = pq.read_table(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
+    gold = {p["question_id"]: p["gold"] for p in
+            pq.read_table(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
+    return [{**r, "gold": gold[r["question_id"]]} for r in rows]
+
+
+def builds(manifest: dict[str, Any], metrics: dict[str, dict[str, Any]], keys: list[str],
+           ks: list[int], gold: dict[str, set[str]]) -> list[dict[str, Any]]:
+    """One entry per vipune build, the primary first; the others compared with the primary, Holm
+    over every comparison of every build."""
+    if not manifest.get("primary") or "vipune" not in metrics:
+        return []
+    runs = {manifest["primary"]: metrics["vipune"],
+            **{b: read_json(path) for b, path in manifest["views"][0]["builds"].items()}}
+    out = []
+    for build, m in runs.items():
+        fingerprint = read_json(manifest["fingerprints"][build])
+        out.append({"id": build, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
+                    **retriever_entry(m)})
+    primary = runs[manifest["primary"]]
+    compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])
+                              for b, m in runs.items() if b != manifest["primary"]})
+    for entry in out[1:]:
+        entry["comparison"] = compared[entry["id"]]
+        entry["changes"] = changes(runs[entry["id"]], primary, gold, ks)
+    return out
+
+
+def granularities(manifest: dict[str, Any], view_metrics: list[dict[str, dict[str, Any]]],
+                  keys: list[str]) -> dict[str, Any]:
+    """The seed protocol's granularities side by side; each against session, per retriever."""
+    seed = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "seed"]
+    if len(seed) < 2:
+        return {}
+    session = seed[0][1]
+    out: dict[str, Any] = {}
+    for view, m in seed:
+        counts = _view_counts(view)
+        out[view["granularity"]] = {"pairs": read_json(view["summary"])["pairs"], **counts,
+                                    "retrievers": {name: retriever_entry(e) for name, e in m.items()}}
+        if view["granularity"] != "session":
+            out[view["granularity"]]["vs_session"] = {
+                name: comparison(e, session[name], keys, f"{name} ({view['granularity']})", f"{name} (session)")
+                for name, e in m.items() if name in session}
+    return out
 
 
 def _cell(value: float, interval: list[float] | None = None) -> str:
@@ -128,9 +201,21 @@ def _cell(value: float, interval: list[float] | None = None) -> str:
     return f"{value:.3f} [{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def markdown(report: dict[str, Any], ks: list[int]) -> str:
-    keys = metric_keys(ks)
-    k = PRIMARY_K if PRIMARY_K in ks else max(ks)
+def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool = True) -> list[str]:
+    head = "| retriever | " + ("pairs | " if pairs_column else "") + " | ".join(keys) + " |"
+    lines = [head, "|---|" + ("---:|" if pairs_column else "") + "---:|" * len(keys)]
+    for name, entry in rows.items():
+        failed = f" ({len(entry['failed'])} failed)" if entry.get("failed") else ""
+        cells = [_cell(entry["metrics"][key], entry["intervals"][key]) for key in keys]
+        lines.append(f"| {name} | " + (f"{entry['pairs']}{failed} | " if pairs_column else "") + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> str:
+    primary = next(iter(report["views"].values()))
+    ks = primary["ks"]
+    keys = measures.keys(ks, list(report["measures"]))
+    k = measures.primary_k(ks)
     prov = report["provenance"]
     lines = ["# vipune-eval report", ""]
     vipune = prov.get("vipune")
@@ -144,62 +229,117 @@ def markdown(report: dict[str, Any], ks: list[int]) -> str:
     data = prov["dataset"]
     lines.append(f"- dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
                  f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
-    rows = dict(report["retrievers"])
-    baseline = report.get("baseline")
-    if baseline:
-        rows[f"vipune baseline {baseline['vipune']['id']}"] = baseline
-    lines += ["", "## Overall (95% intervals in brackets)", "",
-              "| retriever | pairs | " + " | ".join(keys) + " |", "|---|---:|" + "---:|" * len(keys)]
-    for name, entry in rows.items():
-        failed = f" ({len(entry['failed'])} failed)" if entry["failed"] else ""
-        cells = [_cell(entry["metrics"][key], entry["intervals"][key]) for key in keys]
-        lines.append(f"| {name} | {entry['pairs']}{failed} | " + " | ".join(cells) + " |")
-    categories = sorted({c for e in rows.values() for c in e["per_category"]})
-    for key in [f"recall@{k}" for k in ks]:
+    lines.append(f"- protocol: {report['protocol']}")
+    lines += builds_markdown(report, keys, k)
+    lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
+    categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
+    for key in [f"recall@{kk}" for kk in ks]:
         lines += ["", f"## {key} per category", "",
                   "| retriever | " + " | ".join(categories) + " |", "|---|" + "---:|" * len(categories)]
-        for name, entry in rows.items():
+        for name, entry in report["retrievers"].items():
             cells = [_cell(entry["per_category"][c][key], entry["per_category"][c]["intervals"][key])
                      if c in entry["per_category"] else "–" for c in categories]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    comparisons = dict(report["comparisons"])
-    if baseline:
-        comparisons["vipune vs baseline"] = baseline["comparison"]
+    splits = report["splits"]
+    lines += ["", f"## Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
+                  f"({splits['test']['pairs']} pairs)", "",
+              f"Split seed {prov['split']['seed']}, dev fraction {prov['split']['dev_fraction']} "
+              f"({prov['split']['rule']}). Test:", "",
+              *_table({n: {**e, "pairs": splits["test"]["pairs"]} for n, e in splits["test"]["retrievers"].items()}, keys)]
     lines += ["", "## Paired comparisons", "",
               "Differences on the same pairs, with paired-bootstrap intervals; exact McNemar tests for "
               "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
               "metric and category of a comparison.", ""]
-    for label, result in comparisons.items():
+    for label, result in report["comparisons"].items():
         lines.append(f"**{label}**")
         lines += [f"- {sentence}" for sentence in result["summary"]]
         lines.append("")
-    if baseline:
-        lines += [f"## Pairs that changed against the baseline ({len(baseline['changes'])})", "",
-                  "| question | category | " + " | ".join(f"recall@{k} before → now" for k in ks) + " |",
-                  "|---|---|" + "---|" * len(ks)]
-        for change in baseline["changes"]:
-            cells = [" → ".join(f"{v:.2f}" for v in change[f"recall@{k}"]) if f"recall@{k}" in change
-                     else "=" for k in ks]
-            lines.append(f"| {change['question_id']} | {change['question_type']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    official = report.get("official")
-    if official:
-        shown = [f"recall_all@{k}" for k in ks] + [f"recall@{k}" for k in ks]
-        lines += ["## Second view: LongMemEval's own protocol", "",
-                  f"{official['protocol']} {official['pairs']} pairs "
-                  f"({official['skipped_without_user_side_gold']} skipped).", "",
-                  "| retriever | pairs | " + " | ".join(shown) + " |", "|---|---:|" + "---:|" * len(shown)]
-        for name, entry in official["retrievers"].items():
-            cells = [_cell(entry["metrics"][key], entry["intervals"][key]) for key in shown]
-            lines.append(f"| {name} | {entry['pairs']} | " + " | ".join(cells) + " |")
-        lines.append("")
+    lines += granularities_markdown(report, k)
+    lines += official_markdown(report)
     lines += diagnostics_markdown(report, ks, k)
     counts = report["dataset"]["per_category"]
-    lines += ["", "Pairs per category: " + ", ".join(f"{c} {n}" for c, n in counts.items()),
-              "", "recall@k = |gold ∩ top-k| / |gold| averaged over pairs (the primary number); "
-              "recall_any@k: at least one gold session in the top k; recall_all@k: all of them. "
+    lines += ["", "Pairs per category: " + ", ".join(f"{c} {n}" for c, n in counts.items()), "",
+              "Measures: " + "; ".join(f"{name}: {text}" for name, text in report["measures"].items()) + ". "
               "Failed pairs (vipune.on_error: record) are left out of every average.", ""]
     return "\n".join(lines)
+
+
+def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str]:
+    builds = report["builds"]
+    if not builds:
+        return []
+    lines = ["", "## vipune builds", "",
+             "| build | version | sha256 | pairs | " + " | ".join(keys) + " | latency p50 / p95 (s) |",
+             "|---|---|---|---:|" + "---:|" * len(keys) + "---:|"]
+    for i, b in enumerate(builds):
+        label = f"{b['id']} (primary)" if i == 0 else b["id"]
+        if report.get("baseline") and report["baseline"]["id"] == b["id"]:
+            label += " (vipune baseline)"
+        seconds = b.get("search_seconds")
+        latency = f"{seconds['p50']:.3f} / {seconds['p95']:.3f}" if seconds else "–"
+        cells = [_cell(b["metrics"][key], b["intervals"][key]) for key in keys]
+        lines.append(f"| {label} | {b['version']} | {b['sha256'][:12]} | {b['pairs']} | " + " | ".join(cells)
+                     + f" | {latency} |")
+    for b in builds[1:]:
+        lines += ["", f"**{b['id']} vs {builds[0]['id']}** ({b['comparison']['correction']})"]
+        lines += [f"- {sentence}" for sentence in b["comparison"]["summary"]]
+        lines += [f"- {len(b['changes'])} pairs gained or lost gold sessions in the top "
+                  f"{max(int(kk.split('@')[1]) for kk in keys if '@' in kk)}"]
+        for change in b["changes"][:20]:
+            cells = ", ".join(f"recall@{kk} {v[0]:.2f} → {v[1]:.2f}" for kk, v in
+                              ((key.split("@")[1], change[key]) for key in change if key.startswith("recall@")))
+            lines.append(f"  - {change['question_id']} ({change['question_type']}): {cells}")
+    return lines
+
+
+def granularities_markdown(report: dict[str, Any], k: int) -> list[str]:
+    grains = report["granularities"]
+    if not grains:
+        return []
+    names = list(next(iter(grains.values()))["retrievers"])
+    key = f"recall@{k}"
+    lines = ["## Granularities (seed protocol, scored per session)", "",
+             "| granularity | rows | unique texts | tokens embedded | " + " | ".join(names) + " |",
+             "|---|---:|---:|---:|" + "---:|" * len(names)]
+    for g, block in grains.items():
+        cells = [_cell(block["retrievers"][n]["metrics"][key], block["retrievers"][n]["intervals"][key])
+                 if n in block["retrievers"] else "–" for n in names]
+        lines.append(f"| {g} | {block['rows']} | {block['unique_texts']} | {block['tokens_embedded']} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", f"Cells: {key}. Rankings of turn and chunk rows collapse to sessions by first occurrence."]
+    for g, block in grains.items():
+        for name, result in block.get("vs_session", {}).items():
+            lines += [f"- {name}, {g} vs session: {result['summary'][0]}"]
+        short = {n: e["short_lists"] for n, e in block["retrievers"].items() if e["short_lists"]}
+        if short:
+            lines.append(f"- {g}: pairs whose ranking held fewer distinct sessions than the largest k: "
+                         + ", ".join(f"{n} {c}" for n, c in short.items()))
+    lines.append("")
+    return lines
+
+
+def official_markdown(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, view in report["views"].items():
+        if view["protocol"] != "official":
+            continue
+        shown = measures.keys(view["ks"], [m for m in view["measures"] if m != "mrr"])
+        s = view["summary"]
+        lines += [f"## View {name}: LongMemEval's own protocol", "", f"{view['description']}. "
+                  f"{view['pairs']} pairs ({s['skipped_without_user_side_evidence']} skipped by {s['skip_rule']}; "
+                  f"{s['pairs_with_empty_gold']} kept with empty gold).", "",
+                  *_table(view["retrievers"], shown), ""]
+        lines += [f"- {m}: {text}" for m, text in view["measures"].items()]
+        lines.append("")
+    if "official" in report:
+        published = report["official"]["published"]
+        cols = sorted({c for row in published["retrievers"].values() for c in row})
+        lines += ["Published figures on other retrievers (not ours; " + published["source"] + "):", "",
+                  "| retriever | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+        for name, row in published["retrievers"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "–" for c in cols) + " |")
+        lines.append("")
+    return lines
 
 
 def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[str]:
@@ -222,12 +362,14 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
             lines.append(f"  - hybrid and hybrid-or differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
                          f"recall@{k} is {_opt(on_empty['hybrid'])} (AND) vs {_opt(on_empty['hybrid-or'])} (OR).")
-    agree = d["vipune_vs_hybrid"]
-    if agree:
-        shares = ", ".join(f"top {k}: {agree[f'same_top{k}_share']:.1%}" for k in ks)
-        lines.append(f"- vipune and its mirror `hybrid` return the same ranking on {shares} of "
-                     f"{agree['pairs']} pairs. A large disagreement means the binary no longer does "
-                     f"what its contract says.")
+    for key, (binary, mirror) in (("vipune_vs_hybrid", ("vipune", "hybrid")),
+                                  ("vipune_semantic_vs_dense", ("vipune-semantic", "dense"))):
+        agree = d.get(key)
+        if agree:
+            shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+            lines.append(f"- {binary} and its mirror `{mirror}` return the same ranking on {shares} of "
+                         f"{agree['pairs']} pairs. A large disagreement means the binary no longer does "
+                         f"what its contract says.")
     seconds = report["retrievers"].get("vipune", {}).get("search_seconds")
     if seconds:
         lines.append(f"- vipune search latency (per query, subprocess included): p50 {seconds['p50']:.3f} s, "
@@ -246,9 +388,10 @@ def _opt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def run_report(inputs: ReportInputs, out_json: Path, out_md: Path) -> dict[str, Any]:
-    report = build_report(inputs)
+def run_report(manifest: Path, out_json: Path, out_md: Path) -> dict[str, Any]:
+    report = build_report(read_json(manifest))
     write_json(out_json, report)
     with atomic_path(out_md) as tmp:
-        tmp.write_text(markdown(report, inputs.ks), encoding="utf-8")
+        tmp.write_text(markdown(report), encoding="utf-8")
     return report
+

@@ -1,93 +1,77 @@
-"""score: TREC run + qrels → recall@k and friends, overall and per category.
+"""score: TREC run + qrels → the view's measures per pair, overall, per category and per split.
 
-Measures come from ir-measures (trec_eval through pytrec-eval-terrier) where it computes the
-same thing: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|, ``Success@k`` is recall_any@k,
-``nDCG@k`` uses rel / log2(rank + 1), ``RR`` is the reciprocal rank. recall_all@k is
-``R@k == 1`` per pair. A pair missing from the run retrieved nothing and scores 0 everywhere.
+Measures (vipune_eval.measures) come from ir-measures (trec_eval through pytrec-eval-terrier)
+where it computes the same thing: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|, ``Success@k``
+is recall_any@k, ``nDCG@k`` uses rel / log2(rank + 1), ``RR`` is the reciprocal rank;
+recall_all@k is ``R@k == 1``. LongMemEval's own measures (the official protocol: recall_any,
+recall_all, ndcg_any, and its turn→session scoring) come from vipune_eval.longmemeval. A pair
+missing from the run retrieved nothing.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import ir_measures
 import numpy as np
+import pyarrow.parquet as pq
 
-from .io import EvalError, atomic_path, write_json
-from .stats import bootstrap_interval, metric_is_binary, wilson_interval
+from . import longmemeval, measures, trec
+from .io import EvalError, read_json, write_json
+from .stats import bootstrap_interval, wilson_interval
 
-
-def measure_names(ks: list[int]) -> dict[str, str]:
-    """Our metric key → the ir-measures measure computing it (recall_all is derived)."""
-    names = {}
-    for k in ks:
-        names[f"recall@{k}"] = f"R@{k}"
-        names[f"recall_any@{k}"] = f"Success@{k}"
-        names[f"ndcg@{k}"] = f"nDCG@{k}"
-    names["mrr"] = "RR"
-    return names
+LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
 
 
-def metric_keys(ks: list[int]) -> list[str]:
-    keys = [f"{m}@{k}" for m in ("recall", "recall_any", "recall_all", "ndcg") for k in ks]
-    return keys + ["mrr"]
+def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int],
+              names: Sequence[str] = measures.SEED, official: bool = False,
+              turn_to_session: bool = False, gold: dict[str, list[str]] | None = None
+              ) -> dict[str, dict[str, float]]:
+    """Every measure of ``names`` for every pair of ``gold`` (default: the qrels' pairs).
 
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if len(parts) != 4:
-            raise EvalError(f"{path}:{number}: a qrels line is 'qid 0 docid rel', got {line!r}")
-        qrels[parts[0]][parts[2]] = int(parts[3])
-    return dict(qrels)
-
-
-def read_run(paths: list[Path]) -> dict[str, list[tuple[str, int, float]]]:
-    """qid → [(docid, rank, score)] in rank order, from one or more run files."""
-    run: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
-    for path in paths:
-        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-            parts = line.split()
-            if len(parts) != 6:
-                raise EvalError(f"{path}:{number}: a run line is 'qid Q0 docid rank score tag', got {line!r}")
-            run[parts[0]].append((parts[2], int(parts[3]), float(parts[4])))
-    for qid, hits in run.items():
-        hits.sort(key=lambda h: h[1])
-        scores = [s for _, _, s in hits]
-        if any(a <= b for a, b in zip(scores, scores[1:])):
-            raise EvalError(f"run for {qid} does not have strictly decreasing scores by rank")
-    return dict(run)
-
-
-def per_query(qrels: dict[str, dict[str, int]], run: dict[str, list[tuple[str, int, float]]],
-              ks: list[int]) -> dict[str, dict[str, float]]:
-    """Every metric for every pair in the qrels (pairs absent from the run score 0)."""
-    names = measure_names(ks)
-    measures = {ir_measures.parse_measure(m): key for key, m in names.items()}
-    run_dict = {qid: {doc: score for doc, _, score in hits} for qid, hits in run.items()}
-    values: dict[str, dict[str, float]] = {qid: {key: 0.0 for key in names} for qid in qrels}
-    for metric in ir_measures.iter_calc(list(measures), qrels, run_dict):
-        if metric.query_id in values:
-            values[metric.query_id][measures[metric.measure]] = float(metric.value)
-    for row in values.values():
+    ``official``: recall_any, recall_all and ndcg_any follow LongMemEval's code (a pair without
+    gold then scores recall_all = 1, the others 0); ``turn_to_session``: the run lists turns and
+    LongMemEval's turn→session rule scores them.
+    """
+    gold = gold if gold is not None else {q: [d for d, r in docs.items() if r > 0] for q, docs in qrels.items()}
+    keys = measures.keys(ks, names)
+    values: dict[str, dict[str, float]] = {qid: dict.fromkeys(keys, 0.0) for qid in gold}
+    trec_keys = {}
+    for key in keys:
+        m = measures.measure_of(key)
+        if m.ir_measures and not (official and m.name in LONGMEMEVAL):
+            k = key.split("@")[1] if "@" in key else None
+            trec_keys[ir_measures.parse_measure(m.ir_measures.format(k=k))] = key
+    if trec_keys:
+        run_dict = {qid: {doc: score for doc, _, score in hits} for qid, hits in run.items()}
+        judged = {q: docs for q, docs in qrels.items() if q in values}
+        for metric in ir_measures.iter_calc(list(trec_keys), judged, run_dict):
+            values[metric.query_id][trec_keys[metric.measure]] = float(metric.value)
+    for qid, row in values.items():
+        ranked = [doc for doc, _, _ in run.get(qid, [])]
         for k in ks:
-            row[f"recall_all@{k}"] = 1.0 if row[f"recall@{k}"] >= 1.0 - 1e-9 else 0.0
+            if official and (turn_to_session or "recall_any" in names):
+                scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
+                          else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
+                row.update({f"{name}@{k}": scores[name] for name in LONGMEMEVAL
+                            if f"{name}@{k}" in row})
+            elif f"recall_all@{k}" in row:
+                row[f"recall_all@{k}"] = 1.0 if row[f"recall@{k}"] >= 1.0 - 1e-9 else 0.0
     return values
 
 
-def mean_metrics(rows: list[dict[str, float]], ks: list[int]) -> dict[str, float]:
-    return {key: sum(r[key] for r in rows) / len(rows) for key in metric_keys(ks)}
+def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, float]:
+    return {key: sum(r[key] for r in rows) / len(rows) for key in keys}
 
 
-def metric_intervals(rows: list[dict[str, float]], ks: list[int]) -> dict[str, list[float]]:
+def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float]]:
     """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise."""
     out = {}
-    for key in metric_keys(ks):
+    for key in keys:
         values = [r[key] for r in rows]
-        if metric_is_binary(key):
+        if measures.is_binary(key):
             lo, hi = wilson_interval(int(round(sum(values))), len(values))
         else:
             lo, hi = bootstrap_interval(values, seed=0)
@@ -95,34 +79,57 @@ def metric_intervals(rows: list[dict[str, float]], ks: list[int]) -> dict[str, l
     return out
 
 
-def summarise(rows: list[dict[str, float]], ks: list[int]) -> dict[str, Any]:
-    return {**mean_metrics(rows, ks), "pairs": len(rows), "intervals": metric_intervals(rows, ks)}
+def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
+    return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
 
 
-def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path], ks: list[int],
-              name: str, run_out: Path, metrics_out: Path,
-              failed: dict[str, str] | None = None,
-              search_seconds: dict[str, float] | None = None) -> dict[str, Any]:
-    """Metrics of one run. Pairs in ``failed`` (the retriever errored) are left out of every
-    average and listed, never scored as 0."""
-    failed = failed or {}
-    qrels = {qid: docs for qid, docs in read_qrels(qrels_path).items() if qid not in failed}
-    run = read_run(run_paths)
-    unknown = sorted(set(run) - set(qrels) - set(failed))
+def read_status(paths: Sequence[Path]) -> tuple[dict[str, str], dict[str, float]]:
+    """Failed pairs and per-query search seconds of the vipune lane's shards."""
+    failed: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    for path in paths:
+        shard = read_json(path)
+        failed.update(shard["failed"])
+        seconds.update(shard["search_seconds"])
+    return failed, seconds
+
+
+def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure_names: list[str],
+              name: str, run_out: Path, metrics_out: Path, status: list[Path] | None = None,
+              turn_to_session: bool = False) -> dict[str, Any]:
+    """Metrics of one run. Pairs that failed in the vipune lane (status files) are left out of
+    every average and listed, never scored as 0."""
+    names = tuple(measure_names)
+    keys = measures.keys(ks, names)
+    failed, search_seconds = read_status(status or [])
+    table = pq.read_table(pairs, columns=["question_id", "question_type", "split", "gold",
+                                          "gold_source"]).to_pylist()
+    official = any(p["gold_source"].startswith("official") for p in table)
+    info = {p["question_id"]: p for p in table if p["question_id"] not in failed}
+    judged = {qid: docs for qid, docs in trec.read_qrels(qrels).items() if qid in info}
+    stale = [q for q, p in info.items() if sorted(p["gold"]) != sorted(judged.get(q, {}))]
+    if stale:
+        raise EvalError(f"{qrels} and {pairs} disagree on the gold of {stale[:5]}: rerun the filter")
+    run = trec.read_run(runs)
+    unknown = sorted(set(run) - set(info) - set(failed))
     if unknown:
-        raise EvalError(f"run {name} has pairs that are not in {qrels_path}: {unknown[:5]}")
-    if not qrels:
+        raise EvalError(f"run {name} has pairs that are not in {pairs}: {unknown[:5]}")
+    if not info:
         raise EvalError(f"run {name}: every pair failed ({len(failed)}); see its status files")
-    values = per_query(qrels, run, ks)
-    by_category: dict[str, list[dict[str, float]]] = defaultdict(list)
+    values = per_query(judged, run, ks, names, official, turn_to_session,
+                       gold={q: p["gold"] for q, p in info.items()})
+    groups: dict[str, dict[str, list[dict[str, float]]]] = {"per_category": defaultdict(list),
+                                                            "per_split": defaultdict(list)}
     for qid, row in values.items():
-        by_category[categories[qid]].append(row)
+        groups["per_category"][info[qid]["question_type"]].append(row)
+        groups["per_split"][info[qid]["split"]].append(row)
+    rows = list(values.values())
     result = {
         "retriever": name, "pairs": len(values), "run": str(run_out), "failed": failed,
-        "metrics": mean_metrics(list(values.values()), ks),
-        "intervals": metric_intervals(list(values.values()), ks),
-        "per_category": {cat: summarise(rows, ks) for cat, rows in sorted(by_category.items())},
-        "per_query": {qid: {**row, "question_type": categories[qid],
+        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys),
+        **{group: {g: summarise(r, keys) for g, r in sorted(by.items())} for group, by in groups.items()},
+        "short_lists": sum(len(run.get(q, [])) < max(ks) for q in values),
+        "per_query": {qid: {**row, "question_type": info[qid]["question_type"], "split": info[qid]["split"],
                             "ranked": [d for d, _, _ in run.get(qid, [])]}
                       for qid, row in sorted(values.items())},
     }
@@ -131,9 +138,7 @@ def run_score(qrels_path: Path, categories: dict[str, str], run_paths: list[Path
         result["search_seconds"] = {"p50": float(np.percentile(times, 50)),
                                     "p95": float(np.percentile(times, 95)),
                                     "max": float(times.max()), "calls": len(times)}
-    with atomic_path(run_out) as tmp:
-        tmp.write_text("".join(
-            f"{qid} Q0 {doc} {rank} {score:g} {name}\n"
-            for qid in sorted(run) for doc, rank, score in run[qid]), encoding="utf-8")
+    trec.write_run(run_out, ((qid, [d for d, _, _ in run[qid]]) for qid in sorted(run)), name)
     write_json(metrics_out, result)
     return result
+

@@ -8,10 +8,10 @@ so Snakemake reruns only what a change made stale.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,10 +21,12 @@ MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "s
 
 
 def cached_sha256(path: Path, cache_file: Path) -> str:
-    """sha256 of ``path``, remembered by (real path, size, mtime) so a 2.7 GB file is hashed once."""
+    """sha256 of ``path``, remembered by (real path, inode, size, mtime, ctime) so a 2.7 GB file
+    is hashed once. ctime cannot be set back by hand, so an edit that restores size and mtime is
+    still seen; deleting ``cache_file`` forces every file to be hashed again."""
     real = path.resolve()
     stat = real.stat()
-    key = f"{real}|{stat.st_size}|{stat.st_mtime_ns}"
+    key = f"{real}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
     cache: dict[str, str] = {}
     if cache_file.exists():
         try:
@@ -74,8 +76,8 @@ def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache_fil
     return dataset_fingerprint(sha, filename=path.name)
 
 
-def download_dataset(repo_id: str, filename: str, revision: str, expected_sha256: str | None,
-                     dest_dir: Path, fingerprint_out: Path) -> dict[str, Any]:
+def download_dataset(repo_id: str, filename: str, revision: str, sha256: str | None,
+                     dest: Path, fingerprint_out: Path) -> dict[str, Any]:
     """Fetch ``filename`` from the hub dataset ``repo_id`` at ``revision`` into ``dest_dir``."""
     from huggingface_hub import HfApi, hf_hub_download
 
@@ -83,9 +85,9 @@ def download_dataset(repo_id: str, filename: str, revision: str, expected_sha256
         commit = HfApi().dataset_info(repo_id, revision=revision).sha
         log.info("downloading %s/%s at %s (commit %s)", repo_id, filename, revision, commit)
         path = Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=commit,
-                                    local_dir=dest_dir))
+                                    local_dir=dest))
     sha = sha256_file(path)
-    check_sha256(path, sha, expected_sha256)
+    check_sha256(path, sha, sha256)
     fingerprint = dataset_fingerprint(sha, repo_id=repo_id, filename=filename, revision=revision,
                                       resolved_commit=commit)
     write_json_if_changed(fingerprint_out, fingerprint)
@@ -112,23 +114,29 @@ def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str
             "pooling": pooling, "normalization": "l2", "files": files}
 
 
-def download_model(repo_id: str, revision: str, file: str, dest_dir: Path) -> Path:
+def download_model(repo_id: str, revision: str, file: str, pooling: str, dest: Path,
+                   fingerprint_out: Path) -> dict[str, Any]:
+    """Fetch the model files at ``revision`` into ``dest``; write and return its fingerprint."""
     from huggingface_hub import snapshot_download
 
     log.info("downloading model %s at %s (%s)", repo_id, revision, file)
     with hub_errors(f"model {repo_id} at {revision}", "model.path"):
-        snapshot_download(repo_id, revision=revision, local_dir=dest_dir,
+        snapshot_download(repo_id, revision=revision, local_dir=dest,
                           allow_patterns=[file, *MODEL_SIDE_FILES])
-    return dest_dir
+    fingerprint = model_fingerprint(dest, repo_id=repo_id, revision=revision, file=file,
+                                    pooling=pooling, cache_file=dest / ".sha256-cache.json")
+    write_json_if_changed(fingerprint_out, fingerprint)
+    return fingerprint
 
 
-def build_vipune_hf_home(model_dir: Path, file: str, repo_id: str, revision: str, home: Path) -> Path:
+def build_vipune_hf_home(model_dir: Path, file: str, repo_id: str, revision: str, out: Path) -> Path:
     """Lay the model out as an hf-hub cache, the way vipune looks it up offline.
 
     vipune resolves ``$HF_HOME/hub/models--ORG--NAME/refs/<revision>`` to a snapshot folder and
     reads ``onnx/model.onnx`` (or ``model.onnx``) and ``tokenizer.json`` there. Files are copied,
     not linked, so the layout survives the user's model folder moving.
     """
+    home = out
     repo_dir = home / "hub" / ("models--" + repo_id.replace("/", "--"))
     tmp = home.with_name(home.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -150,45 +158,44 @@ def build_vipune_hf_home(model_dir: Path, file: str, repo_id: str, revision: str
 
 def resolve_binary(binary: str) -> Path:
     """A bare name is looked up on PATH; a path must exist and be executable."""
-    found = shutil.which(os.path.expanduser(binary))
+    found = shutil.which(os.path.expanduser(binary)) if binary else None
     if found is None:
         raise EvalError(
-            f"vipune binary {binary!r} not found or not executable. Install vipune "
+            f"vipune binary {binary!r} not found or not executable — install vipune "
             "(`cargo install vipune`, or build it: `cargo build --release` in a clone of "
             "randomm/vipune) and put it on PATH, or set vipune.binary in the config to its path. "
-            "To run only the reference retrievers, drop 'vipune' from `retrievers`.")
+            "To run only the reference retrievers, drop 'vipune' and 'vipune-semantic' from "
+            "`retrievers`.")
     return Path(found).resolve()
 
 
-def binary_fingerprint(path: Path, cache_dir: Path) -> dict[str, Any]:
-    """sha256 of the binary's bytes plus its ``--json version``; ``id`` names its result folder."""
+def configured_binary(binary: str, fingerprint: Path) -> Path:
+    """The executable behind a fingerprint (empty when the workflow knows no path for it)."""
+    if not binary:
+        raise EvalError(f"{fingerprint}: no vipune binary is configured for this fingerprint — set "
+                        "vipune.binary or list its path in vipune.compare to (re)compute its results")
+    return resolve_binary(binary)
+
+
+def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
+                       extra_files: list[Path] | None = None) -> dict[str, Any]:
+    """sha256 of the binary's bytes (and of ``extra_files``, e.g. the build a wrapper script
+    runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder."""
     sha = sha256_file(path)
-    cached = cache_dir / f"vipune-version-{sha}.json"
+    files = {str(f): sha256_file(f) for f in extra_files or []}
+    content = sha if not files else hashlib.sha256(
+        "\n".join([sha, *files.values()]).encode()).hexdigest()
+    cached = cache_dir / f"vipune-version-{content}.json"
     if cached.exists():
-        version = read_json(cached)
+        version = read_json(cached)["version"]
     else:
-        cmd = [str(path), "--json", "version"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                                  env=isolated_env({}, cache_dir / "xdg"))
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EvalError(f"`{' '.join(cmd)}` failed to run: {exc}") from exc
-        try:
-            version = json.loads(proc.stdout)
-            if proc.returncode != 0 or not isinstance(version.get("version"), str):
-                raise ValueError(f"exit code {proc.returncode}")
-        except (ValueError, AttributeError) as exc:
-            raise EvalError(f"`{' '.join(cmd)}` did not print vipune's version JSON ({exc}); "
-                            f"stdout: {proc.stdout[:300]!r} stderr: {proc.stderr[:300]!r}") from exc
-        write_json_if_changed(cached, version)
-    return {"kind": "vipune", "sha256": sha, "version": version["version"],
-            "id": f"{version['version']}-{sha[:12]}"}
+        from .vipune import Vipune
 
-
-def isolated_env(extra: dict[str, str], xdg_config_home: Path) -> dict[str, str]:
-    """The environment vipune runs in: no VIPUNE_* variables, a private, empty config home."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}
-    xdg_config_home.mkdir(parents=True, exist_ok=True)
-    env["XDG_CONFIG_HOME"] = str(xdg_config_home)
-    env.update(extra)
-    return env
+        version = Vipune(path, home, timeout).version(f"vipune.binary {path}")
+        write_json_if_changed(cached, {"version": version})
+    fingerprint = {"kind": "vipune", "sha256": sha, "version": version,
+                   "id": f"{version}-{content[:12]}"}
+    if files:
+        fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}
+        fingerprint["content_sha256"] = content
+    return fingerprint

@@ -22,12 +22,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
-BINARY_PREFIXES = ("recall_any@", "recall_all@")
+from .measures import is_binary as metric_is_binary
 
-
-def metric_is_binary(key: str) -> bool:
-    """True for metric keys whose per-pair values are 0/1 (recall_any@k, recall_all@k)."""
-    return key.startswith(BINARY_PREFIXES)
 
 
 # ---------------------------------------------------------------- helpers
@@ -339,7 +335,34 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
         "per_category": {cat: {key: results[(cat, key)] for key in metrics}
                          for cat, _ in groups if cat is not None},
         "alpha": alpha,
+        "confidence": confidence,
+        "names": [name_a, name_b],
         "correction": "holm",
         "comparisons": len(results),
         "summary": summary,
     }
+
+
+def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = [(key, r) for key, r in result["overall"].items()]
+    out += [(f"{key} ({cat})", r) for cat, rows in result["per_category"].items() for key, r in rows.items()]
+    return out
+
+
+def adjust_family(results: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Holm's correction over every comparison of several ``compare_runs`` results at once (e.g.
+    each build against the primary), replacing each result's own per-comparison correction."""
+    family = [(name, label, r) for name, result in results.items() for label, r in _entries(result)]
+    adjusted = holm({str(i): r["p"] for i, (_, _, r) in enumerate(family)})
+    for i, (_, _, r) in enumerate(family):
+        r["p_holm"] = adjusted[str(i)]
+    for name, result in results.items():
+        alpha, (name_a, name_b) = result["alpha"], result["names"]
+        for _, r in _entries(result):
+            r["significant"] = bool(r["p_holm"] < alpha)
+        result["correction"] = f"holm over {len(family)} comparisons of {len(results)} runs"
+        result["summary"] = [_sentence(label, r, name_a, name_b, result["confidence"])
+                             for label, r in _entries(result) if r["significant"]] or [
+            f"No significant difference between {name_a} and {name_b} in any of the "
+            f"{len(family)} comparisons (Holm-adjusted over {len(results)} runs, alpha = {alpha:g})."]
+    return dict(results)

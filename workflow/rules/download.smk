@@ -5,7 +5,7 @@ if not config["dataset"]["path"]:
 
     rule download_dataset:
         output:
-            fingerprint=DATASET_FP,
+            fingerprint=paths.DATASET_FINGERPRINT,
         log:
             "results/logs/download_dataset.log",
         benchmark:
@@ -18,6 +18,7 @@ if not config["dataset"]["path"]:
             mem_mb=1000,
             runtime=120,
         params:
+            code=code_version("download-dataset"),
             repo_id=config["dataset"]["repo_id"],
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
@@ -36,7 +37,7 @@ if not config["model"]["path"]:
 
     rule download_model:
         output:
-            fingerprint=MODEL_FP,
+            fingerprint=paths.MODEL_FINGERPRINT,
         log:
             "results/logs/download_model.log",
         benchmark:
@@ -49,6 +50,7 @@ if not config["model"]["path"]:
             mem_mb=1000,
             runtime=30,
         params:
+            code=code_version("download-model"),
             repo_id=config["model"]["repo_id"],
             revision=config["model"]["revision"],
             file=config["model"]["file"],
@@ -61,9 +63,9 @@ if not config["model"]["path"]:
 
 rule vipune_home:
     input:
-        model=MODEL_FP,
+        model=paths.MODEL_FINGERPRINT,
     output:
-        directory("results/model/vipune-home"),
+        directory(paths.VIPUNE_HF_HOME),
     log:
         "results/logs/vipune_home.log",
     benchmark:
@@ -76,8 +78,8 @@ rule vipune_home:
         mem_mb=500,
         runtime=10,
     params:
-        code=code_version("sources", "io"),
-        model_dir=untracked(MODEL_DIR),
+        code=code_version("vipune-home"),
+        model_dir=untracked(WS.model_dir),
         repo_id=config["model"]["repo_id"],
         revision=config["model"]["revision"],
         file=config["model"]["file"],

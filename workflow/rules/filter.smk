@@ -1,16 +1,18 @@
+# {view} is "" for the seed protocol at session granularity (the primary results), else the
+# view's folder: turn/, chunk/, official/, official-turn/ (vipune_eval.views).
+
+
 rule filter:
     input:
-        dataset=DATASET_FP,
+        dataset=paths.DATASET_FINGERPRINT,
     output:
-        pairs="results/filter/pairs.parquet",
-        texts="results/filter/texts.parquet",
-        qrels="results/filter/qrels.txt",
-        summary="results/filter/summary.json",
-        official=get_official_filter_outputs(),
+        pairs="results/{view}filter/pairs.parquet",
+        qrels="results/{view}filter/qrels.txt",
+        summary="results/{view}filter/summary.json",
     log:
-        "results/logs/filter.log",
+        "results/logs/{view}filter.log",
     benchmark:
-        "results/benchmarks/filter.tsv"
+        "results/benchmarks/{view}filter.tsv"
     conda:
         ENV
     threads: 1
@@ -18,11 +20,43 @@ rule filter:
         mem_mb=2000,
         runtime=60,
     params:
-        code=code_version("filter", "io"),
-        dataset=untracked(DATASET_FILE),
-        expected=expected_args,
-        official=official_filter_args,
+        code=code_version("filter"),
+        dataset=untracked(WS.dataset_file),
+        protocol=lambda wildcards: view_of(wildcards).protocol,
+        granularity=lambda wildcards: view_of(wildcards).granularity,
+        expected=expected_option,
+        seed=config["split"]["seed"],
+        dev_fraction=config["split"]["dev_fraction"],
     shell:
-        "vipune-eval filter --dataset {params.dataset} --pairs {output.pairs} --texts {output.texts}"
-        " --qrels {output.qrels} --summary {output.summary} {params.expected} {params.official}"
-        " 2> {log}"
+        "vipune-eval filter --dataset {params.dataset} --protocol {params.protocol}"
+        " --granularity {params.granularity} --pairs-out {output.pairs} --qrels-out {output.qrels}"
+        " --summary-out {output.summary} {params.expected} --split-seed {params.seed}"
+        " --dev-fraction {params.dev_fraction} 2> {log}"
+
+
+rule filter_rows:
+    input:
+        unpack(get_filter_rows_inputs),
+    output:
+        rows="results/{view}filter/rows.parquet",
+        texts="results/{view}filter/texts.parquet",
+    log:
+        "results/logs/{view}filter_rows.log",
+    benchmark:
+        "results/benchmarks/{view}filter_rows.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        code=code_version("filter-rows"),
+        dataset=untracked(WS.dataset_file),
+        protocol=lambda wildcards: view_of(wildcards).protocol,
+        granularity=lambda wildcards: view_of(wildcards).granularity,
+        tokenizer=tokenizer_option,
+    shell:
+        "vipune-eval filter-rows --dataset {params.dataset} --protocol {params.protocol}"
+        " --granularity {params.granularity} --rows-out {output.rows} --texts-out {output.texts}"
+        " {params.tokenizer} 2> {log}"

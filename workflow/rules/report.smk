@@ -1,6 +1,6 @@
 rule report:
     input:
-        unpack(get_report_inputs),
+        get_report_inputs,
     output:
         json=report(
             "results/report.json", caption="../report/report.rst", category="Report"
@@ -19,16 +19,11 @@ rule report:
         mem_mb=2000,
         runtime=15,
     params:
-        names=" ".join(config["retrievers"]),
-        ks=" ".join(map(str, config["ks"])),
-        options=report_options,
-        code=code_version("report", "diagnostics", "stats", "score", "io"),
+        code=code_version("report"),
+        manifest=paths.REPORT_MANIFEST,
     shell:
-        "vipune-eval report --summary {input.summary} --qrels {input.qrels} --pairs {input.pairs}"
-        " --embeddings {input.embeddings} --names {params.names}"
-        " --metrics {input.metrics} --dataset-fp {input.dataset_fp} --model-fp {input.model_fp}"
-        " {params.options} --ks {params.ks}"
-        " --out-json {output.json} --out-md {output.md} 2> {log}"
+        "vipune-eval report --manifest {params.manifest} --out-json {output.json}"
+        " --out-md {output.md} 2> {log}"
 
 
 rule plots:
@@ -50,6 +45,16 @@ rule plots:
             caption="../report/gold_ranks.rst",
             category="Plots",
         ),
+        granularities=report(
+            "results/plots/granularities.png",
+            caption="../report/granularities.rst",
+            category="Plots",
+        ),
+        latency=report(
+            "results/plots/latency.png",
+            caption="../report/latency.rst",
+            category="Plots",
+        ),
     log:
         "results/logs/plots.log",
     benchmark:
@@ -61,9 +66,6 @@ rule plots:
         mem_mb=1000,
         runtime=10,
     params:
-        ks=" ".join(map(str, config["ks"])),
-        limit=config["search_limit"],
-        code=code_version("plots", "io"),
+        code=code_version("plots"),
     shell:
-        "vipune-eval plots --report {input} --ks {params.ks} --limit {params.limit}"
-        " --recall {output.recall} --categories {output.categories} --ranks {output.ranks} 2> {log}"
+        "vipune-eval plots --report {input} --out-dir results/plots 2> {log}"

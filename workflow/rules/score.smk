@@ -18,9 +18,9 @@ rule score:
         mem_mb=1000,
         runtime=15,
     params:
-        code=code_version("score", "io"),
-        ks=" ".join(map(str, config["ks"])),
+        code=code_version("score"),
+        options=score_options,
     shell:
         "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"
-        " --ks {params.ks} --name {wildcards.run} --run-out {output.run}"
+        " {params.options} --name {wildcards.run} --run-out {output.run}"
         " --metrics-out {output.metrics} --status {input.status} 2> {log}"

@@ -1,21 +1,20 @@
-# {view} is "" for the seed protocol (the primary results) and "official/" for LongMemEval's own.
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-    binary=r"[^/]+",
+    binary=r"[^/]+-[0-9a-f]{12}|missing",
     run=r"[^/]+",
-    view=r"(official/)?",
+    view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
 
 rule search_reference:
     input:
-        pairs="results/{view}filter/pairs.parquet",
-        texts="results/filter/texts.parquet",
-        embeddings=get_embeddings(),
+        rows="results/{view}filter/rows.parquet",
+        texts="results/{view}filter/texts.parquet",
+        embeddings=get_embeddings,
     output:
         expand(
             "results/{{view}}search/{retriever}/shard-{{shard}}-of-{{shards}}.run",
-            retriever=REFERENCE,
+            retriever=WS.reference or ["none"],
         ),
     log:
         "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
@@ -28,20 +27,24 @@ rule search_reference:
         mem_mb=3000,
         runtime=60,
     params:
-        code=code_version("reference", "persona", "io"),
-        retrievers=" ".join(REFERENCE),
-        limit=config["search_limit"],
+        code=code_version("search-reference"),
+        retrievers=" ".join(WS.reference),
+        options=search_options,
+        rank_all=lambda wildcards: (
+            "--rank-all" if view_of(wildcards).granularity != "session" else ""
+        ),
     shell:
-        "vipune-eval search-reference --pairs {input.pairs} --texts {input.texts}"
+        "vipune-eval search-reference --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --limit {params.limit} --retrievers {params.retrievers} --outputs {output} 2> {log}"
+        " {params.options} {params.rank_all} --retrievers {params.retrievers} --outputs {output}"
+        " 2> {log}"
 
 
 rule preflight:
     input:
-        binary=get_vipune_fingerprint,
-        hf_home="results/model/vipune-home",
-        model=MODEL_FP,
+        binary="results/fingerprints/vipune-{binary}.json",
+        hf_home=paths.VIPUNE_HF_HOME,
+        model=paths.MODEL_FINGERPRINT,
     output:
         "results/preflight/vipune-{binary}.json",
     log:
@@ -56,27 +59,29 @@ rule preflight:
         runtime=15,
     params:
         binary=binary_path,
-        model_dir=untracked(MODEL_DIR),
+        model_dir=untracked(WS.model_dir),
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],
         timeout=config["vipune"]["timeout"],
-        code=code_version("preflight", "vipune", "embed", "persona", "sources", "io"),
+        code=code_version("preflight"),
     shell:
         "vipune-eval preflight --binary '{params.binary}' --fingerprint {input.binary}"
         " --hf-home {input.hf_home} --model-dir {params.model_dir} --file {params.file}"
-        " --pooling {params.pooling} --timeout {params.timeout} --out {output} 2> {log}"
+        " --pooling {params.pooling} --timeout {params.timeout}"
+        " --tmp results/tmp/preflight/vipune-{wildcards.binary} --out {output} 2> {log}"
 
 
 rule search_vipune:
     input:
         preflight="results/preflight/vipune-{binary}.json",
-        pairs="results/{view}filter/pairs.parquet",
-        texts="results/filter/texts.parquet",
-        embeddings=get_embeddings(),
-        binary=get_vipune_fingerprint,
-        hf_home="results/model/vipune-home",
+        rows="results/{view}filter/rows.parquet",
+        texts="results/{view}filter/texts.parquet",
+        embeddings=get_embeddings,
+        binary="results/fingerprints/vipune-{binary}.json",
+        hf_home=paths.VIPUNE_HF_HOME,
     output:
         run="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.run",
+        semantic="results/{view}search/vipune-{binary}-semantic/shard-{shard}-of-{shards}.run",
         status="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.status.json",
     log:
         "results/logs/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
@@ -89,15 +94,16 @@ rule search_vipune:
         mem_mb=3000,
         runtime=120,
     params:
-        code=code_version("vipune", "persona", "sources", "io"),
+        code=code_version("search-vipune"),
         binary=binary_path,
-        limit=config["search_limit"],
+        options=search_options,
         timeout=config["vipune"]["timeout"],
         on_error=config["vipune"]["on_error"],
     shell:
-        "vipune-eval search-vipune --pairs {input.pairs} --texts {input.texts}"
+        "vipune-eval search-vipune --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
         " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
-        " --limit {params.limit} --threads {threads} --timeout {params.timeout}"
+        " {params.options} --threads {threads} --timeout {params.timeout}"
         " --on-error {params.on_error} --cache results/{wildcards.view}search/vipune-{wildcards.binary}/cache"
-        " --out {output.run} --status-out {output.status} 2> {log}"
+        " --tmp results/tmp/{wildcards.view}search/vipune-{wildcards.binary}/shard-{wildcards.shard}-of-{wildcards.shards}"
+        " --out {output.run} --semantic-out {output.semantic} --status-out {output.status} 2> {log}"

@@ -1,0 +1,70 @@
+"""The table of measures: every metric key, what computes it and its definition (one owner).
+
+Score, report, diagnostics and plots read this table; nothing else spells a metric name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str              # the key prefix: recall → recall@5
+    ir_measures: str | None  # the ir-measures (trec_eval) measure, None when computed here
+    binary: bool           # per-pair values are 0/1 (Wilson intervals, McNemar tests)
+    at_k: bool             # one value per cut-off k
+    definition: str
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure("recall", "R@{k}", False, True,
+            "|gold ∩ top-k| / |gold| per pair, averaged over pairs (the primary number; trec_eval R@k)"),
+    Measure("recall_any", "Success@{k}", True, True,
+            "1 if at least one gold session is in the top k (trec_eval Success@k)"),
+    Measure("recall_all", None, True, True,
+            "1 if every gold session is in the top k (R@k = 1; LongMemEval's recall_all@k)"),
+    Measure("ndcg", "nDCG@{k}", False, True,
+            "trec_eval nDCG@k: DCG = Σ rel_i / log2(i + 1), ideal DCG from the gold sessions"),
+    Measure("ndcg_any", None, False, True,
+            "LongMemEval's ndcg_any@k (src/retrieval/eval_utils.py): DCG = rel_1 + Σ_{i≥2} rel_i / "
+            "log2 i (ranks 1 and 2 undiscounted), ideal DCG from the corpus's relevances cut to k"),
+    Measure("mrr", "RR", False, False, "1 / rank of the first gold session, 0 if none (trec_eval RR)"),
+)
+BY_NAME = {m.name: m for m in MEASURES}
+
+SEED = ("recall", "recall_any", "recall_all", "ndcg", "mrr")  # the seed protocol's measures
+OFFICIAL = ("recall", "recall_any", "recall_all", "ndcg", "ndcg_any", "mrr")
+OFFICIAL_TURN = ("recall_any", "recall_all", "ndcg_any")  # LongMemEval's turn→session scoring
+OFFICIAL_KS = (1, 3, 5, 10, 30, 50)  # LongMemEval's cut-offs (run_retrieval.py)
+
+PRIMARY = "recall"
+PRIMARY_K = 5  # the k of headline comparisons and diagnostics when configured
+
+
+def primary_k(ks: Sequence[int]) -> int:
+    return PRIMARY_K if PRIMARY_K in ks else max(ks)
+
+
+def primary_key(ks: Sequence[int]) -> str:
+    return f"{PRIMARY}@{primary_k(ks)}"
+
+
+def keys(ks: Sequence[int], names: Sequence[str] = SEED) -> list[str]:
+    """Metric keys in table order: every at-k measure at every k, then the others."""
+    out = [f"{name}@{k}" for name in names if BY_NAME[name].at_k for k in ks]
+    return out + [name for name in names if not BY_NAME[name].at_k]
+
+
+def measure_of(key: str) -> Measure:
+    return BY_NAME[key.split("@", 1)[0]]
+
+
+def is_binary(key: str) -> bool:
+    """True for metric keys whose per-pair values are 0/1 (recall_any@k, recall_all@k)."""
+    return measure_of(key).binary
+
+
+def definitions(names: Sequence[str]) -> dict[str, str]:
+    return {name: BY_NAME[name].definition for name in names}

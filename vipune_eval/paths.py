@@ -1,0 +1,67 @@
+"""Where things live under ``results/``: each path convention is one function here.
+
+The rules, the parse-time set-up and the stages all ask this module; none of them types a
+results path of its own or takes one apart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RESULTS = "results"
+CACHE = f"{RESULTS}/.cache"
+TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
+LOCK = f"{RESULTS}/.lock"
+CONFIG_JSON = f"{RESULTS}/config.json"
+DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
+MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
+VIPUNE_HF_HOME = f"{RESULTS}/model/vipune-home"
+REPORT_JSON = f"{RESULTS}/report.json"
+REPORT_MD = f"{RESULTS}/report.md"
+PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency")
+REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
+
+
+def view_folder(protocol: str, granularity: str) -> str:
+    """The prefix of a view's results: "" for the seed protocol at session granularity (the
+    primary results keep their paths), else ``<granularity>/``, ``official/`` or
+    ``official-<granularity>/``."""
+    if protocol == "seed":
+        return "" if granularity == "session" else f"{granularity}/"
+    return f"{protocol}/" if granularity == "session" else f"{protocol}-{granularity}/"
+
+
+def binary_fingerprint(binary_id: str) -> str:
+    return f"{RESULTS}/fingerprints/vipune-{binary_id}.json"
+
+
+def preflight(binary_id: str) -> str:
+    return f"{RESULTS}/preflight/vipune-{binary_id}.json"
+
+
+def vipune_run(binary_id: str, semantic: bool = False) -> str:
+    """Run name of a binary's hybrid search, or of its ``--no-hybrid`` search."""
+    return f"vipune-{binary_id}" + ("-semantic" if semantic else "")
+
+
+def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
+    """Fingerprint id → fingerprint of every binary evaluated in this directory."""
+    found = {}
+    for path in sorted((results / "fingerprints").glob("vipune-*.json")):
+        try:
+            fingerprint = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(fingerprint, dict) and fingerprint.get("kind") == "vipune":
+            found[fingerprint["id"]] = fingerprint
+    return found
+
+
+def shard(index: int, shards: int) -> str:
+    return f"shard-{index}-of-{shards}"
+
+
+def job_tmp(*parts: str) -> str:
+    """A job's own scratch folder (named after its output, so a rerun finds and clears it)."""
+    return "/".join([TMP, *[p.strip("/") for p in parts if p]])

@@ -1,0 +1,270 @@
+"""Parse-time set-up of a run: what the Snakefile needs before it can plan.
+
+The three things a user changes are reduced to small fingerprint files, written only when their
+text changes, so staleness follows content, not timestamps or paths: the dataset (its sha256),
+the model (revision, file hashes, pooling) and every vipune build (sha256 of its bytes and
+``--json version``). This module writes them, resolves the builds to compare, names every run
+and writes the report's manifest. It is plain Python: ``prepare(config)`` can be called (and
+tested) without Snakemake.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import paths, retrievers, sources, views
+from .io import EvalError, write_json_if_changed
+from .views import View
+
+
+@dataclass(frozen=True)
+class Run:
+    """One set of results of one retriever (per view): what the score stage merges."""
+
+    name: str
+    retriever: str
+    binary: str | None = None  # fingerprint id, for the vipune lane
+
+    @property
+    def lane(self) -> str:
+        return retrievers.BY_NAME[self.retriever].lane
+
+    def search_dir(self, view: View) -> str:
+        return f"{paths.RESULTS}/{view.folder}search/{self.name}"
+
+    def status_dir(self, view: View) -> str | None:
+        """Failed pairs and latencies live beside the hybrid run of the binary's shards."""
+        return None if self.binary is None else f"{paths.RESULTS}/{view.folder}search/{paths.vipune_run(self.binary)}"
+
+
+@dataclass
+class Workspace:
+    config: dict[str, Any]
+    dataset_file: str
+    model_dir: str
+    views: list[View]
+    primary: str | None                    # fingerprint id of vipune.binary ("missing": not found)
+    builds: list[str]                      # fingerprint ids of vipune.compare (baseline included)
+    baseline: str | None = None            # fingerprint id of vipune.baseline
+    binaries: dict[str, str] = field(default_factory=dict)  # id → path of a build run here now
+    fingerprints: dict[str, dict] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ names
+    @property
+    def retrievers(self) -> list[str]:
+        return list(self.config["retrievers"])
+
+    @property
+    def reference(self) -> list[str]:
+        return retrievers.reference(self.retrievers)
+
+    def runs(self) -> dict[str, Run]:
+        """Run name → Run, for every retriever of every build that is scored."""
+        out: dict[str, Run] = {}
+        for name in self.retrievers:
+            if retrievers.BY_NAME[name].lane == "reference":
+                out[name] = Run(name, name)
+            else:
+                out[paths.vipune_run(self.primary, semantic=name == "vipune-semantic")] = Run(
+                    paths.vipune_run(self.primary, semantic=name == "vipune-semantic"), name, self.primary)
+        for build in self.builds:
+            out.setdefault(paths.vipune_run(build), Run(paths.vipune_run(build), "vipune", build))
+        return out
+
+    def run_of(self, retriever: str) -> str:
+        """The run name of a configured retriever (the primary build for the vipune lane)."""
+        if retrievers.BY_NAME[retriever].lane == "reference":
+            return retriever
+        return paths.vipune_run(self.primary, semantic=retriever == "vipune-semantic")
+
+    def view(self, folder: str) -> View:
+        for view in self.views:
+            if view.folder == folder:
+                return view
+        raise EvalError(f"no configured view has the folder {folder!r}")
+
+    def binaries_to_search(self) -> list[str]:
+        return ([self.primary] if self.primary else []) + [b for b in self.builds if b != self.primary]
+
+
+def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
+    path = sources.resolve_binary(binary)
+    extra = [Path(os.path.expanduser(f)).resolve() for f in config["vipune"].get("fingerprint_files") or []]
+    missing = [str(f) for f in extra if not f.is_file()]
+    if missing:
+        raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found")
+    cache = Path(paths.CACHE)
+    fingerprint = sources.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
+                                             cache, extra)
+    write_json_if_changed(paths.binary_fingerprint(fingerprint["id"]), fingerprint)
+    return {**fingerprint, "path": str(path)}
+
+
+def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A vipune.compare entry: the fingerprint id of a build evaluated here before, or a binary."""
+    known = paths.fingerprinted_binaries()
+    if entry in known:
+        return known[entry]
+    try:
+        return _binary(entry, config)
+    except EvalError as exc:
+        if "not found or not executable" not in str(exc):
+            raise
+        raise EvalError(
+            f"vipune.compare entry {entry!r} is neither an executable vipune nor the fingerprint "
+            f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})") from None
+
+
+def prepare(config: dict[str, Any]) -> Workspace:
+    """Check the configuration, write the fingerprints and the config, name the builds."""
+    if max(config["ks"]) > config["search_limit"]:
+        raise EvalError(f"search_limit ({config['search_limit']}) must be at least the largest k "
+                        f"({max(config['ks'])})")
+    if config["search"]["row_limit"] < config["search_limit"]:
+        raise EvalError(f"search.row_limit ({config['search']['row_limit']}) must be at least "
+                        f"search_limit ({config['search_limit']})")
+    if config["dataset"]["path"]:
+        dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
+        write_json_if_changed(paths.DATASET_FINGERPRINT, sources.local_dataset_fingerprint(
+            Path(dataset_file), config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
+    else:
+        dataset_file = f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
+    if config["model"]["path"]:
+        model_dir = str(Path(os.path.expanduser(config["model"]["path"])).resolve())
+        write_json_if_changed(paths.MODEL_FINGERPRINT, sources.model_fingerprint(
+            Path(model_dir), repo_id=config["model"]["repo_id"], revision=config["model"]["revision"],
+            file=config["model"]["file"], pooling=config["model"]["pooling"],
+            cache_file=Path(paths.CACHE) / "sha256.json"))
+    else:
+        model_dir = f"{paths.RESULTS}/model/download"
+    workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
+                          views=views.configured(config), primary=None, builds=[])
+    if retrievers.uses_binary(config["retrievers"]):
+        # A missing binary is reported by the vipune_missing rule, so dry runs and --lint still
+        # work; a binary that is there but does not answer stops the run here, saying why.
+        try:
+            primary = _binary(config["vipune"]["binary"], config)
+        except EvalError as exc:
+            if "not found or not executable" not in str(exc):
+                raise
+            workspace.primary = "missing"
+        else:
+            workspace.primary = primary["id"]
+            workspace.binaries[primary["id"]] = primary["path"]
+            workspace.fingerprints[primary["id"]] = primary
+        entries = list(config["vipune"].get("compare") or [])
+        if config["vipune"].get("baseline"):
+            entries.append(config["vipune"]["baseline"])
+        for entry in entries:
+            build = _build(entry, config)
+            if entry == config["vipune"].get("baseline"):
+                workspace.baseline = build["id"]
+            if build["id"] not in workspace.builds and build["id"] != workspace.primary:
+                workspace.builds.append(build["id"])
+            workspace.fingerprints[build["id"]] = build
+            if "path" in build:
+                workspace.binaries[build["id"]] = build["path"]
+    write_json_if_changed(paths.CONFIG_JSON, config)
+    return workspace
+
+
+# ---------------------------------------------------------------- one run per directory
+
+
+def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
+    """An OS lock on ``results/.lock`` for as long as this process lives (a ``kill -9`` releases
+    it with the process); refuses at once when another run holds it, naming that run's PID."""
+    results.mkdir(parents=True, exist_ok=True)
+    handle = open(results / ".lock", "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        other = handle.read().strip() or "unknown"
+        handle.close()
+        raise EvalError(f"{results.resolve()}: another run (PID {other}) is working in this "
+                        "directory — wait for it to finish, or stop it; two runs at once would "
+                        "delete each other's fresh outputs") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
+    """Scratch folders a killed run left behind (only with the lock held: no job is running)."""
+    shutil.rmtree(results / "tmp", ignore_errors=True)
+
+
+# ---------------------------------------------------------------- files of the plan
+
+
+def embed_shards(ws: Workspace, view: View) -> list[str]:
+    n = ws.config["embed"]["shards"]
+    return [f"{paths.RESULTS}/{view.folder}embed/{paths.shard(i, n)}.parquet" for i in range(n)]
+
+
+def run_shards(ws: Workspace, view: View, run: Run) -> list[str]:
+    n = ws.config["search"]["shards"]
+    return [f"{run.search_dir(view)}/{paths.shard(i, n)}.run" for i in range(n)]
+
+
+def status_shards(ws: Workspace, view: View, run: Run) -> list[str]:
+    folder = run.status_dir(view)
+    if folder is None:
+        return []
+    n = ws.config["search"]["shards"]
+    return [f"{folder}/{paths.shard(i, n)}.status.json" for i in range(n)]
+
+
+def metrics_file(view: View, run: str) -> str:
+    return f"{paths.RESULTS}/{view.folder}metrics/{run}.json"
+
+
+def filter_file(view: View, name: str) -> str:
+    return f"{paths.RESULTS}/{view.folder}filter/{name}"
+
+
+def report_manifest(ws: Workspace) -> dict[str, Any]:
+    """Every input of the report, with the structure it needs (views, runs, builds)."""
+    entries = []
+    for view in ws.views:
+        entries.append({
+            "name": view.name, "folder": view.folder, "protocol": view.protocol,
+            "granularity": view.granularity, "description": view.description(),
+            "ks": view.ks(ws.config), "measures": list(view.measure_names()),
+            "summary": filter_file(view, "summary.json"), "qrels": filter_file(view, "qrels.txt"),
+            "pairs": filter_file(view, "pairs.parquet"), "rows": filter_file(view, "rows.parquet"),
+            "embeddings": embed_shards(ws, view),
+            "metrics": {r: metrics_file(view, ws.run_of(r)) for r in ws.retrievers},
+            "builds": ({b: metrics_file(view, paths.vipune_run(b)) for b in ws.builds}
+                       if view == views.PRIMARY else {}),
+        })
+    binary = [ws.primary, *ws.builds] if ws.primary else []
+    return {
+        "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
+        "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
+        "primary": ws.primary, "builds": ws.builds,
+        "baseline": ws.baseline,
+        "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
+        "preflight": {b: paths.preflight(b) for b in binary if b in ws.binaries or b == ws.primary},
+        "views": entries,
+    }
+
+
+def manifest_files(manifest: dict[str, Any]) -> list[str]:
+    """Every file the report reads (the report rule's inputs)."""
+    files = [manifest["config"], manifest["dataset_fp"], manifest["model_fp"],
+             *manifest["fingerprints"].values()]
+    if manifest["primary"]:
+        files.append(manifest["preflight"][manifest["primary"]])
+    for view in manifest["views"]:
+        files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],
+                  *view["metrics"].values(), *view["builds"].values()]
+    return list(dict.fromkeys(files))
