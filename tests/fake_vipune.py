@@ -405,8 +405,9 @@ def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
             raise VipuneError("Invalid embedding: Vector contains NaN or infinite values")
         v_norm = float(np.sqrt((v * v).sum()))
         row["similarity"] = 0.0 if q_norm == 0 or v_norm == 0 else float(q @ v) / (q_norm * v_norm)
-    if os.environ.get("FAKE_VIPUNE_FAULT") == "ties-by-id":
+    if os.environ.get("FAKE_VIPUNE_FAULT") == "ties-by-id":  # the older contract's rule
         rows.sort(key=lambda r: r["id"])
+        rows.sort(key=lambda r: r["created_at"], reverse=True)
     rows.sort(key=lambda r: r["similarity"], reverse=True)  # stable
     return rows[:limit]
 
@@ -624,7 +625,7 @@ def _check_header(line: str) -> None:
     configured = load_config()["embedding_model"]
     for field_name, want in (("model_id", configured), ("model_revision", MODEL_REVISION)):
         if field_name in header and header[field_name] != want:
-            raise VipuneError(f"Import refused: the export's {field_name} {header[field_name]!r} "
+            raise VipuneError(f"Invalid input: line 1: import refused: the export's {field_name} {header[field_name]!r} "
                               f"differs from this vipune's embedding model ({want!r})")
     if header.get("embedding_dims") != EMBEDDING_DIMS:
         raise VipuneError(f"Invalid input: line 1: embedding_dims "

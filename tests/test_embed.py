@@ -35,6 +35,12 @@ def texts_path(tmp_path_factory):
     return path
 
 
+def fingerprint(folder, text='{"kind": "model", "files": {"onnx/model.onnx": "abc"}}'):
+    path = folder / "model-fingerprint.json"
+    path.write_text(text)
+    return path
+
+
 def reference_embedding(model_dir, text, pooling="mean"):
     """vipune's recipe written out by hand: onnxruntime, mean pooling over the mask, L2."""
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -51,7 +57,8 @@ def reference_embedding(model_dir, text, pooling="mean"):
 def test_shards_partition_the_texts_and_vectors_follow_the_recipe(model_dir, texts_path, tmp_path):
     outs = [tmp_path / f"shard-{i}.parquet" for i in range(3)]
     counts = [run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", i, 3, out, threads=1,
-                        batch_size=8, chunk=16) for i, out in enumerate(outs)]
+                        batch_size=8, model_fingerprint=fingerprint(tmp_path), chunk=16)
+              for i, out in enumerate(outs)]
     texts = pq.read_table(texts_path).to_pylist()
     ids = [tid for out in outs for tid in pq.read_table(out).column("text_id").to_pylist()]
     assert sorted(ids) == sorted(t["text_id"] for t in texts)  # each text exactly once
@@ -84,7 +91,46 @@ def test_pooling_is_part_of_the_recipe(model_dir):
 
 def test_missing_embedding_is_a_clear_error(model_dir, texts_path, tmp_path):
     out = tmp_path / "one.parquet"
-    run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", 0, 5, out, threads=1, batch_size=8)
+    run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", 0, 5, out, threads=1, batch_size=8,
+              model_fingerprint=fingerprint(tmp_path))
     vectors = Vectors([out])
     with pytest.raises(Exception, match="has no embedding"):
         vectors.get(["0" * 20])
+
+
+def write_texts(path, texts):
+    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts],
+                                        schema=TEXTS_SCHEMA), path)
+    return path
+
+
+def test_a_text_another_view_embedded_with_the_same_model_is_copied_not_embedded(model_dir, tmp_path):
+    shared = ["garden tomato basil", "violin concert"]
+    first = write_texts(tmp_path / "a.parquet", shared + ["only in the first view"])
+    second = write_texts(tmp_path / "b.parquet", shared + ["only in the second view", ""])
+    fp = fingerprint(tmp_path)
+    assert run_embed(first, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ea.parquet", 1, 8, fp) == 3
+    embedded = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "eb.parquet", 1, 8, fp,
+                         reuse=[tmp_path / "ea.parquet"])
+    assert embedded == 1  # the shared texts were copied; the empty text needs no model
+    a, b = Vectors([tmp_path / "ea.parquet"]), Vectors([tmp_path / "eb.parquet"])
+    ids = [text_id(t) for t in shared]
+    assert np.array_equal(a.get(ids), b.get(ids))
+    assert not b.get([text_id("")]).any()  # empty text: the zero vector, as vipune gives it
+    # Another model's shards are never copied from.
+    other = tmp_path / "other-fp.json"
+    other.write_text('{"kind": "model", "files": {"onnx/model.onnx": "def"}}')
+    again = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ec.parquet", 1, 8, other,
+                      reuse=[tmp_path / "ea.parquet"])
+    assert again == 3
+
+
+def test_a_damaged_tokenizer_is_named(model_dir, tmp_path):
+    import shutil
+
+    from vipune_eval.io import EvalError
+
+    broken = shutil.copytree(model_dir, tmp_path / "broken")
+    (broken / "tokenizer.json").write_text("{not json")
+    with pytest.raises(EvalError, match=r"broken/tokenizer.json: not a readable tokenizer.json"):
+        load_model(broken, "onnx/model.onnx", "mean", threads=1)

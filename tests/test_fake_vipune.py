@@ -203,8 +203,11 @@ def test_import_bad_line_aborts_everything(env, db, tmp_path, qvec, kind) -> Non
 
 
 @pytest.mark.parametrize("hdr", [
-    {k: v for k, v in header().items() if k != "version"},
-    header(version=2),
+    {k: v for k, v in header().items() if k not in ("version", "format_version")},
+    {k: v for k, v in header(version=2).items() if k != "format_version"},
+    header(format_version=2),
+    header(model_id="intfloat/e5-small-v2"),
+    header(model_revision="0" * 40),
     header(embedding_dims=768),
     header(type="backup"),
 ])
@@ -227,7 +230,37 @@ def test_search_output_shape(env, db, tmp_path, qvec) -> None:
     assert hit == {"id": "a", "content": "tomato garden notes",
                    "similarity": pytest.approx(2 / 26), "created_at": "2024-01-01T00:00:00Z",
                    "updated_at": "2024-01-01T00:00:00Z", "project_id": "p1",
-                   "metadata": '{"k": 1}'}
+                   "metadata": '{"k": 1}', "memory_type": "fact", "status": "active",
+                   "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium"}
+
+
+@pytest.mark.parametrize("hdr", [
+    {k: v for k, v in header().items() if k != "format_version"},  # an older exporter
+    {k: v for k, v in header().items() if k != "version"},         # a newer one
+    {k: v for k, v in header().items() if k not in ("model_id", "model_revision")},
+])
+def test_import_accepts_either_header_key_and_a_header_without_model(env, db, tmp_path, qvec, hdr) -> None:
+    src = write_jsonl(tmp_path / "ok.jsonl", [row("a", qvec)], hdr=hdr)
+    assert ok_json(vipune(env, "--db-path", str(db), "--json", "import", str(src)))["inserted"] == 1
+
+
+@pytest.mark.parametrize("field", ["memory_type", "status", "retrieval_count"])
+def test_import_requires_the_fields_the_real_importrow_requires(env, db, tmp_path, qvec, field) -> None:
+    bad = {k: v for k, v in row("a", qvec).items() if k != field}
+    src = write_jsonl(tmp_path / "bad.jsonl", [bad])
+    proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
+    assert proc.returncode == 1 and f"missing field `{field}`" in json.loads(proc.stdout)["error"]
+
+
+def test_a_user_config_model_leaks_into_an_unisolated_call(env, db, tmp_path, qvec) -> None:
+    """vipune reads config.toml from the config dir (on macOS under HOME): the harness must hide it."""
+    import_rows(env, db, tmp_path, [row("a", qvec)])
+    config = tmp_path / "xdg" / "vipune"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('embedding_model = "intfloat/e5-small"\n')
+    proc = vipune(env, "--db-path", str(db), "--project", "p1", "--json", "search", "--limit", "3",
+                  "--no-touch", "--", QUERY)
+    assert proc.returncode == 1 and "intfloat/e5-small" in json.loads(proc.stdout)["error"]
 
 
 def test_query_starting_with_dash_needs_double_dash(env, db, tmp_path, qvec) -> None:

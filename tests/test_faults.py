@@ -2,16 +2,18 @@
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
 
+from vipune_eval.embed import load_model
 from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.preflight import run_preflight
-from vipune_eval.sources import binary_fingerprint, isolated_env
-from vipune_eval.vipune import Vipune, VipuneError, import_lines
-from vipune_eval.embed import load_model
+from vipune_eval.sources import binary_fingerprint
+from vipune_eval.vipune import Vipune, VipuneError, isolated_env
+from vipune_eval.vipune_lane import evaluate, import_lines
 
 
 @pytest.fixture
@@ -30,14 +32,28 @@ def persona(model):
 
 
 def client(binary, hf_home, tmp_path, timeout=30.0, **env):
-    return Vipune(binary, isolated_env({"HF_HOME": str(hf_home), **env}, tmp_path / "xdg"), timeout)
+    os.environ.update(env)
+    try:
+        return Vipune(binary, tmp_path / "home", timeout, hf_home=hf_home)
+    finally:
+        for key in env:
+            del os.environ[key]
 
 
 def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(fake_vipune_bin, vipune_hf_home,
                                                                        tmp_path, persona):
-    result = client(fake_vipune_bin, vipune_hf_home, tmp_path).evaluate(persona, 10, tmp_path)
-    assert [rid for rid, _ in result.ranking][0] == "q1::s0"
-    assert len(result.ranking) == 3
+    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
+    assert [rid for rid, _ in result["hybrid"]["ranking"]][0] == "q1::s0"
+    assert len(result["hybrid"]["ranking"]) == 3 and len(result["semantic"]["ranking"]) == 3
+
+
+def test_question_id_starting_with_dash_is_passed_as_project_value(fake_vipune_bin, vipune_hf_home,
+                                                                   tmp_path, persona):
+    """Regression: `--project -abc` read as a flag; the client passes --project=ID."""
+    dashed = Persona("-abc", persona.question, ["-abc::s0", "-abc::s1", "-abc::s2"], persona.session_ids,
+                     persona.created_at, persona.texts, persona.vectors, persona.query_vector)
+    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), dashed, 10, tmp_path)
+    assert result["hybrid"]["ranking"][0][0] == "-abc::s0"
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -46,66 +62,121 @@ def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(fake_vipu
     ("empty", r"stdout is not a JSON object: ''"),
     ("error", r"exited 1: injected"),
     ("short-import", r"import .*reported \{'inserted': 2, 'skipped': 0\}, but 3 rows"),
-    ("hang", r"timed out after 2 s"),
+    ("hang", r"did not finish within 2 s \(vipune.timeout\)"),
+    ("repeat-id", r"returned id 'q1::s\d' twice \(ranks 1 and 2; a contract violation\)"),
+    ("over-limit", r"returned 4 results, more than --limit 3 \(a contract violation\)"),
 ])
 def test_each_fault_names_the_persona_and_the_command(fake_vipune_bin, vipune_hf_home, tmp_path, persona,
                                                       fault, message):
     vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=2, FAKE_VIPUNE_FAULT=fault)
+    limit = 3 if fault == "over-limit" else 10
     with pytest.raises(VipuneError, match=message) as info:
-        vipune.evaluate(persona, 10, tmp_path)
+        evaluate(vipune, persona, limit, tmp_path)
     assert "persona q1" in str(info.value)
     assert str(fake_vipune_bin) in str(info.value)
+
+
+def test_a_timed_out_wrapper_does_not_leave_its_child_running(fake_vipune_bin, vipune_hf_home, tmp_path,
+                                                              persona):
+    pid_file = tmp_path / "child.pid"
+    vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=3, FAKE_VIPUNE_FAULT="hang-child",
+                    FAKE_VIPUNE_CHILD_PID=str(pid_file))
+    with pytest.raises(VipuneError, match="killed with its children"):
+        evaluate(vipune, persona, 10, tmp_path)
+    child = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the wrapper's child {child} is still running")
+
+
+def test_an_error_without_an_error_key_shows_what_was_printed(tmp_path):
+    """Regression: a failing call with JSON but no `error` key read `exited 1: None`."""
+    liar = tmp_path / "vipune"
+    liar.write_text('#!/bin/sh\necho \'{"status": "bad"}\'\nexit 1\n')
+    liar.chmod(0o755)
+    with pytest.raises(VipuneError, match=r"exited 1: stdout: '\{\"status\": \"bad\"\}'") as info:
+        Vipune(liar, tmp_path / "home", 10).call(["--json", "doctor", "--fts"], "persona q9")
+    assert "None" not in str(info.value)
 
 
 def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, tmp_path, persona):
     persona.question = "garden " * 10_000  # 10 kB+ of text, over 512 tokens
     with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: Content too long") as info:
-        client(fake_vipune_bin, vipune_hf_home, tmp_path).evaluate(persona, 10, tmp_path)
+        evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
     assert "persona q1" in str(info.value)
 
 
 def test_missing_binary(tmp_path, vipune_hf_home, persona):
     with pytest.raises(VipuneError, match="cannot run"):
-        client(tmp_path / "no-vipune", vipune_hf_home, tmp_path).evaluate(persona, 10, tmp_path)
+        evaluate(client(tmp_path / "no-vipune", vipune_hf_home, tmp_path), persona, 10, tmp_path)
 
 
 def test_import_lines_carry_both_header_keys_and_exact_vectors(persona):
     import base64
-    import json
 
     lines = import_lines(persona)
     header = json.loads(lines[0])
     assert header["version"] == header["format_version"] == 1 and header["rows"] == 3
     row = json.loads(lines[1])
     assert row["id"] == "q1::s0" and row["project_id"] == "q1" and row["retrieval_count"] == 0
+    assert row["memory_type"] == "fact" and row["status"] == "active"
     vector = np.frombuffer(base64.b64decode(row["embedding"]), "<f4")
     assert vector.shape == (384,) and np.array_equal(vector, persona.vectors[0])
 
 
-def test_isolation_from_hostile_user_config_and_environment(fake_vipune_bin, vipune_hf_home, tmp_path,
-                                                            persona, monkeypatch):
-    baseline = client(fake_vipune_bin, vipune_hf_home, tmp_path).evaluate(persona, 10, tmp_path).ranking
-    hostile = tmp_path / "user-config"
-    (hostile / "vipune").mkdir(parents=True)
-    (hostile / "vipune" / "config.toml").write_text("hybrid = false\nrecency_weight = 0.9\n")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(hostile))
+def test_isolation_from_hostile_user_config_environment_and_home(fake_vipune_bin, vipune_hf_home, tmp_path,
+                                                                 persona, monkeypatch):
+    baseline = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)
+    user_home = tmp_path / "user-home"
+    for folder in (user_home / ".config" / "vipune", user_home / "Library" / "Application Support" / "vipune"):
+        folder.mkdir(parents=True)
+        (folder / "config.toml").write_text('recency_weight = 0.9\nembedding_model = "intfloat/e5-small"\n'
+                                            f'database_path = "{user_home}/users-own.db"\n')
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(user_home / ".config"))
+    monkeypatch.setenv("FAKE_VIPUNE_PLATFORM", "macos")  # config under ~/Library, not XDG
     monkeypatch.setenv("VIPUNE_RECENCY_WEIGHT", "0.9")
     monkeypatch.setenv("VIPUNE_HYBRID", "false")
-    monkeypatch.setenv("VIPUNE_DATABASE_PATH", str(tmp_path / "users-own.db"))
-    env = isolated_env({"HF_HOME": str(vipune_hf_home)}, tmp_path / "private-xdg")
+    monkeypatch.setenv("VIPUNE_DATABASE_PATH", str(user_home / "users-own.db"))
+    env = isolated_env(tmp_path / "private-home")
     assert not any(k.startswith("VIPUNE_") for k in env)
-    assert env["XDG_CONFIG_HOME"] == str(tmp_path / "private-xdg")
-    assert Vipune(fake_vipune_bin, env, 30).evaluate(persona, 10, tmp_path).ranking == baseline
-    assert not (tmp_path / "users-own.db").exists()
+    assert env["HOME"] == env["XDG_CONFIG_HOME"].removesuffix("/.config") == str(tmp_path / "private-home")
+    again = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
+    assert again["hybrid"]["ranking"] == baseline["hybrid"]["ranking"]
+    assert sorted(p.name for p in user_home.iterdir()) == [".config", "Library"]  # no .vipune, no DB
+
+
+def test_the_fake_like_vipune_touches_home_without_isolation(fake_vipune_bin, tmp_path):
+    """The test double is as awkward as the real binary: without isolation, `version` alone
+    creates ~/.vipune and the user's store (so a harness regression fails a test)."""
+    import subprocess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}, "HOME": str(home)}
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = subprocess.run([str(fake_vipune_bin), "--json", "version"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert (home / ".vipune" / "memories.db").exists()
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("HOME is a file here: ~/.vipune cannot be created")
+    denied = subprocess.run([str(fake_vipune_bin), "--json", "version"], capture_output=True, text=True,
+                            env={**env, "HOME": str(blocked)})
+    assert denied.returncode == 1 and "cannot create" in denied.stdout
 
 
 def preflight(binary, hf_home, model_dir, tmp_path, **env):
     fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "cache")))
     os.environ.update(env)
     try:
-        return run_preflight(binary, fingerprint, hf_home, model_dir, "model.onnx", "mean", 30,
-                             tmp_path / "preflight.json")
+        fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
+        return run_preflight(str(binary), fingerprint, hf_home, 30, tmp_path / "tmp", model_dir, "model.onnx",
+                             "mean", tmp_path / "preflight.json")
     finally:
         for key in env:
             del os.environ[key]
@@ -114,24 +185,34 @@ def preflight(binary, hf_home, model_dir, tmp_path, **env):
 def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
     findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
     assert findings["embedding_parity"]["min_cosine"] > 0.999
-    assert findings["query_over_512_tokens"] == "exit 3"
-    assert (tmp_path / "preflight.json").exists()
+    checks = {c["check"] for c in findings["checks"]}
+    assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_at_least_50",
+            "candidate_pool_10x_limit", "semantic_ties_newer_then_import_order",
+            "query_over_512_tokens_exits_3", "limit_over_10000_refused"} <= checks
+    assert all(c["passed"] for c in findings["checks"])
+    assert (tmp_path / "preflight.json").exists() and not (tmp_path / "tmp").exists()
 
 
 @pytest.mark.parametrize("fault, message", [
     ("no-import", r"vipune 0.20.0 has no import or export command.*cargo install vipune"),
     ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
+    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: expected .*preflight-rrf::002 0.074"),
+    ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
+    ("pool-all", r"check 'candidate_pool_10x_limit_and_fused_ties_to_smaller_id' failed"),
+    ("ties-by-id", r"check 'semantic_ties_newer_then_import_order' failed: expected "
+                   r"\['preflight-ties::c', 'preflight-ties::b', 'preflight-ties::a'\], seen "
+                   r"\['preflight-ties::b', 'preflight-ties::c', 'preflight-ties::a'\]"),
 ])
-def test_preflight_stops_a_binary_that_breaks_the_contract(fake_vipune_bin, vipune_hf_home,
-                                                           vipune_tiny_model_dir, tmp_path, fault, message):
+def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vipune_hf_home,
+                                                             vipune_tiny_model_dir, tmp_path, fault, message):
     with pytest.raises(EvalError, match=message):
         preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, FAKE_VIPUNE_FAULT=fault)
     assert not (tmp_path / "preflight.json").exists()
 
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
-    from vipune_eval.sources import build_vipune_hf_home
     from support.tinymodel import build_tiny_model
+    from vipune_eval.sources import build_vipune_hf_home
 
     other = build_tiny_model(tmp_path / "other", seed=9)
     home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",
@@ -141,10 +222,10 @@ def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, t
 
 
 def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
-    from vipune_eval.vipune import check_fingerprint
+    from vipune_eval.vipune_lane import check_fingerprint
 
     fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "cache")))
+    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))
     assert check_fingerprint(fake_vipune_bin, fingerprint)["sha256"]
     rebuilt = tmp_path / "vipune"
     rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")

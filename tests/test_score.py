@@ -1,11 +1,17 @@
-"""Metric definitions checked on hand-worked examples, through the real ir-measures path."""
+"""Metric definitions checked on hand-worked examples, through the real ir-measures path and the
+port of LongMemEval's eval_utils.py."""
 
 import math
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from vipune_eval import longmemeval
+from vipune_eval.filter import PAIRS_SCHEMA
 from vipune_eval.io import EvalError
-from vipune_eval.score import per_query, read_run, run_score
+from vipune_eval.score import per_query, run_score
+from vipune_eval.trec import read_run
 
 
 def write(path, lines):
@@ -35,11 +41,54 @@ def test_per_query_values_match_hand_computation():
     assert all(value == 0.0 for value in v["q3"].values())
 
 
-def test_run_score_averages_over_all_pairs_and_per_category(tmp_path):
+def test_longmemevals_ndcg_leaves_ranks_1_and_2_undiscounted():
+    # gold at ranks 2 and 3 of [x, g1, g2]: DCG = 0 + 1 + 1/log2 3, ideal = 1 + 1 (ranks 1, 2)
+    scores = longmemeval.evaluate(["x", "g1", "g2"], ["g1", "g2"], 3, relevant_in_corpus=2)
+    assert scores["ndcg_any"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert scores["recall_any"] == scores["recall_all"] == 1.0
+    # rank 1 and rank 2 weigh the same: [x, g] and [g, x] with one gold both give 1/1 = 1 vs 1
+    assert longmemeval.evaluate(["x", "g"], ["g"], 2, 1)["ndcg_any"] == 1.0
+    assert longmemeval.evaluate(["g", "x"], ["g"], 2, 1)["ndcg_any"] == 1.0
+    assert longmemeval.dcg([1, 1, 1], 3) == pytest.approx(2 + 1 / math.log2(3))
+    # trec_eval (ir-measures) discounts rank 2: the two definitions differ on the same ranking
+    trec = per_query({"q": {"g": 1}}, {"q": [("x", 1, 2.0), ("g", 2, 1.0)]}, [2], ("ndcg",))["q"]["ndcg@2"]
+    assert trec == pytest.approx(1 / math.log2(3))
+    # an example worked in LongMemEval's own code: ids [a, answer_x, b, answer_y], ranking
+    # [a, b, answer_x, answer_y], k = 5 → (1/log2 3 + 1/2) / 2
+    assert longmemeval.evaluate(["a", "b", "answer_x", "answer_y"], ["answer_x", "answer_y"], 5, 2)[
+        "ndcg_any"] == pytest.approx((1 / math.log2(3) + 0.5) / 2)
+
+
+def test_longmemevals_recall_all_is_one_for_a_pair_without_gold():
+    assert longmemeval.evaluate(["a", "b"], [], 5, 0) == {"recall_any": 0.0, "recall_all": 1.0, "ndcg_any": 0.0}
+
+
+def test_turn_to_session_grows_k_and_keeps_noans_turns_apart():
+    """The example checked against LongMemEval's evaluate_retrieval_turn2session."""
+    ranked = ["s1_1", "s1_3", "noans_s3_3", "s2_1", "answer_s3_1", "s4_1"]
+    at3 = longmemeval.evaluate_turn_to_session(ranked, ["answer_s3_1"], 3)
+    assert at3 == {"recall_any": 0.0, "recall_all": 0.0, "ndcg_any": 0.0}  # k grew to 4
+    at4 = longmemeval.evaluate_turn_to_session(ranked, ["answer_s3_1"], 4)
+    assert at4["recall_any"] == at4["recall_all"] == 1.0  # k grew to 5
+    assert at4["ndcg_any"] == pytest.approx(1 / math.log2(5))
+
+
+def pairs_file(tmp_path, categories, gold, source="answer_session_ids"):
+    rows = [{"question_id": q, "question_type": c, "question": "?", "question_date": "",
+             "split": "dev" if i % 2 else "test", "gold": gold[q], "gold_source": source, "session_ids": gold[q]}
+            for i, (q, c) in enumerate(categories.items())]
+    path = tmp_path / "pairs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=PAIRS_SCHEMA), path)
+    return path
+
+
+def test_run_score_averages_over_all_pairs_per_category_and_split(tmp_path):
     qrels = write(tmp_path / "qrels", [f"{q} 0 {d} 1" for q, docs in QRELS.items() for d in docs])
     run = write(tmp_path / "run", [f"{q} Q0 {d} {r} {s} t" for q, hits in RUN.items() for d, r, s in hits])
     categories = {"q1": "multi-session", "q2": "single-session-user", "q3": "single-session-user"}
-    result = run_score(qrels, categories, [run], [1, 3], "t", tmp_path / "out.run", tmp_path / "m.json")
+    pairs = pairs_file(tmp_path, categories, {q: list(d) for q, d in QRELS.items()})
+    result = run_score(qrels, pairs, [run], [1, 3], ["recall", "recall_any", "recall_all", "ndcg", "mrr"],
+                       "t", tmp_path / "out.run", tmp_path / "m.json")
     assert result["pairs"] == 3
     assert result["metrics"]["recall@1"] == pytest.approx((0 + 1 + 0) / 3)
     assert result["metrics"]["recall@3"] == pytest.approx((1 + 1 + 0) / 3)
@@ -47,14 +96,19 @@ def test_run_score_averages_over_all_pairs_and_per_category(tmp_path):
     assert result["per_category"]["single-session-user"]["pairs"] == 2
     assert result["per_category"]["single-session-user"]["recall@1"] == pytest.approx(0.5)
     assert result["per_category"]["multi-session"]["recall_all@3"] == 1.0
+    assert result["per_split"]["dev"]["pairs"] == 1 and result["per_split"]["dev"]["recall@1"] == 1.0
     assert (tmp_path / "out.run").read_text().splitlines()[0] == "q1 Q0 x 1 3 t"
+    assert result["short_lists"] == 2  # q2 and q3 hold fewer documents than the largest k
 
-
-def test_run_with_ties_or_unknown_pairs_is_refused(tmp_path):
+def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     tied = write(tmp_path / "tied", ["q1 Q0 a 1 1 t", "q1 Q0 b 2 1 t"])
     with pytest.raises(EvalError, match="strictly decreasing"):
         read_run([tied])
+    repeated = write(tmp_path / "rep", ["q1 Q0 a 1 2 t", "q1 Q0 a 2 1 t"])
+    with pytest.raises(EvalError, match="lists a document twice"):
+        read_run([repeated])
     qrels = write(tmp_path / "qrels", ["q1 0 a 1"])
+    pairs = pairs_file(tmp_path, {"q1": "c"}, {"q1": ["a"]})
     other = write(tmp_path / "other", ["zz Q0 a 1 1 t"])
     with pytest.raises(EvalError, match="not in"):
-        run_score(qrels, {"q1": "c"}, [other], [1], "t", tmp_path / "o", tmp_path / "m")
+        run_score(qrels, pairs, [other], [1], ["recall"], "t", tmp_path / "o", tmp_path / "m")

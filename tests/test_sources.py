@@ -20,17 +20,17 @@ def fake_binary(tmp_path, fake_vipune_bin):
 
 
 def test_binary_fingerprint_ignores_path_and_mtime_but_not_bytes(tmp_path, fake_binary):
-    first = sources.binary_fingerprint(fake_binary, tmp_path / "cache")
+    first = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
     assert first["sha256"] == sha256_file(fake_binary)
     assert first["id"] == f"{first['version']}-{first['sha256'][:12]}"
     os.utime(fake_binary, (1, 1))
     other = tmp_path / "elsewhere" / "vipune-copy"
     other.parent.mkdir()
     shutil.copy(fake_binary, other)
-    assert sources.binary_fingerprint(other, tmp_path / "cache") == first
+    assert sources.binary_fingerprint(other, tmp_path / "home", 30, tmp_path / "cache") == first
     with fake_binary.open("a") as handle:
         handle.write("# rebuilt\n")
-    assert sources.binary_fingerprint(fake_binary, tmp_path / "cache")["id"] != first["id"]
+    assert sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")["id"] != first["id"]
 
 
 def test_resolve_binary_explains_how_to_get_vipune(monkeypatch, fake_binary):
@@ -45,7 +45,7 @@ def test_binary_that_does_not_print_version_json_is_named(tmp_path):
     liar.write_text("#!/bin/sh\necho 'vipune 0.9.1'\n")
     liar.chmod(0o755)
     with pytest.raises(EvalError, match=r"did not print vipune's version JSON.*vipune 0.9.1"):
-        sources.binary_fingerprint(liar, tmp_path / "cache")
+        sources.binary_fingerprint(liar, tmp_path / "home", 30, tmp_path / "cache")
 
 
 def test_model_fingerprint_tracks_bytes_and_pooling_not_location(tmp_path):
@@ -124,4 +124,42 @@ def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
         sources.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp")
     with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
-        sources.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", tmp_path / "m")
+        sources.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp")
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after [\d.]+ s\); "
+                        r"stdout: 'vipune: something went wrong \{'"),
+    ("version-fail", r"did not print vipune's version JSON \(exit code 1 after [\d.]+ s\).*cannot initialise"),
+    ("version-hang", r"did not finish within 2 s \(vipune.timeout\) and was killed"),
+])
+def test_a_version_call_that_fails_says_what_it_printed_its_exit_code_and_the_wait(
+        tmp_path, fake_binary, monkeypatch, fault, message):
+    """Regression: these read `MissingOutputException … vipune-missing.json` after a fixed 60 s."""
+    monkeypatch.setenv("FAKE_VIPUNE_FAULT", fault)
+    with pytest.raises(EvalError, match=message):
+        sources.binary_fingerprint(fake_binary, tmp_path / "home", 2, tmp_path / "cache")
+
+
+def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_binary):
+    build = tmp_path / "build" / "vipune-real"
+    build.parent.mkdir()
+    build.write_bytes(b"\x7fELF version 1")
+    first = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    plain = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    assert first["sha256"] == plain["sha256"] and first["id"] != plain["id"]
+    assert first["files"] == {"vipune-real": sha256_file(build)}
+    build.write_bytes(b"\x7fELF version 2")  # the wrapper is unchanged; what it runs is not
+    second = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    assert second["id"] != first["id"] and second["sha256"] == first["sha256"]
+
+
+def test_dataset_checksum_cache_sees_an_edit_that_restores_size_and_mtime(tmp_path):
+    data = tmp_path / "data.json"
+    data.write_text("[1, 2, 3]")
+    cache = tmp_path / "cache.json"
+    first = sources.cached_sha256(data, cache)
+    stat = data.stat()
+    data.write_text("[1, 2, 4]")  # same size
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the old mtime
+    assert sources.cached_sha256(data, cache) != first

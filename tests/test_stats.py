@@ -209,7 +209,7 @@ def test_compare_runs_structure():
     a, b, cats = _rows(20, None, seed=0)
     result = compare_runs(a, b, METRICS, cats, resamples=2000, name_a="vipune", name_b="hybrid")
     assert set(result) == {"overall", "per_category", "alpha", "correction", "comparisons",
-                           "summary"}
+                           "summary", "confidence", "names"}
     assert result["correction"] == "holm" and result["alpha"] == 0.05
     assert result["comparisons"] == len(METRICS) * 4
     assert list(result["per_category"]) == ["x", "y", "z"]

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -34,6 +35,7 @@ def write_config(workdir, data, model, **overrides):
         "embed": {"shards": 2, "threads": 1, "batch_size": 16},
         "search": {"shards": 3, "threads": 2},
         "protocol": "official",
+        "granularities": ["session", "turn", "chunk"],
         **overrides,
     }
     workdir.mkdir(parents=True, exist_ok=True)
@@ -90,11 +92,14 @@ def independent_metrics(gold, ranked):
     return rows
 
 
+RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
+
+
 def test_report_has_the_promised_shape_and_provenance(full_run):
     workdir, proc = full_run
     report = json.loads((workdir / "results/report.json").read_text())
     assert report["pairs"] == 16
-    assert set(report["retrievers"]) == {"vipune", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
+    assert set(report["retrievers"]) == RETRIEVERS
     for entry in report["retrievers"].values():
         assert set(entry["metrics"]) >= {"recall@1", "recall@5", "recall@10", "recall_any@5",
                                          "recall_all@5", "ndcg@10", "mrr"}
@@ -105,6 +110,12 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert prov["model"]["pooling"] == "mean" and len(prov["model"]["files"]["onnx/model.onnx"]) == 64
     assert prov["vipune"]["version"] and len(prov["vipune"]["sha256"]) == 64
     assert prov["package"]["name"] == "vipune-eval" and prov["config"]["search_limit"] == 10
+    checks = {c["check"] for c in prov["preflight"]["checks"]}
+    assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_10x_limit",
+            "semantic_ties_newer_then_import_order", "embedding_parity"} <= checks
+    assert set(report["views"]) == {"session", "turn", "chunk", "official", "official-turn"}
+    for view in report["views"].values():
+        assert set(view["retrievers"]) == RETRIEVERS and view["description"]
     # The same JSON is printed at the end of the run, and a Markdown table is written for people.
     assert json.loads(proc.stdout[proc.stdout.index("{"):proc.stdout.rindex("}") + 1]) == report
     assert "| vipune |" in (workdir / "results/report.md").read_text()
@@ -126,28 +137,88 @@ def test_every_number_can_be_recomputed_from_the_run_and_qrels_files(full_run):
         assert {c: e["pairs"] for c, e in entry["per_category"].items()} == pairs_per_category
 
 
-def test_official_protocol_is_a_second_recomputable_view(full_run):
+def test_every_granularity_is_a_full_recomputable_set_of_session_scores(full_run):
+    """Issue 12: session, turn and chunk rows, each scored per session from its run and qrels."""
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    grains = report["granularities"]
+    assert set(grains) == {"session", "turn", "chunk"}
+    assert grains["turn"]["rows"] > grains["chunk"]["rows"] >= grains["session"]["rows"]
+    for g, block in grains.items():
+        folder = "" if g == "session" else f"{g}/"
+        gold = read_qrels(workdir / f"results/{folder}filter/qrels.txt")
+        for name, entry in block["retrievers"].items():
+            assert entry["run"].startswith(f"results/{folder}runs/")
+            ranked = read_run(workdir / entry["run"])
+            assert all(len(docs) == len(set(docs)) <= 10 for docs in ranked.values())  # sessions, once each
+            rows = independent_metrics(gold, ranked)
+            for key, value in entry["metrics"].items():
+                assert value == pytest.approx(sum(r[key] for r in rows.values()) / len(rows), abs=1e-9), (g, name, key)
+        if g != "session":
+            assert set(block["vs_session"]) == RETRIEVERS
+
+
+def longmemeval_metrics(gold, ranked, ks, turns=False):
+    """LongMemEval's eval_utils.py written out again, sharing no code with the package."""
+    rows = {}
+    for qid, relevant in gold.items():
+        docs = ranked.get(qid, [])
+        row = {}
+        for k in ks:
+            if turns:  # evaluate_retrieval_turn2session
+                strip = ["_".join(d.split("_")[:-1]) for d in docs]
+                target = {"_".join(d.split("_")[:-1]) for d in relevant}
+                eff = k
+                while eff <= len(strip) and len(set(strip[:eff])) < k:
+                    eff += 1
+                top, n_rel = strip[:eff], len(relevant)
+            else:
+                top, target, eff, n_rel = docs[:k], relevant, k, len(relevant)
+            rels = [1 if d in target else 0 for d in top]
+            dcg = sum(r if i == 0 else r / math.log2(i + 1) for i, r in enumerate(rels))
+            ideal = sum(1 if i == 0 else 1 / math.log2(i + 1) for i in range(min(n_rel, eff)))
+            row[f"recall_any@{k}"] = float(any(t in top for t in target))
+            row[f"recall_all@{k}"] = float(all(t in top for t in target))
+            row[f"ndcg_any@{k}"] = dcg / ideal if ideal else 0.0
+        rows[qid] = row
+    return rows
+
+
+def test_official_views_are_longmemevals_protocol_recomputed_independently(full_run):
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
     official = report["official"]
-    assert official["pairs"] + official["skipped_without_user_side_gold"] == report["pairs"]
-    assert official["skipped_without_user_side_gold"] > 0  # single-session-assistant gold is assistant-side
-    gold = read_qrels(workdir / official["qrels"])
-    assert len(gold) == official["pairs"]
-    for name, entry in official["retrievers"].items():
-        assert entry["run"].startswith("results/official/runs/")
-        rows = independent_metrics(gold, read_run(workdir / entry["run"]))
-        for key, value in entry["metrics"].items():
-            assert value == pytest.approx(sum(r[key] for r in rows.values()) / len(rows), abs=1e-9), (name, key)
+    assert official["pairs"] + official["skipped_without_user_side_evidence"] == report["pairs"]
+    assert official["skipped_without_user_side_evidence"] > 0  # assistant-side evidence only
+    assert official["ks"] == [1, 3, 5, 10, 30, 50] and "run_retrieval.py" in official["skip_rule"]
+    assert "ndcg_any" in official["measures"] and "ndcg" in official["measures"]
+    assert official["published"]["retrievers"]
+    for name, turns in (("official", False), ("official-turn", True)):
+        view = report["views"][name]
+        gold = read_qrels(workdir / view["qrels"])
+        assert len(gold) == view["pairs"] == official["pairs"]
+        for retriever, entry in view["retrievers"].items():
+            assert entry["run"].startswith(f"results/{name}/runs/")
+            ranked = read_run(workdir / entry["run"])
+            if turns:  # a turn-level run: LongMemEval's turn ids
+                assert all(re.fullmatch(r".+_\d+", d) for docs in ranked.values() for d in docs)
+            rows = longmemeval_metrics(gold, ranked, official["ks"], turns)
+            for key in rows[next(iter(rows))]:
+                expected = sum(r[key] for r in rows.values()) / len(rows)
+                assert entry["metrics"][key] == pytest.approx(expected, abs=1e-9), (name, retriever, key)
+    md = (workdir / "results/report.md").read_text()
+    assert "Published figures on other retrievers (not ours" in md and "ndcg_any@5" in md
 
 
-def test_vipune_agrees_with_its_reference_mirror(full_run):
-    """The fake binary follows vipune's algorithm, so the `hybrid` mirror must match it exactly."""
+def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
+    """The fake binary follows vipune's algorithm, so `hybrid` must match `vipune` exactly and
+    `dense` must match `vipune-semantic`, at every granularity and protocol."""
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
-    vipune = read_run(workdir / report["retrievers"]["vipune"]["run"])
-    hybrid = read_run(workdir / report["retrievers"]["hybrid"]["run"])
-    assert vipune == hybrid
+    for view in report["views"].values():
+        runs = {name: read_run(workdir / entry["run"]) for name, entry in view["retrievers"].items()}
+        assert runs["vipune"] == runs["hybrid"]
+        assert runs["vipune-semantic"] == runs["dense"]
 
 
 def test_intervals_comparisons_and_diagnostics(full_run):
@@ -159,11 +230,12 @@ def test_intervals_comparisons_and_diagnostics(full_run):
             assert low - 1e-9 <= value <= high + 1e-9, key
         for category in entry["per_category"].values():
             assert set(category["intervals"]) == set(entry["metrics"])
-    assert set(report["comparisons"]) == {f"vipune vs {r}" for r in ["dense", "bm25", "bm25-or", "hybrid", "hybrid-or"]}
+    assert set(report["comparisons"]) == {f"vipune vs {r}" for r in RETRIEVERS - {"vipune"}}
     versus_bm25 = report["comparisons"]["vipune vs bm25"]["overall"]["recall_any@10"]
     assert versus_bm25["test"] == "mcnemar-exact" and versus_bm25["difference"] > 0
     diagnostics = report["diagnostics"]
     assert diagnostics["vipune_vs_hybrid"]["same_top10_share"] == 1.0
+    assert diagnostics["vipune_semantic_vs_dense"]["same_top10_share"] == 1.0
     assert 0 < diagnostics["bm25_and_query"]["bm25_empty_share"] < 1  # keyword questions match
     ranks = diagnostics["gold_ranks"]["pairs"]
     assert len(ranks) == report["pairs"] and ranks[0]["recall@5"] <= ranks[-1]["recall@5"]
@@ -173,11 +245,12 @@ def test_intervals_comparisons_and_diagnostics(full_run):
 
 def test_plots_and_the_html_report(full_run, workflow_env):
     workdir, _ = full_run
-    for name in ["recall_at_k", "recall_per_category", "gold_ranks"]:
+    names = ["recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency"]
+    for name in names:
         assert (workdir / f"results/plots/{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     snakemake(workdir, "--report", "results/report.html", env=workflow_env)
     html = (workdir / "results/report.html").read_text()
-    for name in ["recall_at_k.png", "recall_per_category.png", "gold_ranks.png", "report.json"]:
+    for name in [*(f"{n}.png" for n in names), "report.json"]:
         assert name in html
 
 

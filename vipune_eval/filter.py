@@ -242,7 +242,7 @@ def _has_answer(turn: dict[str, Any], where: str, session: str, strict: bool) ->
     if "has_answer" not in turn:
         raise EvalError(f"{where}, session {session}: a user turn has no has_answer; LongMemEval's "
                         f"run_retrieval.py fails on it (KeyError), so the official view cannot be scored")
-    if strict and turn["has_answer"] not in (True, False):
+    if strict and turn["has_answer"] not in [True, False]:  # its assert: so 1 and 0 pass
         raise EvalError(f"{where}, session {session}: has_answer = {turn['has_answer']!r}; LongMemEval's "
                         "turn-level code asserts true or false, so the official turn view cannot be scored")
     return bool(turn["has_answer"])
@@ -258,7 +258,8 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
         users = [(n, t) for n, t in enumerate(session, 1) if t["role"] == "user"]
         if granularity == "session":
             doc = sid
-            if "answer" in sid and not any(_has_answer(t, instance.where, sid, False) for _, t in users):
+            # every user turn is read (its list comprehension raises on any missing key)
+            if "answer" in sid and not any([_has_answer(t, instance.where, sid, False) for _, t in users]):
                 doc = sid.replace("answer", "noans")
             rows.append(Row(sid, sid, doc, official_session_text(session)))
             continue

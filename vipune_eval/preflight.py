@@ -246,11 +246,12 @@ def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float,
     }
     try:
         check_commands(pre, expected["version"])
+        # Parity first: the fusion probes' known ranks assume vipune's query vector is ours.
+        check_parity(pre, embed, tmp / "parity.db", tmp / "export.jsonl", recipe)
         personas = probe_personas(list(probes.values()), embed([QUERY])[0])
         check_import(pre, personas, tmp / "probes.jsonl")
         check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
         check_refusals(pre, "preflight-rrf")
-        check_parity(pre, embed, tmp / "parity.db", tmp / "export.jsonl", recipe)
     except CheckFailed as exc:
         raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc} — this binary "
                         "does not do what the harness's mirrors and metrics assume, so nothing was "
@@ -259,7 +260,8 @@ def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float,
         raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    findings = {"binary": expected, "checks": pre.findings, "embedding_parity": pre.findings[-1]}
+    parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
+    findings = {"binary": expected, "checks": pre.findings, "embedding_parity": parity}
     write_json(out, findings)
     log.info("preflight of vipune %s passed %d checks", expected["version"], len(pre.findings))
     return findings

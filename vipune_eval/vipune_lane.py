@@ -88,7 +88,7 @@ def evaluate(client: Vipune, persona: Persona, limit: int, workdir: Path,
         jsonl.write_text("\n".join(lines or import_lines(persona)) + "\n", encoding="utf-8")
         out = client.import_file(db, jsonl, where)
         if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
-            raise VipuneError(f"{where}: `vipune --db-path {db} --json import {jsonl}` reported {out}, "
+            raise VipuneError(f"{where}: `{client.binary} --db-path {db} --json import {jsonl}` reported {out}, "
                               f"but {len(persona.row_ids)} rows were written to a fresh database")
         result: dict[str, Any] = {}
         for name, hybrid in (("hybrid", True), ("semantic", False)):

@@ -49,7 +49,9 @@ def binary_path(wildcards, input):
 def get_filter_rows_inputs(wildcards):
     inputs = {"dataset": paths.DATASET_FINGERPRINT}
     if view_of(wildcards).granularity == "chunk":
-        inputs["model"] = paths.MODEL_FINGERPRINT  # chunks are cut by the model's tokenizer
+        inputs["model"] = (
+            paths.MODEL_FINGERPRINT
+        )  # chunks are cut by the model's tokenizer
     return inputs
 
 
