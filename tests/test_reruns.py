@@ -53,8 +53,8 @@ def report(workdir):
     return json.loads((workdir / "results/report.json").read_text())
 
 
-VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 1, "report": 1, "plots": 1,
-               "all": 1}
+VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 2, "report": 1, "plots": 1,
+               "all": 1}  # score: the hybrid and the --no-hybrid run of the binary
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -135,21 +135,25 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     other_data = tmp_path / "other.json"
     write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
     set_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
-    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter"}) - {"vipune_home", "preflight"}
+    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter", "filter_rows"}) - {"vipune_home", "preflight"}
     set_config(workdir, config)
 
 
-def test_editing_reference_code_reruns_no_vipune_search(setup, workflow_env):
-    """Stages depend on the package modules they run (an edit is made and undone here)."""
-    workdir, _, _, _, _ = setup
-    import vipune_eval
-
-    module = Path(vipune_eval.__file__).parent / "reference.py"
-    original = module.read_bytes()
-    try:
-        module.write_bytes(original + b"\n# an edit\n")
-        jobs = planned(workdir, workflow_env)
-    finally:
-        module.write_bytes(original)
-    assert jobs == {"search_reference": SEARCH_SHARDS, "score": 5, "report": 1, "plots": 1, "all": 1}
-    assert planned(workdir, workflow_env) == {}
+def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, workflow_env):
+    """Issue 12: a granularity is a separate set of results; dropping it reruns only the report."""
+    workdir, config, _, _, _ = setup
+    with_turns = {**config, "granularities": ["session", "turn"]}
+    set_config(workdir, with_turns)
+    jobs = planned(workdir, workflow_env)
+    assert jobs["filter"] == jobs["filter_rows"] == 1 and jobs["embed"] == 2  # the turn view's own
+    assert jobs["search_vipune"] == jobs["search_reference"] == SEARCH_SHARDS
+    assert "preflight" not in jobs and "vipune_home" not in jobs
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert set(report(workdir)["granularities"]) == {"session", "turn"}
+    set_config(workdir, config)
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    set_config(workdir, with_turns)
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}  # its results were kept
+    set_config(workdir, config)
+    snakemake(workdir, "--cores", "2", env=workflow_env)

@@ -259,8 +259,10 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
 
 
 def manifest_files(manifest: dict[str, Any]) -> list[str]:
-    """Every file the report reads (the report rule's inputs)."""
-    files = [manifest["config"], manifest["dataset_fp"], manifest["model_fp"],
+    """Every file the report reads (the report rule's inputs), but the config: it holds
+    machine-specific paths, and moving a file must not rerun anything (what the config changes
+    that matters reaches the report through these inputs)."""
+    files = [manifest["dataset_fp"], manifest["model_fp"],
              *manifest["fingerprints"].values()]
     if manifest["primary"]:
         files.append(manifest["preflight"][manifest["primary"]])
