@@ -7,7 +7,7 @@ import pytest
 
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
-from vipune_eval.embed import load_tokenizer
+from vipune_eval.tokens import load_tokenizer
 from vipune_eval.filter import read_pairs, run_pairs, run_rows, session_text
 from vipune_eval.io import EvalError, text_id
 

@@ -1,5 +1,8 @@
+"""``python -m vipune_eval`` is ``vipune-eval``."""
+
 import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

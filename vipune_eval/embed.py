@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .io import EvalError, Progress, atomic_path, log
+from .tokens import count_tokens, load_tokenizer
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
 DEFAULT_MAX_TOKENS = 512
@@ -62,20 +63,6 @@ def max_tokens(model_dir: Path) -> int:
     return DEFAULT_MAX_TOKENS
 
 
-def load_tokenizer(path: Path):
-    """The model's ``tokenizer.json``, counting special tokens, never truncating or padding."""
-    from tokenizers import Tokenizer
-
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises a bare Exception for a damaged file
-        raise EvalError(f"{path}: not a readable tokenizer.json ({str(exc)[:200]}); the model folder "
-                        "is damaged: copy or download it again") from exc
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
-
-
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
     """fastembed ``TextEmbedding`` for the ONNX file ``file`` in ``model_dir`` with ``pooling`` + L2."""
     from fastembed import TextEmbedding
@@ -97,12 +84,6 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
                              providers=providers)
     except Exception as exc:  # fastembed raises assorted types for a broken model folder
         raise EvalError(f"cannot load the ONNX model {model_dir / file} with fastembed: {exc}") from exc
-
-
-def count_tokens(model_dir: Path, texts: list[str]) -> np.ndarray:
-    """Tokens per text with special tokens and without truncation (what vipune counts)."""
-    tokenizer = load_tokenizer(model_dir / "tokenizer.json")
-    return np.array([len(e.ids) for e in tokenizer.encode_batch(texts)], dtype=np.int32)
 
 
 def embed_texts(model, texts: list[str], batch_size: int, progress: Progress) -> Iterable[np.ndarray]:

@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 from . import split as splits
 from . import trec
 from .io import EvalError, Progress, atomic_path, log, text_id, write_json
-from .views import View
 
 PAIRS_SCHEMA = pa.schema([
     ("question_id", pa.string()),
@@ -277,18 +276,19 @@ def has_user_side_evidence(instance: Instance) -> bool:
                for t in session if t["role"] == "user")
 
 
-def rows_of(instance: Instance, view: View, chunker: Callable | None) -> list[Row] | None:
+def rows_of(instance: Instance, protocol: str, granularity: str,
+            chunker: Callable | None) -> list[Row] | None:
     """The view's rows of an instance, or None when the view skips the pair."""
-    if view.official:
+    if protocol == "official":
         if not has_user_side_evidence(instance):
             return None
-        return official_rows(instance, view.granularity)
-    return seed_rows(instance, view.granularity, chunker)
+        return official_rows(instance, granularity)
+    return seed_rows(instance, granularity, chunker)
 
 
-def gold_of(instance: Instance, view: View, rows: list[Row]) -> list[str]:
+def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
     """Seed: the pair's gold sessions. Official: every corpus id holding ``answer``."""
-    if not view.official:
+    if protocol != "official":
         return instance.pair["gold"]
     return list(dict.fromkeys(r.doc for r in rows if "answer" in r.doc))
 
@@ -304,7 +304,7 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
     """Greedy packing of a session's turn lines into rows of at most ``max_tokens`` tokens by the
     model's own tokenizer (special tokens counted, as vipune counts them); a turn longer than
     that is split at token boundaries. Every row is re-counted, so each is one vipune accepts."""
-    from .embed import load_tokenizer
+    from .tokens import load_tokenizer
 
     tokenizer = load_tokenizer(tokenizer_path)
 
@@ -403,17 +403,16 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
              tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
     """Each pair's memory rows (the view's granularity) and the unique texts they and the
     questions hold. Returns counts (pairs, row slots, unique texts)."""
-    view = View(protocol, granularity)
-    if view.granularity == "chunk" and tokenizer is None:
+    if granularity == "chunk" and tokenizer is None:
         raise EvalError("chunk rows need the model's tokenizer.json (--tokenizer)")
-    chunker = make_chunker(tokenizer) if view.granularity == "chunk" else None
+    chunker = make_chunker(tokenizer) if granularity == "chunk" else None
     counts: Counter = Counter()
     with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
         texts = _TextWriter(tmp_texts)
         writer = pq.ParquetWriter(tmp_rows, ROWS_SCHEMA)
         batch: list[dict[str, Any]] = []
         for instance in usable_instances(dataset, counts, None):
-            rows = rows_of(instance, view, chunker)
+            rows = rows_of(instance, protocol, granularity, chunker)
             if rows is None:
                 continue
             stamps = created_at_of(instance)
@@ -434,9 +433,9 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
         writer.close()
         texts.close()
         if counts["pairs"] == 0:
-            raise EvalError(f"{dataset}: zero usable pairs in the {view.name} view")
+            raise EvalError(f"{dataset}: zero usable pairs under the {protocol} protocol")
         counts["unique_texts"] = len(texts.seen)
-    log.info("filter rows (%s): %d pairs, %d rows, %d unique texts", view.name, counts["pairs"],
+    log.info("filter rows (%s, %s): %d pairs, %d rows, %d unique texts", protocol, granularity, counts["pairs"],
              counts["row_slots"], counts["unique_texts"])
     return {k: counts[k] for k in ("pairs", "row_slots", "unique_texts")}
 
@@ -445,7 +444,7 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
               summary_out: Path, expected: dict[str, int] | None = None, split_seed: int = 0,
               dev_fraction: float = 0.2) -> dict[str, Any]:
     """The view's pairs (category, gold, split), its qrels and its counts per category."""
-    view = View(protocol, granularity)
+    official = protocol == "official"
     counts: Counter = Counter()
     pairs: list[dict[str, Any]] = []
     all_pairs: list[tuple[str, str]] = []  # every usable pair: the split is decided over these
@@ -454,11 +453,11 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
     for instance in usable_instances(dataset, counts, expected.get("instances") if expected else None):
         pair = instance.pair
         all_pairs.append((pair["question_id"], pair["question_type"]))
-        rows = rows_of(instance, view, None) if view.official else []
+        rows = rows_of(instance, protocol, granularity, None) if official else []
         if rows is None:
             continue
-        gold = gold_of(instance, view, rows)
-        if view.official:
+        gold = gold_of(instance, protocol, rows)
+        if official:
             empty_gold += not gold
             pair = {**pair, "gold": gold, "gold_source": "official: ids holding 'answer'"}
         pairs.append({k: pair[k] for k in ("question_id", "question_type", "question", "question_date",
@@ -469,7 +468,7 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
     for pair in pairs:
         pair["split"] = labels[pair["question_id"]]
     summary: dict[str, Any] = {
-        "view": view.name, "protocol": view.protocol, "granularity": view.granularity,
+        "protocol": protocol, "granularity": granularity,
         "instances": counts["instances"], "abstention": counts["abstention"], "pairs": len(pairs),
         "per_category": dict(sorted(Counter(p["question_type"] for p in pairs).items())),
         "gold_source": dict(gold_sources), "session_slots": counts["session_slots"],
@@ -478,7 +477,7 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
                   "dev": sum(p["split"] == "dev" for p in pairs),
                   "test": sum(p["split"] == "test" for p in pairs)},
     }
-    if view.official:
+    if official:
         summary["skip_rule"] = SKIP_RULE
         summary["skipped_without_user_side_evidence"] = len(all_pairs) - len(pairs)
         summary["pairs_with_empty_gold"] = empty_gold
@@ -487,7 +486,7 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
         pq.write_table(pa.Table.from_pylist(pairs, schema=PAIRS_SCHEMA), tmp)
     trec.write_qrels(qrels_out, {p["question_id"]: p["gold"] for p in pairs})
     write_json(summary_out, summary)
-    log.info("filter (%s): %d instances, %d abstention, %d pairs", view.name, summary["instances"],
+    log.info("filter (%s, %s): %d instances, %d abstention, %d pairs", protocol, granularity, summary["instances"],
              summary["abstention"], summary["pairs"])
     return summary
 

@@ -1,0 +1,146 @@
+"""Code tracking follows the package's import graph: editing a module reruns exactly the rules
+whose command reaches it (issue 11). Each module is edited in a copy of the repository and the
+plan is read from a Snakemake dry run; the expectations below are written by hand from what each
+command runs, independently of vipune_eval.codeversion."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
+
+REPO = Path(__file__).resolve().parent.parent
+ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference", "search_vipune",
+       "score", "report", "plots"}
+VIPUNE_CALLS = {"vipune_home", "preflight", "search_reference", "search_vipune"}
+DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
+    "__init__": ALL, "__main__": ALL, "cli": ALL, "io": ALL,
+    "sources": {"vipune_home", "preflight"},
+    "vipune": VIPUNE_CALLS,
+    "filter": {"filter", "filter_rows"},
+    "split": {"filter", "filter_rows"},
+    "tokens": {"filter", "filter_rows", "embed", "preflight"},
+    "trec": {"filter", "filter_rows", "search_reference", "search_vipune", "preflight", "score", "report"},
+    "embed": {"embed", "preflight"},
+    "persona": {"search_reference", "search_vipune", "preflight"},
+    "reference": {"search_reference"},
+    "retrievers": {"search_reference"},
+    "vipune_lane": {"search_vipune", "preflight"},
+    "preflight": {"preflight"},
+    "longmemeval": {"score"},
+    "measures": {"score", "report", "plots"},
+    "stats": {"score", "report"},
+    "score": {"score"},
+    "report": {"report"},
+    "diagnostics": {"report"},
+    "plots": {"plots"},
+    # parse-time set-up only: no rule runs them
+    "workspace": set(), "paths": set(), "views": set(), "codeversion": set(),
+}
+
+
+def snakemake(repo, workdir, *args, env):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory, workflow_env):
+    root = tmp_path_factory.mktemp("tracking")
+    repo = root / "repo"
+    repo.mkdir()
+    for part in ("Snakefile", "workflow", "config", "vipune_eval", "profiles"):
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, repo / part)
+    data = root / "data.json"
+    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=5, filler_pool=8, seed=2)
+    model = build_tiny_model(root / "model")
+    workdir = root / "run"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump({
+        "dataset": {"path": str(data), "expected": None}, "model": {"path": str(model), "file": "model.onnx"},
+        "embed": {"shards": 1, "threads": 1}, "search": {"shards": 1, "threads": 1}}))
+    snakemake(repo, workdir, "--cores", "2", env=workflow_env)
+    return repo, workdir
+
+
+DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
+    "filter": {"score", "report"}, "filter_rows": {"embed", "search_reference", "search_vipune", "report"},
+    "embed": {"search_reference", "search_vipune", "report"}, "vipune_home": {"preflight", "search_vipune"},
+    "preflight": {"search_vipune", "report"}, "search_reference": {"score"}, "search_vipune": {"score"},
+    "score": {"report"}, "report": {"plots"}, "plots": set(),
+}
+
+
+def closure(rules):
+    out, todo = set(), list(rules)
+    while todo:
+        rule = todo.pop()
+        if rule not in out:
+            out.add(rule)
+            todo.extend(DOWNSTREAM[rule])
+    return out
+
+
+def plan(out):
+    """(every planned rule, the rules planned because a param — the code version — changed).
+
+    Snakemake gives a job one reason: a job downstream of a rerun reads "input files updated",
+    so only the topmost changed rules carry "params have changed"."""
+    if "Nothing to be done" in out:
+        return set(), set()
+    table = out[out.index("Job stats:"):out.index("total")]
+    planned = {m[1] for m in re.finditer(r"^(\w+)\s+\d+$", table, re.M)} - {"all"}
+    reasons = out[out.index("Reasons:"):]
+    params = re.search(r"params have changed since last execution:\n\s+(.*)", reasons)
+    return planned, set(params.group(1).split(", ")) if params else set()
+
+
+def test_every_module_of_the_package_is_in_the_table():
+    assert set(DIRECT) == {p.stem for p in (REPO / "vipune_eval").glob("*.py")}
+
+
+@pytest.mark.parametrize("module", sorted(DIRECT))
+def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
+    repo, workdir = copy
+    path = repo / "vipune_eval" / f"{module}.py"
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# an edit\n")
+        out = snakemake(repo, workdir, "-n", "--cores", "1", env=workflow_env)
+    finally:
+        path.write_bytes(original)
+    planned, changed = plan(out)
+    direct = DIRECT[module]
+    assert planned == closure(direct), out[-2000:]
+    topmost = {r for r in direct if not any(r in DOWNSTREAM[u] for u in closure(direct) - {r})}
+    assert changed == topmost, out[-2000:]
+
+
+def test_code_version_follows_a_new_import(tmp_path):
+    """A module that starts importing another is tracked without anyone updating a list."""
+    from vipune_eval.codeversion import code_version, command_modules, import_graph
+
+    package = tmp_path / "vipune_eval"
+    shutil.copytree(REPO / "vipune_eval", package)
+    assert "stats" not in command_modules("plots", package)
+    before = code_version("plots", package)
+    (package / "stats.py").write_text((package / "stats.py").read_text() + "\n# changed\n")
+    assert code_version("plots", package) == before
+    plots = package / "plots.py"
+    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from .stats import holm  # noqa: F401\n")
+    import_graph.cache_clear()
+    assert "stats" in command_modules("plots", package)
+    assert code_version("plots", package) != before

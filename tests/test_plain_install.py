@@ -1,0 +1,41 @@
+"""The shipped package installs without extras and every module of it imports (issue 11): no
+test support, and no test-only dependency such as onnx, hides in it."""
+
+import json
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_plain_install_imports_every_module(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "results", "benchmarks",
+                                                                "__pycache__", "*.egg-info", "tests"))
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)],
+                             capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
+    modules = sorted(p.stem for p in (REPO / "vipune_eval").glob("*.py"))
+    check = f"""
+import importlib, importlib.util, json, pathlib, vipune_eval
+where = pathlib.Path(vipune_eval.__file__).parent
+for name in {modules!r}:
+    importlib.import_module("vipune_eval." + name)
+print(json.dumps({{"where": str(where), "shipped": sorted(p.stem for p in where.glob("*.py")),
+                  "onnx": importlib.util.find_spec("onnx") is not None}}))
+"""
+    proc = subprocess.run([str(python), "-c", check], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout)
+    assert str(env_dir) in found["where"]  # the installed copy, not the work tree
+    assert found["shipped"] == modules and not found["onnx"]
+    assert not {"synthetic", "tinymodel"} & set(found["shipped"])
+    cli = subprocess.run([str(env_dir / "bin" / "vipune-eval"), "--help"], capture_output=True, text=True)
+    assert cli.returncode == 0 and "filter-rows" in cli.stdout
+    assert sys.executable != str(python)
