@@ -1,6 +1,8 @@
 # vipune-eval: how well does the vipune memory store retrieve? (LongMemEval, model-free recall@k)
 from snakemake.utils import min_version, validate
 
+import vipune_eval.cluster
+
 min_version("9.0")
 
 
@@ -26,6 +28,11 @@ rule all:
         "results/plots/recall_at_k.png",
         "results/plots/recall_per_category.png",
         "results/plots/gold_ranks.png",
+
+
+# With the slurm executor: a job no node of its partition can hold stops the run before submission.
+onstart:
+    vipune_eval.cluster.check_workflow(workflow)
 
 
 onsuccess:
