@@ -4,6 +4,8 @@ import sys
 
 from snakemake.utils import min_version, validate
 
+import vipune_eval.cluster
+
 min_version("9.0")
 # Import, and hash for the rules' code versions, the package that sits beside this Snakefile.
 sys.path.insert(0, workflow.basedir)
@@ -29,6 +31,11 @@ rule all:
         paths.REPORT_JSON,
         paths.REPORT_MD,
         expand("results/plots/{plot}.png", plot=paths.PLOTS),
+
+
+# With the slurm executor: a job no node of its partition can hold stops the run before submission.
+onstart:
+    vipune_eval.cluster.check_workflow(workflow)
 
 
 onsuccess:

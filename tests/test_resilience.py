@@ -159,6 +159,7 @@ def test_bad_dataset_stops_the_run_naming_file_and_question(inputs, workflow_env
 
 def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(inputs, workflow_env, tmp_path):
     workdir = make_workdir(tmp_path / "cluster", *inputs)
+    # A dry run caps threads at --cores (1 when not given): 64 shows the profile's own values.
     proc = snakemake(workdir, "--profile", str(REPO / "workflow/profiles/slurm"), "-n", "--cores", "64",
                      env=workflow_env)
     out = proc.stdout
@@ -167,6 +168,8 @@ def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(inputs, workflo
     assert "Group job search-vipune" in out and "Group job search-reference" in out
     embed = out[out.index("rule embed:"):]
     embed = embed[:embed.index("Shell command")]
-    assert "mem_mb=8000" in embed and "runtime=720" in embed
-    assert re.search(r"vipune-eval embed .*--threads 8", out)
-    assert re.search(r"vipune-eval search-vipune .*--threads 4", out)
+    assert "mem_mb=3500" in embed and "runtime=720" in embed
+    # The defaults fit a 2-CPU node: no job asks for more than 2 threads.
+    assert re.search(r"vipune-eval embed .*--threads 2", out)
+    assert re.search(r"vipune-eval search-vipune .*--threads 1", out)
+    assert max(int(t) for t in re.findall(r"^\s+threads: (\d+)$", out, re.M)) <= 2
