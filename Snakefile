@@ -4,8 +4,6 @@ import sys
 
 from snakemake.utils import min_version, validate
 
-import vipune_eval.cluster
-
 min_version("9.0")
 # Import, and hash for the rules' code versions, the package that sits beside this Snakefile.
 sys.path.insert(0, workflow.basedir)
@@ -35,7 +33,7 @@ rule all:
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.
 onstart:
-    vipune_eval.cluster.check_workflow(workflow)
+    cluster.check_workflow(workflow)
 
 
 onsuccess:

@@ -5,7 +5,7 @@ The real vipune (Rust, github.com/randomm/vipune) cannot be built on these machi
 This script re-implements the part of its CLI the harness relies on, independently of
 the harness code (stdlib + numpy + onnxruntime + tokenizers only, no fastembed), so
 that tests can run the workflow end to end and use it as a differential check.
-See ../shared/vipune-contract.md for the contract it follows.
+See docs/vipune-contract.md for the contract it follows.
 
 Implemented: global ``--json``, ``-p/--project``, ``--db-path`` (anywhere, as clap's
 global args); ``version`` (and ``--version``); ``import FILE|-``; ``search``;
@@ -23,7 +23,7 @@ for queries containing that text. Release-level faults: ``no-import`` (an old vi
 without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean),
 ``rrf-k60`` (RRF with k = 60), ``bm25-or`` (an OR of the query words instead of vipune's AND),
 ``pool-all`` (every row in both candidate pools), ``ties-by-id`` (semantic ties to the smaller
-id), ``repeat-id`` (the second result repeats the first), ``over-limit`` (one result more than
+id), ``repeat-id`` (the second result repeats the first), ``over-limit`` (more results than
 ``--limit``), ``version-garbage`` / ``version-fail`` / ``version-hang`` (``version`` prints
 non-JSON, exits 1, or never returns), ``hang-child`` (search starts a child that outlives a kill
 of the parent and then hangs). ``FAKE_VIPUNE_DELAY`` (seconds) makes every search that slow.
@@ -542,10 +542,13 @@ def cmd_search(args) -> int:
         results = apply_recency(results, weight)
     results = results[:args.limit]
     fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
+    if os.environ.get("FAKE_VIPUNE_FAULT_MATCH", "") not in query:
+        fault = ""
     if fault == "repeat-id" and len(results) > 1:
         results[1] = results[0]
-    if fault == "over-limit":
-        results = results + results[:1]
+    if fault == "over-limit" and results:
+        while len(results) <= args.limit:
+            results = results + results[:1]
 
     if not args.no_touch and results:
         ids = [r["id"] for r in results]

@@ -41,7 +41,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "diagnostics": {"report"},
     "plots": {"plots"},
     # parse-time set-up only: no rule runs them
-    "workspace": set(), "paths": set(), "views": set(), "codeversion": set(),
+    "workspace": set(), "paths": set(), "views": set(), "codeversion": set(), "cluster": set(),
 }
 
 

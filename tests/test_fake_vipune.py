@@ -1,4 +1,4 @@
-"""The fake vipune (tests/fake_vipune.py) keeps the contract in ../shared/vipune-contract.md.
+"""The fake vipune (tests/fake_vipune.py) keeps the contract in docs/vipune-contract.md.
 
 Every test runs the fake as a subprocess through its ``vipune`` wrapper, the way the
 harness runs the real binary, with a private XDG_CONFIG_HOME and no VIPUNE_* variables.

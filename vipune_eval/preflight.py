@@ -92,13 +92,17 @@ def rrf(*ranks: int | None) -> float:
 
 
 class Preflight:
-    def __init__(self, vipune: Vipune, db: Path) -> None:
-        self.vipune, self.db = vipune, db
+    """Runs the checks. With ``enforce`` a failed ranking check refuses the binary; without, it
+    is recorded (a maintainer comparing a build whose search was changed on purpose). Parity,
+    the commands and the import are always enforced: without them no number means anything."""
+
+    def __init__(self, vipune: Vipune, db: Path, enforce: bool = True) -> None:
+        self.vipune, self.db, self.enforce = vipune, db, enforce
         self.findings: list[dict[str, Any]] = []
 
-    def record(self, check: str, expected: Any, seen: Any, passed: bool) -> None:
+    def record(self, check: str, expected: Any, seen: Any, passed: bool, always: bool = False) -> None:
         self.findings.append({"check": check, "expected": expected, "seen": seen, "passed": passed})
-        if not passed:
+        if not passed and (self.enforce or always):
             raise CheckFailed(f"check {check!r} failed: expected {expected}, seen {seen}")
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
@@ -138,10 +142,10 @@ def check_import(pre: Preflight, personas: list[Persona], jsonl: Path) -> None:
     out = pre.vipune.import_file(pre.db, jsonl, "preflight")
     pre.record("import", {"inserted": header["rows"], "skipped": 0},
                {"inserted": out.get("inserted"), "skipped": out.get("skipped", 0)},
-               out.get("inserted") == header["rows"] and out.get("skipped", 0) == 0)
+               out.get("inserted") == header["rows"] and out.get("skipped", 0) == 0, always=True)
     doctor = pre.vipune.doctor_fts(pre.db, "preflight")
     pre.record("fts_in_sync", "doctor --fts in_sync true", f"in_sync {doctor.get('in_sync')!r}",
-               doctor.get("in_sync") is True)
+               doctor.get("in_sync") is True, always=True)
 
 
 def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Probe, pool_b: Probe,
@@ -222,7 +226,8 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
 
 
 def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float, tmp: Path,
-                  model_dir: Path, file: str, pooling: str, out: Path) -> dict[str, Any]:
+                  model_dir: Path, file: str, pooling: str, out: Path,
+                  mode: str = "enforce") -> dict[str, Any]:
     path = configured_binary(binary, fingerprint)
     expected = check_fingerprint(path, fingerprint)
     model = load_model(model_dir, file, pooling, threads=1)
@@ -233,7 +238,8 @@ def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float,
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tmp = tmp.resolve()
-    pre = Preflight(Vipune(path, tmp / "home", timeout, hf_home=hf_home), tmp / "probes.db")
+    pre = Preflight(Vipune(path, tmp / "home", timeout, hf_home=hf_home), tmp / "probes.db",
+                    enforce=mode == "enforce")
     recipe = f"{model_dir / file} with {pooling} pooling + L2"
     probes = {
         "rrf": probe("preflight-rrf", 8, {2: MATCH}),
@@ -255,13 +261,17 @@ def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float,
     except CheckFailed as exc:
         raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc} — this binary "
                         "does not do what the harness's mirrors and metrics assume, so nothing was "
-                        "searched with it") from exc
+                        "searched with it (a build whose search was changed on purpose: set "
+                        "vipune.preflight: record to evaluate it anyway, its failed checks listed)") from exc
     except VipuneError as exc:
         raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
-    findings = {"binary": expected, "checks": pre.findings, "embedding_parity": parity}
+    failed = [c["check"] for c in pre.findings if not c["passed"]]
+    findings = {"binary": expected, "mode": mode, "checks": pre.findings, "embedding_parity": parity,
+                "follows_contract": not failed, "failed_checks": failed}
     write_json(out, findings)
-    log.info("preflight of vipune %s passed %d checks", expected["version"], len(pre.findings))
+    log.info("preflight of vipune %s: %d checks, failed: %s", expected["version"], len(pre.findings),
+             ", ".join(failed) or "none")
     return findings

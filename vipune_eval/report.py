@@ -107,8 +107,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                              for other in metrics if other != subject}
     report["views"] = {view["name"]: _view_block(view, m) for view, m in zip(manifest["views"], view_metrics)}
     report["builds"] = builds(manifest, metrics, keys, ks, gold)
-    if manifest.get("baseline"):
-        entry = next(b for b in report["builds"] if b["id"] == manifest["baseline"])
+    entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
+    if entry:
         report["baseline"] = {"vipune": read_json(manifest["fingerprints"][entry["id"]]), **entry}
     report["splits"] = {name: {"pairs": summary["split"][name], "retrievers": {
         r: {"metrics": {key: m["per_split"][name][key] for key in keys},
@@ -165,8 +165,13 @@ def builds(manifest: dict[str, Any], metrics: dict[str, dict[str, Any]], keys: l
     out = []
     for build, m in runs.items():
         fingerprint = read_json(manifest["fingerprints"][build])
-        out.append({"id": build, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                    **retriever_entry(m)})
+        entry = {"id": build, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
+                 **retriever_entry(m)}
+        if build in manifest["preflight"]:
+            preflight = read_json(manifest["preflight"][build])
+            entry["follows_contract"] = preflight.get("follows_contract", True)
+            entry["failed_checks"] = preflight.get("failed_checks", [])
+        out.append(entry)
     primary = runs[manifest["primary"]]
     compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])
                               for b, m in runs.items() if b != manifest["primary"]})
@@ -273,6 +278,8 @@ def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str
              "|---|---|---|---:|" + "---:|" * len(keys) + "---:|"]
     for i, b in enumerate(builds):
         label = f"{b['id']} (primary)" if i == 0 else b["id"]
+        if b.get("failed_checks"):
+            label += " — fails preflight: " + ", ".join(b["failed_checks"])
         if report.get("baseline") and report["baseline"]["id"] == b["id"]:
             label += " (vipune baseline)"
         seconds = b.get("search_seconds")

@@ -264,8 +264,7 @@ def manifest_files(manifest: dict[str, Any]) -> list[str]:
     that matters reaches the report through these inputs)."""
     files = [manifest["dataset_fp"], manifest["model_fp"],
              *manifest["fingerprints"].values()]
-    if manifest["primary"]:
-        files.append(manifest["preflight"][manifest["primary"]])
+    files += manifest["preflight"].values()
     for view in manifest["views"]:
         files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],
                   *view["metrics"].values(), *view["builds"].values()]

@@ -63,11 +63,12 @@ rule preflight:
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],
         timeout=config["vipune"]["timeout"],
+        mode=config["vipune"]["preflight"],
         code=code_version("preflight"),
     shell:
         "vipune-eval preflight --binary '{params.binary}' --fingerprint {input.binary}"
         " --hf-home {input.hf_home} --model-dir {params.model_dir} --file {params.file}"
-        " --pooling {params.pooling} --timeout {params.timeout}"
+        " --pooling {params.pooling} --timeout {params.timeout} --mode {params.mode}"
         " --tmp results/tmp/preflight/vipune-{wildcards.binary} --out {output} 2> {log}"
 
 

@@ -1,0 +1,146 @@
+"""The holes a break-it session found (issue 10), each through the Snakemake CLI: no run ends
+with a complete-looking wrong report, and every failure says what happened."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
+from test_resilience import make_workdir
+from test_workflow import SNAKEFILE, snakemake
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("breakit")
+    data = root / "data.json"
+    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=6, filler_pool=10, seed=4)
+    return data, build_tiny_model(root / "model")
+
+
+def report(workdir):
+    return json.loads((workdir / "results/report.json").read_text())
+
+
+@pytest.mark.parametrize("fault, words", [("repeat-id", "twice"), ("over-limit", "more than --limit 10")])
+def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, workflow_env, tmp_path, fault, words):
+    victim = next(i for i in json.loads(Path(small[0]).read_text()) if not i["question_id"].endswith("_abs"))
+    workdir = make_workdir(tmp_path / "w", *small, vipune={"on_error": "record"})
+    snakemake(workdir, "--cores", "2", env={**workflow_env, "FAKE_VIPUNE_FAULT": fault,
+                                            "FAKE_VIPUNE_FAULT_MATCH": victim["question"]})
+    vipune = report(workdir)["retrievers"]["vipune"]
+    assert list(vipune["failed"]) == [victim["question_id"]] and vipune["pairs"] == 4
+    message = vipune["failed"][victim["question_id"]]
+    assert words in message and "a contract violation" in message and "--no-touch --" in message
+
+
+def test_question_ids_holding_separators_score_like_any_other(small, workflow_env, tmp_path):
+    data, model = small
+    rows = json.loads(Path(data).read_text())
+    usable = [r for r in rows if not r["question_id"].endswith("_abs")]
+    for row, qid in zip(usable, ["a::b", "x/y", "-lead", "q::1::2"]):
+        row["question_id"] = qid
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(rows))
+    workdir = make_workdir(tmp_path / "w", renamed, model)
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    result = report(workdir)
+    for name in ("vipune", "dense", "hybrid"):
+        metrics = json.loads((workdir / result["retrievers"][name]["run"].replace("runs", "metrics")
+                              .replace(".run", ".json")).read_text())
+        for qid in ["a::b", "x/y", "-lead", "q::1::2"]:
+            assert metrics["per_query"][qid]["recall@10"] == 1.0, (name, qid)  # was 0: ids were split
+
+
+def test_more_search_shards_than_pairs_gives_empty_shards(small, workflow_env, tmp_path):
+    workdir = make_workdir(tmp_path / "w", *small, search={"shards": 8, "threads": 1})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert report(workdir)["pairs"] == 5
+    empty = workdir / "results/search/dense/shard-7-of-8.run"
+    assert empty.exists() and empty.read_text() == ""
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after"),
+    ("version-fail", r"exit code 1 after .*cannot initialise"),
+])
+def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workflow_env, tmp_path, fault,
+                                                                    message):
+    import re
+
+    workdir = make_workdir(tmp_path / "w", *small)
+    proc = snakemake(workdir, "-n", env={**workflow_env, "FAKE_VIPUNE_FAULT": fault}, check=False)
+    assert proc.returncode != 0
+    assert re.search(message, proc.stderr) and "MissingOutputException" not in proc.stderr + proc.stdout
+
+
+def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(small, workflow_env, tmp_path):
+    build = tmp_path / "build.txt"
+    build.write_text("build 1")
+    workdir = make_workdir(tmp_path / "w", *small, vipune={"fingerprint_files": [str(build)]})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    first = report(workdir)["provenance"]["vipune"]["id"]
+    # Forced: the per-persona cache of a completed shard is not reused (a failing binary fails).
+    proc = snakemake(workdir, "--cores", "2", "--forcerun", "search_vipune",
+                     env={**workflow_env, "FAKE_VIPUNE_FAULT": "error"}, check=False)
+    assert proc.returncode != 0 and "injected" in proc.stdout + proc.stderr
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    build.write_text("build 2")  # the wrapper (the fake) is unchanged; the build behind it is not
+    out = snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout
+    assert "search_vipune" in out and "preflight" in out
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert report(workdir)["provenance"]["vipune"]["id"] != first
+
+
+def start(workdir, env):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_for(condition, proc, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, "the run ended too early"
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(small, workflow_env,
+                                                                               tmp_path):
+    workdir = make_workdir(tmp_path / "w", *small)
+    first = start(workdir, {**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"})
+    wait_for(lambda: list((workdir / "results/tmp").glob("*search/*/*/persona-*")), first)
+    began = time.monotonic()
+    second = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    assert second.returncode != 0 and time.monotonic() - began < 30
+    assert f"another run (PID {first.pid}) is working in this directory" in second.stderr
+    assert first.poll() is None  # the first run goes on, its outputs untouched
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert list((workdir / "results/tmp").iterdir())  # what the killed run left
+    snakemake(workdir, "--cores", "2", env=workflow_env)  # no --unlock, no clean-up by hand
+    assert not [p for p in (workdir / "results/tmp").rglob("*") if p.is_file() or p.name.startswith("persona-")]
+    assert report(workdir)["pairs"] == 5
+
+
+def test_a_failed_run_says_the_report_left_is_the_previous_ones(small, workflow_env, tmp_path):
+    workdir = make_workdir(tmp_path / "w", *small)
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    bad = json.loads(Path(small[0]).read_text())
+    bad[1]["haystack_dates"] = 5
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    config = (workdir / "config.yaml").read_text().replace(str(small[0]), str(tmp_path / "bad.json"))
+    (workdir / "config.yaml").write_text(config)
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    assert "this run failed; results/report.json is the previous run's report" in proc.stderr
+    assert "field 'haystack_dates' should be a list" in proc.stdout + proc.stderr

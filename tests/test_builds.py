@@ -1,0 +1,122 @@
+"""The maintainer's loop (issue 14): many builds in one report, and a held-out dev/test split."""
+
+import json
+import re
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from support.synthetic import write_dataset
+from support.tinymodel import build_tiny_model
+from test_reruns import planned
+from test_workflow import snakemake
+
+FAKE = Path(__file__).resolve().parent / "fake_vipune.py"
+SHARDS = 2
+
+
+def build(folder, name, env=""):
+    """A vipune build: a wrapper around the fake (``env``: what its search does differently)."""
+    path = folder / name / "vipune"
+    path.parent.mkdir(parents=True)
+    path.write_text(f'#!/bin/sh\n# build {name}\n{env}exec "{sys.executable}" "{FAKE}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture(scope="module")
+def builds_run(tmp_path_factory, workflow_env):
+    root = tmp_path_factory.mktemp("builds")
+    data = root / "data.json"
+    write_dataset(data, instances=16, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=8)
+    model = build_tiny_model(root / "model")
+    primary = build(root, "primary")
+    same = build(root, "same")                       # other bytes, the same search
+    changed = build(root, "changed", "FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")  # an OR query
+    config = {"dataset": {"path": str(data), "expected": None},
+              "model": {"path": str(model), "file": "model.onnx"},
+              "vipune": {"binary": str(primary), "compare": [str(same), str(changed)], "preflight": "record"},
+              "embed": {"shards": 1, "threads": 1}, "search": {"shards": SHARDS, "threads": 2}}
+    workdir = root / "run"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    return root, workdir, config, data, model
+
+
+def report(workdir):
+    return json.loads((workdir / "results/report.json").read_text())
+
+
+def test_every_build_is_a_row_with_paired_results_against_the_primary(builds_run):
+    root, workdir, config, _, _ = builds_run
+    result = report(workdir)
+    builds = result["builds"]
+    assert len(builds) == 3 and builds[0]["id"] == result["provenance"]["vipune"]["id"]
+    assert {b["id"] for b in builds} == set(result["provenance"]["builds"])
+    for b in builds:
+        assert set(b) >= {"id", "version", "sha256", "run", "metrics", "intervals", "search_seconds"}
+    same, changed = builds[1], builds[2]
+    assert "comparison" not in builds[0]
+    # The identical build: no significant difference and not one discordant pair.
+    comparison = same["comparison"]
+    entries = [*comparison["overall"].values(), *(r for c in comparison["per_category"].values() for r in c.values())]
+    assert all(r["a_better"] == r["b_better"] == 0 and not r["significant"] for r in entries)
+    assert same["changes"] == [] and same["metrics"] == builds[0]["metrics"]
+    assert same["follows_contract"] and not changed["follows_contract"]
+    assert "bm25_is_and_of_every_word" in changed["failed_checks"]
+    # The changed build ranks differently; Holm runs over every comparison of both builds.
+    discordant = sum(r["a_better"] + r["b_better"] for r in changed["comparison"]["overall"].values())
+    assert discordant > 0 and changed["changes"]
+    n = len(comparison["overall"]) * (1 + len(comparison["per_category"]))
+    assert comparison["correction"] == changed["comparison"]["correction"] == f"holm over {2 * n} comparisons of 2 runs"
+    md = (workdir / "results/report.md").read_text()
+    assert md.index("## vipune builds") < md.index("## Overall")
+    assert "fails preflight: bm25_is_and_of_every_word" in md
+    assert (workdir / "results/plots/latency.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(builds_run, workflow_env):
+    root, workdir, config, _, _ = builds_run
+    fourth = build(root, "fourth")
+    more = {**config, "vipune": {**config["vipune"], "compare": [*config["vipune"]["compare"], str(fourth)]}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(more))
+    assert planned(workdir, workflow_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1,
+                                              "report": 1, "plots": 1, "all": 1}
+    fewer = {**config, "vipune": {**config["vipune"], "compare": config["vipune"]["compare"][:1]}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(fewer))
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
+    # A build evaluated here before can be named by its fingerprint id alone.
+    changed_id = report(workdir)["builds"][2]["id"]
+    by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
+    assert planned(workdir, workflow_env) == {}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow_env, tmp_path):
+    _, workdir, config, data, model = builds_run
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    copy = shutil.copy(data, tmp_path / "data.json")
+    (other / "config.yaml").write_text(yaml.safe_dump({
+        **{k: v for k, v in config.items() if k != "vipune"}, "dataset": {"path": str(copy), "expected": None},
+        "retrievers": ["dense"]}))
+    snakemake(other, "--cores", "2", env=workflow_env)
+    here = pq.read_table(workdir / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
+    there = pq.read_table(other / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
+    assert here == there and {p["split"] for p in here} == {"dev", "test"}
+    pairs = pq.read_table(workdir / "results/filter/pairs.parquet", columns=["question_type", "split"]).to_pylist()
+    size = Counter(p["question_type"] for p in pairs)
+    dev = Counter(p["question_type"] for p in pairs if p["split"] == "dev")
+    assert all(abs(dev[c] - 0.2 * n) <= 1 for c, n in size.items())
+    result = report(workdir)
+    assert result["splits"]["dev"]["pairs"] + result["splits"]["test"]["pairs"] == result["pairs"]
+    assert set(result["splits"]["test"]["retrievers"]) == set(result["retrievers"])
+    assert result["provenance"]["split"]["seed"] == 0 and result["provenance"]["split"]["dev_fraction"] == 0.2
+    assert re.search(r"tune on dev \(\d+ pairs\), report test", (workdir / "results/report.md").read_text())
