@@ -160,8 +160,8 @@ def builds(manifest: dict[str, Any], metrics: dict[str, dict[str, Any]], keys: l
     over every comparison of every build."""
     if not manifest.get("primary") or "vipune" not in metrics:
         return []
-    runs = {manifest["primary"]: metrics["vipune"],
-            **{b: read_json(path) for b, path in manifest["views"][0]["builds"].items()}}
+    paths = manifest["views"][0]["builds"]  # the order is the configuration's (vipune.compare)
+    runs = {manifest["primary"]: metrics["vipune"], **{b: read_json(paths[b]) for b in manifest["builds"]}}
     out = []
     for build, m in runs.items():
         fingerprint = read_json(manifest["fingerprints"][build])

@@ -173,6 +173,14 @@ def prepare(config: dict[str, Any]) -> Workspace:
     return workspace
 
 
+def job_environment() -> dict[str, str]:
+    """Caches the stages' libraries would put under HOME (onnxruntime's device id under
+    $XDG_CACHE_HOME, matplotlib's font cache) go under results/.cache instead: a run writes
+    nothing of its own under the user's HOME."""
+    cache = Path(paths.CACHE).resolve()
+    return {"XDG_CACHE_HOME": str(cache / "xdg"), "MPLCONFIGDIR": str(cache / "matplotlib")}
+
+
 # ---------------------------------------------------------------- one run per directory
 
 
@@ -253,7 +261,9 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
         "primary": ws.primary, "builds": ws.builds,
         "baseline": ws.baseline,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
-        "preflight": {b: paths.preflight(b) for b in binary if b in ws.binaries or b == ws.primary},
+        # a build named by id alone keeps the preflight it had when it was evaluated here
+        "preflight": {b: paths.preflight(b) for b in binary
+                      if b in ws.binaries or b == ws.primary or Path(paths.preflight(b)).exists()},
         "views": entries,
     }
 

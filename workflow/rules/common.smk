@@ -1,4 +1,5 @@
 # Parse-time set-up (vipune_eval.workspace) and the input functions of the rules.
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ try:
         RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
         W.clear_tmp()
     WS = W.prepare(config)
+    os.environ.update(W.job_environment())  # the jobs' library caches stay out of HOME
     MANIFEST = W.report_manifest(WS)
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
