@@ -149,7 +149,7 @@ def dag_rules(proc):
 def outputs(workdir):
     """Every result file and its mtime (what a rerun must leave alone)."""
     return {p: p.stat().st_mtime_ns for p in (workdir / "results").rglob("*")
-            if p.is_file() and ".cache" not in p.parts and "fingerprints" not in p.parts}
+            if p.is_file() and not {".cache", "fingerprints", "tmp"} & set(p.parts) and p.name != ".lock"}
 
 
 @pytest.fixture(scope="module")
