@@ -28,7 +28,7 @@ rule all:
     input:
         paths.REPORT_JSON,
         paths.REPORT_MD,
-        expand("results/plots/{plot}.png", plot=paths.PLOTS),
+        [paths.fill(paths.PLOT, plot=p) for p in paths.PLOTS],
 
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.

@@ -157,3 +157,12 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}  # its results were kept
     set_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)
+
+
+def test_changing_the_split_reruns_no_search(setup, workflow_env):
+    """The dev/test label lives in pairs.parquet; the rows the searches read do not change."""
+    workdir, config, _, _, _ = setup
+    set_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
+    assert planned(workdir, workflow_env) == {"filter": 1, "score": 7, "report": 1, "plots": 1, "all": 1}
+    set_config(workdir, config)
+    assert planned(workdir, workflow_env) == {}

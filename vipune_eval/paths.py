@@ -7,6 +7,7 @@ results path of its own or takes one apart.
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 
 RESULTS = "results"
@@ -23,6 +24,29 @@ PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "l
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
 
 
+# Patterns: {view} is a view's folder ("" for the primary view), {run} a run name.
+FILTER = f"{RESULTS}/{{view}}filter/{{name}}"  # pairs.parquet rows.parquet texts.parquet qrels.txt summary.json
+EMBED_SHARD = f"{RESULTS}/{{view}}embed/shard-{{shard}}-of-{{shards}}.parquet"
+SEARCH_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.run"
+STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
+RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
+METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
+FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
+PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
+PLOT = f"{RESULTS}/plots/{{plot}}.png"
+VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
+
+
+class _Keep(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def fill(pattern: str, **values: object) -> str:
+    """``pattern`` with the given wildcards filled and the others left for Snakemake."""
+    return string.Formatter().vformat(pattern, (), _Keep(values))
+
+
 def view_folder(protocol: str, granularity: str) -> str:
     """The prefix of a view's results: "" for the seed protocol at session granularity (the
     primary results keep their paths), else ``<granularity>/``, ``official/`` or
@@ -33,11 +57,11 @@ def view_folder(protocol: str, granularity: str) -> str:
 
 
 def binary_fingerprint(binary_id: str) -> str:
-    return f"{RESULTS}/fingerprints/vipune-{binary_id}.json"
+    return fill(FINGERPRINT, binary=binary_id)
 
 
 def preflight(binary_id: str) -> str:
-    return f"{RESULTS}/preflight/vipune-{binary_id}.json"
+    return fill(PREFLIGHT, binary=binary_id)
 
 
 def vipune_run(binary_id: str, semantic: bool = False) -> str:
@@ -56,10 +80,6 @@ def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
         if isinstance(fingerprint, dict) and fingerprint.get("kind") == "vipune":
             found[fingerprint["id"]] = fingerprint
     return found
-
-
-def shard(index: int, shards: int) -> str:
-    return f"shard-{index}-of-{shards}"
 
 
 def job_tmp(*parts: str) -> str:

@@ -34,12 +34,10 @@ class Run:
     def lane(self) -> str:
         return retrievers.BY_NAME[self.retriever].lane
 
-    def search_dir(self, view: View) -> str:
-        return f"{paths.RESULTS}/{view.folder}search/{self.name}"
-
-    def status_dir(self, view: View) -> str | None:
+    @property
+    def status_run(self) -> str | None:
         """Failed pairs and latencies live beside the hybrid run of the binary's shards."""
-        return None if self.binary is None else f"{paths.RESULTS}/{view.folder}search/{paths.vipune_run(self.binary)}"
+        return None if self.binary is None else paths.vipune_run(self.binary)
 
 
 @dataclass
@@ -215,28 +213,28 @@ def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
 
 def embed_shards(ws: Workspace, view: View) -> list[str]:
     n = ws.config["embed"]["shards"]
-    return [f"{paths.RESULTS}/{view.folder}embed/{paths.shard(i, n)}.parquet" for i in range(n)]
+    return [paths.fill(paths.EMBED_SHARD, view=view.folder, shard=i, shards=n) for i in range(n)]
 
 
 def run_shards(ws: Workspace, view: View, run: Run) -> list[str]:
     n = ws.config["search"]["shards"]
-    return [f"{run.search_dir(view)}/{paths.shard(i, n)}.run" for i in range(n)]
+    return [paths.fill(paths.SEARCH_SHARD, view=view.folder, run=run.name, shard=i, shards=n) for i in range(n)]
 
 
 def status_shards(ws: Workspace, view: View, run: Run) -> list[str]:
-    folder = run.status_dir(view)
-    if folder is None:
+    if run.status_run is None:
         return []
     n = ws.config["search"]["shards"]
-    return [f"{folder}/{paths.shard(i, n)}.status.json" for i in range(n)]
+    return [paths.fill(paths.STATUS_SHARD, view=view.folder, run=run.status_run, shard=i, shards=n)
+            for i in range(n)]
 
 
 def metrics_file(view: View, run: str) -> str:
-    return f"{paths.RESULTS}/{view.folder}metrics/{run}.json"
+    return paths.fill(paths.METRICS, view=view.folder, run=run)
 
 
 def filter_file(view: View, name: str) -> str:
-    return f"{paths.RESULTS}/{view.folder}filter/{name}"
+    return paths.fill(paths.FILTER, view=view.folder, name=name)
 
 
 def report_manifest(ws: Workspace) -> dict[str, Any]:

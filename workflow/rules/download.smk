@@ -90,7 +90,7 @@ rule vipune_home:
 
 rule vipune_missing:
     output:
-        "results/fingerprints/vipune-missing.json",
+        paths.binary_fingerprint("missing"),
     log:
         "results/logs/vipune_missing.log",
     benchmark:

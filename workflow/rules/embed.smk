@@ -1,9 +1,9 @@
 rule embed:
     input:
-        texts="results/{view}filter/texts.parquet",
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
         model=paths.MODEL_FINGERPRINT,
     output:
-        "results/{view}embed/shard-{shard}-of-{shards}.parquet",
+        paths.EMBED_SHARD,
     log:
         "results/logs/{view}embed/shard-{shard}-of-{shards}.log",
     benchmark:

@@ -6,9 +6,9 @@ rule filter:
     input:
         dataset=paths.DATASET_FINGERPRINT,
     output:
-        pairs="results/{view}filter/pairs.parquet",
-        qrels="results/{view}filter/qrels.txt",
-        summary="results/{view}filter/summary.json",
+        pairs=paths.fill(paths.FILTER, name="pairs.parquet"),
+        qrels=paths.fill(paths.FILTER, name="qrels.txt"),
+        summary=paths.fill(paths.FILTER, name="summary.json"),
     log:
         "results/logs/{view}filter.log",
     benchmark:
@@ -38,8 +38,8 @@ rule filter_rows:
     input:
         unpack(get_filter_rows_inputs),
     output:
-        rows="results/{view}filter/rows.parquet",
-        texts="results/{view}filter/texts.parquet",
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
     log:
         "results/logs/{view}filter_rows.log",
     benchmark:

@@ -3,11 +3,9 @@ rule report:
         get_report_inputs,
     output:
         json=report(
-            "results/report.json", caption="../report/report.rst", category="Report"
+            paths.REPORT_JSON, caption="../report/report.rst", category="Report"
         ),
-        md=report(
-            "results/report.md", caption="../report/report_md.rst", category="Report"
-        ),
+        md=report(paths.REPORT_MD, caption="../report/report_md.rst", category="Report"),
     log:
         "results/logs/report.log",
     benchmark:
@@ -28,30 +26,30 @@ rule report:
 
 rule plots:
     input:
-        "results/report.json",
+        paths.REPORT_JSON,
     output:
         recall=report(
-            "results/plots/recall_at_k.png",
+            paths.fill(paths.PLOT, plot="recall_at_k"),
             caption="../report/recall_at_k.rst",
             category="Plots",
         ),
         categories=report(
-            "results/plots/recall_per_category.png",
+            paths.fill(paths.PLOT, plot="recall_per_category"),
             caption="../report/recall_per_category.rst",
             category="Plots",
         ),
         ranks=report(
-            "results/plots/gold_ranks.png",
+            paths.fill(paths.PLOT, plot="gold_ranks"),
             caption="../report/gold_ranks.rst",
             category="Plots",
         ),
         granularities=report(
-            "results/plots/granularities.png",
+            paths.fill(paths.PLOT, plot="granularities"),
             caption="../report/granularities.rst",
             category="Plots",
         ),
         latency=report(
-            "results/plots/latency.png",
+            paths.fill(paths.PLOT, plot="latency"),
             caption="../report/latency.rst",
             category="Plots",
         ),

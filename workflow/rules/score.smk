@@ -1,12 +1,12 @@
 rule score:
     input:
-        qrels="results/{view}filter/qrels.txt",
-        pairs="results/{view}filter/pairs.parquet",
+        qrels=paths.fill(paths.FILTER, name="qrels.txt"),
+        pairs=paths.fill(paths.FILTER, name="pairs.parquet"),
         runs=get_run_shards,
         status=get_status_shards,
     output:
-        run="results/{view}runs/{run}.run",
-        metrics="results/{view}metrics/{run}.json",
+        run=paths.RUN,
+        metrics=paths.METRICS,
     log:
         "results/logs/{view}score/{run}.log",
     benchmark:

@@ -8,14 +8,11 @@ wildcard_constraints:
 
 rule search_reference:
     input:
-        rows="results/{view}filter/rows.parquet",
-        texts="results/{view}filter/texts.parquet",
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
         embeddings=get_embeddings,
     output:
-        expand(
-            "results/{{view}}search/{retriever}/shard-{{shard}}-of-{{shards}}.run",
-            retriever=WS.reference or ["none"],
-        ),
+        [paths.fill(paths.SEARCH_SHARD, run=r) for r in WS.reference or ["none"]],
     log:
         "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
     benchmark:
@@ -42,11 +39,11 @@ rule search_reference:
 
 rule preflight:
     input:
-        binary="results/fingerprints/vipune-{binary}.json",
+        binary=paths.FINGERPRINT,
         hf_home=paths.VIPUNE_HF_HOME,
         model=paths.MODEL_FINGERPRINT,
     output:
-        "results/preflight/vipune-{binary}.json",
+        paths.PREFLIGHT,
     log:
         "results/logs/preflight/vipune-{binary}.log",
     benchmark:
@@ -64,26 +61,31 @@ rule preflight:
         pooling=config["model"]["pooling"],
         timeout=config["vipune"]["timeout"],
         mode=config["vipune"]["preflight"],
+        tmp=lambda wildcards: paths.job_tmp(
+            "preflight", paths.vipune_run(wildcards.binary)
+        ),
         code=code_version("preflight"),
     shell:
         "vipune-eval preflight --binary '{params.binary}' --fingerprint {input.binary}"
         " --hf-home {input.hf_home} --model-dir {params.model_dir} --file {params.file}"
         " --pooling {params.pooling} --timeout {params.timeout} --mode {params.mode}"
-        " --tmp results/tmp/preflight/vipune-{wildcards.binary} --out {output} 2> {log}"
+        " --tmp {params.tmp} --out {output} 2> {log}"
 
 
 rule search_vipune:
     input:
-        preflight="results/preflight/vipune-{binary}.json",
-        rows="results/{view}filter/rows.parquet",
-        texts="results/{view}filter/texts.parquet",
+        preflight=paths.PREFLIGHT,
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
         embeddings=get_embeddings,
-        binary="results/fingerprints/vipune-{binary}.json",
+        binary=paths.FINGERPRINT,
         hf_home=paths.VIPUNE_HF_HOME,
     output:
-        run="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.run",
-        semantic="results/{view}search/vipune-{binary}-semantic/shard-{shard}-of-{shards}.run",
-        status="results/{view}search/vipune-{binary}/shard-{shard}-of-{shards}.status.json",
+        run=paths.fill(paths.SEARCH_SHARD, run=paths.vipune_run("{binary}")),
+        semantic=paths.fill(
+            paths.SEARCH_SHARD, run=paths.vipune_run("{binary}", semantic=True)
+        ),
+        status=paths.fill(paths.STATUS_SHARD, run=paths.vipune_run("{binary}")),
     log:
         "results/logs/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
     benchmark:
@@ -100,11 +102,16 @@ rule search_vipune:
         options=search_options,
         timeout=config["vipune"]["timeout"],
         on_error=config["vipune"]["on_error"],
+        cache=lambda wildcards: paths.fill(paths.VIPUNE_CACHE, **wildcards),
+        tmp=lambda wildcards: paths.job_tmp(
+            f"{wildcards.view}search",
+            paths.vipune_run(wildcards.binary),
+            f"shard-{wildcards.shard}-of-{wildcards.shards}",
+        ),
     shell:
         "vipune-eval search-vipune --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
         " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
         " {params.options} --threads {threads} --timeout {params.timeout}"
-        " --on-error {params.on_error} --cache results/{wildcards.view}search/vipune-{wildcards.binary}/cache"
-        " --tmp results/tmp/{wildcards.view}search/vipune-{wildcards.binary}/shard-{wildcards.shard}-of-{wildcards.shards}"
+        " --on-error {params.on_error} --cache {params.cache} --tmp {params.tmp}"
         " --out {output.run} --semantic-out {output.semantic} --status-out {output.status} 2> {log}"
