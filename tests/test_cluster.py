@@ -3,8 +3,6 @@
 import logging
 import os
 import re
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest

@@ -3,7 +3,7 @@ import os
 import sys
 from pathlib import Path
 
-from vipune_eval import cluster, paths, retrievers
+from vipune_eval import cluster, paths
 from vipune_eval import workspace as W
 from vipune_eval.codeversion import code_version
 from vipune_eval.io import EvalError, write_json_if_changed
