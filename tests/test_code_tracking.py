@@ -35,13 +35,15 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "preflight": {"preflight"},
     "longmemeval": {"score"},
     "measures": {"score", "report", "plots"},
+    "views": {"report", "plots"},  # the primary view's name
+    "paths": {"report", "plots"},
     "stats": {"score", "report"},
     "score": {"score"},
     "report": {"report"},
     "diagnostics": {"report"},
     "plots": {"plots"},
     # parse-time set-up only: no rule runs them
-    "workspace": set(), "paths": set(), "views": set(), "codeversion": set(), "cluster": set(),
+    "workspace": set(), "codeversion": set(), "cluster": set(),
 }
 
 

@@ -301,3 +301,20 @@ def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, full_run):
     snakemake(other, "--cores", "2", env=env)
     assert json.loads((other / "results/report.json").read_text())["pairs"] == 16
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
+
+
+def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
+    """Regression: the plots took the first view of report.json (sorted keys), so a run with
+    `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
+    from vipune_eval.plots import run_plots
+    from vipune_eval.report import markdown
+
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    report["views"] = {"official": report["views"]["official"],
+                       **{k: v for k, v in report["views"].items() if k != "official"}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    run_plots(path, tmp_path / "plots")
+    assert (tmp_path / "plots" / "recall_at_k.png").exists()
+    assert "| vipune |" in markdown(report)

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .io import atomic_path, read_json  # noqa: E402
 from .measures import primary_k  # noqa: E402
+from .views import PRIMARY  # noqa: E402
 
 
 def _save(fig, path: Path) -> None:
@@ -133,7 +134,7 @@ def latency(report: dict[str, Any], k: int, out: Path) -> None:
 
 def run_plots(report: Path, out_dir: Path) -> None:
     data = read_json(report)
-    primary = next(iter(data["views"].values()))
+    primary = data["views"][PRIMARY.name]
     ks = primary["ks"]
     k = primary_k(ks)
     recall_at_k(data, ks, out_dir / "recall_at_k.png")

@@ -17,6 +17,7 @@ from . import __version__, diagnostics, measures
 from .io import atomic_path, read_json, write_json
 from .stats import adjust_family, compare_runs
 from .trec import read_qrels
+from .views import PRIMARY
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
@@ -217,7 +218,7 @@ def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool 
 
 
 def markdown(report: dict[str, Any]) -> str:
-    primary = next(iter(report["views"].values()))
+    primary = report["views"][PRIMARY.name]
     ks = primary["ks"]
     keys = measures.keys(ks, list(report["measures"]))
     k = measures.primary_k(ks)
