@@ -204,8 +204,12 @@ def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
 
 
 def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
-    """Scratch folders a killed run left behind (only with the lock held: no job is running)."""
+    """What a killed run left behind: its scratch folders and the half-written files of
+    io.atomic_path (only with the lock held: no job is running)."""
     shutil.rmtree(results / "tmp", ignore_errors=True)
+    for stale in results.rglob(".*.tmp"):
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- files of the plan
