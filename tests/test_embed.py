@@ -134,3 +134,13 @@ def test_a_damaged_tokenizer_is_named(model_dir, tmp_path):
     (broken / "tokenizer.json").write_text("{not json")
     with pytest.raises(EvalError, match=r"broken/tokenizer.json: not a readable tokenizer.json"):
         load_model(broken, "onnx/model.onnx", "mean", threads=1)
+
+
+def test_token_counts_do_not_depend_on_the_batch(tmp_path):
+    from vipune_eval.tokens import count_tokens, load_tokenizer
+    model = build_tiny_model(tmp_path / "model")
+    texts = [" ".join(["word"] * n) for n in (0, 1, 7, 600, 3, 2)]
+    whole = count_tokens(model, texts, batch=len(texts))
+    assert list(count_tokens(model, texts, batch=4)) == list(whole)
+    tokenizer = load_tokenizer(model / "tokenizer.json")
+    assert list(whole) == [len(tokenizer.encode(t).ids) for t in texts] and whole[3] > 512

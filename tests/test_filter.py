@@ -8,7 +8,7 @@ import pytest
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 from vipune_eval.tokens import load_tokenizer
-from vipune_eval.filter import read_pairs, run_pairs, run_rows, session_text
+from vipune_eval.filter import make_chunker, read_pairs, run_pairs, run_rows, session_text
 from vipune_eval.io import EvalError, text_id
 
 
@@ -244,3 +244,20 @@ def test_turn_rows_and_chunk_rows_of_at_most_512_tokens(generated, tmp_path):
             squeeze = "".join  # pieces of a long turn are cut at token boundaries, between two tokens
             assert squeeze(" ".join(mine).split()) == squeeze(
                 " ".join(f"{t['role']}: {t['content']}" for t in session).split())
+
+
+def test_chunker_packs_greedily_and_gives_a_recurring_session_the_same_rows(tmp_path):
+    model = build_tiny_model(tmp_path / "model")
+    tokenizer = load_tokenizer(model / "tokenizer.json")
+    count = lambda text: len(tokenizer.encode(text).ids)  # noqa: E731
+    words = [f"w{i % 97}" for i in range(3000)]
+    lines = [f"user: {' '.join(words[i:i + n])}" for i, n in zip(range(0, 3000, 200), [30, 90, 700, 5, 260] * 4)]
+    chunker = make_chunker(model / "tokenizer.json")
+    first = chunker(lines)
+    assert chunker(list(lines)) == first  # the kept packing of a session seen before
+    assert all(count(c) <= 512 for c in first)
+    # Greedy: no chunk could have taken the next chunk's first line (or piece) as well.
+    for c, following in zip(first, first[1:]):
+        assert count(c + "\n" + following.split("\n")[0]) > 512
+    assert "".join(" ".join(first).split()) == "".join(" ".join(lines).split())
+    assert chunker(lines[:2]) == ["\n".join(lines[:2])]

@@ -303,45 +303,61 @@ def created_at_of(instance: Instance) -> dict[str, str]:
 def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Callable[[list[str]], list[str]]:
     """Greedy packing of a session's turn lines into rows of at most ``max_tokens`` tokens by the
     model's own tokenizer (special tokens counted, as vipune counts them); a turn longer than
-    that is split at token boundaries. Every row is re-counted, so each is one vipune accepts."""
+    that is split at token boundaries. Every row is re-counted, so each is one vipune accepts.
+    A session recurs in many haystacks: its packing is kept (as character spans, not texts) by
+    the hash of its lines and computed once."""
     from .tokens import load_tokenizer
 
     tokenizer = load_tokenizer(tokenizer_path)
+    plans: dict[str, tuple[tuple[tuple[int, int, int], ...], ...]] = {}
 
     def count(text: str) -> int:
         return len(tokenizer.encode(text).ids)
 
-    def split_long(line: str) -> list[str]:
-        encoding = tokenizer.encode(line, add_special_tokens=False)
-        budget = max_tokens - (count("") or 0)
-        pieces, start = [], 0
-        offsets = encoding.offsets
+    def split_long(line: str) -> list[tuple[int, int]]:
+        """Spans of ``line``, each at most ``max_tokens`` tokens, cut at token boundaries."""
+        offsets = tokenizer.encode(line, add_special_tokens=False).offsets
+        budget = max_tokens - count("")
+        spans, start = [], 0
         while start < len(offsets):
             end = min(start + budget, len(offsets))
             while True:
-                piece = line[offsets[start][0]:offsets[end - 1][1]].strip()
-                if count(piece) <= max_tokens or end - start <= 1:
+                a, b = offsets[start][0], offsets[end - 1][1]
+                piece = line[a:b]
+                a, b = a + len(piece) - len(piece.lstrip()), b - len(piece) + len(piece.rstrip())
+                if count(line[a:b]) <= max_tokens or end - start <= 1:
                     break
                 end -= max(1, (end - start) // 20)
-            if piece:
-                pieces.append(piece)
+            if b > a:
+                spans.append((a, b))
             start = end
-        return pieces
+        return spans
 
-    def chunks(lines: list[str]) -> list[str]:
-        out: list[str] = []
-        current: list[str] = []
-        for line in lines:
-            for part in ([line] if count(line) <= max_tokens else split_long(line)):
-                if current and count("\n".join([*current, part])) <= max_tokens:
-                    current.append(part)
+    def plan(lines: list[str]) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+        out: list[tuple[tuple[int, int, int], ...]] = []
+        current: list[tuple[int, int, int]] = []
+
+        def text(parts: list[tuple[int, int, int]]) -> str:
+            return "\n".join(lines[i][a:b] for i, a, b in parts)
+
+        for i, line in enumerate(lines):
+            spans = [(0, len(line))] if count(line) <= max_tokens else split_long(line)
+            for a, b in spans:
+                if current and count(text([*current, (i, a, b)])) <= max_tokens:
+                    current.append((i, a, b))
                 else:
                     if current:
-                        out.append("\n".join(current))
-                    current = [part]
+                        out.append(tuple(current))
+                    current = [(i, a, b)]
         if current:
-            out.append("\n".join(current))
-        return out
+            out.append(tuple(current))
+        return tuple(out)
+
+    def chunks(lines: list[str]) -> list[str]:
+        key = text_id("\x00".join(lines))
+        if key not in plans:
+            plans[key] = plan(lines)
+        return ["\n".join(lines[i][a:b] for i, a, b in parts) for parts in plans[key]]
 
     return chunks
 

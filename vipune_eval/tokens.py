@@ -24,7 +24,11 @@ def load_tokenizer(path: Path):
     return tokenizer
 
 
-def count_tokens(model_dir: Path, texts: list[str]) -> np.ndarray:
-    """Tokens per text with special tokens and without truncation (what vipune counts)."""
+def count_tokens(model_dir: Path, texts: list[str], batch: int = 2000) -> np.ndarray:
+    """Tokens per text with special tokens and without truncation (what vipune counts), in
+    batches: the encodings of a whole shard of 2k-token texts at once would take gigabytes."""
     tokenizer = load_tokenizer(model_dir / "tokenizer.json")
-    return np.array([len(e.ids) for e in tokenizer.encode_batch(texts)], dtype=np.int32)
+    counts = np.zeros(len(texts), dtype=np.int32)
+    for start in range(0, len(texts), batch):
+        counts[start:start + batch] = [len(e.ids) for e in tokenizer.encode_batch(texts[start:start + batch])]
+    return counts
