@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import trec
 from .io import EvalError
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
@@ -92,10 +91,21 @@ class Vectors:
         return self.matrix[self.rows(text_ids)]
 
 
+def shard_pair_count(rows_path: Path, shard: int, shards: int) -> int:
+    return len(range(shard, pq.ParquetFile(rows_path).metadata.num_rows, shards))
+
+
 def shard_rows(rows_path: Path, shard: int, shards: int) -> list[dict]:
-    """Every ``shards``-th pair of the view, from ``shard`` (possibly none)."""
-    table = pq.read_table(rows_path)
-    return table.take(pa.array(range(shard, table.num_rows, shards), pa.int64())).to_pylist()
+    """Every ``shards``-th pair of the view, from ``shard`` (possibly none), read in batches: the
+    rows table of a turn-level view holds every pair's row lists and is large."""
+    out: list[dict] = []
+    first = 0  # index of the batch's first pair in the table
+    for batch in pq.ParquetFile(rows_path).iter_batches(batch_size=64):
+        mine = [i for i in range(batch.num_rows) if (first + i) % shards == shard]
+        if mine:
+            out += batch.take(pa.array(mine, pa.int64())).to_pylist()
+        first += batch.num_rows
+    return out
 
 
 def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
@@ -118,9 +128,3 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
             vectors=vectors.get(pair["row_text_ids"]),
             query_vector=vectors.get([pair["question_text_id"]])[0],
             docs=pair["row_docs"])
-
-
-def write_run(path: Path, rankings: list[tuple[Persona, Ranking]], tag: str, depth: int,
-              collapse: bool = True) -> None:
-    """The TREC run of a lane: each persona's ranking as documents (see Persona.documents)."""
-    trec.write_run(path, ((p.question_id, p.documents(r, depth, collapse)) for p, r in rankings), tag)

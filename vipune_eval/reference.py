@@ -16,8 +16,9 @@ from typing import Callable
 import numpy as np
 
 from . import retrievers as registry
+from . import trec
 from .io import Progress
-from .persona import Persona, Ranking, personas_of_shard, write_run
+from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
 from .vipune import MAX_SEARCH_LIMIT
 
 RRF_K = 25
@@ -128,11 +129,13 @@ def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, s
     unknown = [r for r in retrievers if r not in registry.REFERENCE]
     if unknown or len(retrievers) != len(outputs):
         raise ValueError(f"reference retrievers {retrievers} with outputs {outputs}")
-    results: dict[str, list[tuple[Persona, Ranking]]] = {name: [] for name in retrievers}
-    progress = Progress(f"reference shard {shard}/{shards}: personas", total=0)
+    # Only each pair's run documents are kept, not the persona (its rows, texts and vectors).
+    runs: dict[str, list[tuple[str, list[str]]]] = {name: [] for name in retrievers}
+    progress = Progress(f"reference shard {shard}/{shards}: personas",
+                        total=shard_pair_count(rows, shard, shards))
     for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
         for name, ranking in search_persona(persona, retrievers, limit, rank_all).items():
-            results[name].append((persona, ranking))
+            runs[name].append((persona.question_id, persona.documents(ranking, depth, collapse)))
         progress.advance()
     for name, out in zip(retrievers, outputs):
-        write_run(out, results[name], name, depth, collapse)
+        trec.write_run(out, runs[name], name)

@@ -21,15 +21,17 @@ import json
 import shutil
 import tempfile
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from .io import EvalError, Progress, log, read_json, sha256_file, write_json
-from .persona import Persona, Ranking, personas_of_shard, write_run
+from . import trec
+from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
 from .vipune import Vipune, VipuneError
 
 EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
@@ -125,7 +127,7 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
     check_fingerprint(binary, fingerprint)
-    personas = list(personas_of_shard(rows, texts, embeddings, shard, shards))
+    total = shard_pair_count(rows, shard, shards)
     cache.mkdir(parents=True, exist_ok=True)
     marker = cache / f"shard-{shard}-of-{shards}.complete.json"
     if marker.exists():  # the shard completed before: this run must search again
@@ -137,12 +139,13 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
     keys: list[str] = []
     try:
         client = Vipune(binary, tmp / "home", timeout, hf_home=hf_home)
-        progress = Progress(f"vipune shard {shard}/{shards}: personas", total=len(personas))
-        log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards,
-                 len(personas), threads)
+        progress = Progress(f"vipune shard {shard}/{shards}: personas", total=total)
+        log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards, total, threads)
         stopping = threading.Event()
 
-        def one(persona: Persona) -> dict[str, Any] | None:
+        def one(persona: Persona) -> dict[str, Any]:
+            """What the shard keeps of a persona: its run documents and timings, or its error."""
+            qid = persona.question_id
             lines = import_lines(persona)  # built once: the cache key and the import share it
             key = persona_key(persona, limit, lines)
             keys.append(key)
@@ -150,7 +153,7 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
             if cached.exists():
                 result = read_json(cached)
             elif stopping.is_set():
-                return None  # on_error=stop: start nothing new once a persona has failed
+                return {"question_id": qid, "skipped": True}  # on_error=stop: start nothing new
             else:
                 try:
                     result = evaluate(client, persona, limit, tmp, lines)
@@ -158,32 +161,48 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"error": str(exc)}
+                    return {"question_id": qid, "error": str(exc)}
                 write_json(cached, result)
             progress.advance()
-            return result
+            return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
+                    "documents": {n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], depth, collapse)
+                                  for n in ("hybrid", "semantic")}}
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            results = list(pool.map(one, personas))
+            # A few personas in flight at a time, not the whole shard's rows and vectors.
+            results = list(in_order(pool, one, personas_of_shard(rows, texts, embeddings, shard, shards),
+                                    window=2 * max(1, threads)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    errors = [r["error"] for r in results if r and "error" in r]
+    errors = [r["error"] for r in results if "error" in r]
     if errors and on_error == "stop":
         raise VipuneError(f"{errors[0]}" + (f" (and {len(errors) - 1} more failed personas)"
                                             if len(errors) > 1 else "") +
                           " — finished personas are cached: a rerun redoes only the rest; set "
                           "vipune.on_error: record to score the other pairs anyway.")
-    done = [(p, r) for p, r in zip(personas, results) if "error" not in r]
+    done = [r for r in results if "documents" in r]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
-        write_run(path, [(p, [tuple(hit) for hit in r[name]["ranking"]]) for p, r in done],
-                  "vipune" if name == "hybrid" else "vipune-semantic", depth, collapse)
+        trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done],
+                       "vipune" if name == "hybrid" else "vipune-semantic")
     write_json(status_out, {
-        "failed": {p.question_id: r["error"] for p, r in zip(personas, results) if "error" in r},
-        "search_seconds": {p.question_id: r["hybrid"]["seconds"] for p, r in done},
-        "semantic_search_seconds": {p.question_id: r["semantic"]["seconds"] for p, r in done},
+        "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
+        "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},
+        "semantic_search_seconds": {r["question_id"]: r["seconds"]["semantic"] for r in done},
     })
     write_json(marker, sorted(set(keys)))
-    failed = len(personas) - len(done)
+    failed = len(results) - len(done)
     if failed:
         log.warning("vipune shard %d/%d: %d of %d personas failed and are recorded in %s",
-                    shard, shards, failed, len(personas), status_out)
+                    shard, shards, failed, len(results), status_out)
+
+
+def in_order(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, window: int) -> Iterator:
+    """``pool.map(fn, items)`` with at most ``window`` items taken from ``items`` ahead of the
+    results handed back (``map`` would draw the whole iterable at once)."""
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
