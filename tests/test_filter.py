@@ -261,3 +261,43 @@ def test_chunker_packs_greedily_and_gives_a_recurring_session_the_same_rows(tmp_
         assert count(c + "\n" + following.split("\n")[0]) > 512
     assert "".join(" ".join(first).split()) == "".join(" ".join(lines).split())
     assert chunker(lines[:2]) == ["\n".join(lines[:2])]
+
+
+def test_official_view_keeps_a_session_listed_twice_as_longmemevals_corpus_does(tmp_path):
+    """LongMemEval issue #54: filler sessions repeated in one haystack (same content, other date).
+    process_item_flat_index keeps both; the seed protocol stores the session once."""
+    filler = [{"role": "user", "content": "filler talk"}, {"role": "assistant", "content": "ok"},
+              {"role": "user", "content": "more"}]
+    data = [instance("q1", haystack_session_ids=["answer_a", "f", "b", "f"], answer_session_ids=["answer_a"],
+                     haystack_dates=["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 02:21",
+                                     "2023/05/22 (Mon) 02:21", "2023/05/23 (Tue) 02:21"],
+                     haystack_sessions=[[{"role": "user", "content": "a", "has_answer": True}], filler,
+                                        [{"role": "user", "content": "b"}], filler])]
+    _, pairs, rows, texts = official(tmp_path / "s", data)
+    row = rows["q1"]
+    assert row["row_docs"] == ["answer_a", "f", "b", "f#copy2"]
+    assert [texts[t] for t in row["row_text_ids"]] == ["a", "filler talk more", "b", "filler talk more"]
+    assert row["row_created_at"][1] == "2023-05-21T02:21:00Z" and row["row_created_at"][3] == "2023-05-23T02:21:00Z"
+    assert pairs["q1"]["gold"] == ["answer_a"]
+    _, _, turns, _ = official(tmp_path / "t", data, "turn")
+    assert turns["q1"]["row_docs"] == ["answer_a_1", "f_1", "f_3", "b_1", "f#copy2_1", "f#copy2_3"]
+    assert len(set(turns["q1"]["row_keys"])) == 6  # distinct rows for vipune
+    seed_rows, _ = rows_of(tmp_path / "s" / "d.json", tmp_path / "seed")
+    assert seed_rows["q1"]["row_docs"] == ["answer_a", "f", "b"]
+    # A repeated evidence session would need one correct id for two documents: refused.
+    gold_twice = json.loads(json.dumps(data))
+    gold_twice[0]["haystack_session_ids"][3] = "answer_a"
+    gold_twice[0]["haystack_sessions"][3] = gold_twice[0]["haystack_sessions"][0]
+    with pytest.raises(EvalError, match=r"evidence session answer_a is listed twice"):
+        official(tmp_path / "g", gold_twice)
+    own = json.loads(json.dumps(data))
+    own[0]["haystack_session_ids"][2] = "b#copy2"
+    with pytest.raises(EvalError, match=r"haystack_session_ids\[2\] = 'b#copy2' ends like"):
+        official(tmp_path / "o", own)
+
+
+def test_an_abs_anywhere_in_the_id_is_an_abstention_question_as_in_longmemeval(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([instance("q1"), instance("q2_abs_x"), instance("q3_abs")]))
+    summary = pairs_of(path, tmp_path / "out")
+    assert summary["abstention"] == 2 and summary["pairs"] == 1

@@ -112,3 +112,14 @@ def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     other = write(tmp_path / "other", ["zz Q0 a 1 1 t"])
     with pytest.raises(EvalError, match="not in"):
         run_score(qrels, pairs, [other], [1], ["recall"], "t", tmp_path / "o", tmp_path / "m")
+
+
+def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():
+    """Hand-worked: LongMemEval ranks [f, f, answer_a, b] (f listed twice in the haystack)."""
+    scores = longmemeval.evaluate(["f", "f#copy2", "answer_a", "b"], ["answer_a"], 3, 1)
+    assert scores["ndcg_any"] == pytest.approx(1 / math.log2(3))  # rank 3, not rank 2 (1.0)
+    assert longmemeval.evaluate(["f", "f#copy2", "answer_a"], ["answer_a"], 2, 1)["recall_any"] == 0.0
+    # turn level: both copies' turns are session f, so k grows past them
+    at2 = longmemeval.evaluate_turn_to_session(["f_1", "f#copy2_1", "answer_a_1"], ["answer_a_1"], 2)
+    assert at2 == {"recall_any": 1.0, "recall_all": 1.0, "ndcg_any": pytest.approx(1 / math.log2(3))}
+    assert longmemeval.base_id("x#copy12") == "x" and longmemeval.base_id("x#copyright") == "x#copyright"

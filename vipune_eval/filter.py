@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from . import split as splits
 from . import trec
 from .io import EvalError, Progress, atomic_path, log, text_id, write_json
+from .longmemeval import base_id, copy_id
 
 PAIRS_SCHEMA = pa.schema([
     ("question_id", pa.string()),
@@ -69,6 +70,9 @@ class Instance:
     pair: dict[str, Any]
     sessions: list[tuple[str, list[dict[str, Any]], str]]  # (session id, turns, created_at)
     where: str
+    # Every listing of the haystack in order, repeats included (LongMemEval's corpus keeps a
+    # session listed twice): (session id, or copy_id for a repeat; turns; created_at).
+    listing: list[tuple[str, list[dict[str, Any]], str]] = field(default_factory=list)
 
 
 def session_text(session: list[dict[str, Any]]) -> str:
@@ -181,22 +185,30 @@ def read_instance(instance: Any, where: str) -> Instance:
 
     seen: dict[str, str] = {}
     kept: list[tuple[str, list[dict[str, Any]], str]] = []
+    listing: list[tuple[str, list[dict[str, Any]], str]] = []
     with_answer: list[str] = []
     for i, (sid, session) in enumerate(zip(session_ids, sessions)):
         check_id(sid, f"haystack_session_ids[{i}]", where)
+        if base_id(sid) != sid:
+            raise EvalError(f"{where}: haystack_session_ids[{i}] = {sid!r} ends like the ids the harness "
+                            "gives a session listed twice (#copyN); rename it")
         session = _check_session(session, f"{where}, session {sid}")
         tid = text_id(session_text(session))
-        if sid in seen:
-            if seen[sid] != tid:
-                raise EvalError(f"{where}: session id {sid} appears twice with different content")
-            continue  # the same session listed twice: one memory row
-        seen[sid] = tid
         try:
             stamp = rfc3339(dates[i]) if dates is not None else None
         except (TypeError, ValueError) as exc:
             raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
                             f"'2023/05/20 (Sat) 02:21'") from exc
-        kept.append((sid, session, stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")))
+        stamp = stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if sid in seen:
+            if seen[sid] != tid:
+                raise EvalError(f"{where}: session id {sid} appears twice with different content")
+            # The seed protocol stores the same session once; the official view keeps the copy.
+            listing.append((copy_id(sid, 1 + sum(base_id(n) == sid for n, _, _ in listing)), session, stamp))
+            continue
+        seen[sid] = tid
+        kept.append((sid, session, stamp))
+        listing.append((sid, session, stamp))
         if any(turn.get("has_answer") is True for turn in session):
             with_answer.append(sid)
 
@@ -216,7 +228,7 @@ def read_instance(instance: Any, where: str) -> Instance:
     pair = {"question_id": qid, "question_type": qtype, "question": question,
             "question_date": str(instance.get("question_date", "")), "gold": gold,
             "gold_source": source, "session_ids": [sid for sid, _, _ in kept]}
-    return Instance(pair, kept, where)
+    return Instance(pair, kept, where, listing)
 
 
 # ---------------------------------------------------------------- rows of each view
@@ -253,7 +265,7 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
     counting turns of both roles from 1; ``answer`` in an id becomes ``noans`` where no user-side
     has_answer marks the evidence."""
     rows = []
-    for sid, session, _ in instance.sessions:
+    for sid, session, _ in instance.listing:
         users = [(n, t) for n, t in enumerate(session, 1) if t["role"] == "user"]
         if granularity == "session":
             doc = sid
@@ -267,6 +279,11 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
             if "answer" in sid and not _has_answer(turn, instance.where, sid, True):
                 doc = doc.replace("answer", "noans")
             rows.append(Row(doc, sid, doc, turn["content"]))
+    for row in rows:
+        if row.session != base_id(row.session) and "answer" in row.doc:
+            raise EvalError(f"{instance.where}: evidence session {base_id(row.session)} is listed twice; "
+                            "LongMemEval counts both copies under one correct id, which a run file cannot "
+                            "hold, so the official view cannot score this pair")
     return rows
 
 
@@ -294,7 +311,7 @@ def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
 
 
 def created_at_of(instance: Instance) -> dict[str, str]:
-    return {sid: stamp for sid, _, stamp in instance.sessions}
+    return {sid: stamp for sid, _, stamp in instance.listing}
 
 
 # ---------------------------------------------------------------- chunks
@@ -407,7 +424,7 @@ def usable_instances(dataset: Path, counts: Counter, expected_instances: int | N
         if qid in seen:
             raise EvalError(f"{where}: duplicate question_id {qid}")
         seen.add(qid)
-        if qid.endswith("_abs"):
+        if "_abs" in qid:  # LongMemEval's own test (run_retrieval.py, evaluate_qa.py)
             counts["abstention"] += 1
             continue
         yield read_instance(raw, where)
