@@ -1093,15 +1093,14 @@ def bench_shard_memory(a: argparse.Namespace) -> dict:
         say(f"  ref {ref} = {exported[ref]['commit'][:12]}")
     shards_of = {n: len(per_persona) // n for n in a.personas}
     results: list[dict] = []
-    for n in a.personas:
-        for lane in a.lanes:
+    for rep, n, lane in [(rep, n, lane) for rep in range(a.repeats) for n in a.personas for lane in a.lanes]:
             for i, ref in enumerate(refs):  # the refs side by side for each configuration
                 SNAPSHOT = base / f"ref-{i}"
                 dest = base / "runs" / f"{lane}-{n}-ref{i}"
                 dest.mkdir(parents=True, exist_ok=True)
                 load = uptime()
                 stats = run_time_v(search_cmds(lane, filt, emb, 0, shards_of[n], dest, s), dest / "log")
-                r = {"ref": ref, "commit": exported[ref]["commit"], "lane": lane, "personas": n,
+                r = {"ref": ref, "commit": exported[ref]["commit"], "lane": lane, "personas": n, "rep": rep,
                      "shard": f"0 of {shards_of[n]}", "rows": int(per_persona[0::shards_of[n]].sum()),
                      **stats, "uptime": load}
                 results.append(r)
@@ -1111,16 +1110,20 @@ def bench_shard_memory(a: argparse.Namespace) -> dict:
     rows_ = []
     for n in a.personas:
         for lane in a.lanes:
-            mine = [r for r in results if r["personas"] == n and r["lane"] == lane]
-            rss = [r["peak_rss_bytes"] / 2**20 for r in mine]
-            rows_.append([lane, n, mine[0]["rows"], *(f"{x:.0f}" for x in rss),
-                          *(f"{r['wall_s']:.1f}" for r in mine),
+            mine = [[r for r in results if r["personas"] == n and r["lane"] == lane and r["ref"] == ref]
+                    for ref in refs]
+            rss = [max(r["peak_rss_bytes"] for r in m) / 2**20 for m in mine]  # the worst rep
+            rows_.append([lane, n, mine[0][0]["rows"],
+                          *("/".join(f"{r['peak_rss_bytes'] / 2**20:.0f}" for r in m) for m in mine),
+                          *(f"{m[0]['wall_s']:.1f}" for m in mine),
                           f"{rss[-1] / rss[0]:.2f}" if len(rss) > 1 else "-"])
-    table(rows_, ["lane", "personas", "rows", *(f"RSS MiB {r[:10]}" for r in refs), *(f"s {r[:10]}" for r in refs),
-                  "RSS B/A"])
+    table(rows_, ["lane", "personas", "rows", *(f"RSS MiB {r[:10]} (reps)" for r in refs),
+                  *(f"s {r[:10]}" for r in refs), "max RSS B/A"])
     m_turn = None
     if a.m_turn:
         m_turn = shard_memory_m_turn(refs, exported, s, a.lanes)
+    elif (OUT / "shard-memory.json").exists():  # keep the M turn figures of an earlier invocation
+        m_turn = json.loads((OUT / "shard-memory.json").read_text()).get("m_turn")
     save("shard-memory", {"data": SHARD_MEM_ARGS, "refs": exported, "results": results, "m_turn": m_turn})
     return {"results": results, "m_turn": m_turn}
 
@@ -1170,7 +1173,7 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("embed")
     s.add_argument("--texts", type=int, default=400)
     s.add_argument("--threads", type=int, default=2)
-    s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--batch-size", type=int, default=4)  # the harness default (see sweep)
     s.add_argument("--repeats", type=int, default=1)
     s.add_argument("--reuse", action="store_true", help="reuse the timings of an earlier invocation")
     s.set_defaults(func=bench_embed)
@@ -1216,6 +1219,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--refs", nargs="+", help="package refs (default: merge-base of HEAD and main, main)")
     s.add_argument("--personas", type=int, nargs="+", default=[2, 4, 8])
     s.add_argument("--lanes", nargs="+", default=["reference", "vipune"], choices=["reference", "vipune"])
+    s.add_argument("--repeats", type=int, default=1)
     s.add_argument("--no-m-turn", dest="m_turn", action="store_false",
                    help="skip shard 0 of 8 of the M-like turn view")
     s.set_defaults(func=bench_shard_memory)
