@@ -948,7 +948,11 @@ def bench_sweep(a: argparse.Namespace) -> dict:
     pq.write_table(pa.table({"text": short}), kinds["short"])
     configs = [(k, b, t) for k in kinds for t in a.threads for b in a.batches]
     runs: dict[str, list[dict]] = {}
-    for rep in range(a.repeats):
+    first = 0
+    if a.append and (OUT / "sweep.json").exists():  # add reps to an earlier invocation's
+        runs = json.loads((OUT / "sweep.json").read_text())["runs"]
+        first = max(len(v) for v in runs.values())
+    for rep in range(first, first + a.repeats):
         order = configs[:]
         random.Random(rep).shuffle(order)  # interleaved: no config always runs at the same moment
         for kind, b, t in order:
@@ -997,7 +1001,7 @@ def bench_sweep(a: argparse.Namespace) -> dict:
         say(f"  best for {kind}: batch {mine[bk]['batch']}, threads {mine[bk]['threads']} "
             f"({mine[bk]['texts_per_s']:.2f} texts/s); default batch 4 threads 2: "
             f"{d['ratio_to_best']:.2f} of best" if d else "")
-    save("sweep", {"batches": a.batches, "threads": a.threads, "repeats": a.repeats,
+    save("sweep", {"batches": a.batches, "threads": a.threads, "repeats": first + a.repeats,
                    "texts": {"long": len(long_texts), "short": len(short)}, "matmul_peak": peak,
                    "configs": summary, "best": best, "runs": runs})
     return summary
@@ -1093,6 +1097,9 @@ def bench_shard_memory(a: argparse.Namespace) -> dict:
         say(f"  ref {ref} = {exported[ref]['commit'][:12]}")
     shards_of = {n: len(per_persona) // n for n in a.personas}
     results: list[dict] = []
+    earlier = json.loads((OUT / "shard-memory.json").read_text()) if (OUT / "shard-memory.json").exists() else {}
+    if a.skip_personas:  # only the M turn shard this time: keep the persona figures of before
+        results, a.personas = earlier.get("results", []), []
     for rep, n, lane in [(rep, n, lane) for rep in range(a.repeats) for n in a.personas for lane in a.lanes]:
             for i, ref in enumerate(refs):  # the refs side by side for each configuration
                 SNAPSHOT = base / f"ref-{i}"
@@ -1119,16 +1126,17 @@ def bench_shard_memory(a: argparse.Namespace) -> dict:
                           f"{rss[-1] / rss[0]:.2f}" if len(rss) > 1 else "-"])
     table(rows_, ["lane", "personas", "rows", *(f"RSS MiB {r[:10]} (reps)" for r in refs),
                   *(f"s {r[:10]}" for r in refs), "max RSS B/A"])
-    m_turn = None
+    m_turn = earlier.get("m_turn") or []  # figures of an earlier invocation, replaced per variant
     if a.m_turn:
-        m_turn = shard_memory_m_turn(refs, exported, s, a.lanes)
-    elif (OUT / "shard-memory.json").exists():  # keep the M turn figures of an earlier invocation
-        m_turn = json.loads((OUT / "shard-memory.json").read_text()).get("m_turn")
+        new = shard_memory_m_turn(refs, exported, s, a.lanes, a.m_turn_embed_shards)
+        done = {(r["lane"], r["commit"], r.get("embed_shards", 1)) for r in new}
+        m_turn = [r for r in m_turn if (r["lane"], r["commit"], r.get("embed_shards", 1)) not in done] + new
     save("shard-memory", {"data": SHARD_MEM_ARGS, "refs": exported, "results": results, "m_turn": m_turn})
     return {"results": results, "m_turn": m_turn}
 
 
-def shard_memory_m_turn(refs: list[str], exported: dict, s: dict, lanes: list[str]) -> list[dict]:
+def shard_memory_m_turn(refs: list[str], exported: dict, s: dict, lanes: list[str],
+                        embed_shards: list[int]) -> list[dict]:
     """Shard 0 of 8 of the M-like turn view (the granularities bench's filter-rows output) with
     random vectors: does one search job fit the slurm profile's mem_mb 1500?"""
     global SNAPSHOT
@@ -1136,21 +1144,39 @@ def shard_memory_m_turn(refs: list[str], exported: dict, s: dict, lanes: list[st
     if not (filt / "rows.parquet").exists():
         say("  no M turn view (run granularities first): skipped")
         return []
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from vipune_eval.embed import shard_of
     emb = OUT / "shard-memory" / "m-turn-embeddings.parquet"
     random_embeddings(filt / "texts.parquet", emb)
+    files = {1: [emb]}
+    for n in embed_shards:  # the same vectors split as `embed.shards: n` splits them
+        if n == 1:
+            continue
+        files[n] = [emb.with_name(f"m-turn-emb-{k}-of-{n}.parquet") for k in range(n)]
+        if not all(f.exists() for f in files[n]):
+            t = pq.read_table(emb)
+            which = pa.array([shard_of(x, n) for x in t.column("text_id").to_pylist()])
+            for k, f in enumerate(files[n]):
+                pq.write_table(t.filter(pc.equal(which, k)), f)
+            del t
     out = []
-    for lane in lanes:
+    for n, lane in [(n, lane) for n in embed_shards for lane in lanes]:
         for i, ref in enumerate(refs):
             SNAPSHOT = OUT / "shard-memory" / f"ref-{i}"
-            dest = OUT / "shard-memory" / "runs" / f"m-turn-{lane}-ref{i}"
+            dest = OUT / "shard-memory" / "runs" / f"m-turn-{lane}-ref{i}-emb{n}"
             dest.mkdir(parents=True, exist_ok=True)
             load = uptime()
-            stats = run_time_v(search_cmds(lane, filt, emb, 0, 8, dest, s), dest / "log")
+            cmd = search_cmds(lane, filt, "EMB", 0, 8, dest, s)
+            at = cmd.index("EMB")
+            cmd[at:at + 1] = files[n]
+            stats = run_time_v(cmd, dest / "log")
             r = {"ref": ref, "commit": exported[ref]["commit"], "lane": lane, "shard": "0 of 8", **stats,
-                 "uptime": load, "fits_1500_mb": stats["peak_rss_bytes"] <= 1500 * 2**20}
+                 "embed_shards": n, "uptime": load, "fits_1500_mb": stats["peak_rss_bytes"] <= 1500 * 2**20}
             out.append(r)
-            say(f"  M turn shard 0 of 8, {lane}, ref {ref[:12]}: {stats['wall_s']:.0f} s, peak RSS "
-                f"{stats['peak_rss_bytes'] / 2**20:.0f} MiB (fits 1500 MB: {r['fits_1500_mb']})")
+            say(f"  M turn shard 0 of 8, {n} embedding file(s), {lane}, ref {ref[:12]}: {stats['wall_s']:.0f} s, "
+                f"peak RSS {stats['peak_rss_bytes'] / 2**20:.0f} MiB (fits 1500 MB: {r['fits_1500_mb']})")
     SNAPSHOT = None
     return out
 
@@ -1214,12 +1240,16 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--long", type=int, default=64, help="512-token texts per config")
     s.add_argument("--short", type=int, default=512, help="short texts per config")
     s.add_argument("--repeats", type=int, default=2)
+    s.add_argument("--append", action="store_true", help="add these reps to benchmarks/out/sweep.json")
     s.set_defaults(func=bench_sweep)
     s = sub.add_parser("shard-memory")
     s.add_argument("--refs", nargs="+", help="package refs (default: merge-base of HEAD and main, main)")
     s.add_argument("--personas", type=int, nargs="+", default=[2, 4, 8])
     s.add_argument("--lanes", nargs="+", default=["reference", "vipune"], choices=["reference", "vipune"])
     s.add_argument("--repeats", type=int, default=1)
+    s.add_argument("--skip-personas", action="store_true", help="only the M turn shard")
+    s.add_argument("--m-turn-embed-shards", type=int, nargs="+", default=[1, 4],
+                   help="the M turn shard's vectors in this many files (embed.shards; default config: 4)")
     s.add_argument("--no-m-turn", dest="m_turn", action="store_false",
                    help="skip shard 0 of 8 of the M-like turn view")
     s.set_defaults(func=bench_shard_memory)
