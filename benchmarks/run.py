@@ -968,8 +968,12 @@ def bench_sweep(a: argparse.Namespace) -> dict:
         e = {**env(), "OMP_NUM_THREADS": str(t), "OPENBLAS_NUM_THREADS": str(t), "MKL_NUM_THREADS": str(t)}
         best = max((json.loads(run([PYTHON, "-c", MATMUL_CHILD], env=e)[1].stdout) for _ in range(2)),
                    key=lambda r: r["gflops"])
-        peak[t] = best
         say(f"  numpy float32 2048x2048 matmul, {t} thread(s): {best['gflops']:.1f} GFLOP/s")
+        if first:  # the peak is the best ever seen: other people's load only lowers it
+            old = json.loads((OUT / "sweep.json").read_text())["matmul_peak"].get(str(t))
+            if old and old["gflops"] > best["gflops"]:
+                best = old
+        peak[t] = best
     summary: dict[str, dict] = {}
     for key, rs in runs.items():
         kind, b, t = key.split("|")
