@@ -9,6 +9,9 @@
     python benchmarks/run.py shard-load # start-up of one search job, as is vs a proposed patch
     python benchmarks/run.py dag        # snakemake dry run / no-op run, search.shards 8 and 470
     python benchmarks/run.py reruns     # cold run, run after the binary changed, no-op run
+    python benchmarks/run.py granularities  # session/turn/chunk rows: texts, tokens, MiniLM texts/s, hours
+    python benchmarks/run.py sweep      # MiniLM texts/s over batch size x threads; fraction of matmul peak
+    python benchmarks/run.py shard-memory  # peak RSS of one search shard, 2/4/8 personas, two package refs
     python benchmarks/run.py all        # everything above, in that order
 
 Every benchmark prints its figures and writes them to ``benchmarks/out/<name>.json``; generated
@@ -92,6 +95,7 @@ def snapshot() -> Path:
     (dest / "SNAPSHOT.json").write_text(json.dumps({"commit": commit}, indent=2))
     SNAPSHOT = dest
     sys.path.insert(0, str(dest))
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
     return dest
 
 
@@ -760,6 +764,427 @@ def bench_reruns(a: argparse.Namespace) -> dict:
     return r
 
 
+# ------------------------------------------------------------------ 6. granularities, sweep, shard memory
+
+# MiniLM-L6 and bge-small-en-v1.5 are both BERT encoders with hidden 384, intermediate 1536.
+ENCODERS = {"MiniLM-L6": dict(layers=6, hidden=384, intermediate=1536),
+            "bge-small-en-v1.5": dict(layers=12, hidden=384, intermediate=1536)}
+
+
+def flops_per_token(layers: int, hidden: int, intermediate: int, seq: int) -> float:
+    """Forward FLOPs per token of a BERT encoder at sequence length ``seq``: 2 x the matmul
+    parameters (Q, K, V, output: 4 h^2; FFN: 2 h i) plus the attention scores (Q K^T) and the
+    context (A V), 2 * seq * h each. Embeddings, layer norms, softmax and GELU are left out."""
+    matmul = 4 * hidden * hidden + 2 * hidden * intermediate
+    return layers * (2 * matmul + 4 * seq * hidden)
+
+
+EMBED_CHILD = r'''
+import sys, json, time, resource
+from pathlib import Path
+import pyarrow.parquet as pq
+from vipune_eval.embed import load_model
+from vipune_eval.tokens import count_tokens
+texts_path, model_dir, threads, batch = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+texts = pq.read_table(texts_path).column("text").to_pylist()
+tokens = count_tokens(model_dir, texts)
+order = sorted(range(len(texts)), key=lambda i: tokens[i])  # length-sorted, as run_embed does
+texts = [texts[i] for i in order]
+t0 = time.perf_counter()
+model = load_model(model_dir, "model.onnx", "mean", threads=threads)
+t1 = time.perf_counter()
+n = 0
+for _ in model.embed(texts, batch_size=batch):
+    n += 1
+t2 = time.perf_counter()
+print(json.dumps({"texts": n, "load_s": t1 - t0, "embed_s": t2 - t1,
+                  "tokens_embedded": int(sum(min(int(t), 512) for t in tokens)),
+                  "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}))
+'''
+
+
+def embed_child(texts: Path, threads: int, batch: int, log: Path) -> dict:
+    """Embed ``texts`` (Parquet, column text) with MiniLM in a fresh process: texts/s of the
+    embed loop only (model loaded), peak RSS of the whole process."""
+    stats = run_time_v([PYTHON, "-c", EMBED_CHILD, texts, MINILM, threads, batch], log)
+    inner = json.loads(log.read_text().split("--- stdout\n")[1].split("\n--- stderr")[0].strip().splitlines()[-1])
+    return {**stats, **inner, "texts_per_s": inner["texts"] / inner["embed_s"],
+            "tokens_per_s": inner["tokens_embedded"] / inner["embed_s"], "load": os.getloadavg()[0]}
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+GRANULARITIES = ("session", "turn", "chunk")
+
+
+def bench_granularities(a: argparse.Namespace) -> dict:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from vipune_eval.tokens import count_tokens
+    path, args = (OUT / "data" / "m.json", M_ARGS) if a.file == "M" else (OUT / "data" / "m-quarter.json", QUARTER_ARGS)
+    say(f"== granularities: filter-rows per granularity on the {a.file} file, tokens, MiniLM texts/s")
+    record = generate(path, args)
+    warm(path)
+    results: dict[str, dict] = {}
+    for g in GRANULARITIES:
+        dest = OUT / "granularities" / a.file / g
+        dest.mkdir(parents=True, exist_ok=True)
+        cmd = ["vipune-eval", "filter-rows", "--dataset", path, "--granularity", g,
+               "--rows-out", dest / "rows.parquet", "--texts-out", dest / "texts.parquet"]
+        if g == "chunk":
+            cmd += ["--tokenizer", MINILM / "tokenizer.json"]
+        stamp = dest / "filter.json"
+        if a.reuse and stamp.exists():
+            stats = json.loads(stamp.read_text())
+        else:
+            load = uptime()
+            stats = {**run_time_v(cmd, dest / "filter-rows.log"), "uptime": load}
+            rows = pq.read_metadata(dest / "rows.parquet").num_rows
+            texts = pq.read_table(dest / "texts.parquet")
+            t0 = time.perf_counter()
+            tokens = count_tokens(MINILM, texts.column("text").to_pylist())
+            stats["count_tokens_s"] = time.perf_counter() - t0
+            stats.update(pairs=rows, unique_texts=texts.num_rows, tokens=int(tokens.sum()),
+                         tokens_embedded=int(np.minimum(tokens, 512).sum()),
+                         over_512=int((tokens > 512).sum()), median_tokens=int(np.median(tokens)),
+                         row_slots=int(pq.read_table(dest / "rows.parquet", columns=["row_keys"])
+                                       .column("row_keys").combine_chunks().value_lengths().to_numpy().sum()))
+            np.save(dest / "tokens.npy", tokens)
+            stamp.write_text(json.dumps(stats, indent=2))
+            del texts
+        results[g] = {"filter_rows": stats}
+        say(f"  {g}: filter-rows {stats['wall_s']:.1f} s, peak RSS {stats['peak_rss_bytes'] / 2**20:.0f} MiB; "
+            f"{stats['unique_texts']} unique texts, {stats['tokens']} tokens, {stats['tokens_embedded']} embedded")
+    # a fixed-seed sample of each granularity's unique texts, embedded interleaved
+    samples = {}
+    for g in GRANULARITIES:
+        dest = OUT / "granularities" / a.file / g
+        texts = pq.read_table(dest / "texts.parquet")
+        rng = random.Random(0)
+        pick = sorted(rng.sample(range(texts.num_rows), min(a.texts, texts.num_rows)))
+        sample = dest / f"sample-{a.texts}.parquet"
+        pq.write_table(texts.take(pa.array(pick)), sample)
+        samples[g] = sample
+    runs: dict[str, list[dict]] = {g: [] for g in GRANULARITIES}
+    for rep in range(a.repeats):
+        order = GRANULARITIES if rep % 2 == 0 else GRANULARITIES[::-1]
+        for g in order:
+            r = embed_child(samples[g], a.threads, a.batch_size, OUT / "granularities" / a.file / g / f"embed-{rep}.log")
+            r["uptime"] = uptime()
+            runs[g].append(r)
+            say(f"  embed {g} (rep {rep}): {r['texts']} texts in {r['embed_s']:.1f} s = {r['texts_per_s']:.2f} texts/s, "
+                f"{r['tokens_per_s']:.0f} tokens/s, peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB, load {r['load']:.2f}")
+    scale = 1.0 if a.file == "M" else a.scale
+    ratio_bge = flops_per_token(**ENCODERS["bge-small-en-v1.5"], seq=512) / flops_per_token(**ENCODERS["MiniLM-L6"], seq=512)
+    rows = []
+    for g in GRANULARITIES:
+        s = results[g]["filter_rows"]
+        tps = sum(r["texts_per_s"] for r in runs[g]) / len(runs[g])
+        toks = sum(r["tokens_per_s"] for r in runs[g]) / len(runs[g])
+        hours = scale * s["unique_texts"] / tps / 3600
+        results[g].update(embed_runs=runs[g], texts_per_s=tps, tokens_per_s=toks,
+                          hours_minilm=hours, hours_bge_small=hours * ratio_bge)
+        rows.append([g, s["unique_texts"], s["row_slots"], f"{s['tokens'] / 1e6:.1f}", f"{s['tokens_embedded'] / 1e6:.1f}",
+                     s["median_tokens"], f"{s['wall_s']:.0f}", f"{s['peak_rss_bytes'] / 2**20:.0f}",
+                     f"{tps:.2f}", f"{toks:.0f}", f"{hours:.1f}", f"{hours * ratio_bge:.1f}"])
+    table(rows, ["granularity", "unique texts", "row slots", "tokens M", "embedded M", "median tok",
+                 "filter-rows s", "RSS MiB", "texts/s", "tokens/s", "h MiniLM", "h bge-small"])
+    base = results["session"]
+    ratios = {}
+    for g in ("turn", "chunk"):
+        r = results[g]
+        ratios[f"{g}/session"] = {
+            "texts": r["filter_rows"]["unique_texts"] / base["filter_rows"]["unique_texts"],
+            "tokens": r["filter_rows"]["tokens"] / base["filter_rows"]["tokens"],
+            "tokens_embedded": r["filter_rows"]["tokens_embedded"] / base["filter_rows"]["tokens_embedded"],
+            "time": r["hours_minilm"] / base["hours_minilm"]}
+    table([[k, *(f"{v[x]:.2f}" for x in ("texts", "tokens", "tokens_embedded", "time"))] for k, v in ratios.items()],
+          ["ratio", "texts", "tokens", "tokens embedded", "est. time"])
+    say(f"  bge-small / MiniLM FLOPs per token (seq 512): {ratio_bge:.2f}")
+    save("granularities", {"file": str(path), "generator": args, "bytes": record["bytes"], "scale": scale,
+                           "sample_texts": a.texts, "threads": a.threads, "batch_size": a.batch_size,
+                           "flops_per_token": {k: {s: flops_per_token(**v, seq=s) for s in (32, 128, 512)}
+                                               for k, v in ENCODERS.items()},
+                           "bge_over_minilm": ratio_bge, "results": results, "ratios": ratios})
+    return results
+
+
+MATMUL_CHILD = r'''
+import json, time, numpy as np
+n = 2048
+a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+a @ b
+best = 1e9
+for _ in range(8):
+    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+print(json.dumps({"n": n, "best_s": best, "gflops": 2 * n ** 3 / best / 1e9}))
+'''
+
+
+def bench_sweep(a: argparse.Namespace) -> dict:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    say(f"== sweep: MiniLM texts/s over batch {a.batches} x threads {a.threads}, long and short texts")
+    src = OUT / "granularities" / "M" / "session" / "texts.parquet"
+    turns = OUT / "granularities" / "M" / "turn" / "texts.parquet"
+    if not src.exists() or not turns.exists():
+        raise SystemExit("run `benchmarks/run.py granularities` first (the sweep samples its texts)")
+    dest = OUT / "sweep"
+    dest.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(0)
+    sessions = pq.read_table(src)
+    long_texts = [sessions.column("text")[i].as_py() for i in rng.sample(range(sessions.num_rows), a.long)]
+    turn_texts = pq.read_table(turns).column("text")
+    short = []
+    for i in rng.sample(range(len(turn_texts)), a.short):  # 15-30 words of a turn: ~20-40 tokens
+        words = turn_texts[i].as_py().split()
+        short.append(" ".join(words[:rng.randint(15, 30)]))
+    kinds = {"long (512 tokens)": dest / "long.parquet", "short": dest / "short.parquet"}
+    pq.write_table(pa.table({"text": long_texts}), kinds["long (512 tokens)"])
+    pq.write_table(pa.table({"text": short}), kinds["short"])
+    configs = [(k, b, t) for k in kinds for t in a.threads for b in a.batches]
+    runs: dict[str, list[dict]] = {}
+    first = 0
+    if a.append and (OUT / "sweep.json").exists():  # add reps to an earlier invocation's
+        runs = json.loads((OUT / "sweep.json").read_text())["runs"]
+        first = max(len(v) for v in runs.values())
+    for rep in range(first, first + a.repeats):
+        order = configs[:]
+        random.Random(rep).shuffle(order)  # interleaved: no config always runs at the same moment
+        for kind, b, t in order:
+            key = f"{kind}|{b}|{t}"
+            r = embed_child(kinds[kind], t, b, dest / f"{kind.split()[0]}-b{b}-t{t}-{rep}.log")
+            r["uptime"] = uptime()
+            runs.setdefault(key, []).append(r)
+            say(f"  {kind} batch {b:2d} threads {t} (rep {rep}): {r['texts_per_s']:7.2f} texts/s, "
+                f"{r['tokens_per_s']:6.0f} tokens/s, peak RSS {r['peak_rss_bytes'] / 2**20:4.0f} MiB, load {r['load']:.2f}")
+    # the machine's float32 matmul peak at the same thread counts
+    peak = {}
+    for t in a.threads:
+        e = {**env(), "OMP_NUM_THREADS": str(t), "OPENBLAS_NUM_THREADS": str(t), "MKL_NUM_THREADS": str(t)}
+        best = max((json.loads(run([PYTHON, "-c", MATMUL_CHILD], env=e)[1].stdout) for _ in range(2)),
+                   key=lambda r: r["gflops"])
+        say(f"  numpy float32 2048x2048 matmul, {t} thread(s): {best['gflops']:.1f} GFLOP/s")
+        if first:  # the peak is the best ever seen: other people's load only lowers it
+            old = json.loads((OUT / "sweep.json").read_text())["matmul_peak"].get(str(t))
+            if old and old["gflops"] > best["gflops"]:
+                best = old
+        peak[t] = best
+    summary: dict[str, dict] = {}
+    for key, rs in runs.items():
+        kind, b, t = key.split("|")
+        n = len(rs)
+        med_tokens = rs[0]["tokens_embedded"] / rs[0]["texts"]
+        fpt = flops_per_token(**ENCODERS["MiniLM-L6"], seq=round(med_tokens))
+        tps = sum(r["texts_per_s"] for r in rs) / n
+        toks = sum(r["tokens_per_s"] for r in rs) / n
+        summary[key] = {"kind": kind, "batch": int(b), "threads": int(t), "texts_per_s": tps, "tokens_per_s": toks,
+                        "texts_per_s_reps": [r["texts_per_s"] for r in rs],
+                        "peak_rss_mib": max(r["peak_rss_bytes"] for r in rs) / 2**20,
+                        "mean_tokens": med_tokens, "gflops": toks * fpt / 1e9,
+                        "fraction_of_peak": toks * fpt / 1e9 / peak[int(t)]["gflops"]}
+    best = {}
+    for kind in kinds:
+        mine = {k: v for k, v in summary.items() if v["kind"] == kind}
+        bk = max(mine, key=lambda k: mine[k]["texts_per_s"])
+        best[kind] = bk
+        for k, v in mine.items():
+            v["ratio_to_best"] = v["texts_per_s"] / mine[bk]["texts_per_s"]
+        rows = [[v["batch"], v["threads"], f"{v['texts_per_s']:.2f}", "/".join(f"{x:.2f}" for x in v["texts_per_s_reps"]),
+                 f"{v['tokens_per_s']:.0f}", f"{v['ratio_to_best']:.2f}", f"{v['peak_rss_mib']:.0f}",
+                 f"{v['gflops']:.1f}", f"{v['fraction_of_peak']:.2f}"]
+                for v in sorted(mine.values(), key=lambda v: (v["threads"], v["batch"]))]
+        say(f"  {kind}: {len(long_texts) if kind.startswith('long') else len(short)} texts, "
+            f"mean {mine[bk]['mean_tokens']:.0f} tokens")
+        table(rows, ["batch", "threads", "texts/s", "reps", "tokens/s", "/ best", "peak RSS MiB", "GFLOP/s", "/ peak"])
+        d = summary.get(f"{kind}|4|2")
+        say(f"  best for {kind}: batch {mine[bk]['batch']}, threads {mine[bk]['threads']} "
+            f"({mine[bk]['texts_per_s']:.2f} texts/s); default batch 4 threads 2: "
+            f"{d['ratio_to_best']:.2f} of best" if d else "")
+    save("sweep", {"batches": a.batches, "threads": a.threads, "repeats": first + a.repeats,
+                   "texts": {"long": len(long_texts), "short": len(short)}, "matmul_peak": peak,
+                   "configs": summary, "best": best, "runs": runs})
+    return summary
+
+
+# LongMemEval_M-like personas of ~11 000 turn rows (500 sessions x 22 turns of 150 words):
+# the shard-memory bench. 16 pairs: shards 8/4/2 put 2/4/8 personas in shard 0.
+SHARD_MEM_ARGS = dict(instances=16, abstention=0, sessions=500, filler_pool=2000, turns=22,
+                      words_per_turn=150, seed=5)
+
+
+def export_ref(ref: str, dest: Path) -> dict:
+    """The package (vipune_eval) at ``ref``, exported to ``dest`` for PYTHONPATH (see snapshot())."""
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", ref], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    subprocess.run(f"git -C {REPO} archive {commit} vipune_eval | tar -x -C {dest}", shell=True, check=True)
+    (dest / "sitecustomize.py").write_text(
+        "import sys\nsys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                   if not getattr(f, '__module__', '').startswith('__editable__')]\n")
+    return {"ref": ref, "commit": commit}
+
+
+def random_embeddings(texts: Path, out: Path, seed: int = 0) -> None:
+    """An embedding shard with random unit float32 384-d vectors in embed.py's exact schema
+    (model key = the hash of a stand-in fingerprint: search does not check it)."""
+    import hashlib
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from vipune_eval.embed import embeddings_schema
+    if out.exists():
+        return
+    ids = pq.read_table(texts, columns=["text_id"]).column("text_id")
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((len(ids), 384), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    key = hashlib.sha256(b"random-vectors-benchmark").hexdigest()[:16]
+    pq.write_table(pa.table({"text_id": ids,
+                             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 384),
+                             "tokens": pa.array(np.full(len(ids), 100, np.int32)),
+                             "truncated": pa.array(np.zeros(len(ids), bool))},
+                            schema=embeddings_schema(384, key)), out)
+
+
+def search_cmds(lane: str, filt: Path, emb: Path, shard: int, shards: int, dest: Path, s: dict) -> list:
+    common = ["--rows", filt / "rows.parquet", "--texts", filt / "texts.parquet", "--embeddings", emb,
+              "--shard", shard, "--shards", shards, "--limit", 1000, "--depth", 10]
+    if lane == "reference":
+        retr = ["dense", "bm25", "bm25-or", "hybrid", "hybrid-or"]
+        return ["vipune-eval", "search-reference", *common, "--rank-all", "--retrievers", *retr,
+                "--outputs", *[dest / f"{r}.run" for r in retr]]
+    shutil.rmtree(dest / "cache", ignore_errors=True)
+    return ["vipune-eval", "search-vipune", *common, "--binary", s["binary"], "--fingerprint", s["fingerprint"],
+            "--hf-home", s["home"], "--threads", 1, "--timeout", 600, "--on-error", "stop",
+            "--cache", dest / "cache", "--tmp", dest / "tmp", "--out", dest / "vipune.run",
+            "--semantic-out", dest / "semantic.run", "--status-out", dest / "status.json"]
+
+
+def bench_shard_memory(a: argparse.Namespace) -> dict:
+    global SNAPSHOT
+    import pyarrow.parquet as pq
+    refs = a.refs or [subprocess.run(["git", "-C", REPO, "merge-base", "HEAD", "main"], capture_output=True,
+                                     text=True, check=True).stdout.strip(), "main"]
+    say(f"== shard-memory: peak RSS of one search shard, {a.personas} personas, refs {refs}")
+    data = OUT / "data" / "shard-memory.json"
+    generate(data, SHARD_MEM_ARGS)
+    base = OUT / "shard-memory"
+    filt = base / "filter"
+    if not (filt / "rows.parquet").exists():
+        say("  filter-rows (turn) ...")
+        run(["vipune-eval", "filter-rows", "--dataset", data, "--granularity", "turn",
+             "--rows-out", filt / "rows.parquet", "--texts-out", filt / "texts.parquet"], log=base / "filter-rows.log")
+    emb = filt / "embeddings.parquet"
+    random_embeddings(filt / "texts.parquet", emb)
+    rows = pq.read_table(filt / "rows.parquet", columns=["row_keys"]).column("row_keys").combine_chunks()
+    per_persona = rows.value_lengths().to_numpy()
+    say(f"  {len(per_persona)} personas, {per_persona.min()}-{per_persona.max()} rows each, "
+        f"{pq.read_metadata(filt / 'texts.parquet').num_rows} unique texts")
+    binary = fake_vipune(base / "bin")
+    from vipune_eval.sources import sha256_file
+    fp = base / "vipune-fp.json"
+    fp.write_text(json.dumps({"sha256": sha256_file(binary), "id": "fake"}))
+    home = base / "hf-home"  # the fake embeds the question with the tiny model (384-d)
+    if not home.exists():
+        run(["vipune-eval", "vipune-home", "--model-dir", tiny_model(), "--file", "model.onnx",
+             "--repo-id", BGE_REPO_ID, "--revision", BGE_REVISION, "--out", home])
+    s = {"binary": binary, "fingerprint": fp, "home": home}
+    exported = {}
+    for i, ref in enumerate(refs):
+        exported[ref] = export_ref(ref, base / f"ref-{i}")
+        say(f"  ref {ref} = {exported[ref]['commit'][:12]}")
+    shards_of = {n: len(per_persona) // n for n in a.personas}
+    results: list[dict] = []
+    earlier = json.loads((OUT / "shard-memory.json").read_text()) if (OUT / "shard-memory.json").exists() else {}
+    if a.skip_personas:  # only the M turn shard this time: keep the persona figures of before
+        results, a.personas = earlier.get("results", []), []
+    for rep, n, lane in [(rep, n, lane) for rep in range(a.repeats) for n in a.personas for lane in a.lanes]:
+            for i, ref in enumerate(refs):  # the refs side by side for each configuration
+                SNAPSHOT = base / f"ref-{i}"
+                dest = base / "runs" / f"{lane}-{n}-ref{i}"
+                dest.mkdir(parents=True, exist_ok=True)
+                load = uptime()
+                stats = run_time_v(search_cmds(lane, filt, emb, 0, shards_of[n], dest, s), dest / "log")
+                r = {"ref": ref, "commit": exported[ref]["commit"], "lane": lane, "personas": n, "rep": rep,
+                     "shard": f"0 of {shards_of[n]}", "rows": int(per_persona[0::shards_of[n]].sum()),
+                     **stats, "uptime": load}
+                results.append(r)
+                say(f"  {lane} {n} personas ({r['rows']} rows) ref {ref[:12]}: {stats['wall_s']:.1f} s, "
+                    f"peak RSS {stats['peak_rss_bytes'] / 2**20:.0f} MiB")
+    SNAPSHOT = None
+    rows_ = []
+    for n in a.personas:
+        for lane in a.lanes:
+            mine = [[r for r in results if r["personas"] == n and r["lane"] == lane and r["ref"] == ref]
+                    for ref in refs]
+            rss = [max(r["peak_rss_bytes"] for r in m) / 2**20 for m in mine]  # the worst rep
+            rows_.append([lane, n, mine[0][0]["rows"],
+                          *("/".join(f"{r['peak_rss_bytes'] / 2**20:.0f}" for r in m) for m in mine),
+                          *(f"{m[0]['wall_s']:.1f}" for m in mine),
+                          f"{rss[-1] / rss[0]:.2f}" if len(rss) > 1 else "-"])
+    table(rows_, ["lane", "personas", "rows", *(f"RSS MiB {r[:10]} (reps)" for r in refs),
+                  *(f"s {r[:10]}" for r in refs), "max RSS B/A"])
+    m_turn = earlier.get("m_turn") or []  # figures of an earlier invocation, replaced per variant
+    if a.m_turn:
+        new = shard_memory_m_turn(refs, exported, s, a.lanes, a.m_turn_embed_shards)
+        done = {(r["lane"], r["commit"], r.get("embed_shards", 1)) for r in new}
+        m_turn = [r for r in m_turn if (r["lane"], r["commit"], r.get("embed_shards", 1)) not in done] + new
+    save("shard-memory", {"data": SHARD_MEM_ARGS, "refs": exported, "results": results, "m_turn": m_turn})
+    return {"results": results, "m_turn": m_turn}
+
+
+def shard_memory_m_turn(refs: list[str], exported: dict, s: dict, lanes: list[str],
+                        embed_shards: list[int]) -> list[dict]:
+    """Shard 0 of 8 of the M-like turn view (the granularities bench's filter-rows output) with
+    random vectors: does one search job fit the slurm profile's mem_mb 1500?"""
+    global SNAPSHOT
+    filt = OUT / "granularities" / "M" / "turn"
+    if not (filt / "rows.parquet").exists():
+        say("  no M turn view (run granularities first): skipped")
+        return []
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from vipune_eval.embed import shard_of
+    emb = OUT / "shard-memory" / "m-turn-embeddings.parquet"
+    random_embeddings(filt / "texts.parquet", emb)
+    files = {1: [emb]}
+    for n in embed_shards:  # the same vectors split as `embed.shards: n` splits them
+        if n == 1:
+            continue
+        files[n] = [emb.with_name(f"m-turn-emb-{k}-of-{n}.parquet") for k in range(n)]
+        if not all(f.exists() for f in files[n]):
+            t = pq.read_table(emb)
+            which = pa.array([shard_of(x, n) for x in t.column("text_id").to_pylist()])
+            for k, f in enumerate(files[n]):
+                pq.write_table(t.filter(pc.equal(which, k)), f)
+            del t
+    out = []
+    for n, lane in [(n, lane) for n in embed_shards for lane in lanes]:
+        for i, ref in enumerate(refs):
+            SNAPSHOT = OUT / "shard-memory" / f"ref-{i}"
+            dest = OUT / "shard-memory" / "runs" / f"m-turn-{lane}-ref{i}-emb{n}"
+            dest.mkdir(parents=True, exist_ok=True)
+            load = uptime()
+            cmd = search_cmds(lane, filt, "EMB", 0, 8, dest, s)
+            at = cmd.index("EMB")
+            cmd[at:at + 1] = files[n]
+            stats = run_time_v(cmd, dest / "log")
+            r = {"ref": ref, "commit": exported[ref]["commit"], "lane": lane, "shard": "0 of 8", **stats,
+                 "embed_shards": n, "uptime": load, "fits_1500_mb": stats["peak_rss_bytes"] <= 1500 * 2**20}
+            out.append(r)
+            say(f"  M turn shard 0 of 8, {n} embedding file(s), {lane}, ref {ref[:12]}: {stats['wall_s']:.0f} s, "
+                f"peak RSS {stats['peak_rss_bytes'] / 2**20:.0f} MiB (fits 1500 MB: {r['fits_1500_mb']})")
+    SNAPSHOT = None
+    return out
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -778,7 +1203,7 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("embed")
     s.add_argument("--texts", type=int, default=400)
     s.add_argument("--threads", type=int, default=2)
-    s.add_argument("--batch-size", type=int, default=32)
+    s.add_argument("--batch-size", type=int, default=4)  # the harness default (see sweep)
     s.add_argument("--repeats", type=int, default=1)
     s.add_argument("--reuse", action="store_true", help="reuse the timings of an earlier invocation")
     s.set_defaults(func=bench_embed)
@@ -804,15 +1229,44 @@ def main(argv: list[str] | None = None) -> None:
                    help="shard counts that also get a full run, then a dry and a no-op run")
     s.set_defaults(func=bench_dag)
     sub.add_parser("reruns").set_defaults(func=bench_reruns)
+    s = sub.add_parser("granularities")
+    s.add_argument("--file", choices=["quarter", "M"], default="M")
+    s.add_argument("--scale", type=float, default=4.0, help="unique-text scale of the quarter file to M")
+    s.add_argument("--texts", type=int, default=200, help="sampled unique texts per granularity")
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--batch-size", type=int, default=4)
+    s.add_argument("--repeats", type=int, default=2)
+    s.add_argument("--reuse", action="store_true", help="reuse filter-rows results of an earlier invocation")
+    s.set_defaults(func=bench_granularities)
+    s = sub.add_parser("sweep")
+    s.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
+    s.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    s.add_argument("--long", type=int, default=64, help="512-token texts per config")
+    s.add_argument("--short", type=int, default=512, help="short texts per config")
+    s.add_argument("--repeats", type=int, default=2)
+    s.add_argument("--append", action="store_true", help="add these reps to benchmarks/out/sweep.json")
+    s.set_defaults(func=bench_sweep)
+    s = sub.add_parser("shard-memory")
+    s.add_argument("--refs", nargs="+", help="package refs (default: merge-base of HEAD and main, main)")
+    s.add_argument("--personas", type=int, nargs="+", default=[2, 4, 8])
+    s.add_argument("--lanes", nargs="+", default=["reference", "vipune"], choices=["reference", "vipune"])
+    s.add_argument("--repeats", type=int, default=1)
+    s.add_argument("--skip-personas", action="store_true", help="only the M turn shard")
+    s.add_argument("--m-turn-embed-shards", type=int, nargs="+", default=[1, 4],
+                   help="the M turn shard's vectors in this many files (embed.shards; default config: 4)")
+    s.add_argument("--no-m-turn", dest="m_turn", action="store_false",
+                   help="skip shard 0 of 8 of the M-like turn view")
+    s.set_defaults(func=bench_shard_memory)
     s = sub.add_parser("all")
     s.set_defaults(func=None)
     a = p.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    if a.bench in ("dag", "reruns") and SNAPSHOT is None:
+    if a.bench in ("dag", "reruns", "granularities", "sweep") and SNAPSHOT is None:
         snapshot()
     os.environ["HF_HUB_OFFLINE"] = "1"
     if a.func is None:
-        for name in ("info", "filter", "filter-patch", "embed", "search", "shard-load", "dag", "reruns"):
+        for name in ("info", "filter", "filter-patch", "embed", "search", "shard-load", "dag", "reruns",
+                     "granularities", "sweep", "shard-memory"):
             main([name])
         return
     a.func(a)
