@@ -18,10 +18,10 @@ def test_shard_rows_takes_every_nth_pair_across_row_groups(tmp_path):
     for shards in (1, 7, 200):
         got = [shard_rows(path, s, shards) for s in range(shards)]
         for s, pairs in enumerate(got):
-            assert [p["question_id"] for p in pairs] == [f"q{i}" for i in range(s, 150, shards)]
-            assert len(pairs) == shard_pair_count(path, s, shards)
-        assert sum(map(len, got)) == 150
-    assert shard_rows(path, 3, 7)[0] == {"question_id": "q3", "row_keys": ["k3"] * 3}
+            assert pairs.column("question_id").to_pylist() == [f"q{i}" for i in range(s, 150, shards)]
+            assert pairs.num_rows == shard_pair_count(path, s, shards)
+        assert sum(t.num_rows for t in got) == 150
+    assert shard_rows(path, 3, 7).to_pylist()[0] == {"question_id": "q3", "row_keys": ["k3"] * 3}
 
 
 def test_in_order_keeps_the_order_and_draws_only_a_window_ahead():

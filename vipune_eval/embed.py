@@ -19,10 +19,9 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .io import EvalError, Progress, atomic_path, log
+from .io import EvalError, Progress, atomic_path, log, read_rows_with_ids
 from .tokens import count_tokens, load_tokenizer
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
@@ -110,8 +109,7 @@ def reusable(others: list[Path], wanted: set[str], model: str) -> dict[str, tupl
         missing = wanted - set(found)
         if not missing:
             break
-        table = pq.read_table(path, columns=["text_id", "embedding", "tokens"],
-                              filters=pc.field("text_id").isin(pa.array(sorted(missing))))
+        table = read_rows_with_ids(path, ["text_id", "embedding", "tokens"], missing)
         vectors = table.column("embedding").combine_chunks()
         matrix = vectors.values.to_numpy(zero_copy_only=False).reshape(-1, vectors.type.list_size)
         for tid, vector, tokens in zip(table.column("text_id").to_pylist(), matrix,
@@ -165,5 +163,5 @@ def run_embed(texts: Path, model_dir: Path, file: str, pooling: str, shard: int,
             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
             "tokens": tokens,
             "truncated": tokens > limit,
-        }, schema=schema), tmp)
+        }, schema=schema), tmp, row_group_size=4096)  # readers take a shard's rows a group at a time
     return len(order)

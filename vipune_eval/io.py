@@ -98,3 +98,19 @@ class Progress:
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
             log.info("%s: %d / %d (%.1f/s)", self.what, self.done, self.total, rate)
+
+
+def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):
+    """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (every row when None),
+    read batch by batch: a filter on the whole file would decode all of it at once (an embedding
+    shard is written as one row group, and text ids are hashes, so no statistics can skip any)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    wanted = None if keep is None else pa.array(sorted(keep), pa.string())
+    parts = []
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns):
+        parts.append(batch if wanted is None else batch.filter(pc.is_in(batch.column("text_id"), wanted)))
+    schema = pq.read_schema(path)
+    return pa.Table.from_batches(parts, schema=pa.schema([schema.field(c) for c in columns]))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .io import EvalError
+from .io import EvalError, read_rows_with_ids
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
 
@@ -72,9 +72,7 @@ class Vectors:
     a search shard holds the vectors of its own personas, not of the whole dataset)."""
 
     def __init__(self, paths: Iterable[Path], keep: set[str] | None = None) -> None:
-        row_filter = None if keep is None else pc.field("text_id").isin(pa.array(sorted(keep), pa.string()))
-        tables = [pq.read_table(p, columns=["text_id", "embedding"], filters=row_filter) for p in paths]
-        table = pa.concat_tables(tables)
+        table = pa.concat_tables([read_rows_with_ids(p, ["text_id", "embedding"], keep) for p in paths])
         column = table.column("embedding").combine_chunks()
         dim = column.type.list_size
         self.matrix = column.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
@@ -95,30 +93,34 @@ def shard_pair_count(rows_path: Path, shard: int, shards: int) -> int:
     return len(range(shard, pq.ParquetFile(rows_path).metadata.num_rows, shards))
 
 
-def shard_rows(rows_path: Path, shard: int, shards: int) -> list[dict]:
+def shard_rows(rows_path: Path, shard: int, shards: int) -> pa.Table:
     """Every ``shards``-th pair of the view, from ``shard`` (possibly none), read in batches: the
     rows table of a turn-level view holds every pair's row lists and is large."""
-    out: list[dict] = []
+    parts = []
     first = 0  # index of the batch's first pair in the table
     for batch in pq.ParquetFile(rows_path).iter_batches(batch_size=64):
         mine = [i for i in range(batch.num_rows) if (first + i) % shards == shard]
         if mine:
-            out += batch.take(pa.array(mine, pa.int64())).to_pylist()
+            parts.append(batch.take(pa.array(mine, pa.int64())))
         first += batch.num_rows
-    return out
+    return pa.Table.from_batches(parts, schema=pq.read_schema(rows_path))
 
 
 def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
                       shards: int) -> Iterator[Persona]:
-    """The shard's personas with their rows' texts and vectors (none for an empty shard)."""
+    """The shard's personas with their rows' texts and vectors (none for an empty shard); the
+    pairs stay Arrow data until their persona is made."""
     pairs = shard_rows(rows_path, shard, shards)
-    if not pairs:
+    if not pairs.num_rows:
         return
-    needed = {t for p in pairs for t in [p["question_text_id"], *p["row_text_ids"]]}
-    table = pq.read_table(texts_path, filters=pc.field("text_id").isin(pa.array(sorted(needed))))
+    needed = set(pc.unique(pc.list_flatten(pairs.column("row_text_ids"))).to_pylist())
+    needed |= set(pairs.column("question_text_id").to_pylist())
+    table = read_rows_with_ids(texts_path, ["text_id", "text"], needed)
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
+    del table
     vectors = Vectors(embeddings, keep=needed)
-    for pair in pairs:
+    for i in range(pairs.num_rows):
+        pair = pairs.slice(i, 1).to_pylist()[0]
         qid = pair["question_id"]
         yield Persona(
             question_id=qid, question=pair["question"],
