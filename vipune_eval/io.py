@@ -102,8 +102,8 @@ class Progress:
 
 def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):
     """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (every row when None),
-    read batch by batch: a filter on the whole file would decode all of it at once (an embedding
-    shard is written as one row group, and text ids are hashes, so no statistics can skip any)."""
+    read batch by batch: a filter on the whole file decodes all of it at once (text ids are
+    hashes, so no row group's statistics can skip it)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
