@@ -33,7 +33,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "retrievers": {"search_reference"},
     "vipune_lane": {"search_vipune", "preflight"},
     "preflight": {"preflight"},
-    "longmemeval": {"score"},
+    "longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
     "measures": {"score", "report", "plots"},
     "views": {"report", "plots"},  # the primary view's name
     "paths": {"report", "plots"},
