@@ -3,10 +3,8 @@
 
     python benchmarks/run.py info       # machine, date, versions
     python benchmarks/run.py filter     # streaming filter on an M-sized and a 1/4-sized file
-    python benchmarks/run.py filter-patch  # filter as is vs a proposed fast path for the dates
     python benchmarks/run.py embed      # `vipune-eval embed` vs a bare fastembed loop (MiniLM)
     python benchmarks/run.py search     # vipune lane vs bare binary calls; search-reference, 470 personas
-    python benchmarks/run.py shard-load # start-up of one search job, as is vs a proposed patch
     python benchmarks/run.py dag        # snakemake dry run / no-op run, search.shards 8 and 470
     python benchmarks/run.py reruns     # cold run, run after the binary changed, no-op run
     python benchmarks/run.py granularities  # session/turn/chunk rows: texts, tokens, MiniLM texts/s, hours
@@ -187,14 +185,33 @@ def fake_vipune(folder: Path) -> Path:
     return wrapper
 
 
-def run_filter(dataset: Path, dest: Path, expected_instances: int | None = None) -> tuple[dict, dict]:
-    cmd = ["vipune-eval", "filter", "--dataset", dataset, "--pairs", dest / "pairs.parquet",
-           "--texts", dest / "texts.parquet", "--qrels", dest / "qrels.txt",
-           "--summary", dest / "summary.json"]
-    if expected_instances:
-        cmd += ["--expected-instances", expected_instances]
-    stats = run_time_v(cmd, dest / "filter.log")
-    return stats, json.loads((dest / "summary.json").read_text())
+def run_filter(dataset: Path, dest: Path) -> tuple[dict, dict]:
+    """``filter`` (pairs, qrels, summary) then ``filter-rows`` (rows, unique texts), each timed;
+    the stats are their sums (wall, CPU) and the larger peak RSS."""
+    pairs = run_time_v(["vipune-eval", "filter", "--dataset", dataset, "--pairs-out", dest / "pairs.parquet",
+                        "--qrels-out", dest / "qrels.txt", "--summary-out", dest / "summary.json"],
+                       dest / "filter.log")
+    rows = run_time_v(["vipune-eval", "filter-rows", "--dataset", dataset, "--rows-out", dest / "rows.parquet",
+                       "--texts-out", dest / "texts.parquet"], dest / "filter-rows.log")
+    stats = {k: pairs[k] + rows[k] for k in pairs if k != "peak_rss_bytes"}
+    stats.update(peak_rss_bytes=max(pairs["peak_rss_bytes"], rows["peak_rss_bytes"]), filter=pairs, filter_rows=rows)
+    return stats, filter_summary(dest)
+
+
+def filter_summary(dest: Path) -> dict:
+    """The filter's summary.json plus the unique texts filter-rows wrote."""
+    import pyarrow.parquet as pq
+    summary = json.loads((dest / "summary.json").read_text())
+    summary["unique_texts"] = pq.read_metadata(dest / "texts.parquet").num_rows
+    return summary
+
+
+def model_fingerprint(dest: Path, model_dir: Path) -> Path:
+    """A model fingerprint file for ``embed`` (its hash labels the shard; the content is ours)."""
+    path = dest / "model-fingerprint.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"model_dir": str(model_dir), "benchmark": True}))
+    return path
 
 
 def save(name: str, result: dict) -> None:
@@ -265,7 +282,7 @@ def bench_filter(a: argparse.Namespace) -> dict:
         warm(path)
         dest = OUT / f"filter-{label}"
         bare = run_time_v([PYTHON, "-c", BARE_IJSON, path], dest / "bare-ijson.log") if a.bare else None
-        stats, summary = run_filter(path, dest, expected_instances=args["instances"])
+        stats, summary = run_filter(path, dest)
         results[label] = {"file": str(path), "bytes": size, "generator": args,
                           "generate_s": record["generate_s"], "filter": stats, "bare_ijson": bare,
                           "summary": summary}
@@ -286,64 +303,6 @@ def bench_filter(a: argparse.Namespace) -> dict:
             f"{s['unique_texts']} = {s['session_slots'] / s['unique_texts']:.1f}")
     save("filter", {"results": results})
     return results
-
-
-FAST_RFC3339 = r'''
-import re
-from datetime import datetime, timezone
-_DATE = re.compile(r"(\d{4})/(\d\d)/(\d\d) \((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d\d):(\d\d)")
-_slow = vipune_eval.filter.rfc3339
-def rfc3339(date):
-    m = _DATE.fullmatch(date) if isinstance(date, str) else None
-    if m is None:
-        return _slow(date)  # anything unusual: the original strptime path and its errors
-    y, mo, d, h, mi = m.groups()
-    datetime(int(y), int(mo), int(d), int(h), int(mi))  # range check (month 13, Feb 30, ...)
-    return f"{y}-{mo}-{d}T{h}:{mi}:00Z"
-vipune_eval.filter.rfc3339 = rfc3339
-'''
-
-FILTER_CHILD = r'''
-import sys, time, json, resource
-from pathlib import Path
-import vipune_eval.filter
-from vipune_eval.filter import FilterOutputs, run_filter
-if sys.argv[2] == "patched":
-    exec(FAST_RFC3339)
-dest = Path(sys.argv[3])
-t = time.perf_counter()
-run_filter(Path(sys.argv[1]), FilterOutputs(dest / "pairs.parquet", dest / "texts.parquet",
-           dest / "qrels.txt", dest / "summary.json"), None)
-print(json.dumps({"wall_s": time.perf_counter() - t,
-                  "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2])}))
-'''
-
-
-def bench_filter_patch(a: argparse.Namespace) -> dict:
-    """The filter with and without a fast path for the haystack dates (proposed patch), side by side."""
-    say("== filter-patch: filter as is vs with a regex fast path for rfc3339 (dates), alternating")
-    path = OUT / "data" / ("m.json" if a.file == "M" else "m-quarter.json")
-    generate(path, M_ARGS if a.file == "M" else QUARTER_ARGS)
-    warm(path)
-    size = path.stat().st_size
-    runs: dict[str, list[dict]] = {"as is": [], "patched": []}
-    for rep in range(a.repeats):
-        for name in runs:
-            dest = OUT / "filter-patch" / name.replace(" ", "-")
-            code = f"FAST_RFC3339 = {FAST_RFC3339!r}\n{FILTER_CHILD}"
-            _, proc = run([PYTHON, "-c", code, path, "patched" if name == "patched" else "orig", dest])
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
-            runs[name].append(r)
-            say(f"  {name} (rep {rep}): {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
-                f"{size / MB / r['wall_s']:.1f} MB/s")
-    same = all((OUT / "filter-patch" / "as-is" / f).read_bytes() == (OUT / "filter-patch" / "patched" / f).read_bytes()
-               for f in ("pairs.parquet", "qrels.txt", "summary.json"))
-    cpu = {k: sum(r["cpu_s"] for r in v) / len(v) for k, v in runs.items()}
-    say(f"  CPU as is {cpu['as is']:.1f} s, patched {cpu['patched']:.1f} s: ratio "
-        f"{cpu['patched'] / cpu['as is']:.3f}; outputs identical: {same}")
-    save("filter-patch", {"file": str(path), "bytes": size, "runs": runs, "cpu_ratio": cpu["patched"] / cpu["as is"],
-                          "identical_outputs": same})
-    return runs
 
 
 # ------------------------------------------------------------------ 2. embed
@@ -405,7 +364,8 @@ def bench_embed(a: argparse.Namespace) -> dict:
     bare_out = dest / "bare.npy"
     harness_cmd = ["vipune-eval", "embed", "--texts", subset, "--model-dir", MINILM,
                    "--file", "model.onnx", "--pooling", "mean", "--shard", 0, "--shards", 1,
-                   "--threads", a.threads, "--batch-size", a.batch_size, "--out", harness_out]
+                   "--threads", a.threads, "--batch-size", a.batch_size, "--out", harness_out,
+                   "--model-fingerprint", model_fingerprint(dest, MINILM)]
     bare_cmd = [PYTHON, __file__, "_bare-embed", "--texts", subset, "--model-dir", MINILM,
                 "--file", "model.onnx", "--threads", a.threads, "--batch-size", a.batch_size,
                 "--out", bare_out]
@@ -434,7 +394,7 @@ def bench_embed(a: argparse.Namespace) -> dict:
     bare_wall = sum(r["wall_s"] for r in runs if r["name"] == "bare") / a.repeats
     harness_wall = sum(r["wall_s"] for r in runs if r["name"] == "harness") / a.repeats
     inner = sum(r["inner"]["embed_s"] for r in runs if r["name"] == "bare") / a.repeats
-    summary = json.loads(summary_path.read_text())
+    summary = filter_summary(summary_path.parent)
     result = {
         "texts": a.texts, "threads": a.threads, "batch_size": a.batch_size, "model": str(MINILM),
         "median_tokens": sorted(tokens)[len(tokens) // 2], "runs": runs,
@@ -473,14 +433,15 @@ def search_setup() -> dict:
     filt = dest / "filter"
     if not (filt / "summary.json").exists():
         say("  filtering ...")
-        run_filter(data, filt, expected_instances=SEARCH_ARGS["instances"])
+        run_filter(data, filt)
     model = tiny_model()
     emb = dest / "embed" / "shard-0-of-1.parquet"
     if not emb.exists():
         say("  embedding with the tiny model ...")
         seconds, _ = run(["vipune-eval", "embed", "--texts", filt / "texts.parquet", "--model-dir", model,
                           "--file", "model.onnx", "--pooling", "mean", "--shard", 0, "--shards", 1,
-                          "--threads", 2, "--batch-size", 32, "--out", emb], log=dest / "embed.log")
+                          "--threads", 2, "--batch-size", 4, "--out", emb,
+                          "--model-fingerprint", model_fingerprint(dest, model)], log=dest / "embed.log")
         say(f"  embedded in {seconds:.0f} s")
     home = dest / "vipune-home"
     if not home.exists():
@@ -488,7 +449,7 @@ def search_setup() -> dict:
              "--repo-id", BGE_REPO_ID, "--revision", BGE_REVISION, "--out", home])
     binary = fake_vipune(dest / "bin")
     from vipune_eval.sources import binary_fingerprint
-    fp = binary_fingerprint(binary, dest / "cache")
+    fp = binary_fingerprint(binary, dest / "fingerprint-home", 60, dest / "cache")
     fp_path = dest / "vipune-fp.json"
     fp_path.write_text(json.dumps(fp))
     return {"data": data, "record": record, "filter": filt, "embeddings": emb, "home": home,
@@ -500,18 +461,18 @@ def bench_search(a: argparse.Namespace) -> dict:
     s = search_setup()
     dest = OUT / "search"
     filt = s["filter"]
-    common = ["--pairs", filt / "pairs.parquet", "--texts", filt / "texts.parquet",
+    common = ["--rows", filt / "rows.parquet", "--texts", filt / "texts.parquet",
               "--embeddings", s["embeddings"]]
-    summary = json.loads((filt / "summary.json").read_text())
+    summary = filter_summary(filt)
     say(f"  data: {summary['pairs']} pairs, {summary['session_slots'] / summary['pairs']:.0f} sessions per "
         f"haystack, {summary['unique_texts']} unique texts, {s['record']['bytes'] / MB:.0f} MB")
 
     # --- the vipune lane on one shard vs the same binary calls made directly
     shards = a.vipune_shards
     from vipune_eval.persona import personas_of_shard
-    from vipune_eval.sources import isolated_env
-    from vipune_eval.vipune import import_lines
-    personas = list(personas_of_shard(filt / "pairs.parquet", filt / "texts.parquet", [s["embeddings"]],
+    from vipune_eval.vipune import isolated_env
+    from vipune_eval.vipune_lane import import_lines
+    personas = list(personas_of_shard(filt / "rows.parquet", filt / "texts.parquet", [s["embeddings"]],
                                       0, shards))
     bare_dir = dest / "bare"
     shutil.rmtree(bare_dir, ignore_errors=True)
@@ -521,7 +482,7 @@ def bench_search(a: argparse.Namespace) -> dict:
         folder.mkdir(parents=True)
         (folder / "import.jsonl").write_text("\n".join(import_lines(p)) + "\n", encoding="utf-8")
         jobs.append((folder, p))
-    venv = isolated_env({"HF_HOME": str(s["home"].resolve()), "HF_HUB_OFFLINE": "1"}, bare_dir / "xdg")
+    venv = isolated_env(bare_dir / "home", s["home"].resolve())
 
     def bare_pass() -> dict:
         imp = srch = 0.0
@@ -531,7 +492,7 @@ def bench_search(a: argparse.Namespace) -> dict:
             t, proc = run([s["binary"], "--db-path", db, "--json", "import", folder / "import.jsonl"], env=venv)
             imp += t
             assert json.loads(proc.stdout)["inserted"] == len(p.row_ids), proc.stdout
-            t, _ = run([s["binary"], "--db-path", db, "--project", p.question_id, "--json", "search",
+            t, _ = run([s["binary"], "--db-path", db, f"--project={p.question_id}", "--json", "search",
                         "--hybrid", "--recency", 0, "--limit", 10, "--no-touch", "--", p.question], env=venv)
             srch += t
         return {"import_s": imp, "search_s": srch, "total_s": imp + srch}
@@ -540,10 +501,11 @@ def bench_search(a: argparse.Namespace) -> dict:
         cache = dest / "vipune-cache"  # finished personas are cached: start each pass empty
         shutil.rmtree(cache, ignore_errors=True)
         return run_time_v(["vipune-eval", "search-vipune", *common, "--shard", 0, "--shards", shards,
-                           "--limit", 10, "--binary", s["binary"], "--fingerprint", s["fingerprint"],
-                           "--hf-home", s["home"], "--threads", 1, "--timeout", 300,
+                           "--limit", 10, "--depth", 10, "--binary", s["binary"], "--fingerprint", s["fingerprint"],
+                           "--hf-home", s["home"], "--threads", 1, "--timeout", 300, "--tmp", dest / "tmp",
                            "--on-error", "stop", "--cache", cache, "--status-out", dest / "vipune-shard.status.json",
-                           "--out", dest / "vipune-shard.run"], dest / f"search-vipune-{rep}.log")
+                           "--out", dest / "vipune-shard.run", "--semantic-out", dest / "vipune-shard.semantic.run"],
+                          dest / f"search-vipune-{rep}.log")
 
     n = len(personas)
     lane = []
@@ -564,7 +526,7 @@ def bench_search(a: argparse.Namespace) -> dict:
     # --- the reference lane: all 470 personas, all five retrievers, one process
     outs = [dest / "reference" / f"{r}.run" for r in ("dense", "bm25", "bm25-or", "hybrid", "hybrid-or")]
     ref = run_time_v(["vipune-eval", "search-reference", *common, "--shard", 0, "--shards", 1,
-                      "--limit", 10, "--retrievers", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or",
+                      "--limit", 10, "--depth", 10, "--retrievers", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or",
                       "--outputs", *outs], dest / "search-reference.log")
     say(f"  search-reference, {summary['pairs']} personas, 5 retrievers, 1 process: {ref['wall_s']:.1f} s "
         f"({1000 * ref['wall_s'] / summary['pairs']:.0f} ms / persona), peak RSS "
@@ -577,67 +539,6 @@ def bench_search(a: argparse.Namespace) -> dict:
                             "ms_per_persona": 1000 * ref["wall_s"] / summary["pairs"]}}
     save("search", result)
     return result
-
-
-SHARD_LOAD_CHILD = r'''
-import sys, time, json
-from pathlib import Path
-import pyarrow as pa, pyarrow.parquet as pq
-import vipune_eval.persona as persona
-d = Path(sys.argv[1]); shards = int(sys.argv[3])
-if sys.argv[2] == "patched":  # convert only this shard's rows to Python, not the whole table
-    _read = pq.read_table
-    class _PQ:
-        def __getattr__(self, name): return getattr(pq, name)
-        @staticmethod
-        def read_table(path, *a, **k):
-            t = _read(path, *a, **k)
-            if Path(path).name == "pairs.parquet":
-                t = t.take(pa.array(range(SHARD, t.num_rows, shards)))
-            return t
-    persona.pq = _PQ()
-    SHARD = 0
-    real = persona.personas_of_shard
-    def personas_of_shard(p, t, e, shard, shards_):
-        global SHARD; SHARD = shard
-        return real(p, t, e, 0, 1)  # rows already taken: the slice [0::1] keeps them
-    persona.personas_of_shard = personas_of_shard
-from vipune_eval.vipune import import_lines, persona_key
-t0 = time.perf_counter()
-ps = list(persona.personas_of_shard(d / "filter/pairs.parquet", d / "filter/texts.parquet",
-                                    [d / "embed/shard-0-of-1.parquet"], 0, shards))
-t1 = time.perf_counter()
-for p in ps: import_lines(p)
-t2 = time.perf_counter()
-for p in ps: persona_key(p, 10)
-t3 = time.perf_counter()
-print(json.dumps({"load_s": t1 - t0, "personas": len(ps), "import_lines_ms": 1000 * (t2 - t1) / len(ps),
-                  "persona_key_ms": 1000 * (t3 - t2) / len(ps), "ids": [p.question_id for p in ps]}))
-'''
-
-
-def bench_shard_load(a: argparse.Namespace) -> dict:
-    """Start-up of a search job: loading one shard's personas, as is vs a proposed patch."""
-    say(f"== shard-load: personas_of_shard for shard 0 of {a.shards} (search data), as is vs patched")
-    search_setup()
-    runs: dict[str, list[dict]] = {"as is": [], "patched": []}
-    for rep in range(a.repeats):
-        for name in runs:
-            _, proc = run([PYTHON, "-c", SHARD_LOAD_CHILD, OUT / "search", "patched" if name == "patched" else "orig",
-                           a.shards], cwd=OUT)
-            runs[name].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            r = runs[name][-1]
-            say(f"  {name} (rep {rep}): load {r['load_s']:.2f} s for {r['personas']} personas; "
-                f"import_lines {r['import_lines_ms']:.0f} ms, persona_key {r['persona_key_ms']:.0f} ms per persona")
-    same = runs["as is"][0]["ids"] == runs["patched"][0]["ids"]
-    load = {k: sum(r["load_s"] for r in v) / len(v) for k, v in runs.items()}
-    say(f"  load as is {load['as is']:.2f} s, patched {load['patched']:.2f} s (ratio "
-        f"{load['patched'] / load['as is']:.2f}); same personas: {same}")
-    for v in runs.values():
-        for r in v:
-            r.pop("ids")
-    save("shard-load", {"shards": a.shards, "runs": runs, "same_personas": same})
-    return runs
 
 
 # ------------------------------------------------------------------ 4/5. the workflow
@@ -1196,10 +1097,6 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--only", nargs="*", choices=["quarter", "M"], help="only these files")
     s.add_argument("--no-bare", dest="bare", action="store_false", help="skip the bare ijson pass")
     s.set_defaults(func=bench_filter)
-    s = sub.add_parser("filter-patch")
-    s.add_argument("--file", choices=["quarter", "M"], default="quarter")
-    s.add_argument("--repeats", type=int, default=2)
-    s.set_defaults(func=bench_filter_patch)
     s = sub.add_parser("embed")
     s.add_argument("--texts", type=int, default=400)
     s.add_argument("--threads", type=int, default=2)
@@ -1219,10 +1116,6 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--vipune-shards", type=int, default=24, help="shard 0 of this many (24 -> 20 personas)")
     s.add_argument("--repeats", type=int, default=2)
     s.set_defaults(func=bench_search)
-    s = sub.add_parser("shard-load")
-    s.add_argument("--shards", type=int, default=8)
-    s.add_argument("--repeats", type=int, default=2)
-    s.set_defaults(func=bench_shard_load)
     s = sub.add_parser("dag")
     s.add_argument("--shards", type=int, nargs="+", default=[8, 470])
     s.add_argument("--full", type=int, nargs="*", default=[8],
@@ -1265,7 +1158,7 @@ def main(argv: list[str] | None = None) -> None:
         snapshot()
     os.environ["HF_HUB_OFFLINE"] = "1"
     if a.func is None:
-        for name in ("info", "filter", "filter-patch", "embed", "search", "shard-load", "dag", "reruns",
+        for name in ("info", "filter", "embed", "search", "dag", "reruns",
                      "granularities", "sweep", "shard-memory"):
             main([name])
         return
