@@ -492,9 +492,10 @@ def bench_search(a: argparse.Namespace) -> dict:
             t, proc = run([s["binary"], "--db-path", db, "--json", "import", folder / "import.jsonl"], env=venv)
             imp += t
             assert json.loads(proc.stdout)["inserted"] == len(p.row_ids), proc.stdout
-            t, _ = run([s["binary"], "--db-path", db, f"--project={p.question_id}", "--json", "search",
-                        "--hybrid", "--recency", 0, "--limit", 10, "--no-touch", "--", p.question], env=venv)
-            srch += t
+            for arm in ("--hybrid", "--no-hybrid"):  # the lane runs both (vipune, vipune-semantic)
+                t, _ = run([s["binary"], "--db-path", db, f"--project={p.question_id}", "--json", "search",
+                            arm, "--recency", 0, "--limit", 10, "--no-touch", "--", p.question], env=venv)
+                srch += t
         return {"import_s": imp, "search_s": srch, "total_s": imp + srch}
 
     def harness_pass(rep: int) -> dict:
