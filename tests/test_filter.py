@@ -280,7 +280,7 @@ def test_official_view_keeps_a_session_listed_twice_as_longmemevals_corpus_does(
     assert row["row_created_at"][1] == "2023-05-21T02:21:00Z" and row["row_created_at"][3] == "2023-05-23T02:21:00Z"
     assert pairs["q1"]["gold"] == ["answer_a"]
     _, _, turns, _ = official(tmp_path / "t", data, "turn")
-    assert turns["q1"]["row_docs"] == ["answer_a_1", "f_1", "f_3", "b_1", "f#copy2_1", "f#copy2_3"]
+    assert turns["q1"]["row_docs"] == ["answer_a_1", "f_1", "f_3", "b_1", "f_1#copy2", "f_3#copy2"]
     assert len(set(turns["q1"]["row_keys"])) == 6  # distinct rows for vipune
     seed_rows, _ = rows_of(tmp_path / "s" / "d.json", tmp_path / "seed")
     assert seed_rows["q1"]["row_docs"] == ["answer_a", "f", "b"]

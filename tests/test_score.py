@@ -115,11 +115,15 @@ def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
 
 
 def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():
-    """Hand-worked: LongMemEval ranks [f, f, answer_a, b] (f listed twice in the haystack)."""
-    scores = longmemeval.evaluate(["f", "f#copy2", "answer_a", "b"], ["answer_a"], 3, 1)
-    assert scores["ndcg_any"] == pytest.approx(1 / math.log2(3))  # rank 3, not rank 2 (1.0)
-    assert longmemeval.evaluate(["f", "f#copy2", "answer_a"], ["answer_a"], 2, 1)["recall_any"] == 0.0
-    # turn level: both copies' turns are session f, so k grows past them
-    at2 = longmemeval.evaluate_turn_to_session(["f_1", "f#copy2_1", "answer_a_1"], ["answer_a_1"], 2)
-    assert at2 == {"recall_any": 1.0, "recall_all": 1.0, "ndcg_any": pytest.approx(1 / math.log2(3))}
-    assert longmemeval.base_id("x#copy12") == "x" and longmemeval.base_id("x#copyright") == "x#copyright"
+    """Hand-worked: LongMemEval ranks [f, f, answer_a, b] (f listed twice in the haystack); the
+    run file names the second listing f#copy2 and the official scores read it as f."""
+    run = {"q": [("f", 1, 4.0), ("f#copy2", 2, 3.0), ("answer_a", 3, 2.0), ("b", 4, 1.0)]}
+    v = per_query({"q": {"answer_a": 1}}, run, [2, 3], ("recall_any", "ndcg_any"), official=True)["q"]
+    assert v["ndcg_any@3"] == pytest.approx(1 / math.log2(3))  # rank 3, not rank 2 (1.0)
+    assert v["recall_any@2"] == 0.0 and v["recall_any@3"] == 1.0
+    # turn level: both listings' turns are session f, so k grows past them
+    turns = {"q": [("f_1", 1, 3.0), ("f_1#copy2", 2, 2.0), ("answer_a_1", 3, 1.0)]}
+    at2 = per_query({"q": {"answer_a_1": 1}}, turns, [2], ("recall_any", "recall_all", "ndcg_any"),
+                    official=True, turn_to_session=True)["q"]
+    assert at2 == {"recall_any@2": 1.0, "recall_all@2": 1.0, "ndcg_any@2": pytest.approx(1 / math.log2(3))}
+    assert longmemeval.base_id("x_3#copy12") == "x_3" and longmemeval.base_id("x#copyright") == "x#copyright"

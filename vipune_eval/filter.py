@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import ijson
 import pyarrow as pa
@@ -71,8 +71,8 @@ class Instance:
     sessions: list[tuple[str, list[dict[str, Any]], str]]  # (session id, turns, created_at)
     where: str
     # Every listing of the haystack in order, repeats included (LongMemEval's corpus keeps a
-    # session listed twice): (session id, or copy_id for a repeat; turns; created_at).
-    listing: list[tuple[str, list[dict[str, Any]], str]] = field(default_factory=list)
+    # session listed twice): (session id, turns, n-th listing of that id, created_at).
+    listing: list[tuple[str, list[dict[str, Any]], int, str]] = field(default_factory=list)
 
 
 def session_text(session: list[dict[str, Any]]) -> str:
@@ -184,9 +184,8 @@ def read_instance(instance: Any, where: str) -> Instance:
         raise EvalError(f"{where}: {len(dates)} haystack_dates for {len(sessions)} sessions")
 
     seen: dict[str, str] = {}
-    kept: list[tuple[str, list[dict[str, Any]], str]] = []
-    listing: list[tuple[str, list[dict[str, Any]], str]] = []
-    with_answer: list[str] = []
+    listed: Counter = Counter()
+    listing: list[tuple[str, list[dict[str, Any]], int, str]] = []  # (id, turns, n-th listing, created_at)
     for i, (sid, session) in enumerate(zip(session_ids, sessions)):
         check_id(sid, f"haystack_session_ids[{i}]", where)
         if base_id(sid) != sid:
@@ -194,23 +193,19 @@ def read_instance(instance: Any, where: str) -> Instance:
                             "gives a session listed twice (#copyN); rename it")
         session = _check_session(session, f"{where}, session {sid}")
         tid = text_id(session_text(session))
+        if seen.setdefault(sid, tid) != tid:
+            raise EvalError(f"{where}: session id {sid} appears twice with different content")
         try:
             stamp = rfc3339(dates[i]) if dates is not None else None
         except (TypeError, ValueError) as exc:
             raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
                             f"'2023/05/20 (Sat) 02:21'") from exc
         stamp = stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if sid in seen:
-            if seen[sid] != tid:
-                raise EvalError(f"{where}: session id {sid} appears twice with different content")
-            # The seed protocol stores the same session once; the official view keeps the copy.
-            listing.append((copy_id(sid, 1 + sum(base_id(n) == sid for n, _, _ in listing)), session, stamp))
-            continue
-        seen[sid] = tid
-        kept.append((sid, session, stamp))
-        listing.append((sid, session, stamp))
-        if any(turn.get("has_answer") is True for turn in session):
-            with_answer.append(sid)
+        listed[sid] += 1
+        listing.append((sid, session, listed[sid], stamp))
+    # The seed protocol stores a session listed twice once; the official view keeps every listing.
+    kept = [(sid, session, stamp) for sid, session, n, stamp in listing if n == 1]
+    with_answer = [sid for sid, session, _ in kept if any(turn.get("has_answer") is True for turn in session)]
 
     gold = instance.get("answer_session_ids")
     if gold:
@@ -265,22 +260,24 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
     counting turns of both roles from 1; ``answer`` in an id becomes ``noans`` where no user-side
     has_answer marks the evidence."""
     rows = []
-    for sid, session, _ in instance.listing:
+    for sid, session, n_listing, _ in instance.listing:
+        mark = "" if n_listing == 1 else copy_id("", n_listing)
+        session_key = sid + mark  # the created_at lookup of this listing
         users = [(n, t) for n, t in enumerate(session, 1) if t["role"] == "user"]
         if granularity == "session":
             doc = sid
             # every user turn is read (its list comprehension raises on any missing key)
             if "answer" in sid and not any([_has_answer(t, instance.where, sid, False) for _, t in users]):
                 doc = sid.replace("answer", "noans")
-            rows.append(Row(sid, sid, doc, official_session_text(session)))
+            rows.append(Row(doc + mark, session_key, doc + mark, official_session_text(session)))
             continue
         for n, turn in users:
             doc = f"{sid}_{n}"
             if "answer" in sid and not _has_answer(turn, instance.where, sid, True):
                 doc = doc.replace("answer", "noans")
-            rows.append(Row(doc, sid, doc, turn["content"]))
+            rows.append(Row(doc + mark, session_key, doc + mark, turn["content"]))
     for row in rows:
-        if row.session != base_id(row.session) and "answer" in row.doc:
+        if row.doc != base_id(row.doc) and "answer" in row.doc:
             raise EvalError(f"{instance.where}: evidence session {base_id(row.session)} is listed twice; "
                             "LongMemEval counts both copies under one correct id, which a run file cannot "
                             "hold, so the official view cannot score this pair")
@@ -311,7 +308,8 @@ def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
 
 
 def created_at_of(instance: Instance) -> dict[str, str]:
-    return {sid: stamp for sid, _, stamp in instance.listing}
+    """Each row session's created_at (a repeated listing's own date under its copy key)."""
+    return {sid + ("" if n == 1 else copy_id("", n)): stamp for sid, _, n, stamp in instance.listing}
 
 
 # ---------------------------------------------------------------- chunks
@@ -350,17 +348,16 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
             start = end
         return spans
 
+    def text(lines: list[str], parts: Iterable[tuple[int, int, int]]) -> str:
+        return "\n".join(lines[i][a:b] for i, a, b in parts)
+
     def plan(lines: list[str]) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         out: list[tuple[tuple[int, int, int], ...]] = []
         current: list[tuple[int, int, int]] = []
-
-        def text(parts: list[tuple[int, int, int]]) -> str:
-            return "\n".join(lines[i][a:b] for i, a, b in parts)
-
         for i, line in enumerate(lines):
             spans = [(0, len(line))] if count(line) <= max_tokens else split_long(line)
             for a, b in spans:
-                if current and count(text([*current, (i, a, b)])) <= max_tokens:
+                if current and count(text(lines, [*current, (i, a, b)])) <= max_tokens:
                     current.append((i, a, b))
                 else:
                     if current:
@@ -374,7 +371,7 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
         key = text_id("\x00".join(lines))
         if key not in plans:
             plans[key] = plan(lines)
-        return ["\n".join(lines[i][a:b] for i, a, b in parts) for parts in plans[key]]
+        return [text(lines, parts) for parts in plans[key]]
 
     return chunks
 

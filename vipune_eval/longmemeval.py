@@ -11,8 +11,9 @@ The formulas follow its code exactly, on a ranked list of document ids:
 
 A session id listed twice in one haystack is two corpus items with one id in LongMemEval (its
 ``process_item_flat_index`` never deduplicates). A run file cannot list a document twice, so the
-second copy's documents carry ``COPY_MARK`` + n (``copy_id``), and the scores read them under
-their own id again (``base_id``): the ranked lists are LongMemEval's, copies included.
+n-th listing's documents end in ``COPY_MARK`` + n (``copy_id``), and the score stage reads them
+under their own id again (``base_id``) before these functions see them: the ranked lists are
+LongMemEval's, copies included.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Sequence
 COPY_MARK = "#copy"
 
 
-def copy_id(session_id: str, n: int) -> str:
-    """The id of the n-th (n >= 2) listing of a session in one haystack."""
-    return f"{session_id}{COPY_MARK}{n}"
+def copy_id(doc: str, n: int) -> str:
+    """A document (session or turn id) of the n-th (n >= 2) listing of a session in one haystack."""
+    return f"{doc}{COPY_MARK}{n}"
 
 
 def base_id(doc: str) -> str:
@@ -43,7 +44,6 @@ def dcg(relevances: Sequence[float], k: int) -> float:
 
 def evaluate(ranked: Sequence[str], gold: Sequence[str], k: int, relevant_in_corpus: int) -> dict[str, float]:
     """``relevant_in_corpus``: how many corpus items are relevant (the ideal DCG's ones)."""
-    ranked = [base_id(doc) for doc in ranked]
     gold_set = set(gold)
     recalled = set(ranked[:k])
     ideal = dcg([1.0] * relevant_in_corpus, k)
@@ -59,7 +59,7 @@ def strip_turn_id(doc: str) -> str:
 
 def evaluate_turn_to_session(ranked_turns: Sequence[str], gold_turns: Sequence[str], k: int) -> dict[str, float]:
     """Session-level scores of a turn ranking, by LongMemEval's rule (see the module docstring)."""
-    stripped = [base_id(strip_turn_id(doc)) for doc in ranked_turns]
+    stripped = [strip_turn_id(doc) for doc in ranked_turns]
     gold = sorted({strip_turn_id(doc) for doc in gold_turns})
     effective = k
     while effective <= len(stripped) and len(set(stripped[:effective])) < k:

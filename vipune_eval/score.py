@@ -51,6 +51,8 @@ def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int]
             values[metric.query_id][trec_keys[metric.measure]] = float(metric.value)
     for qid, row in values.items():
         ranked = [doc for doc, _, _ in run.get(qid, [])]
+        if official:  # a repeated session's copies count under its own id, as in LongMemEval
+            ranked = [longmemeval.base_id(doc) for doc in ranked]
         for k in ks:
             if official and (turn_to_session or "recall_any" in names):
                 scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session

@@ -153,7 +153,7 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
             if cached.exists():
                 result = read_json(cached)
             elif stopping.is_set():
-                return {"question_id": qid, "skipped": True}  # on_error=stop: start nothing new
+                return {"question_id": qid}  # on_error=stop: start nothing new (neither run nor error)
             else:
                 try:
                     result = evaluate(client, persona, limit, tmp, lines)
