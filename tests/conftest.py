@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from vipune_eval.sources import build_vipune_hf_home
+from support import scenarios
 from support.tinymodel import build_tiny_model
 
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
@@ -52,3 +53,33 @@ def workflow_env(fake_vipune_bin: Path) -> dict[str, str]:
                                    env.get("PATH", "")])
     env["HF_HUB_OFFLINE"] = "1"
     return env
+
+
+@pytest.fixture(scope="session")
+def scenario_inputs(tmp_path_factory: pytest.TempPathFactory):
+    """``get(name)`` → the (dataset, model) of scenario ``name``, generated once per session."""
+    made: dict[str, tuple[Path, Path]] = {}
+
+    def get(name: str) -> tuple[Path, Path]:
+        if name not in made:
+            made[name] = scenarios.write_inputs(name, tmp_path_factory.mktemp(f"inputs-{name}"))
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory, scenario_inputs, workflow_env):
+    """``get(name)`` → (workdir, the Snakemake process) of a completed run of scenario ``name``,
+    run once per session and shared by every test that reads it. A test that changes a run
+    works on ``scenarios.clone`` of it."""
+    runs: dict[str, tuple[Path, object]] = {}
+
+    def get(name: str):
+        if name not in runs:
+            workdir = scenarios.make_workdir(tmp_path_factory.mktemp(f"run-{name}") / "run",
+                                             *scenario_inputs(name), scenario=name)
+            runs[name] = workdir, scenarios.snakemake(workdir, "--cores", "2", env=workflow_env)
+        return runs[name]
+
+    return get

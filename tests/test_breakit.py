@@ -11,18 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from support.synthetic import write_dataset
-from support.tinymodel import build_tiny_model
-from test_resilience import make_workdir
-from test_workflow import SNAKEFILE, snakemake
+from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    root = tmp_path_factory.mktemp("breakit")
-    data = root / "data.json"
-    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=6, filler_pool=10, seed=4)
-    return data, build_tiny_model(root / "model")
+def small(scenario_inputs):
+    return scenario_inputs("small")
+
+
+@pytest.fixture(scope="module")
+def small_run(finished_run):
+    """A finished run on ``small``: tests that vary only the vipune lane start from a clone."""
+    return finished_run("small")[0]
 
 
 def report(workdir):
@@ -30,9 +32,11 @@ def report(workdir):
 
 
 @pytest.mark.parametrize("fault, words", [("repeat-id", "twice"), ("over-limit", "more than --limit 10")])
-def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, workflow_env, tmp_path, fault, words):
+def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run, workflow_env, tmp_path, fault,
+                                                                words):
     victim = next(i for i in json.loads(Path(small[0]).read_text()) if not i["question_id"].endswith("_abs"))
-    workdir = make_workdir(tmp_path / "w", *small, vipune={"on_error": "record"})
+    workdir = clone(small_run, tmp_path / "w", drop=VIPUNE_SEARCHES)
+    set_config(workdir, vipune={"on_error": "record"})
     snakemake(workdir, "--cores", "2", env={**workflow_env, "FAKE_VIPUNE_FAULT": fault,
                                             "FAKE_VIPUNE_FAULT_MATCH": victim["question"]})
     vipune = report(workdir)["retrievers"]["vipune"]
@@ -59,8 +63,9 @@ def test_question_ids_holding_separators_score_like_any_other(small, workflow_en
             assert metrics["per_query"][qid]["recall@10"] == 1.0, (name, qid)  # was 0: ids were split
 
 
-def test_more_search_shards_than_pairs_gives_empty_shards(small, workflow_env, tmp_path):
-    workdir = make_workdir(tmp_path / "w", *small, search={"shards": 8, "threads": 1})
+def test_more_search_shards_than_pairs_gives_empty_shards(small_run, workflow_env, tmp_path):
+    workdir = clone(small_run, tmp_path / "w")
+    set_config(workdir, search={"shards": 8, "threads": 1})
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert report(workdir)["pairs"] == 5
     empty = workdir / "results/search/dense/shard-7-of-8.run"
@@ -81,10 +86,12 @@ def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workf
     assert re.search(message, proc.stderr) and "MissingOutputException" not in proc.stderr + proc.stdout
 
 
-def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(small, workflow_env, tmp_path):
+def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(small_run, workflow_env,
+                                                                                 tmp_path):
     build = tmp_path / "build.txt"
     build.write_text("build 1")
-    workdir = make_workdir(tmp_path / "w", *small, vipune={"fingerprint_files": [str(build)]})
+    workdir = clone(small_run, tmp_path / "w")
+    set_config(workdir, vipune={"fingerprint_files": [str(build)]})
     snakemake(workdir, "--cores", "2", env=workflow_env)
     first = report(workdir)["provenance"]["vipune"]["id"]
     # Forced: the per-persona cache of a completed shard is not reused (a failing binary fails).
@@ -114,9 +121,9 @@ def wait_for(condition, proc, seconds=120):
         time.sleep(0.05)
 
 
-def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(small, workflow_env,
+def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(small_run, workflow_env,
                                                                                tmp_path):
-    workdir = make_workdir(tmp_path / "w", *small)
+    workdir = clone(small_run, tmp_path / "w", drop=VIPUNE_SEARCHES)
     first = start(workdir, {**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"})
     wait_for(lambda: list((workdir / "results/tmp").glob("*search/*/*/persona-*")), first)
     began = time.monotonic()
@@ -132,9 +139,9 @@ def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(
     assert report(workdir)["pairs"] == 5
 
 
-def test_a_failed_run_says_the_report_left_is_the_previous_ones(small, workflow_env, tmp_path):
-    workdir = make_workdir(tmp_path / "w", *small)
-    snakemake(workdir, "--cores", "2", env=workflow_env)
+def test_a_failed_run_says_the_report_left_is_the_previous_ones(small, small_run, workflow_env, tmp_path):
+    workdir = clone(small_run, tmp_path / "w")
+    assert (workdir / "results/report.json").exists()
     bad = json.loads(Path(small[0]).read_text())
     bad[1]["haystack_dates"] = 5
     (tmp_path / "bad.json").write_text(json.dumps(bad))

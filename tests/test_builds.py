@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.synthetic import write_dataset
-from support.tinymodel import build_tiny_model
+from support.scenarios import make_workdir, snakemake
 from test_reruns import planned
-from test_workflow import snakemake
+
+pytestmark = pytest.mark.slow
 
 FAKE = Path(__file__).resolve().parent / "fake_vipune.py"
 SHARDS = 2
@@ -30,21 +30,16 @@ def build(folder, name, env=""):
 
 
 @pytest.fixture(scope="module")
-def builds_run(tmp_path_factory, workflow_env):
+def builds_run(tmp_path_factory, workflow_env, scenario_inputs):
     root = tmp_path_factory.mktemp("builds")
-    data = root / "data.json"
-    write_dataset(data, instances=16, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=8)
-    model = build_tiny_model(root / "model")
+    data, model = scenario_inputs("builds")
     primary = build(root, "primary")
     same = build(root, "same")                       # other bytes, the same search
     changed = build(root, "changed", "FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")  # an OR query
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "vipune": {"binary": str(primary), "compare": [str(same), str(changed)], "preflight": "record"},
-              "embed": {"shards": 1, "threads": 1}, "search": {"shards": SHARDS, "threads": 2}}
-    workdir = root / "run"
-    workdir.mkdir()
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    workdir = make_workdir(root / "run", data, model, scenario="builds",
+                           vipune={"binary": str(primary), "compare": [str(same), str(changed)]})
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    assert config["search"]["shards"] == SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return root, workdir, config, data, model
 
@@ -107,7 +102,7 @@ def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow
     (other / "config.yaml").write_text(yaml.safe_dump({
         **{k: v for k, v in config.items() if k != "vipune"}, "dataset": {"path": str(copy), "expected": None},
         "retrievers": ["dense"]}))
-    snakemake(other, "--cores", "2", env=workflow_env)
+    snakemake(other, "--cores", "2", "results/filter/pairs.parquet", env=workflow_env)  # the split's stage only
     here = pq.read_table(workdir / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
     there = pq.read_table(other / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
     assert here == there and {p["split"] for p in here} == {"dev", "test"}

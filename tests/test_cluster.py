@@ -187,15 +187,12 @@ def write_fake_slurm(bin_dir, calls):
         path.chmod(0o755)
 
 
-def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, workflow_env):
+@pytest.mark.slow
+def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, workflow_env, scenario_inputs):
     """Through the Snakemake CLI and the real profile, with fake SLURM tools on PATH."""
-    from test_resilience import make_workdir, write_dataset_at
-    from test_workflow import SNAKEFILE, snakemake
-    from support.tinymodel import build_tiny_model
+    from support.scenarios import SNAKEFILE, make_workdir, snakemake
 
-    data = write_dataset_at(tmp_path / "data.json")
-    model = build_tiny_model(tmp_path / "model")
-    workdir = make_workdir(tmp_path / "run", data, model)
+    workdir = make_workdir(tmp_path / "run", *scenario_inputs("standard"))
     calls = tmp_path / "sbatch-calls.txt"
     write_fake_slurm(tmp_path / "slurm-bin", calls)
     env = {**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"}

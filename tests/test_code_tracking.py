@@ -5,15 +5,11 @@ command runs, independently of vipune_eval.codeversion."""
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from support.synthetic import write_dataset
-from support.tinymodel import build_tiny_model
+from support import scenarios
 
 REPO = Path(__file__).resolve().parent.parent
 ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference", "search_vipune",
@@ -48,15 +44,11 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
 
 
 def snakemake(repo, workdir, *args, env):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    return scenarios.snakemake(workdir, *args, env=env, snakefile=repo / "Snakefile").stdout
 
 
 @pytest.fixture(scope="module")
-def copy(tmp_path_factory, workflow_env):
+def copy(tmp_path_factory, workflow_env, scenario_inputs):
     root = tmp_path_factory.mktemp("tracking")
     repo = root / "repo"
     repo.mkdir()
@@ -66,14 +58,7 @@ def copy(tmp_path_factory, workflow_env):
             shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, repo / part)
-    data = root / "data.json"
-    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=5, filler_pool=8, seed=2)
-    model = build_tiny_model(root / "model")
-    workdir = root / "run"
-    workdir.mkdir()
-    (workdir / "config.yaml").write_text(yaml.safe_dump({
-        "dataset": {"path": str(data), "expected": None}, "model": {"path": str(model), "file": "model.onnx"},
-        "embed": {"shards": 1, "threads": 1}, "search": {"shards": 1, "threads": 1}}))
+    workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
     snakemake(repo, workdir, "--cores", "2", env=workflow_env)
     return repo, workdir
 
@@ -114,6 +99,7 @@ def test_every_module_of_the_package_is_in_the_table():
     assert set(DIRECT) == {p.stem for p in (REPO / "vipune_eval").glob("*.py")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(DIRECT))
 def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
     repo, workdir = copy

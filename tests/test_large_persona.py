@@ -5,13 +5,15 @@ with its mirrors)."""
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
-from test_workflow import read_run, snakemake
-from test_resilience import make_workdir
+from support.scenarios import make_workdir, snakemake
+from test_workflow import read_run
 
 
+@pytest.mark.slow
 def test_a_persona_over_10000_rows_runs_in_both_lanes(tmp_path, workflow_env):
     data = tmp_path / "data.json"
     write_dataset(data, instances=2, abstention=0, sessions_per_haystack=105, filler_pool=110,

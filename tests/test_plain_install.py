@@ -8,9 +8,12 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # a fresh venv and a pip install
 def test_a_plain_install_imports_every_module(tmp_path):
     source = tmp_path / "src"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "results", "benchmarks",

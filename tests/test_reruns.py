@@ -8,9 +8,11 @@ import shutil
 import pytest
 import yaml
 
-from test_workflow import snakemake
+from support.scenarios import make_workdir, snakemake
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
+
+pytestmark = pytest.mark.slow
 
 SEARCH_SHARDS = 3
 
@@ -25,21 +27,16 @@ def planned(workdir, env, *extra):
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, workflow_env, fake_vipune_bin):
+def setup(tmp_path_factory, workflow_env, fake_vipune_bin, scenario_inputs):
+    """A run of its own (the tests change its config, binary and inputs in turn)."""
     root = tmp_path_factory.mktemp("reruns")
-    data = root / "data.json"
-    write_dataset(data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=5)
-    model = build_tiny_model(root / "model")
+    data, model = scenario_inputs("reruns")
     binary = root / "bin" / "vipune"
     binary.parent.mkdir()
     shutil.copy(fake_vipune_bin, binary)
-    workdir = root / "run"
-    workdir.mkdir()
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "vipune": {"binary": str(binary)},
-              "embed": {"shards": 2, "threads": 1}, "search": {"shards": SEARCH_SHARDS, "threads": 1}}
-    set_config(workdir, config)
+    workdir = make_workdir(root / "run", data, model, scenario="reruns", vipune={"binary": str(binary)})
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    assert config["search"]["shards"] == SEARCH_SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return workdir, config, binary, data, model
 

@@ -10,37 +10,18 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from test_workflow import SNAKEFILE, snakemake
-from support.synthetic import write_dataset
-from support.tinymodel import build_tiny_model
+from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
 
 REPO = SNAKEFILE.parent
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("resilience")
-    data = write_dataset_at(root / "data.json")
-    model = build_tiny_model(root / "model")
-    return data, model
-
-
-def write_dataset_at(path):
-    write_dataset(path, instances=14, abstention=2, sessions_per_haystack=10, filler_pool=30, seed=11)
-    return path
-
-
-def make_workdir(root, data, model, **overrides):
-    root.mkdir(parents=True)
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "embed": {"shards": 2, "threads": 1}, "search": {"shards": 3, "threads": 1}}
-    for key, value in overrides.items():
-        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
-    return root
+def inputs(scenario_inputs):
+    return scenario_inputs("standard")
 
 
 def run_files(workdir):
@@ -53,10 +34,8 @@ def metrics(workdir):
 
 
 @pytest.fixture(scope="module")
-def reference_run(tmp_path_factory, inputs, workflow_env):
-    workdir = make_workdir(tmp_path_factory.mktemp("ref") / "run", *inputs)
-    snakemake(workdir, "--cores", "2", env=workflow_env)
-    return workdir
+def reference_run(finished_run):
+    return finished_run("standard")[0]
 
 
 def first_question(data, index=0):
@@ -89,12 +68,15 @@ def start_then_kill(workdir, env, trigger):
 @pytest.mark.parametrize("stage", ["embed", "search"])
 def test_kill_9_then_rerun_completes_with_identical_results(reference_run, inputs, workflow_env,
                                                             tmp_path, stage):
-    workdir = make_workdir(tmp_path / "killed", *inputs)
     env = {**workflow_env, "FAKE_VIPUNE_DELAY": "0.3"}
     if stage == "embed":
+        workdir = make_workdir(tmp_path / "killed", *inputs)
+
         def trigger():
             return (workdir / "results/logs/embed").exists() and not list((workdir / "results/embed").glob("*.parquet"))
-    else:
+    else:  # the searches of a finished run, again
+        workdir = clone(reference_run, tmp_path / "killed", drop=VIPUNE_SEARCHES)
+
         def trigger():
             return len(list((workdir / "results/search").glob("vipune-*/cache/[0-9a-f]*.json"))) >= 2
     start_then_kill(workdir, env, trigger)
@@ -107,7 +89,8 @@ def test_kill_9_then_rerun_completes_with_identical_results(reference_run, input
 def test_record_policy_reports_failed_pairs_apart(inputs, workflow_env, tmp_path, reference_run):
     data, _ = inputs
     victim = first_question(data)
-    workdir = make_workdir(tmp_path / "record", *inputs, vipune={"on_error": "record"})
+    workdir = clone(reference_run, tmp_path / "record", drop=VIPUNE_SEARCHES)
+    set_config(workdir, vipune={"on_error": "record"})
     env = {**workflow_env, "FAKE_VIPUNE_FAULT": "crash", "FAKE_VIPUNE_FAULT_MATCH": victim["question"]}
     snakemake(workdir, "--cores", "2", env=env)
     report = json.loads((workdir / "results/report.json").read_text())
@@ -126,7 +109,7 @@ def test_stop_policy_names_the_persona_and_a_rerun_redoes_only_what_failed(input
                                                                            reference_run):
     data, _ = inputs
     victim = first_question(data)
-    workdir = make_workdir(tmp_path / "stop", *inputs)
+    workdir = clone(reference_run, tmp_path / "stop", drop=VIPUNE_SEARCHES)
     env = {**workflow_env, "FAKE_VIPUNE_FAULT": "error", "FAKE_VIPUNE_FAULT_MATCH": victim["question"]}
     proc = snakemake(workdir, "--cores", "2", "--keep-going", env=env, check=False)
     assert proc.returncode != 0

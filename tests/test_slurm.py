@@ -24,9 +24,10 @@ import time
 import pytest
 import yaml
 
-from test_resilience import make_workdir, metrics, run_files, write_dataset_at
-from test_workflow import SNAKEFILE
-from support.tinymodel import build_tiny_model
+from support.scenarios import SNAKEFILE, make_workdir
+from test_resilience import metrics, run_files
+
+pytestmark = pytest.mark.slow
 
 REPO = SNAKEFILE.parent
 PROFILE = REPO / "workflow/profiles/slurm"
@@ -74,9 +75,8 @@ def node():
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("slurm-inputs")
-    return write_dataset_at(root / "data.json"), build_tiny_model(root / "model")
+def inputs(scenario_inputs):
+    return scenario_inputs("standard")
 
 
 def snakemake(workdir, *args, env, timeout=RUN_TIMEOUT):
@@ -153,11 +153,9 @@ def outputs(workdir):
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory, inputs, workflow_env, node):
-    workdir = make_workdir(tmp_path_factory.mktemp("slurm-local") / "run", *inputs)
-    proc = snakemake(workdir, "--cores", "2", env=workflow_env)
-    assert proc.returncode == 0, proc.out[-4000:]
-    return workdir
+def local_run(finished_run, node):
+    """The same local run the resilience tests compare against (one per session)."""
+    return finished_run("standard")[0]
 
 
 @pytest.fixture(scope="module")

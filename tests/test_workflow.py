@@ -11,48 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support.synthetic import write_dataset
-from support.tinymodel import build_tiny_model
-
-REPO = Path(__file__).resolve().parent.parent
-SNAKEFILE = REPO / "Snakefile"
+from support.scenarios import REPO, SNAKEFILE, snakemake
 KS = [1, 5, 10]
 
 
-def snakemake(workdir, *args, env, check=True):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
-    return proc
-
-
-def write_config(workdir, data, model, **overrides):
-    config = {
-        "dataset": {"path": str(data), "expected": {"instances": 18, "abstention": 2, "pairs": 16}},
-        "model": {"path": str(model), "file": "onnx/model.onnx"},
-        "embed": {"shards": 2, "threads": 1, "batch_size": 16},
-        "search": {"shards": 3, "threads": 2},
-        "protocol": "official",
-        "granularities": ["session", "turn", "chunk"],
-        **overrides,
-    }
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-
-
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory, workflow_env):
-    root = tmp_path_factory.mktemp("workflow")
-    data = root / "inputs" / "longmemeval_test.json"
-    write_dataset(data, instances=18, abstention=2, sessions_per_haystack=14, filler_pool=40,
-                  gold_fallback=2, seed=3)
-    model = build_tiny_model(root / "inputs" / "model", onnx_name="onnx/model.onnx")
-    workdir = root / "run"
-    write_config(workdir, data, model)
-    proc = snakemake(workdir, "--cores", "2", env=workflow_env)
-    return workdir, proc
+def full_run(finished_run):
+    return finished_run("full")
 
 
 def read_qrels(path):
@@ -95,6 +60,7 @@ def independent_metrics(gold, ranked):
 RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
 
 
+@pytest.mark.slow
 def test_report_has_the_promised_shape_and_provenance(full_run):
     workdir, proc = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -121,6 +87,7 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert "| vipune |" in (workdir / "results/report.md").read_text()
 
 
+@pytest.mark.slow
 def test_every_number_can_be_recomputed_from_the_run_and_qrels_files(full_run):
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -137,6 +104,7 @@ def test_every_number_can_be_recomputed_from_the_run_and_qrels_files(full_run):
         assert {c: e["pairs"] for c, e in entry["per_category"].items()} == pairs_per_category
 
 
+@pytest.mark.slow
 def test_every_granularity_is_a_full_recomputable_set_of_session_scores(full_run):
     """Issue 12: session, turn and chunk rows, each scored per session from its run and qrels."""
     workdir, _ = full_run
@@ -184,6 +152,7 @@ def longmemeval_metrics(gold, ranked, ks, turns=False):
     return rows
 
 
+@pytest.mark.slow
 def test_official_views_are_longmemevals_protocol_recomputed_independently(full_run):
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -210,6 +179,7 @@ def test_official_views_are_longmemevals_protocol_recomputed_independently(full_
     assert "Published figures on other retrievers (not ours" in md and "ndcg_any@5" in md
 
 
+@pytest.mark.slow
 def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
     """The fake binary follows vipune's algorithm, so `hybrid` must match `vipune` exactly and
     `dense` must match `vipune-semantic`, at every granularity and protocol."""
@@ -221,6 +191,7 @@ def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
         assert runs["vipune-semantic"] == runs["dense"]
 
 
+@pytest.mark.slow
 def test_intervals_comparisons_and_diagnostics(full_run):
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -243,6 +214,7 @@ def test_intervals_comparisons_and_diagnostics(full_run):
     assert report["provenance"]["preflight"]["embedding_parity"]["min_cosine"] > 0.999
 
 
+@pytest.mark.slow
 def test_plots_and_the_html_report(full_run, workflow_env):
     workdir, _ = full_run
     names = ["recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency"]
@@ -254,12 +226,14 @@ def test_plots_and_the_html_report(full_run, workflow_env):
         assert name in html
 
 
+@pytest.mark.slow
 def test_a_second_run_has_nothing_to_do(full_run, workflow_env):
     workdir, _ = full_run
     proc = snakemake(workdir, "-n", "--cores", "1", env=workflow_env)
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_lint_is_clean(full_run, workflow_env):
     workdir, _ = full_run
     proc = snakemake(workdir, "--lint", env=workflow_env, check=False)
@@ -272,6 +246,7 @@ def test_snakefmt_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, full_run):
     workdir, _ = full_run
     config = yaml.safe_load((workdir / "config.yaml").read_text())
@@ -284,6 +259,7 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, f
     assert "cargo install vipune" in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, full_run):
     """Issue 9: every vipune call (fingerprint, preflight, search) has a private HOME and config
     dir; the stages' library caches go under results/.cache. Snakemake's own source cache
@@ -303,6 +279,7 @@ def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, full_run):
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
 
 
+@pytest.mark.slow
 def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
