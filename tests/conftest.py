@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
+import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,31 +60,52 @@ def workflow_env(fake_vipune_bin: Path) -> dict[str, str]:
     return env
 
 
+@contextmanager
+def _exclusive(lock: Path):
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
-def scenario_inputs(tmp_path_factory: pytest.TempPathFactory):
-    """``get(name)`` → the (dataset, model) of scenario ``name``, generated once per session."""
-    made: dict[str, tuple[Path, Path]] = {}
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this test run shares (the base temp otherwise)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def scenario_inputs(shared_tmp: Path):
+    """``get(name)`` → the (dataset, model) of scenario ``name``, generated once per test run."""
 
     def get(name: str) -> tuple[Path, Path]:
-        if name not in made:
-            made[name] = scenarios.write_inputs(name, tmp_path_factory.mktemp(f"inputs-{name}"))
-        return made[name]
+        folder = shared_tmp / f"inputs-{name}"
+        with _exclusive(shared_tmp / f"inputs-{name}.lock"):
+            if not (folder / "done").exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                scenarios.write_inputs(name, folder)
+                (folder / "done").touch()
+        return folder / "data.json", folder / "model"
 
     return get
 
 
 @pytest.fixture(scope="session")
-def finished_run(tmp_path_factory, scenario_inputs, workflow_env):
-    """``get(name)`` → (workdir, the Snakemake process) of a completed run of scenario ``name``,
-    run once per session and shared by every test that reads it. A test that changes a run
-    works on ``scenarios.clone`` of it."""
-    runs: dict[str, tuple[Path, object]] = {}
+def finished_run(shared_tmp: Path, scenario_inputs, workflow_env):
+    """``get(name)`` → (workdir, the Snakemake process) of a completed run of scenario ``name``:
+    run once per test run (xdist workers included) and shared by every test that reads it. A
+    test that changes a run works on ``scenarios.clone`` of it."""
 
-    def get(name: str):
-        if name not in runs:
-            workdir = scenarios.make_workdir(tmp_path_factory.mktemp(f"run-{name}") / "run",
-                                             *scenario_inputs(name), scenario=name)
-            runs[name] = workdir, scenarios.snakemake(workdir, "--cores", "2", env=workflow_env)
-        return runs[name]
+    def get(name: str) -> tuple[Path, subprocess.CompletedProcess]:
+        root = shared_tmp / f"run-{name}"
+        done = root / "done.json"
+        with _exclusive(shared_tmp / f"run-{name}.lock"):
+            if not done.exists():
+                shutil.rmtree(root, ignore_errors=True)
+                workdir = scenarios.make_workdir(root / "run", *scenario_inputs(name), scenario=name)
+                proc = scenarios.snakemake(workdir, "--cores", "2", env=workflow_env)
+                done.write_text(json.dumps({"args": proc.args, "stdout": proc.stdout, "stderr": proc.stderr}))
+        saved = json.loads(done.read_text())
+        return root / "run", subprocess.CompletedProcess(saved["args"], 0, saved["stdout"], saved["stderr"])
 
     return get
