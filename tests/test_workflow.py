@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support.scenarios import REPO, SNAKEFILE, snakemake
+from support.scenarios import REPO, SNAKEFILE, make_workdir, snakemake
+
 KS = [1, 5, 10]
 
 
@@ -260,22 +261,17 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, f
 
 
 @pytest.mark.slow
-def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, full_run):
+def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, scenario_inputs):
     """Issue 9: every vipune call (fingerprint, preflight, search) has a private HOME and config
     dir; the stages' library caches go under results/.cache. Snakemake's own source cache
     follows $XDG_CACHE_HOME, which points elsewhere here (it is the launcher's, not ours)."""
-    workdir, _ = full_run
     home = tmp_path / "home"
     home.mkdir()
-    config = yaml.safe_load((workdir / "config.yaml").read_text())
-    config.update(granularities=["session"], protocol="seed")
-    other = tmp_path / "run"
-    other.mkdir()
-    (other / "config.yaml").write_text(yaml.safe_dump(config))
+    other = make_workdir(tmp_path / "run", *scenario_inputs("small"), scenario="small")
     env = {**workflow_env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "launcher-cache")}
     env.pop("XDG_CONFIG_HOME", None)
-    snakemake(other, "--cores", "2", env=env)
-    assert json.loads((other / "results/report.json").read_text())["pairs"] == 16
+    snakemake(other, "--cores", "2", env=env)  # a cold run: every stage, every vipune call
+    assert json.loads((other / "results/report.json").read_text())["pairs"] == 5
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
 
 
