@@ -311,3 +311,47 @@ def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_size
     return cli("embed", texts=texts, model_dir=model.dir, file=model.file, pooling=model.pooling,
                shard=0, shards=1, threads=threads, batch_size=batch_size, out=out,
                model_fingerprint=model_fingerprint(model, out.parent))
+
+
+EMBED_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+import pyarrow.parquet as pq
+from vipune_eval.embed import load_model
+from vipune_eval.tokens import count_tokens
+texts_path, model_dir, file, pooling = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+threads, batch = int(sys.argv[5]), int(sys.argv[6])
+texts = pq.read_table(texts_path).column("text").to_pylist()
+tokens = count_tokens(model_dir, texts)
+texts = [texts[i] for i in tokens.argsort(kind="stable")]  # length-sorted, as run_embed does
+t0 = time.perf_counter()
+model = load_model(model_dir, file, pooling, threads=threads)
+t1 = time.perf_counter()
+n = sum(1 for _ in model.embed(texts, batch_size=batch))
+t2 = time.perf_counter()
+print(json.dumps({"texts": n, "load_s": t1 - t0, "embed_s": t2 - t1,
+                  "tokens_embedded": int(sum(min(int(t), 512) for t in tokens))}))
+"""
+
+
+def embed_rate(texts: Path, model: Model, threads: int, batch: int, log: Path) -> dict[str, float]:
+    """Embed ``texts`` (Parquet with a ``text`` column) in a fresh process through the package's
+    own ``load_model``: texts/s and tokens/s of the embed loop alone (model loaded), peak RSS
+    of the process."""
+    child = run_child([PYTHON, "-c", EMBED_CHILD, texts, model.dir, model.file, model.pooling, threads, batch], log)
+    r = child.json()
+    return {**r, "texts_per_s": r["texts"] / r["embed_s"], "tokens_per_s": r["tokens_embedded"] / r["embed_s"],
+            "peak_rss_mib": child.peak_rss_mib, "mean_tokens": r["tokens_embedded"] / max(r["texts"], 1)}
+
+
+def sample_texts(texts: Path, n: int, out: Path, seed: int = 0) -> Path:
+    """``n`` rows of a texts Parquet file, drawn with ``seed``."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(texts)
+    pick = sorted(random.Random(seed).sample(range(table.num_rows), min(n, table.num_rows)))
+    pq.write_table(table.take(pa.array(pick, pa.int64())), out)
+    return out

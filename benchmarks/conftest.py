@@ -94,40 +94,8 @@ SESSION_DATA = dict(instances=30, abstention=0, sessions_per_haystack=20, filler
 def session_texts(work: Path) -> Path:
     """A Parquet file (text_id, text) of unique generated session texts, sampled with seed 0
     (as many as VIPUNE_BENCH_SIZE says), from ``filter-rows`` of a generated file."""
-    import random
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from benchmarks.common import filter_view, generate, sized
+    from benchmarks.common import filter_view, generate, sample_texts, sized
 
     dest = work / "session-texts"
     filter_view(generate(SESSION_DATA), dest)
-    texts = pq.read_table(dest / "texts.parquet")
-    n = min(sized(SESSION_TEXTS), texts.num_rows)
-    pick = sorted(random.Random(0).sample(range(texts.num_rows), n))
-    out = dest / f"sample-{n}.parquet"
-    pq.write_table(texts.take(pa.array(pick, pa.int64())), out)
-    return out
-
-
-# Search data: M-like haystack counts at "M" (470 pairs x 500 sessions), short sessions
-# (6 turns x 30 words) so the tiny model embeds them quickly.
-SEARCH_DATA = {"small": dict(instances=60, abstention=0, sessions_per_haystack=100, filler_pool=3000,
-                             turns_per_session=6, words_per_turn=30, seed=2),
-               "M": dict(instances=500, abstention=30, sessions_per_haystack=500, filler_pool=20000,
-                         turns_per_session=6, words_per_turn=30, seed=2)}
-
-
-@pytest.fixture(scope="session")
-def search_view(work: Path, tiny_model: Model) -> dict[str, Path]:
-    """A filtered session view of generated data, embedded with the tiny model: what both search
-    lanes read (``rows``, ``texts``, ``embeddings``, plus ``pairs`` and ``qrels``)."""
-    from benchmarks.common import embed_cmd, filter_view, generate, sized
-
-    dest = work / "search-view"
-    filter_view(generate(sized(SEARCH_DATA)), dest)
-    emb = dest / "embeddings.parquet"
-    run_child(embed_cmd(tiny_model, dest / "texts.parquet", emb), dest / "embed.log")
-    return {"rows": dest / "rows.parquet", "texts": dest / "texts.parquet", "embeddings": emb,
-            "pairs": dest / "pairs.parquet", "qrels": dest / "qrels.txt"}
+    return sample_texts(dest / "texts.parquet", sized(SESSION_TEXTS), dest / "sample.parquet")
