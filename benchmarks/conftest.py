@@ -99,3 +99,25 @@ def session_texts(work: Path) -> Path:
     dest = work / "session-texts"
     filter_view(generate(SESSION_DATA), dest)
     return sample_texts(dest / "texts.parquet", sized(SESSION_TEXTS), dest / "sample.parquet")
+
+
+# Search data: M-like haystack counts at "M" (470 pairs x 500 sessions), short sessions
+# (6 turns x 30 words) so the tiny model embeds them quickly.
+SEARCH_DATA = {"small": dict(instances=60, abstention=0, sessions_per_haystack=100, filler_pool=3000,
+                             turns_per_session=6, words_per_turn=30, seed=2),
+               "M": dict(instances=500, abstention=30, sessions_per_haystack=500, filler_pool=20000,
+                         turns_per_session=6, words_per_turn=30, seed=2)}
+
+
+@pytest.fixture(scope="session")
+def search_view(work: Path, tiny_model: Model) -> dict[str, Path]:
+    """A filtered session view of generated data, embedded with the tiny model: what both search
+    lanes read (``rows``, ``texts``, ``embeddings``, plus ``pairs`` and ``qrels``)."""
+    from benchmarks.common import embed_cmd, filter_view, generate, sized
+
+    dest = work / "search-view"
+    filter_view(generate(sized(SEARCH_DATA)), dest)
+    emb = dest / "embeddings.parquet"
+    run_child(embed_cmd(tiny_model, dest / "texts.parquet", emb), dest / "embed.log")
+    return {"rows": dest / "rows.parquet", "texts": dest / "texts.parquet", "embeddings": emb,
+            "pairs": dest / "pairs.parquet", "qrels": dest / "qrels.txt"}
