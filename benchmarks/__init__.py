@@ -1,0 +1,1 @@
+"""The benchmark suite (pytest-benchmark): see README.md."""
