@@ -58,15 +58,16 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int) -> dict[str, Any
 
 
 def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str = "vipune",
-              mirror: str = "hybrid") -> dict[str, Any] | None:
+              mirror: str | None = "hybrid") -> dict[str, Any] | None:
     """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
     `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
-    second sits in the fusion, not in the dense arm)."""
-    if binary not in metrics or mirror not in metrics:
+    second sits in the fusion, not in the dense arm); the mirror is the configured reference run
+    with the family setting the binary's search mirrors (vipune_eval.retrievers)."""
+    if mirror is None or binary not in metrics or mirror not in metrics:
         return None
     vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]
     shared = sorted(set(vipune) & set(hybrid))
-    out: dict[str, Any] = {"pairs": len(shared)}
+    out: dict[str, Any] = {"pairs": len(shared), "mirror": mirror}
     for k in ks:
         same = [q for q in shared if vipune[q]["ranked"][:k] == hybrid[q]["ranked"][:k]]
         out[f"same_top{k}_share"] = len(same) / len(shared) if shared else None

@@ -28,6 +28,7 @@ REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, writ
 FILTER = f"{RESULTS}/{{view}}filter/{{name}}"  # pairs.parquet rows.parquet texts.parquet qrels.txt summary.json
 EMBED_SHARD = f"{RESULTS}/{{view}}embed/shard-{{shard}}-of-{{shards}}.parquet"
 SEARCH_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.run"
+ARMS_SHARD = f"{RESULTS}/{{view}}search-arms/shard-{{shard}}-of-{{shards}}.parquet"  # shared by every family run
 STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"

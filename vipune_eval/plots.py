@@ -24,7 +24,8 @@ def _save(fig, path: Path) -> None:
 
 def retriever_order(report: dict[str, Any]) -> list[str]:
     """The configured order (vipune first by default), not the JSON file's sorted keys."""
-    configured = report["provenance"]["config"].get("retrievers", [])
+    configured = [e if isinstance(e, str) else e.get("name")
+                  for e in report["provenance"]["config"].get("retrievers", [])]
     return [n for n in configured if n in report["retrievers"]] or sorted(report["retrievers"])
 
 

@@ -102,6 +102,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "pairs": summary["pairs"], "qrels": primary["qrels"], "protocol": primary["description"],
         "measures": measures.definitions(primary["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
+        "retriever_settings": manifest.get("settings", {}),
     }
     subject = "vipune" if "vipune" in metrics else next(iter(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
@@ -126,11 +127,13 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                               "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
                               "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
                               "published": PUBLISHED}
+    mirrors = manifest.get("mirrors") or {"vipune": "hybrid", "vipune-semantic": "dense"}
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(_rows_with_gold(primary), primary["embeddings"], metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k),
-        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", "hybrid"),
-        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic", "dense"),
+        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
+        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
+                                                          mirrors.get("vipune-semantic")),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
     report["provenance"] = {
@@ -370,10 +373,10 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
             lines.append(f"  - hybrid and hybrid-or differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
                          f"recall@{k} is {_opt(on_empty['hybrid'])} (AND) vs {_opt(on_empty['hybrid-or'])} (OR).")
-    for key, (binary, mirror) in (("vipune_vs_hybrid", ("vipune", "hybrid")),
-                                  ("vipune_semantic_vs_dense", ("vipune-semantic", "dense"))):
+    for key, binary in (("vipune_vs_hybrid", "vipune"), ("vipune_semantic_vs_dense", "vipune-semantic")):
         agree = d.get(key)
         if agree:
+            mirror = agree["mirror"]
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
             lines.append(f"- {binary} and its mirror `{mirror}` return the same ranking on {shares} of "
                          f"{agree['pairs']} pairs. A large disagreement means the binary no longer does "
