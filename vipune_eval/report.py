@@ -103,6 +103,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "measures": measures.definitions(primary["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
         "retriever_settings": manifest.get("settings", {}),
+        "corpus": manifest.get("corpus"),
     }
     subject = "vipune" if "vipune" in metrics else next(iter(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
@@ -238,6 +239,10 @@ def markdown(report: dict[str, Any]) -> str:
     data = prov["dataset"]
     lines.append(f"- dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
                  f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
+    corpus = report.get("corpus")
+    if corpus:
+        lines.append(f"- corpus: {corpus['preset'] or 'custom'} ({corpus['repo_id']} "
+                     f"{corpus['filename']}{', a local copy' if corpus['local_path'] else ''}): {corpus['note']}")
     lines.append(f"- protocol: {report['protocol']}")
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
@@ -345,7 +350,10 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
     if "official" in report:
         published = report["official"]["published"]
         cols = sorted({c for row in published["retrievers"].values() for c in row})
-        lines += ["Published figures on other retrievers (not ours; " + published["source"] + "):", "",
+        corpus = report.get("corpus") or {}
+        on = ("; on the paper's original corpus, not this run's cleaned one"
+              if corpus.get("release") == "cleaned" else "")
+        lines += ["Published figures on other retrievers (not ours; " + published["source"] + on + "):", "",
                   "| retriever | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for name, row in published["retrievers"].items():
             lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "–" for c in cols) + " |")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import paths, retrievers, sources, views
+from . import datasets, paths, retrievers, sources, views
 from .io import EvalError, write_json_if_changed
 from .views import View
 
@@ -123,6 +123,7 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 def prepare(config: dict[str, Any]) -> Workspace:
     """Check the configuration, write the fingerprints and the config, name the builds."""
     specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
+    config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
     if max(config["ks"]) > config["search_limit"]:
         raise EvalError(f"search_limit ({config['search_limit']}) must be at least the largest k "
                         f"({max(config['ks'])})")
@@ -274,6 +275,7 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
     return {
         "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
         "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
+        "corpus": datasets.corpus(ws.config["dataset"]),
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.lane == "vipune"},
