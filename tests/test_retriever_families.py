@@ -11,7 +11,7 @@ from vipune_eval import retrievers as registry
 from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.reference import (Bm25Index, dense, fts_and_query, fts_or_query, persona_arms,
-                                   read_arms, rrf, search_persona, write_arms)
+                                   read_arms, rrf, run_fuse, search_persona, write_arms)
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()
 
@@ -135,7 +135,7 @@ def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
     write_arms(tmp_path / "a1.parquet", arms[1:])
     spec = registry.spec({"name": "k60", "use": "hybrid", "k": 60})
     outs = [tmp_path / "r0.run", tmp_path / "r1.run"]
-    registry.run_fuse([tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), 10, 10, outs)
+    run_fuse([tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), 10, 10, outs)
     first = outs[0].read_text().splitlines()
     assert first and all(line.endswith(" k60") for line in first)
     docs = [line.split()[2] for line in first]

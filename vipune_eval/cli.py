@@ -36,7 +36,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     path = {"type": Path, "required": True}
     return {
         "view": parent((["--protocol"], {"choices": ["seed", "official"], "default": "seed"}),
-                       (["--granularity"], {"choices": ["session", "turn", "chunk"], "default": "session"})),
+                       (["--granularity"], {"default": None, "help": "a name of vipune_eval.granularities "
+                                                                    "(default: the primary)"})),
         "shard": parent((["--shard"], {"type": int, "required": True}),
                         (["--shards"], {"type": int, "required": True})),
         "search": parent((["--rows"], path), (["--texts"], path),
@@ -108,7 +109,7 @@ COMMANDS: dict[str, Command] = {
                                      (["--outputs"], {"type": Path, "nargs": "+"}),
                                      (["--rank-all"], {"action": "store_true",
                                                        "help": "single arms rank every row"}))),
-    "fuse-reference": Command("retrievers:run_fuse", "one family setting's runs from the shards' arms",
+    "fuse-reference": Command("reference:run_fuse", "one family setting's runs from the shards' arms",
                               (), _opt((["--arms"], {**P, "nargs": "+"}),
                                        (["--retriever"], {"required": True, "help": "preset name or spec JSON"}),
                                        (["--limit"], {"type": int, "required": True}),

@@ -10,6 +10,8 @@ import json
 import string
 from pathlib import Path
 
+from .granularities import PRIMARY as PRIMARY_GRANULARITY
+
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
@@ -53,8 +55,8 @@ def view_folder(protocol: str, granularity: str) -> str:
     primary results keep their paths), else ``<granularity>/``, ``official/`` or
     ``official-<granularity>/``."""
     if protocol == "seed":
-        return "" if granularity == "session" else f"{granularity}/"
-    return f"{protocol}/" if granularity == "session" else f"{protocol}-{granularity}/"
+        return "" if granularity == PRIMARY_GRANULARITY else f"{granularity}/"
+    return f"{protocol}/" if granularity == PRIMARY_GRANULARITY else f"{protocol}-{granularity}/"
 
 
 def binary_fingerprint(binary_id: str) -> str:

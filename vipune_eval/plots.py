@@ -92,7 +92,7 @@ def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> Non
 
 def granularities(report: dict[str, Any], k: int, out: Path) -> None:
     """recall@k of each retriever at each granularity (the session bar alone with one)."""
-    grains = report["granularities"] or {"session": {"retrievers": report["retrievers"]}}
+    grains = report["granularities"] or {PRIMARY.granularity: {"retrievers": report["retrievers"]}}
     names = retriever_order(report)
     key = f"recall@{k}"
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))

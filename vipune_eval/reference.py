@@ -232,3 +232,16 @@ def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, s
         write_arms(arms_out, kept)
     for (name, ranked), out in zip(runs.items(), outputs):
         trec.write_run(out, ranked, name)
+
+
+def run_fuse(arms: list[Path], retriever: str, limit: int, depth: int, outputs: list[Path],
+             rank_all: bool = False, collapse: bool = True) -> None:
+    """One family setting's run files, one per arms file (a search shard), from the shared arms."""
+    if len(arms) != len(outputs):
+        raise EvalError(f"fuse: {len(arms)} arms files for {len(outputs)} outputs")
+    s = registry.from_argument(retriever)
+    if s.lane != "reference" or s.plugin:
+        raise EvalError(f"fuse: {retriever} is not a family setting")
+    for path, out in zip(arms, outputs):
+        trec.write_run(out, [(a.question_id, a.documents(registry.rank(a, s, limit, rank_all)[0], depth, collapse))
+                             for a in read_arms(path)], s.name)

@@ -119,7 +119,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         for name in ("dev", "test")}
     report["granularities"] = granularities(manifest, view_metrics, keys)
     official = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "official"]
-    if official and official[0][0]["granularity"] == "session":
+    if official and official[0][0]["granularity"] == PRIMARY.granularity:
         view, m = official[0]
         block = report["views"][view["name"]]
         report["official"] = {"protocol": view["description"], "pairs": block["pairs"],
@@ -198,7 +198,7 @@ def granularities(manifest: dict[str, Any], view_metrics: list[dict[str, dict[st
         counts = _view_counts(view)
         out[view["granularity"]] = {"pairs": read_json(view["summary"])["pairs"], **counts,
                                     "retrievers": {name: retriever_entry(e) for name, e in m.items()}}
-        if view["granularity"] != "session":
+        if view["granularity"] != PRIMARY.granularity:
             out[view["granularity"]]["vs_session"] = {
                 name: comparison(e, session[name], keys, f"{name} ({view['granularity']})", f"{name} (session)")
                 for name, e in m.items() if name in session}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -223,8 +222,10 @@ def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
         if entry:
             raise EvalError(f"{where}: a plugin takes no parameters, got {', '.join(sorted(entry))}")
         if check_plugin:
-            from . import plugins  # imported only when a plugin is configured
-            plugins.load(use)
+            # Imported by name, at parse time only: the search jobs never check plugins here (they
+            # parse specs with check_plugin=False), so their code versions do not include plugins.py.
+            import importlib
+            importlib.import_module(f"{__package__}.plugins").load(use)
         return Spec(name, "reference", use, {}, f"plugin {use}")
     return Spec(name, "reference", use, family_params(use, entry, where), FAMILIES.get(use).description)
 
@@ -258,21 +259,6 @@ def from_argument(text: str) -> Spec:
 def rank(arms: Any, s: Spec, limit: int, rank_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Row indices and scores of reference retriever ``s`` for one persona's arms."""
     return FAMILIES[s.use].rank(arms, s.params, limit, rank_all)
-
-
-def run_fuse(arms: list[Path], retriever: str, limit: int, depth: int, outputs: list[Path],
-             rank_all: bool = False, collapse: bool = True) -> None:
-    """One family setting's run files, one per arms file (a search shard), from the shared arms."""
-    from . import reference, trec
-
-    if len(arms) != len(outputs):
-        raise EvalError(f"fuse: {len(arms)} arms files for {len(outputs)} outputs")
-    s = from_argument(retriever)
-    if s.lane != "reference" or s.plugin:
-        raise EvalError(f"fuse: {retriever} is not a family setting")
-    for path, out in zip(arms, outputs):
-        trec.write_run(out, [(a.question_id, a.documents(rank(a, s, limit, rank_all)[0], depth, collapse))
-                             for a in reference.read_arms(path)], s.name)
 
 
 def reference(specs: list[Spec]) -> list[Spec]:

@@ -64,7 +64,7 @@ def binary_path(wildcards, input):
 
 def get_filter_rows_inputs(wildcards):
     inputs = {"dataset": paths.DATASET_FINGERPRINT}
-    if view_of(wildcards).granularity == "chunk":
+    if view_of(wildcards).needs_tokenizer:
         inputs["model"] = (
             paths.MODEL_FINGERPRINT
         )  # chunks are cut by the model's tokenizer

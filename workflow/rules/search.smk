@@ -58,9 +58,7 @@ rule fuse_reference:
         code=code_version("fuse-reference"),
         retriever=retriever_spec,
         options=search_options,
-        rank_all=lambda wildcards: (
-            "--rank-all" if view_of(wildcards).granularity != "session" else ""
-        ),
+        rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
     shell:
         "vipune-eval fuse-reference --arms {input.arms} --retriever {params.retriever:q}"
         " {params.options} {params.rank_all} --outputs {output} 2> {log}"
