@@ -12,9 +12,10 @@ import pytest
 from support import scenarios
 
 REPO = Path(__file__).resolve().parent.parent
-ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference", "search_vipune",
-       "score", "report", "plots"}
-VIPUNE_CALLS = {"vipune_home", "preflight", "search_reference", "search_vipune"}
+ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference", "fuse_reference",
+       "search_vipune", "score", "report", "plots"}
+# issue 21: fuse_reference (the family runs, fused from search_reference's arms) runs reference.py
+VIPUNE_CALLS = {"vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune"}
 DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "__init__": ALL, "__main__": ALL, "cli": ALL, "io": ALL,
     "sources": {"vipune_home", "preflight"},
@@ -22,16 +23,19 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "filter": {"filter", "filter_rows"},
     "split": {"filter", "filter_rows"},
     "tokens": {"filter", "filter_rows", "embed", "preflight"},
-    "trec": {"filter", "filter_rows", "search_reference", "search_vipune", "preflight", "score", "report"},
+    "trec": {"filter", "filter_rows", "search_reference", "fuse_reference", "search_vipune", "preflight",
+             "score", "report"},
     "embed": {"embed", "preflight"},
-    "persona": {"search_reference", "search_vipune", "preflight"},
-    "reference": {"search_reference"},
-    "retrievers": {"search_reference"},
+    "persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
+    "reference": {"search_reference", "fuse_reference"},
+    "retrievers": {"search_reference", "fuse_reference"},
+    "plugins": set(),  # search_plugin only, and no plugin is configured here
     "vipune_lane": {"search_vipune", "preflight"},
     "preflight": {"preflight"},
     "longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
     "measures": {"score", "report", "plots"},
     "views": {"report", "plots"},  # the primary view's name
+    "granularities": {"filter", "filter_rows", "report", "plots"},  # rows of a session; the primary's name
     "paths": {"report", "plots"},
     "stats": {"score", "report"},
     "score": {"score"},
@@ -39,7 +43,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "diagnostics": {"report"},
     "plots": {"plots"},
     # parse-time set-up only: no rule runs them
-    "workspace": set(), "codeversion": set(), "cluster": set(),
+    "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(),
 }
 
 
@@ -66,7 +70,8 @@ def copy(tmp_path_factory, workflow_env, scenario_inputs):
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
     "filter": {"score", "report"}, "filter_rows": {"embed", "search_reference", "search_vipune", "report"},
     "embed": {"search_reference", "search_vipune", "report"}, "vipune_home": {"preflight", "search_vipune"},
-    "preflight": {"search_vipune", "report"}, "search_reference": {"score"}, "search_vipune": {"score"},
+    "preflight": {"search_vipune", "report"}, "search_reference": {"fuse_reference"},
+    "fuse_reference": {"score"}, "search_vipune": {"score"},
     "score": {"report"}, "report": {"plots"}, "plots": set(),
 }
 

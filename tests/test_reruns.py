@@ -106,8 +106,8 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
 
 
-EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "search_vipune", "score", "report",
-                   "plots", "all"}
+EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune",
+                   "score", "report", "plots", "all"}
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):

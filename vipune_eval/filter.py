@@ -22,6 +22,7 @@ import ijson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import granularities
 from . import split as splits
 from . import trec
 from .io import EvalError, Progress, atomic_path, log, text_id, write_json
@@ -75,13 +76,7 @@ class Instance:
     listing: list[tuple[str, list[dict[str, Any]], int, str]] = field(default_factory=list)
 
 
-def session_text(session: list[dict[str, Any]]) -> str:
-    """One memory row per session: the turns as ``role: content`` lines."""
-    return "\n".join(turn_text(turn) for turn in session)
-
-
-def turn_text(turn: dict[str, Any]) -> str:
-    return f"{turn['role']}: {turn['content']}"
+session_text, turn_text = granularities.session_text, granularities.turn_text
 
 
 def official_session_text(session: list[dict[str, Any]]) -> str:
@@ -230,16 +225,10 @@ def read_instance(instance: Any, where: str) -> Instance:
 
 
 def seed_rows(instance: Instance, granularity: str, chunker: Callable | None) -> list[Row]:
-    rows = []
-    for sid, session, _ in instance.sessions:
-        if granularity == "session":
-            rows.append(Row(sid, sid, sid, session_text(session)))
-        elif granularity == "turn":
-            rows += [Row(f"{sid}::{n}", sid, sid, turn_text(turn)) for n, turn in enumerate(session, 1)]
-        else:
-            rows += [Row(f"{sid}::c{n}", sid, sid, text)
-                     for n, text in enumerate(chunker([turn_text(t) for t in session]), 1)]
-    return rows
+    """The rows the granularity makes of each session (vipune_eval.granularities)."""
+    make = granularities.get(granularity).seed_rows
+    return [Row(key, sid, sid, text) for sid, session, _ in instance.sessions
+            for key, text in make(sid, session, chunker)]
 
 
 def _has_answer(turn: dict[str, Any], where: str, session: str, strict: bool) -> bool:
@@ -264,7 +253,7 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
         mark = "" if n_listing == 1 else copy_id("", n_listing)
         session_key = sid + mark  # the created_at lookup of this listing
         users = [(n, t) for n, t in enumerate(session, 1) if t["role"] == "user"]
-        if granularity == "session":
+        if not granularities.get(granularity).collapses:  # LongMemEval's session keys
             doc = sid
             # every user turn is read (its list comprehension raises on any missing key)
             if "answer" in sid and not any([_has_answer(t, instance.where, sid, False) for _, t in users]):
@@ -433,9 +422,10 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
              tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
     """Each pair's memory rows (the view's granularity) and the unique texts they and the
     questions hold. Returns counts (pairs, row slots, unique texts)."""
-    if granularity == "chunk" and tokenizer is None:
-        raise EvalError("chunk rows need the model's tokenizer.json (--tokenizer)")
-    chunker = make_chunker(tokenizer) if granularity == "chunk" else None
+    granularity = granularities.get(granularity or granularities.PRIMARY).name
+    if granularities.get(granularity).needs_tokenizer and tokenizer is None:
+        raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")
+    chunker = make_chunker(tokenizer) if granularities.get(granularity).needs_tokenizer else None
     counts: Counter = Counter()
     with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
         texts = _TextWriter(tmp_texts)
@@ -474,6 +464,7 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
               summary_out: Path, expected: dict[str, int] | None = None, split_seed: int = 0,
               dev_fraction: float = 0.2) -> dict[str, Any]:
     """The view's pairs (category, gold, split), its qrels and its counts per category."""
+    granularity = granularities.get(granularity or granularities.PRIMARY).name
     official = protocol == "official"
     counts: Counter = Counter()
     pairs: list[dict[str, Any]] = []

@@ -10,6 +10,8 @@ import json
 import string
 from pathlib import Path
 
+from .granularities import PRIMARY as PRIMARY_GRANULARITY
+
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
@@ -28,6 +30,7 @@ REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, writ
 FILTER = f"{RESULTS}/{{view}}filter/{{name}}"  # pairs.parquet rows.parquet texts.parquet qrels.txt summary.json
 EMBED_SHARD = f"{RESULTS}/{{view}}embed/shard-{{shard}}-of-{{shards}}.parquet"
 SEARCH_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.run"
+ARMS_SHARD = f"{RESULTS}/{{view}}search-arms/shard-{{shard}}-of-{{shards}}.parquet"  # shared by every family run
 STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
@@ -52,8 +55,8 @@ def view_folder(protocol: str, granularity: str) -> str:
     primary results keep their paths), else ``<granularity>/``, ``official/`` or
     ``official-<granularity>/``."""
     if protocol == "seed":
-        return "" if granularity == "session" else f"{granularity}/"
-    return f"{protocol}/" if granularity == "session" else f"{protocol}-{granularity}/"
+        return "" if granularity == PRIMARY_GRANULARITY else f"{granularity}/"
+    return f"{protocol}/" if granularity == PRIMARY_GRANULARITY else f"{protocol}-{granularity}/"
 
 
 def binary_fingerprint(binary_id: str) -> str:

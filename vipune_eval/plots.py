@@ -24,7 +24,8 @@ def _save(fig, path: Path) -> None:
 
 def retriever_order(report: dict[str, Any]) -> list[str]:
     """The configured order (vipune first by default), not the JSON file's sorted keys."""
-    configured = report["provenance"]["config"].get("retrievers", [])
+    configured = [e if isinstance(e, str) else e.get("name")
+                  for e in report["provenance"]["config"].get("retrievers", [])]
     return [n for n in configured if n in report["retrievers"]] or sorted(report["retrievers"])
 
 
@@ -91,7 +92,7 @@ def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> Non
 
 def granularities(report: dict[str, Any], k: int, out: Path) -> None:
     """recall@k of each retriever at each granularity (the session bar alone with one)."""
-    grains = report["granularities"] or {"session": {"retrievers": report["retrievers"]}}
+    grains = report["granularities"] or {PRIMARY.granularity: {"retrievers": report["retrievers"]}}
     names = retriever_order(report)
     key = f"recall@{k}"
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))

@@ -5,27 +5,30 @@ the semantic arm's f64 cosine over rows read newest first with a stable sort, pe
 statistics, the quoted-AND FTS5 query, candidate pools of clamp(10 × limit, 50, 10000), RRF with
 k = 25 and fused ties to the smaller id — so that `hybrid` is a differential check of the binary
 and the others give context for its number.
+
+A persona's arms (dense, bm25 AND, bm25 OR), each ranking every row it finds, are computed once
+(``persona_arms``) and written to an arms file; every family setting of vipune_eval.retrievers
+ranks from them, so a grid of hybrid variants costs fusions, not searches.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Iterator
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import retrievers as registry
 from . import trec
-from .io import Progress
+from .io import EvalError, Progress, atomic_path
 from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
-from .vipune import MAX_SEARCH_LIMIT
 
-RRF_K = 25
-
-
-def candidate_pool(limit: int) -> int:
-    return min(max(limit * 10, 50), MAX_SEARCH_LIMIT)
+RRF_K = registry.FAMILIES["hybrid"].params["k"].default
+candidate_pool = registry.candidate_pool
 
 
 def dense(persona: Persona, n: int) -> Ranking:
@@ -86,56 +89,159 @@ def rrf(rankings: list[Ranking], limit: int) -> Ranking:
     return fused[:limit]
 
 
-def search_persona(persona: Persona, retrievers: list[str], limit: int,
-                   rank_all: bool = False) -> dict[str, Ranking]:
-    """Rankings of ``persona``'s question by each named reference retriever. The fusions follow
-    vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
-    whose rankings collapse to sessions), else their first ``limit``."""
-    pool = candidate_pool(limit)
-    rows = len(persona.row_ids)
+@dataclass
+class Arms:
+    """A persona's shared rankings: row indices best first, with their scores (every row for
+    dense, every matching row for bm25)."""
+
+    question_id: str
+    row_ids: list[str]
+    docs: list[str]  # what each row stands for in the run file
+    ranked: dict[str, tuple[np.ndarray, np.ndarray]]  # arm → (row indices int32, scores float64)
+    _tie: np.ndarray | None = None
+
+    ARMS = ("dense", "bm25-and", "bm25-or")
+
+    @property
+    def tie(self) -> np.ndarray:
+        """Each row's position among the row ids sorted: fused ties go to the smaller id."""
+        if self._tie is None:
+            tie = np.empty(len(self.row_ids), np.int64)
+            tie[sorted(range(len(self.row_ids)), key=self.row_ids.__getitem__)] = np.arange(len(self.row_ids))
+            self._tie = tie
+        return self._tie
+
+    def ranking(self, indices: np.ndarray, scores: np.ndarray) -> Ranking:
+        return [(self.row_ids[i], float(s)) for i, s in zip(indices.tolist(), scores.tolist())]
+
+    def documents(self, indices: np.ndarray, depth: int, collapse: bool = True) -> list[str]:
+        """As Persona.documents: rows' documents by first occurrence, at most ``depth``."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for i in indices.tolist():
+            doc = self.docs[i]
+            if collapse and doc in seen:
+                continue
+            seen.add(doc)
+            out.append(doc)
+            if len(out) == depth:
+                break
+        return out
+
+
+def _indexed(persona: Persona, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
+    position = {rid: i for i, rid in enumerate(persona.row_ids)}
+    return (np.array([position[r] for r, _ in ranking], np.int32),
+            np.array([s for _, s in ranking], np.float64))
+
+
+def persona_arms(persona: Persona) -> Arms:
+    """The three arms of ``persona``, each at full depth (every row it ranks)."""
+    n = len(persona.row_ids)
     index = Bm25Index(persona)
     try:
-        arms: dict[str, Callable[[int], Ranking]] = {
-            "dense": lambda n: dense(persona, n),
-            "bm25": lambda n: index.search(fts_and_query(persona.question), n),
-            "bm25-or": lambda n: index.search(fts_or_query(persona.question), n),
-        }
-        depth = max(pool, rows) if rank_all else pool
-        cache: dict[str, Ranking] = {}
-
-        def arm(name: str) -> Ranking:
-            if name not in cache:
-                cache[name] = arms[name](depth)
-            return cache[name]
-
-        out: dict[str, Ranking] = {}
-        for name in retrievers:
-            if name == "hybrid":
-                out[name] = rrf([arm("dense")[:pool], arm("bm25")[:pool]], limit)
-            elif name == "hybrid-or":
-                out[name] = rrf([arm("dense")[:pool], arm("bm25-or")[:pool]], limit)
-            else:
-                out[name] = arm(name) if rank_all else arm(name)[:limit]
-        return out
+        ranked = {"dense": _indexed(persona, dense(persona, n)),
+                  "bm25-and": _indexed(persona, index.search(fts_and_query(persona.question), n)),
+                  "bm25-or": _indexed(persona, index.search(fts_or_query(persona.question), n))}
     finally:
         index.close()
+    return Arms(persona.question_id, list(persona.row_ids),
+                [persona.doc_of(r) for r in persona.row_ids], ranked)
+
+
+def search_persona(persona: Persona, retrievers: list[Any], limit: int,
+                   rank_all: bool = False) -> dict[str, Ranking]:
+    """Rankings of ``persona``'s question by each reference retriever (preset names or
+    vipune_eval.retrievers specs), all from one computation of its arms. The fusions follow
+    vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
+    whose rankings collapse to sessions), else their first ``limit``."""
+    specs = [r if isinstance(r, registry.Spec) else registry.spec(r) for r in retrievers]
+    arms = persona_arms(persona)
+    return {s.name: arms.ranking(*registry.rank(arms, s, limit, rank_all)) for s in specs}
+
+
+# ---------------------------------------------------------------- the arms file
+
+_ARMS_SCHEMA = pa.schema([("question_id", pa.string()), ("row_ids", pa.list_(pa.string())),
+                          ("docs", pa.list_(pa.string()))]
+                         + [(f"{arm}{part}", pa.list_(kind)) for arm in Arms.ARMS
+                            for part, kind in (("", pa.int32()), ("_score", pa.float64()))])
+
+
+def write_arms(path: Path, arms: list[Arms]) -> None:
+    columns: dict[str, list] = {name: [] for name in _ARMS_SCHEMA.names}
+    for a in arms:
+        columns["question_id"].append(a.question_id)
+        columns["row_ids"].append(a.row_ids)
+        columns["docs"].append(a.docs)
+        for arm in Arms.ARMS:
+            columns[arm].append(a.ranked[arm][0])
+            columns[f"{arm}_score"].append(a.ranked[arm][1])
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.table(columns, schema=_ARMS_SCHEMA), tmp)
+
+
+def read_arms(path: Path) -> Iterator[Arms]:
+    try:
+        table = pq.read_table(path, schema=_ARMS_SCHEMA)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise EvalError(f"cannot read the arms file {path}: {exc} (rerun search_reference)") from exc
+    lists = {}
+    for name in _ARMS_SCHEMA.names[1:]:
+        column = table.column(name).combine_chunks()
+        values = column.values
+        lists[name] = (column.offsets.to_numpy(),
+                       values.to_pylist() if pa.types.is_string(values.type) else values.to_numpy())
+    for i, qid in enumerate(table.column("question_id").to_pylist()):
+        def part(name: str) -> Any:
+            offsets, values = lists[name]
+            return values[offsets[i]:offsets[i + 1]]
+
+        yield Arms(qid, part("row_ids"), part("docs"),
+                   {arm: (part(arm), part(f"{arm}_score")) for arm in Arms.ARMS})
 
 
 def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
-                  retrievers: list[str], limit: int, depth: int, outputs: list[Path],
+                  limit: int, depth: int, arms_out: Path | None = None,
+                  retrievers: list[str] | None = None, outputs: list[Path] | None = None,
                   rank_all: bool = False, collapse: bool = True) -> None:
-    """Reference rankings of one shard's personas, one run file per retriever; a run lists at
-    most ``depth`` documents per pair."""
-    unknown = [r for r in retrievers if r not in registry.REFERENCE]
-    if unknown or len(retrievers) != len(outputs):
-        raise ValueError(f"reference retrievers {retrievers} with outputs {outputs}")
-    # Only each pair's run documents are kept, not the persona (its rows, texts and vectors).
-    runs: dict[str, list[tuple[str, list[str]]]] = {name: [] for name in retrievers}
+    """The arms of one shard's personas (``arms_out``: what the workflow's fusions read) and/or
+    the runs of ``retrievers`` (preset names or canonical JSON specs), one file per retriever;
+    a run lists at most ``depth`` documents per pair."""
+    retrievers, outputs = retrievers or [], outputs or []
+    if len(retrievers) != len(outputs) or not (arms_out or retrievers):
+        raise EvalError(f"search-reference: retrievers {retrievers} with outputs {outputs} "
+                        f"(and arms {arms_out})")
+    if retrievers:
+        specs = [registry.from_argument(r) for r in retrievers]
+        if any(s.lane != "reference" or s.plugin for s in specs):
+            raise EvalError(f"search-reference runs families only, got {retrievers}")
+    runs: dict[str, list[tuple[str, list[str]]]] = {s.name: [] for s in specs} if retrievers else {}
+    kept: list[Arms] = []
     progress = Progress(f"reference shard {shard}/{shards}: personas",
                         total=shard_pair_count(rows, shard, shards))
     for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
-        for name, ranking in search_persona(persona, retrievers, limit, rank_all).items():
-            runs[name].append((persona.question_id, persona.documents(ranking, depth, collapse)))
+        arms = persona_arms(persona)
+        if arms_out:
+            kept.append(arms)
+        for s in specs if retrievers else []:
+            runs[s.name].append((arms.question_id,
+                                 arms.documents(registry.rank(arms, s, limit, rank_all)[0], depth, collapse)))
         progress.advance()
-    for name, out in zip(retrievers, outputs):
-        trec.write_run(out, runs[name], name)
+    if arms_out:
+        write_arms(arms_out, kept)
+    for (name, ranked), out in zip(runs.items(), outputs):
+        trec.write_run(out, ranked, name)
+
+
+def run_fuse(arms: list[Path], retriever: str, limit: int, depth: int, outputs: list[Path],
+             rank_all: bool = False, collapse: bool = True) -> None:
+    """One family setting's run files, one per arms file (a search shard), from the shared arms."""
+    if len(arms) != len(outputs):
+        raise EvalError(f"fuse: {len(arms)} arms files for {len(outputs)} outputs")
+    s = registry.from_argument(retriever)
+    if s.lane != "reference" or s.plugin:
+        raise EvalError(f"fuse: {retriever} is not a family setting")
+    for path, out in zip(arms, outputs):
+        trec.write_run(out, [(a.question_id, a.documents(registry.rank(a, s, limit, rank_all)[0], depth, collapse))
+                             for a in read_arms(path)], s.name)

@@ -102,6 +102,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "pairs": summary["pairs"], "qrels": primary["qrels"], "protocol": primary["description"],
         "measures": measures.definitions(primary["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
+        "retriever_settings": manifest.get("settings", {}),
+        "corpus": manifest.get("corpus"),
     }
     subject = "vipune" if "vipune" in metrics else next(iter(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
@@ -117,7 +119,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         for name in ("dev", "test")}
     report["granularities"] = granularities(manifest, view_metrics, keys)
     official = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "official"]
-    if official and official[0][0]["granularity"] == "session":
+    if official and official[0][0]["granularity"] == PRIMARY.granularity:
         view, m = official[0]
         block = report["views"][view["name"]]
         report["official"] = {"protocol": view["description"], "pairs": block["pairs"],
@@ -126,11 +128,13 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                               "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
                               "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
                               "published": PUBLISHED}
+    mirrors, roles = manifest["mirrors"], manifest["roles"]
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(_rows_with_gold(primary), primary["embeddings"], metrics, k),
-        "bm25_and_query": diagnostics.empty_and_query(metrics, k),
-        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", "hybrid"),
-        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic", "dense"),
+        "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
+        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
+        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
+                                                          mirrors.get("vipune-semantic")),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
     report["provenance"] = {
@@ -194,7 +198,7 @@ def granularities(manifest: dict[str, Any], view_metrics: list[dict[str, dict[st
         counts = _view_counts(view)
         out[view["granularity"]] = {"pairs": read_json(view["summary"])["pairs"], **counts,
                                     "retrievers": {name: retriever_entry(e) for name, e in m.items()}}
-        if view["granularity"] != "session":
+        if view["granularity"] != PRIMARY.granularity:
             out[view["granularity"]]["vs_session"] = {
                 name: comparison(e, session[name], keys, f"{name} ({view['granularity']})", f"{name} (session)")
                 for name, e in m.items() if name in session}
@@ -235,6 +239,10 @@ def markdown(report: dict[str, Any]) -> str:
     data = prov["dataset"]
     lines.append(f"- dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
                  f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
+    corpus = report.get("corpus")
+    if corpus:
+        lines.append(f"- corpus: {corpus['preset'] or 'custom'} ({corpus['repo_id']} "
+                     f"{corpus['filename']}{', a local copy' if corpus['local_path'] else ''}): {corpus['note']}")
     lines.append(f"- protocol: {report['protocol']}")
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
@@ -342,7 +350,10 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
     if "official" in report:
         published = report["official"]["published"]
         cols = sorted({c for row in published["retrievers"].values() for c in row})
-        lines += ["Published figures on other retrievers (not ours; " + published["source"] + "):", "",
+        corpus = report.get("corpus") or {}
+        on = ("; on the paper's original corpus, not this run's cleaned one"
+              if corpus.get("release") == "cleaned" else "")
+        lines += ["Published figures on other retrievers (not ours; " + published["source"] + on + "):", "",
                   "| retriever | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for name, row in published["retrievers"].items():
             lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "–" for c in cols) + " |")
@@ -366,14 +377,14 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
         lines.append(f"- vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "
                      f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.")
         if f"hybrid_vs_hybrid_or_top{k}_differs" in bm25:
-            on_empty = bm25[f"recall@{k}_on_empty_and_pairs"]
-            lines.append(f"  - hybrid and hybrid-or differ in the top {k} of "
+            (and_name, and_value), (or_name, or_value) = bm25[f"recall@{k}_on_empty_and_pairs"].items()
+            lines.append(f"  - {and_name} and {or_name} differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
-                         f"recall@{k} is {_opt(on_empty['hybrid'])} (AND) vs {_opt(on_empty['hybrid-or'])} (OR).")
-    for key, (binary, mirror) in (("vipune_vs_hybrid", ("vipune", "hybrid")),
-                                  ("vipune_semantic_vs_dense", ("vipune-semantic", "dense"))):
+                         f"recall@{k} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
+    for key, binary in (("vipune_vs_hybrid", "vipune"), ("vipune_semantic_vs_dense", "vipune-semantic")):
         agree = d.get(key)
         if agree:
+            mirror = agree["mirror"]
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
             lines.append(f"- {binary} and its mirror `{mirror}` return the same ranking on {shares} of "
                          f"{agree['pairs']} pairs. A large disagreement means the binary no longer does "

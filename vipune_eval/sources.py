@@ -88,6 +88,9 @@ def download_dataset(repo_id: str, filename: str, revision: str, sha256: str | N
                                     local_dir=dest))
     sha = sha256_file(path)
     check_sha256(path, sha, sha256)
+    if revision != commit or not sha256:
+        log.info("to pin this dataset (a later run then scores exactly these bytes), set in the "
+                 "config: dataset.revision: %s and dataset.sha256: %s", commit, sha)
     fingerprint = dataset_fingerprint(sha, repo_id=repo_id, filename=filename, revision=revision,
                                       resolved_commit=commit)
     write_json_if_changed(fingerprint_out, fingerprint)

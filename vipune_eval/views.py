@@ -20,12 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import measures
+from . import granularities, measures
+from .io import EvalError
 from .paths import view_folder
 
 PROTOCOLS = ("seed", "official")
-GRANULARITIES = ("session", "turn", "chunk")
-OFFICIAL_GRANULARITIES = ("session", "turn")  # LongMemEval has no chunk keys
+GRANULARITIES = granularities.NAMES
+OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
 OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
 
 
@@ -40,7 +41,7 @@ class View:
 
     @property
     def name(self) -> str:
-        return self.folder.rstrip("/") or "session"
+        return self.folder.rstrip("/") or granularities.PRIMARY
 
     @property
     def official(self) -> bool:
@@ -49,7 +50,16 @@ class View:
     @property
     def turn_level_run(self) -> bool:
         """The official turn view keeps its run at turn level (LongMemEval scores turn ids)."""
-        return self.official and self.granularity == "turn"
+        return self.official and granularities.get(self.granularity).collapses
+
+    @property
+    def rank_all(self) -> bool:
+        """Rows are parts of sessions: the single arms rank every row (rankings collapse)."""
+        return granularities.get(self.granularity).collapses
+
+    @property
+    def needs_tokenizer(self) -> bool:
+        return granularities.get(self.granularity).needs_tokenizer
 
     def measure_names(self) -> tuple[str, ...]:
         if self.turn_level_run:
@@ -61,7 +71,7 @@ class View:
 
     def search_limit(self, config: dict[str, Any]) -> int:
         """vipune's ``--limit`` in this view (and the limit its `hybrid` mirror fuses to)."""
-        if self.granularity != "session":
+        if granularities.get(self.granularity).collapses:
             return config["search"]["row_limit"]
         return OFFICIAL_LIMIT if self.official else config["search_limit"]
 
@@ -70,8 +80,7 @@ class View:
         return OFFICIAL_LIMIT if self.official else config["search_limit"]
 
     def description(self) -> str:
-        rows = {"session": "one row per session", "turn": "one row per turn",
-                "chunk": "rows of consecutive turns, at most 512 tokens each"}[self.granularity]
+        rows = granularities.get(self.granularity).rows
         if self.official:
             return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
                     f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "
@@ -79,15 +88,19 @@ class View:
         return f"the seed protocol, {rows} (role: content text), scored per session"
 
 
-PRIMARY = View("seed", "session")
+PRIMARY = View("seed", granularities.PRIMARY)
 
 
 def configured(config: dict[str, Any]) -> list[View]:
     """The views a configuration asks for, the primary first."""
-    granularities = config.get("granularities", ["session"])
-    views = [View("seed", g) for g in GRANULARITIES if g in granularities]
+    asked = config.get("granularities", [granularities.PRIMARY])
+    for name in asked:
+        granularities.get(name)  # an unknown name is refused, listing the known
+    if granularities.PRIMARY not in asked:
+        raise EvalError(f"granularities must include {granularities.PRIMARY!r} (the primary results)")
+    views = [View("seed", g) for g in GRANULARITIES if g in asked]
     if config.get("protocol") == "official":
-        views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in granularities]
+        views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in asked]
     return views
 
 

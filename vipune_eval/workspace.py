@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import paths, retrievers, sources, views
+from . import datasets, paths, retrievers, sources, views
 from .io import EvalError, write_json_if_changed
 from .views import View
 
@@ -29,10 +29,11 @@ class Run:
     name: str
     retriever: str
     binary: str | None = None  # fingerprint id, for the vipune lane
+    spec: retrievers.Spec | None = None  # what a reference run runs (family setting or plugin)
 
     @property
     def lane(self) -> str:
-        return retrievers.BY_NAME[self.retriever].lane
+        return "vipune" if self.binary is not None else "reference"
 
     @property
     def status_run(self) -> str | None:
@@ -51,34 +52,35 @@ class Workspace:
     baseline: str | None = None            # fingerprint id of vipune.baseline
     binaries: dict[str, str] = field(default_factory=dict)  # id → path of a build run here now
     fingerprints: dict[str, dict] = field(default_factory=dict)
+    specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
 
     # ------------------------------------------------------------ names
     @property
     def retrievers(self) -> list[str]:
-        return list(self.config["retrievers"])
+        return [s.name for s in self.specs]
 
     @property
     def reference(self) -> list[str]:
-        return retrievers.reference(self.retrievers)
+        return [s.name for s in retrievers.reference(self.specs)]
 
     def runs(self) -> dict[str, Run]:
         """Run name → Run, for every retriever of every build that is scored."""
         out: dict[str, Run] = {}
-        for name in self.retrievers:
-            if retrievers.BY_NAME[name].lane == "reference":
-                out[name] = Run(name, name)
+        for s in self.specs:
+            if s.lane == "reference":
+                out[s.name] = Run(s.name, s.name, spec=s)
             else:
-                out[paths.vipune_run(self.primary, semantic=name == "vipune-semantic")] = Run(
-                    paths.vipune_run(self.primary, semantic=name == "vipune-semantic"), name, self.primary)
+                out[self.run_of(s.name)] = Run(self.run_of(s.name), s.name, self.primary)
         for build in self.builds:
             out.setdefault(paths.vipune_run(build), Run(paths.vipune_run(build), "vipune", build))
         return out
 
     def run_of(self, retriever: str) -> str:
         """The run name of a configured retriever (the primary build for the vipune lane)."""
-        if retrievers.BY_NAME[retriever].lane == "reference":
+        spec = next(s for s in self.specs if s.name == retriever)
+        if spec.lane == "reference":
             return retriever
-        return paths.vipune_run(self.primary, semantic=retriever == "vipune-semantic")
+        return paths.vipune_run(self.primary, semantic=spec.mirror["use"] == "dense")
 
     def view(self, folder: str) -> View:
         for view in self.views:
@@ -120,6 +122,8 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def prepare(config: dict[str, Any]) -> Workspace:
     """Check the configuration, write the fingerprints and the config, name the builds."""
+    specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
+    config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
     if max(config["ks"]) > config["search_limit"]:
         raise EvalError(f"search_limit ({config['search_limit']}) must be at least the largest k "
                         f"({max(config['ks'])})")
@@ -141,8 +145,8 @@ def prepare(config: dict[str, Any]) -> Workspace:
     else:
         model_dir = f"{paths.RESULTS}/model/download"
     workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
-                          views=views.configured(config), primary=None, builds=[])
-    if retrievers.uses_binary(config["retrievers"]):
+                          views=views.configured(config), primary=None, builds=[], specs=specs)
+    if retrievers.uses_binary(specs):
         # A missing binary is reported by the vipune_missing rule, so dry runs and --lint still
         # work; a binary that is there but does not answer stops the run here, saying why.
         try:
@@ -220,6 +224,17 @@ def embed_shards(ws: Workspace, view: View) -> list[str]:
     return [paths.fill(paths.EMBED_SHARD, view=view.folder, shard=i, shards=n) for i in range(n)]
 
 
+def arms_shards(ws: Workspace, view: View) -> list[str]:
+    n = ws.config["search"]["shards"]
+    return [paths.fill(paths.ARMS_SHARD, view=view.folder, shard=i, shards=n) for i in range(n)]
+
+
+def plugin_source_digest(spec: retrievers.Spec) -> str:
+    from . import plugins
+
+    return plugins.source_digest(spec.use)
+
+
 def run_shards(ws: Workspace, view: View, run: Run) -> list[str]:
     n = ws.config["search"]["shards"]
     return [paths.fill(paths.SEARCH_SHARD, view=view.folder, run=run.name, shard=i, shards=n) for i in range(n)]
@@ -260,6 +275,11 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
     return {
         "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
         "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
+        "corpus": datasets.corpus(ws.config["dataset"]),
+        # each vipune-lane retriever → the configured reference run with the setting it mirrors
+        "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
+        "roles": retrievers.roles(ws.specs),
+        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.lane == "vipune"},
         "primary": ws.primary, "builds": ws.builds,
         "baseline": ws.baseline,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},

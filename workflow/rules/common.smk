@@ -1,5 +1,6 @@
 # Parse-time set-up (vipune_eval.workspace) and the input functions of the rules.
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,19 @@ VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
     View("official", g).folder for g in OFFICIAL_GRANULARITIES
 ]
 RUNS = WS.runs()
+# Reference runs by kind: family settings fuse the shared arms, plugins run per shard.
+FAMILY_RUNS = [r for r in RUNS.values() if r.spec and not r.spec.plugin]
+PLUGIN_RUNS = [r for r in RUNS.values() if r.spec and r.spec.plugin]
+try:
+    # A plugin's source bytes are its search jobs' code version (editing it reruns them only).
+    PLUGIN_SOURCES = {r.name: W.plugin_source_digest(r.spec) for r in PLUGIN_RUNS}
+except EvalError as exc:
+    sys.exit(f"vipune-eval: {exc}")
+
+
+def runs_pattern(runs):
+    """A wildcard constraint matching exactly these run names (nothing when there are none)."""
+    return "|".join(re.escape(r.name) for r in runs) or "(?!)"
 
 
 def untracked(value):
@@ -50,7 +64,7 @@ def binary_path(wildcards, input):
 
 def get_filter_rows_inputs(wildcards):
     inputs = {"dataset": paths.DATASET_FINGERPRINT}
-    if view_of(wildcards).granularity == "chunk":
+    if view_of(wildcards).needs_tokenizer:
         inputs["model"] = (
             paths.MODEL_FINGERPRINT
         )  # chunks are cut by the model's tokenizer
@@ -93,6 +107,15 @@ def search_options(wildcards):
     if view.turn_level_run:
         options.append("--no-collapse")
     return " ".join(options)
+
+
+def get_arms(wildcards):
+    return W.arms_shards(WS, view_of(wildcards))
+
+
+def retriever_spec(wildcards):
+    """The run's family setting or plugin as canonical JSON: a change reruns this run only."""
+    return RUNS[wildcards.run].spec.canonical()
 
 
 def get_run_shards(wildcards):

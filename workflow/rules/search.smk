@@ -6,13 +6,14 @@ wildcard_constraints:
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
 
+# The shared arms (dense, bm25 AND, bm25 OR) of a shard's personas, computed once.
 rule search_reference:
     input:
         rows=paths.fill(paths.FILTER, name="rows.parquet"),
         texts=paths.fill(paths.FILTER, name="texts.parquet"),
         embeddings=get_embeddings,
     output:
-        [paths.fill(paths.SEARCH_SHARD, run=r) for r in WS.reference or ["none"]],
+        paths.ARMS_SHARD,
     log:
         "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
     benchmark:
@@ -25,16 +26,73 @@ rule search_reference:
         runtime=60,
     params:
         code=code_version("search-reference"),
-        retrievers=" ".join(WS.reference),
         options=search_options,
-        rank_all=lambda wildcards: (
-            "--rank-all" if view_of(wildcards).granularity != "session" else ""
-        ),
     shell:
         "vipune-eval search-reference --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} {params.rank_all} --retrievers {params.retrievers} --outputs {output}"
-        " 2> {log}"
+        " {params.options} --arms-out {output} 2> {log}"
+
+
+# One family setting (a preset or a configured variant): every shard's run, fused from the arms.
+rule fuse_reference:
+    input:
+        arms=get_arms,
+    output:
+        [
+            paths.fill(paths.SEARCH_SHARD, shard=i, shards=config["search"]["shards"])
+            for i in range(config["search"]["shards"])
+        ],
+    log:
+        "results/logs/{view}fuse_reference/{run}.log",
+    benchmark:
+        "results/benchmarks/{view}fuse_reference/{run}.tsv"
+    wildcard_constraints:
+        run=runs_pattern(FAMILY_RUNS),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        code=code_version("fuse-reference"),
+        retriever=retriever_spec,
+        options=search_options,
+        rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
+    shell:
+        "vipune-eval fuse-reference --arms {input.arms} --retriever {params.retriever:q}"
+        " {params.options} {params.rank_all} --outputs {output} 2> {log}"
+
+
+# A plugin retriever (a user's function) over one shard of personas.
+rule search_plugin:
+    input:
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
+        embeddings=get_embeddings,
+    output:
+        paths.SEARCH_SHARD,
+    log:
+        "results/logs/{view}search_plugin/{run}/shard-{shard}-of-{shards}.log",
+    benchmark:
+        "results/benchmarks/{view}search_plugin/{run}/shard-{shard}-of-{shards}.tsv"
+    wildcard_constraints:
+        run=runs_pattern(PLUGIN_RUNS),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    params:
+        code=code_version("search-plugin"),
+        plugin=lambda wildcards: PLUGIN_SOURCES[wildcards.run],
+        retriever=retriever_spec,
+        options=search_options,
+    shell:
+        "vipune-eval search-plugin --rows {input.rows} --texts {input.texts}"
+        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " {params.options} --retriever {params.retriever:q} --out {output} 2> {log}"
 
 
 rule preflight:

@@ -1,0 +1,61 @@
+"""One owner per granularity (issue 21): vipune_eval.granularities says what each granularity
+makes of a session; the views, filter, CLI and config ask it."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vipune_eval import cli, granularities, views
+from vipune_eval.filter import Instance, seed_rows
+from vipune_eval.io import EvalError
+
+PACKAGE = Path(__file__).resolve().parent.parent / "vipune_eval"
+SESSION = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+           {"role": "user", "content": "bye"}]
+
+
+def instance():
+    return Instance(pair={}, sessions=[("s1", SESSION, "t"), ("s2", SESSION[:1], "t")], where="x")
+
+
+def test_each_granularity_makes_its_rows_and_keys():
+    by = {g: seed_rows(instance(), g, lambda turns: ["\n".join(turns[:2]), "\n".join(turns[2:])])
+          for g in granularities.NAMES}
+    assert [r.key for r in by["session"]] == ["s1", "s2"]
+    assert by["session"][0].text == "user: hi\nassistant: hello\nuser: bye"
+    assert [r.key for r in by["turn"]] == ["s1::1", "s1::2", "s1::3", "s2::1"]
+    assert [r.key for r in by["chunk"]][:2] == ["s1::c1", "s1::c2"]
+    assert all(r.session == r.key.split("::")[0] for rows in by.values() for r in rows)
+
+
+def test_properties_drive_the_views():
+    for name, g in granularities.GRANULARITIES.items():
+        view = views.View("seed", name)
+        assert view.rank_all == g.collapses and view.needs_tokenizer == g.needs_tokenizer
+        assert view.search_limit({"search": {"row_limit": 999}, "search_limit": 7}) == (999 if g.collapses else 7)
+        assert g.rows in view.description()
+    assert views.OFFICIAL_GRANULARITIES == tuple(n for n, g in granularities.GRANULARITIES.items() if g.official)
+    assert views.PRIMARY.granularity == granularities.PRIMARY
+
+
+def test_the_config_is_checked_by_the_owner():
+    with pytest.raises(EvalError, match=r"unknown granularity 'sentence' \(granularities: session, turn, chunk\)"):
+        views.configured({"granularities": ["session", "sentence"]})
+    with pytest.raises(EvalError, match="must include 'session'"):
+        views.configured({"granularities": ["turn"]})
+    assert [v.granularity for v in views.configured({"granularities": ["chunk", "session"]})] == ["session", "chunk"]
+
+
+def test_the_cli_names_no_granularity():
+    args = cli.parser().parse_args(["filter-rows", "--dataset", "d", "--rows-out", "r", "--texts-out", "t"])
+    assert args.granularity is None  # the stage resolves it to granularities.PRIMARY
+
+
+def test_no_other_module_types_a_granularity_name():
+    names = [n for n in granularities.NAMES if n != granularities.PRIMARY]
+    for path in PACKAGE.glob("*.py"):
+        if path.name == "granularities.py":
+            continue
+        for name in names:
+            assert not re.search(rf"[\"']{name}[\"']", path.read_text()), (path.name, name)

@@ -1,0 +1,207 @@
+"""Plugin retrievers (issue 21): a user's function called per persona with a frozen Haystack,
+its answer checked, unimportable plugins refused before any job runs, and (slow) an edit of the
+plugin file reruns its searches and what depends on them only."""
+
+import dataclasses
+import re
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+
+import vipune_eval
+from vipune_eval import plugins
+from vipune_eval import retrievers as registry
+from vipune_eval.io import EvalError
+from vipune_eval.persona import Persona
+
+PLUGIN = textwrap.dedent('''\
+    import numpy as np
+
+    def newest_first(haystack, k):
+        order = sorted(range(len(haystack.row_ids)), key=lambda i: haystack.created_at[i], reverse=True)
+        return [haystack.row_ids[i] for i in order[:k]]
+
+    def scored(haystack, k):
+        sims = haystack.vectors @ haystack.question_vector
+        best = np.argsort(-sims, kind="stable")[:k]
+        return [(haystack.row_ids[i], float(sims[i])) for i in best]
+
+    def answer(haystack, k):
+        return ANSWER(haystack, k)
+
+    ANSWER = None
+    ''')
+
+
+def make_persona():
+    rng = np.random.default_rng(0)
+    return Persona(question_id="q7", question="where is my cat", row_ids=[f"q7::s{i}" for i in range(5)],
+                   session_ids=[f"s{i}" for i in range(5)],
+                   created_at=[f"2023-01-0{i + 1}T00:00:00Z" for i in range(5)],
+                   texts=[f"user: text {i}" for i in range(5)],
+                   vectors=rng.normal(size=(5, 4)).astype(np.float32),
+                   query_vector=rng.normal(size=4).astype(np.float32))
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "plug.py").write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    plugins.load.cache_clear()
+    yield tmp_path
+    plugins.load.cache_clear()
+
+
+def test_a_file_plugin_is_called_with_a_frozen_haystack(plugin_dir):
+    spec = registry.spec({"name": "newest", "use": "mine/plug.py:newest_first"})
+    assert spec.plugin and spec.lane == "reference"
+    persona = make_persona()
+    ranking = plugins.search(plugins.load(spec.use), persona, 3, spec.use)
+    assert [r for r, _ in ranking] == ["q7::s4", "q7::s3", "q7::s2"]
+    haystack = vipune_eval.Haystack.of(persona)
+    assert isinstance(haystack, plugins.Haystack)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        haystack.question = "x"
+    with pytest.raises(ValueError):
+        haystack.vectors[0, 0] = 1.0
+    assert haystack.vectors.dtype == np.float32 and haystack.question_vector.shape == (4,)
+    assert haystack.row_sessions == tuple(persona.session_ids)
+
+
+def test_scored_pairs_keep_their_order(plugin_dir):
+    ranking = plugins.search(plugins.load("mine/plug.py:scored"), make_persona(), 5, "mine/plug.py:scored")
+    sims = make_persona().vectors @ make_persona().query_vector
+    assert [r for r, _ in ranking] == [f"q7::s{i}" for i in np.argsort(-sims, kind="stable")]
+
+
+def test_a_module_plugin(plugin_dir, monkeypatch):
+    (plugin_dir / "mypkg").mkdir()
+    (plugin_dir / "mypkg" / "__init__.py").write_text("")
+    (plugin_dir / "mypkg" / "rank.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    spec = registry.spec({"name": "m", "use": "mypkg.rank:newest_first"})
+    assert plugins.source_file(spec.use).resolve() == (plugin_dir / "mypkg" / "rank.py").resolve()
+    assert len(plugins.search(plugins.load(spec.use), make_persona(), 2, spec.use)) == 2
+
+
+@pytest.mark.parametrize("use,words", [
+    ("missing.py:f", ["missing.py:f", "not found"]),
+    ("mine/plug.py:nothing", ["mine/plug.py:nothing", "no function 'nothing'"]),
+    ("mine/broken.py:f", ["mine/broken.py:f", "cannot be imported", "SyntaxError"]),
+    ("mine/imports.py:f", ["mine/imports.py:f", "ModuleNotFoundError", "no_such_module_xyz"]),
+    ("no_such_package_xyz.mod:f", ["no_such_package_xyz.mod:f", "cannot be"]),
+    ("mine/plug.py:", ["write 'path/to/file.py:function'"]),
+])
+def test_an_unimportable_plugin_is_refused_naming_it(plugin_dir, use, words):
+    (plugin_dir / "mine" / "broken.py").write_text("def f(:\n")
+    (plugin_dir / "mine" / "imports.py").write_text("import no_such_module_xyz\n")
+    with pytest.raises(EvalError) as info:
+        registry.resolve([{"name": "p", "use": use}])
+    for word in words:
+        assert word in str(info.value)
+
+
+def answer_error(plugin_dir, answer, k=3):
+    fn = plugins.load("mine/plug.py:answer")
+    import sys
+    module = next(m for n, m in sys.modules.items() if n.startswith("vipune_eval_plugin_")
+                  and getattr(m, "answer", None) is fn)
+    module.ANSWER = answer
+    with pytest.raises(EvalError) as info:
+        plugins.search(fn, make_persona(), k, "mine/plug.py:answer")
+    message = str(info.value)
+    assert "mine/plug.py:answer" in message and "question q7" in message
+    return message
+
+
+@pytest.mark.parametrize("answer,words", [
+    (lambda h, k: ["q7::nope"], ["not a row id", "q7::nope"]),
+    (lambda h, k: ["q7::s1", "q7::s1"], ["repeats a row id", "q7::s1"]),
+    (lambda h, k: list(h.row_ids), ["more than k = 3"]),
+    (lambda h, k: {"q7::s1": 1}, ["must return a list"]),
+    (lambda h, k: [1, 2], ["neither a row id nor", "1"]),
+    (lambda h, k: [("q7::s1", "high")], ["neither a row id nor", "high"]),
+    (lambda h, k: 1 / 0, ["raised ZeroDivisionError"]),
+])
+def test_a_bad_answer_is_a_named_error(plugin_dir, answer, words):
+    message = answer_error(plugin_dir, answer)
+    for word in words:
+        assert word in message
+
+
+def test_the_source_digest_follows_the_file_bytes(plugin_dir):
+    before = plugins.source_digest("mine/plug.py:newest_first")
+    (plugin_dir / "mine" / "plug.py").write_text(PLUGIN + "\n# edited\n")
+    assert plugins.source_digest("mine/plug.py:newest_first") != before
+
+
+# ------------------------------------------------------------------ the workflow (slow)
+
+
+def planned(out):
+    if "Nothing to be done" in out:
+        return {}
+    table = out[out.index("Job stats:"):out.index("total")]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+@pytest.mark.slow
+def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env):
+    from support.synthetic import write_dataset
+    from support.tinymodel import build_tiny_model
+    from test_workflow import snakemake
+
+    data = tmp_path / "data.json"
+    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=5, filler_pool=8, seed=2)
+    model = build_tiny_model(tmp_path / "model")
+    workdir = tmp_path / "run"
+    (workdir / "mine").mkdir(parents=True)
+    (workdir / "mine" / "plug.py").write_text(PLUGIN)
+    config = {"dataset": {"path": str(data), "expected": None},
+              "model": {"path": str(model), "file": "model.onnx"},
+              "embed": {"shards": 1, "threads": 1}, "search": {"shards": 2, "threads": 1},
+              "retrievers": ["dense", "hybrid", {"name": "h60", "use": "hybrid", "k": 60},
+                             {"name": "newest", "use": "mine/plug.py:newest_first"}]}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    report = (workdir / "results/report.json").read_text()
+    assert '"newest"' in report and '"h60"' in report
+
+    (workdir / "mine" / "plug.py").write_text(PLUGIN + "\n# a comment changes the bytes\n")
+    out = snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout
+    assert planned(out) == {"search_plugin": 2, "score": 1, "report": 1, "plots": 1, "all": 1}
+    summary = snakemake(workdir, "--summary", env=workflow_env).stdout
+    stale = {line.split("\t")[0] for line in summary.splitlines()[1:]
+             if line.split("\t")[-1:] != ["-"] and "\t" in line and line.split("\t")[-1] != "no update"}
+    assert any("/search/newest/" in f for f in stale)
+    assert not any(f"/search/{r}/" in f for f in stale for r in ("dense", "hybrid", "h60"))
+    assert not any("embed" in f or "filter" in f for f in stale)
+
+    config["retrievers"][2]["k"] = 61
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    assert planned(snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout) == {
+        "fuse_reference": 1, "search_plugin": 2, "score": 2, "report": 1, "plots": 1, "all": 1}
+
+    (workdir / "mine" / "plug.py").write_text("def newest_first(:\n")
+    proc = snakemake(workdir, "-n", env=workflow_env, check=False)
+    assert proc.returncode != 0 and "mine/plug.py:newest_first" in proc.stderr + proc.stdout
+
+
+def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):
+    """docs/extending.md's complete plugin, as written there, ranks a persona and passes the checks."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "extending.md").read_text()
+    source = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "def rank(" in block)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "recent_dense.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    plugins.load.cache_clear()
+    spec = registry.resolve([{"name": "recent-dense", "use": "plugins/recent_dense.py:rank"}])[0]
+    persona = make_persona()
+    ranking = plugins.search(plugins.load(spec.use), persona, 3, spec.use)
+    assert len(ranking) == 3 and all(persona.knows(r) for r, _ in ranking)
+    assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)
