@@ -4,7 +4,8 @@ Snakemake ends a failed run with its own trailer ("At least one job did not comp
 successfully"); the workflow's ``onerror`` hands the failed jobs to :func:`summary` and prints the
 result after that trailer, so the last lines a user reads say what to do. Jobs that never started
 because an earlier one failed, but whose failure is certain (no vipune on PATH, a download with
-``HF_HUB_OFFLINE`` set), are listed too, so one run names every fix. Runs at parse time only.
+``HF_HUB_OFFLINE`` set), are listed too, so one run names every fix. Runs in the Snakemake
+process only (the onerror hook); no rule runs it.
 """
 
 from __future__ import annotations
