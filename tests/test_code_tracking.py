@@ -43,7 +43,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "diagnostics": {"report"},
     "plots": {"plots"},
     # parse-time set-up only: no rule runs them
-    "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(),
+    "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(), "failures": set(),
 }
 
 

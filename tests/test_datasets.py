@@ -67,7 +67,8 @@ def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
     config = {"retrievers": ["dense"], "ks": [1], "search_limit": 10,
               "dataset": {"preset": "oracle-cleaned", "path": None, "sha256": None},
               "model": {"path": None}, "granularities": ["session"], "embed": {"shards": 1},
-              "search": {"row_limit": 100, "shards": 1}}
+              "search": {"row_limit": 100, "shards": 1},
+              "split": {"seed": 0, "dev_fraction": 0.2}}
     ws = workspace.prepare(config)
     assert config["dataset"]["filename"] == "longmemeval_oracle.json"
     assert ws.dataset_file.endswith("/download/longmemeval_oracle.json")

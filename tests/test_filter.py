@@ -67,8 +67,9 @@ def test_session_text_joins_turns_as_role_content_lines():
 
 def test_count_mismatch_names_the_counts_and_writes_nothing(generated, tmp_path):
     path, _ = generated
-    with pytest.raises(EvalError, match=r"pairs: expected 470, found 20"):
+    with pytest.raises(EvalError, match=r"pairs: expected 470, found 20") as info:
         pairs_of(path, tmp_path, {"instances": 24, "abstention": 4, "pairs": 470})
+    assert "dataset.expected" in info.value.fix  # the failed run's summary repeats it
     assert list(tmp_path.iterdir()) == []
     summary = pairs_of(path, tmp_path, None)  # expected: null switches the check off
     assert summary["pairs"] == 20

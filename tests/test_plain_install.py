@@ -26,18 +26,20 @@ def test_a_plain_install_imports_every_module(tmp_path):
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
     modules = sorted(p.stem for p in (REPO / "vipune_eval").glob("*.py"))
     check = f"""
-import importlib, importlib.util, json, pathlib, vipune_eval
+import importlib, importlib.metadata, importlib.util, json, pathlib, vipune_eval
 where = pathlib.Path(vipune_eval.__file__).parent
 for name in {modules!r}:
     importlib.import_module("vipune_eval." + name)
 print(json.dumps({{"where": str(where), "shipped": sorted(p.stem for p in where.glob("*.py")),
-                  "onnx": importlib.util.find_spec("onnx") is not None}}))
+                  "onnx": importlib.util.find_spec("onnx") is not None,
+                  "license": importlib.metadata.metadata("vipune-eval")["License-Expression"]}}))
 """
     proc = subprocess.run([str(python), "-c", check], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout)
     assert str(env_dir) in found["where"]  # the installed copy, not the work tree
     assert found["shipped"] == modules and not found["onnx"]
+    assert found["license"] == "MIT"  # an SPDX expression (PEP 639), not the deprecated table
     assert not {"synthetic", "tinymodel"} & set(found["shipped"])
     cli = subprocess.run([str(env_dir / "bin" / "vipune-eval"), "--help"], capture_output=True, text=True)
     assert cli.returncode == 0 and "filter-rows" in cli.stdout

@@ -40,7 +40,7 @@ LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_miss
 
 def unavailable(reason):
     message = (f"no SLURM cluster reachable: {reason} (CI starts one with .ci/slurm/up.sh, as "
-               "root on Debian 12: see README, 'Run on a cluster')")
+               "root on Debian 12: see docs/cluster.md)")
     if REQUIRED:
         pytest.fail(f"{message}; VIPUNE_EVAL_SLURM=required", pytrace=False)
     pytest.skip(message)

@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         getattr(importlib.import_module(f"{__package__}.{module}"), function)(**args)
     except EvalError as exc:
-        print(f"vipune-eval: {command}: {exc}", file=sys.stderr)
+        print(f"vipune-eval: {command}: {exc.message}", file=sys.stderr)
+        if exc.fix:
+            print(f"vipune-eval: fix: {exc.fix}", file=sys.stderr)
         return 1
     return 0

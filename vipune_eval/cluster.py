@@ -281,7 +281,7 @@ def check_requests(requests: list[Request], run: Runner = _run) -> None:
         "submitted:\n"
         + "".join(f"  - {line}\n" for line in problems)
         + "Make the change permanent in the profile (set-threads, set-resources, "
-        "group-components; README, 'Run on a cluster'), or choose a larger partition with "
+        "group-components; docs/cluster.md), or choose a larger partition with "
         f"--default-resources slurm_partition=NAME. {SKIP_ENV}=0 skips this check.")
 
 

@@ -524,7 +524,9 @@ def check_expected(dataset: Path, summary: dict[str, Any], usable: int,
     if wrong:
         detail = ", ".join(f"{k}: expected {want}, found {got}" for k, (want, got) in wrong.items())
         raise EvalError(f"{dataset}: counts differ from dataset.expected ({detail}); per category: "
-                        f"{summary['per_category']}. Wrong file? Set dataset.expected to null to skip the check.")
+                        f"{summary['per_category']}",
+                        fix="wrong file? Fix dataset.filename or dataset.path; for another file on "
+                            "purpose, set dataset.expected to its counts, or to null to skip the check")
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:

@@ -55,6 +55,16 @@ PRIMARY = "session"  # always present; its results are the primary ones
 OFFICIAL = tuple(name for name, g in GRANULARITIES.items() if g.official)
 
 
+def problems(asked: list[str]) -> list[str]:
+    """What is wrong with a ``granularities`` list: unknown names, or no primary."""
+    out = [f"unknown granularity {name!r} (granularities: {', '.join(NAMES)})"
+           for name in asked if name not in GRANULARITIES]
+    if PRIMARY not in asked:
+        out.append(f"granularities {list(asked)} has no {PRIMARY}: {PRIMARY} is required (the primary "
+                   f"result, the one the others are compared with); use {[PRIMARY, *asked]}")
+    return out
+
+
 def get(name: str) -> Granularity:
     if name not in GRANULARITIES:
         raise EvalError(f"unknown granularity {name!r} (granularities: {', '.join(NAMES)})")

@@ -48,8 +48,9 @@ def hub_errors(what: str, local_key: str) -> Iterator[None]:
         raise
     except Exception as exc:  # huggingface_hub raises HTTP, offline-mode and connection errors
         raise EvalError(f"cannot download the {what} from the Hugging Face hub: "
-                        f"{type(exc).__name__}: {exc}. Offline, or behind a mirror? Put a local "
-                        f"copy in place and set {local_key} in the config.") from exc
+                        f"{type(exc).__name__}: {exc}",
+                        fix=f"offline, or behind a mirror? Put a local copy in place and set "
+                            f"{local_key} in the config to it") from exc
 
 
 # ---------------------------------------------------------------- dataset
@@ -63,14 +64,17 @@ def dataset_fingerprint(sha256: str, *, repo_id: str | None = None, filename: st
 
 def check_sha256(path: Path, actual: str, expected: str | None) -> None:
     if expected and actual.lower() != expected.lower():
-        raise EvalError(f"sha256 mismatch for {path}: expected {expected}, got {actual}. "
-                        "The file is damaged or is not the pinned release; delete it or fix "
-                        "dataset.sha256 in the config.")
+        raise EvalError(f"sha256 mismatch for {path}: expected {expected}, got {actual}; the "
+                        "file is damaged or is not the pinned release",
+                        fix="delete the file (it is downloaded again), or fix dataset.sha256 in "
+                            "the config")
 
 
 def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache_file: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise EvalError(f"dataset.path {path} does not exist or is not a file")
+        raise EvalError(f"dataset.path {path} does not exist or is not a file",
+                        fix="set dataset.path in the config to a LongMemEval-format JSON file, or "
+                            "to null to download the dataset")
     sha = cached_sha256(path, cache_file)
     check_sha256(path, sha, expected_sha256)
     return dataset_fingerprint(sha, filename=path.name)
@@ -105,10 +109,13 @@ def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str
     """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
     onnx_path = model_dir / file
     if not onnx_path.is_file():
-        raise EvalError(f"model file {onnx_path} not found (model.path={model_dir}, model.file={file})")
+        raise EvalError(f"model file {onnx_path} not found (model.path={model_dir}, model.file={file})",
+                        fix="set model.path to a model folder and model.file to its ONNX file "
+                            "inside it (model.path: null downloads the model)")
     if not (model_dir / "tokenizer.json").is_file():
-        raise EvalError(f"{model_dir} has no tokenizer.json; a model folder needs the ONNX file and "
-                        f"{', '.join(MODEL_SIDE_FILES)}")
+        raise EvalError(f"{model_dir} has no tokenizer.json",
+                        fix=f"a model folder needs the ONNX file and {', '.join(MODEL_SIDE_FILES)}: "
+                            "copy them there, or set model.path: null to download the model")
     files = {file: cached_sha256(onnx_path, cache_file)}
     for name in MODEL_SIDE_FILES:
         if (model_dir / name).is_file():
@@ -164,11 +171,11 @@ def resolve_binary(binary: str) -> Path:
     found = shutil.which(os.path.expanduser(binary)) if binary else None
     if found is None:
         raise EvalError(
-            f"vipune binary {binary!r} not found or not executable — install vipune "
-            "(`cargo install vipune`, or build it: `cargo build --release` in a clone of "
-            "randomm/vipune) and put it on PATH, or set vipune.binary in the config to its path. "
-            "To run only the reference retrievers, drop 'vipune' and 'vipune-semantic' from "
-            "`retrievers`.")
+            f"vipune binary {binary!r} not found or not executable",
+            fix="install vipune (`cargo install vipune`, or build it: `cargo build --release` in "
+                "a clone of randomm/vipune) and put it on PATH, or set vipune.binary in the "
+                "config to its path. To run only the reference retrievers, drop 'vipune' and "
+                "'vipune-semantic' from `retrievers`.")
     return Path(found).resolve()
 
 

@@ -94,10 +94,9 @@ PRIMARY = View("seed", granularities.PRIMARY)
 def configured(config: dict[str, Any]) -> list[View]:
     """The views a configuration asks for, the primary first."""
     asked = config.get("granularities", [granularities.PRIMARY])
-    for name in asked:
-        granularities.get(name)  # an unknown name is refused, listing the known
-    if granularities.PRIMARY not in asked:
-        raise EvalError(f"granularities must include {granularities.PRIMARY!r} (the primary results)")
+    wrong = granularities.problems(asked)
+    if wrong:
+        raise EvalError("; ".join(wrong))
     views = [View("seed", g) for g in GRANULARITIES if g in asked]
     if config.get("protocol") == "official":
         views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in asked]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import datasets, paths, retrievers, sources, views
+from . import datasets, granularities, paths, retrievers, sources, views
 from .io import EvalError, write_json_if_changed
 from .views import View
 
@@ -53,6 +53,7 @@ class Workspace:
     binaries: dict[str, str] = field(default_factory=dict)  # id → path of a build run here now
     fingerprints: dict[str, dict] = field(default_factory=dict)
     specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
+    notes: list[str] = field(default_factory=list)  # printed at parse time: what was not done
 
     # ------------------------------------------------------------ names
     @property
@@ -120,16 +121,29 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})") from None
 
 
+def check_config(config: dict[str, Any]) -> None:
+    """What the schema cannot say, every bad value named at once, before any job runs."""
+    problems = []
+    if max(config["ks"]) > config["search_limit"]:
+        problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k "
+                        f"({max(config['ks'])})")
+    if config["search"]["row_limit"] < config["search_limit"]:
+        problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
+                        f"search_limit ({config['search_limit']})")
+    problems += granularities.problems(config["granularities"])
+    fraction = config["split"]["dev_fraction"]
+    if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
+        problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
+    if problems:
+        raise EvalError("bad configuration: " + "; ".join(problems),
+                        fix="fix these keys in your config file (docs/configuration.md)")
+
+
 def prepare(config: dict[str, Any]) -> Workspace:
     """Check the configuration, write the fingerprints and the config, name the builds."""
     specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
+    check_config(config)
     config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
-    if max(config["ks"]) > config["search_limit"]:
-        raise EvalError(f"search_limit ({config['search_limit']}) must be at least the largest k "
-                        f"({max(config['ks'])})")
-    if config["search"]["row_limit"] < config["search_limit"]:
-        raise EvalError(f"search.row_limit ({config['search']['row_limit']}) must be at least "
-                        f"search_limit ({config['search_limit']})")
     if config["dataset"]["path"]:
         dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
         write_json_if_changed(paths.DATASET_FINGERPRINT, sources.local_dataset_fingerprint(
@@ -166,7 +180,11 @@ def prepare(config: dict[str, Any]) -> Workspace:
             build = _build(entry, config)
             if entry == config["vipune"].get("baseline"):
                 workspace.baseline = build["id"]
-            if build["id"] not in workspace.builds and build["id"] != workspace.primary:
+            if build["id"] == workspace.primary:
+                key = "vipune.baseline" if entry == config["vipune"].get("baseline") else "vipune.compare entry"
+                workspace.notes.append(f"{key} {entry!r} is vipune.binary itself ({build['id']}); "
+                                       "dropped: every build is compared with vipune.binary")
+            elif build["id"] not in workspace.builds:
                 workspace.builds.append(build["id"])
             workspace.fingerprints[build["id"]] = build
             if "path" in build:

@@ -1,10 +1,11 @@
 # Parse-time set-up (vipune_eval.workspace) and the input functions of the rules.
+import atexit
 import os
 import re
 import sys
 from pathlib import Path
 
-from vipune_eval import cluster, paths
+from vipune_eval import cluster, failures, paths
 from vipune_eval import workspace as W
 from vipune_eval.codeversion import code_version
 from vipune_eval.io import EvalError, write_json_if_changed
@@ -15,6 +16,9 @@ try:
         RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
         W.clear_tmp()
     WS = W.prepare(config)
+    if workflow.is_main_process:
+        for note in WS.notes:
+            print(f"vipune-eval: note: {note}", file=sys.stderr)
     os.environ.update(W.job_environment())  # the jobs' library caches stay out of HOME
     MANIFEST = W.report_manifest(WS)
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
@@ -141,13 +145,28 @@ def get_report_inputs(wildcards):
     return [paths.REPORT_MANIFEST, *W.manifest_files(MANIFEST)]
 
 
+def failed_jobs():
+    """(rule, logs) of every failed job; of a group job, the members that left outputs missing."""
+    jobs = []
+    for job in getattr(workflow.scheduler, "failed", ()):
+        members = list(job.jobs) if job.is_group() else [job]
+        broken = [m for m in members if not all(os.path.exists(f) for f in m.output)]
+        jobs += [(m.rule.name, [str(f) for f in m.log]) for m in broken or members]
+    return jobs
+
+
 def print_report(path, failed=False):
-    if failed:
+    if not failed:
         if Path(path).exists():
-            print(
-                f"vipune-eval: this run failed; {path} is the previous run's report, not this one's",
-                file=sys.stderr,
-            )
+            print(Path(path).read_text(), end="")
         return
+    lines = failures.failed_jobs(failed_jobs(), config, WS.primary)
     if Path(path).exists():
-        print(Path(path).read_text(), end="")
+        lines.insert(
+            0,
+            f"vipune-eval: this run failed; {path} is the previous run's report, not this one's",
+        )
+    # After Snakemake's own closing lines ("At least one job did not complete successfully"),
+    # which come after this handler: the last lines a user reads say what to do.
+    if lines:
+        atexit.register(print, "\n".join(lines), file=sys.stderr, flush=True)

@@ -1,0 +1,99 @@
+"""Bad configuration values a user meets are refused before any job, each saying what to do;
+a build named twice is dropped with a note (issue 24)."""
+
+import copy
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from vipune_eval import workspace
+from vipune_eval.io import EvalError
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+
+def config(**changes):
+    out = copy.deepcopy(DEFAULTS)
+    for key, value in changes.items():
+        section, _, name = key.partition("__")
+        if name:
+            out[section][name] = value
+        else:
+            out[section] = value
+    return out
+
+
+def test_the_repository_defaults_pass():
+    jsonschema.validate(DEFAULTS, SCHEMA)
+    workspace.check_config(DEFAULTS)
+
+
+def test_granularities_without_session_say_that_session_is_required():
+    bad = config(granularities=["turn"])
+    jsonschema.validate(bad, SCHEMA)  # the shape is fine: the message comes from check_config
+    with pytest.raises(EvalError, match=r"granularities \['turn'\] has no session: session is required") as info:
+        workspace.check_config(bad)
+    assert "['session', 'turn']" in str(info.value) and info.value.fix
+
+
+def test_a_nan_dev_fraction_is_refused_with_the_other_bad_values():
+    bad = config(split__dev_fraction=math.nan, search_limit=3)
+    jsonschema.validate(bad, SCHEMA)  # NaN passes minimum/maximum
+    with pytest.raises(EvalError) as info:
+        workspace.check_config(bad)
+    message = str(info.value)
+    assert "split.dev_fraction must be a number from 0 to 1, got nan" in message
+    assert "search_limit (3) must be at least the largest k (10)" in message
+
+
+@pytest.mark.slow
+def test_bad_values_stop_the_run_before_any_job(tmp_path):
+    (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
+                           "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("vipune-eval: bad configuration: granularities ['turn'] has no session"), proc.stderr
+    assert "split.dev_fraction must be a number from 0 to 1, got nan" in last
+    assert "does not contain items" not in proc.stderr
+    assert not (tmp_path / "results" / "logs").exists()
+
+
+def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch, fake_vipune_bin):
+    binary = tmp_path / "bin" / "vipune"
+    binary.parent.mkdir()
+    shutil.copy(fake_vipune_bin, binary)
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"onnx")
+    (model / "tokenizer.json").write_text("{}")
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(data)},
+                 model={**DEFAULTS["model"], "path": str(model), "file": "model.onnx"},
+                 vipune={**DEFAULTS["vipune"], "binary": str(binary), "compare": [str(binary)]})
+    ws = workspace.prepare(cfg)
+    assert ws.builds == [] and ws.primary and len(ws.notes) == 1
+    assert ws.notes[0].startswith(f"vipune.compare entry '{binary}' is vipune.binary itself ({ws.primary})")
+    assert "dropped" in ws.notes[0]
+    cfg["vipune"]["compare"] = []
+    assert workspace.prepare(cfg).notes == []
+
+
+def test_the_license_is_an_spdx_expression_built_by_a_setuptools_that_reads_it():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"
+    requires = project["build-system"]["requires"]
+    assert "setuptools>=77" in requires  # PEP 639 license expressions: setuptools 77 and later

@@ -1,0 +1,75 @@
+"""The newcomer's way in (issue 24): every relative link of the README, CONTRIBUTING.md and docs/
+resolves (files, and #anchors to headings); the README stays short, with its commands up front."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in FENCE.sub("", page.read_text(encoding="utf-8")).splitlines():
+        if match := re.match(r"#{1,6}\s+(.*)", line):
+            base = slug(match.group(1))
+            found.add(base if base not in seen else f"{base}-{seen[base]}")
+            seen[base] = seen.get(base, 0) + 1
+    return found
+
+
+def links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # code spans are not links
+    return [m.group(1) for m in LINK.finditer(text)]
+
+
+def test_the_pages_exist():
+    names = {p.relative_to(REPO).as_posix() for p in PAGES}
+    assert {"README.md", "CONTRIBUTING.md", "docs/configuration.md", "docs/cluster.md", "docs/reruns.md",
+            "docs/protocols.md", "docs/statistics.md", "docs/troubleshooting.md", "docs/extending.md"} <= names
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and (file.suffix != ".md" or anchor not in anchors(file)):
+            broken.append(f"{target}: no heading #{anchor} in {file.relative_to(REPO)}")
+    assert not broken, f"{page.relative_to(REPO)}: " + "; ".join(broken)
+
+
+def test_the_link_check_sees_a_broken_link(tmp_path):
+    page = tmp_path / "a.md"
+    page.write_text("# Top\n\n## Tune on dev, report test\n\n[x](b.md) [y](#tune-on-dev-report-test) "
+                    "`[z](code.md)`\n\n```\n[w](fenced.md)\n```\n")
+    assert links(page) == ["b.md", "#tune-on-dev-report-test"]
+    assert anchors(page) == {"top", "tune-on-dev-report-test"}
+
+
+def test_the_readme_is_short_and_starts_with_the_commands_ci_runs():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150
+    head = "\n".join(lines[:40])
+    assert "snakemake --cores" in head
+    tests = "pip install -e '.[test]' && pytest"
+    assert tests in head
+    ci = (REPO / ".ci" / "run").read_text()  # the README's test command is CI's
+    assert re.search(r"pip install (-q )?-e '\.\[test\]' && pytest$", ci, re.M)

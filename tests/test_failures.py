@@ -1,0 +1,117 @@
+"""A failed run ends with what to do (issue 24): errors carry their fix, the summary of failed
+jobs reads each job's log, and a newcomer's offline first run names every fix in its last lines."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vipune_eval import cli, failures
+from vipune_eval.io import EvalError
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+VIPUNE_FIX = "set vipune.binary"
+
+
+def test_an_error_carries_its_fix_and_the_cli_prints_it_on_a_line_of_its_own(capsys, monkeypatch, tmp_path):
+    exc = EvalError("the thing broke", fix="do this")
+    assert (exc.message, exc.fix, str(exc)) == ("the thing broke", "do this", "the thing broke — do this")
+    assert str(EvalError("no fix known")) == "no fix known"
+    monkeypatch.setenv("PATH", str(tmp_path))  # no vipune anywhere
+    assert cli.main(["check-binary", "--binary", "vipune"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "vipune-eval: check-binary: vipune binary 'vipune' not found or not executable"
+    assert lines[1].startswith("vipune-eval: fix: install vipune") and VIPUNE_FIX in lines[1]
+
+
+def test_read_log_takes_the_first_harness_error_and_its_fix(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("2026-12-03 INFO downloading\n"
+                   "vipune-eval: download-model: cannot download the model\n"
+                   "vipune-eval: fix: set model.path\n"
+                   "vipune-eval: download-model: a second message\n")
+    found = failures.read_log("download_model", [str(log)])
+    assert (found.rule, found.error, found.fix, found.where) == (
+        "download_model", "cannot download the model", "set model.path", str(log))
+
+
+def test_read_log_without_a_fix_line_splits_what_happened_from_what_to_do(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("vipune-eval: preflight: preflight of x: check failed — set vipune.preflight: record\n")
+    found = failures.read_log("preflight", [str(log)])
+    assert (found.error, found.fix) == ("preflight of x: check failed", "set vipune.preflight: record")
+
+
+def test_read_log_of_a_traceback_gives_the_exception_and_points_to_the_log(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad value\n\n")
+    found = failures.read_log("filter", [str(log)])
+    assert found.error == "ValueError: bad value" and str(log) in found.fix
+    empty = failures.read_log("score", [str(tmp_path / "missing.log")])
+    assert "empty" in empty.error and "missing.log" in empty.fix
+
+
+def test_a_long_error_line_is_cut(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("vipune-eval: filter: " + "x" * 1000 + "\n")
+    found = failures.read_log("filter", [str(log)])
+    assert len(found.error) == failures.WIDTH and found.error.endswith("…")
+
+
+def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no results/fingerprints here
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    found = failures.not_started(CONFIG, "missing", {"download_dataset"})
+    assert [f.rule for f in found] == ["download_model", "vipune_missing"]
+    assert "model.path" in found[0].fix and VIPUNE_FIX in found[1].fix
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online: a download may well work
+    assert [f.rule for f in failures.not_started(CONFIG, "missing", set())] == ["vipune_missing"]
+    assert failures.not_started(CONFIG, "0.20.0-abc", set()) == []  # vipune was found
+
+
+def test_the_summary_ends_with_one_error_and_one_fix_per_job(tmp_path):
+    logs = []
+    for name, fix in (("b", "fix b"), ("a", "fix a")):
+        log = tmp_path / f"{name}.log"
+        log.write_text(f"vipune-eval: {name}: broke\nvipune-eval: fix: {fix}\n")
+        logs.append((f"rule_{name}", [str(log)]))
+    local = {**CONFIG, "dataset": {"path": "data.json"}, "model": {"path": "model"}}
+    lines = failures.failed_jobs(logs, local, None)
+    assert lines[0].startswith("vipune-eval: 2 job(s) failed")
+    assert lines[1:] == [f"  rule_a (log: {tmp_path / 'a.log'}): a: broke", "    fix: fix a",
+                         f"  rule_b (log: {tmp_path / 'b.log'}): b: broke", "    fix: fix b"]
+    assert failures.failed_jobs([], local, None) == []
+
+
+def _path_without_vipune(venv_bin: Path) -> str:
+    dirs = [str(venv_bin)] + [d for d in os.environ["PATH"].split(os.pathsep)
+                              if d and not (Path(d) / "vipune").exists()]
+    return os.pathsep.join(dict.fromkeys(dirs))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cores", ["8", "1"])  # the README's command; one core: only one job starts
+def test_an_offline_first_run_names_all_three_fixes_in_its_last_lines(tmp_path, cores):
+    """A newcomer's first run: repository defaults, no dataset, no model, no network, no vipune."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": _path_without_vipune(Path(sys.executable).parent)}
+    assert shutil.which("vipune", path=env["PATH"]) is None
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", cores],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.rstrip("\n").splitlines()
+    last = lines[-8:]
+    text = "\n".join(last)
+    trailer = max(i for i, line in enumerate(lines) if "did not complete successfully" in line)
+    assert lines[trailer + 1].startswith("vipune-eval: 3 job(s) failed"), text  # after Snakemake's own lines
+    fixes = [line for line in last if line.startswith("    fix: ")]
+    assert len(fixes) == 3, text
+    assert "dataset.path" in fixes[0] and "model.path" in fixes[1], text
+    assert "install vipune" in fixes[2] and VIPUNE_FIX in fixes[2], text
+    assert [line.split()[0] for line in last if line.startswith("  ") and not line.startswith("    ")] == [
+        "download_dataset", "download_model", "vipune_missing"], text
