@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from . import __version__, diagnostics, measures
+from . import __version__, diagnostics, measures, whatif
 from .io import atomic_path, read_json, write_json
 from .stats import adjust_family, compare_runs
 from .trec import read_qrels
@@ -118,6 +118,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
     report["granularities"] = granularities(manifest, view_metrics, keys)
+    if manifest.get("whatif"):
+        report["whatif"] = whatif_block(manifest["whatif"], metrics)
     official = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "official"]
     if official and official[0][0]["granularity"] == PRIMARY.granularity:
         view, m = official[0]
@@ -150,6 +152,18 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
+
+
+def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The what-if grid chosen on one split and confirmed on the other (vipune_eval.whatif)."""
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        m = metrics.get(entry["name"]) or read_json(entry["metrics"])
+        return {"name": entry["name"], "params": entry["params"], "run": entry["run"],
+                "per_query": m["per_query"]}
+
+    block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]),
+                           [run(v) for v in lab["variants"]])
+    return {**block, "grid": lab["grid"]}
 
 
 def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
@@ -269,6 +283,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [f"- {sentence}" for sentence in result["summary"]]
         lines.append("")
     lines += granularities_markdown(report, k)
+    lines += whatif_markdown(report)
     lines += official_markdown(report)
     lines += diagnostics_markdown(report, ks, k)
     counts = report["dataset"]["per_category"]
@@ -331,6 +346,33 @@ def granularities_markdown(report: dict[str, Any], k: int) -> list[str]:
             lines.append(f"- {g}: pairs whose ranking held fewer distinct sessions than the largest k: "
                          + ", ".join(f"{n} {c}" for n, c in short.items()))
     lines.append("")
+    return lines
+
+
+def whatif_markdown(report: dict[str, Any]) -> list[str]:
+    block = report.get("whatif")
+    if not block:
+        return []
+    sel, conf = block["select_on"], block["confirm_on"]
+    base = block["base"]
+    lines = [f"## What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, "
+             f"confirmed on {conf}", ""]
+    lines += [f"- {sentence}" for sentence in whatif.verdict(block)]
+    lines += ["", f"| variant | {sel} | {conf} | {conf} − base | 95% interval | p | p_holm | |",
+              "|---|---:|---:|---:|---|---:|---:|---|",
+              f"| base `{base['name']}` | {_opt(base[sel])} | {_opt(base[conf])} | | | | | |"]
+    ordered = sorted(block["variants"], key=lambda r: -(r[sel] if r[sel] is not None else -1.0))
+    for r in ordered:
+        note = "chosen" if r["name"] == block["chosen"] else ""
+        if r["params"] == base["params"]:
+            note = (note + ", " if note else "") + "base setting"
+        interval = "–" if r["interval"] is None else f"[{100 * r['interval'][0]:+.1f}, {100 * r['interval'][1]:+.1f}]"
+        delta = "–" if r["test_delta"] is None else f"{100 * r['test_delta']:+.1f}"
+        lines.append(f"| {r['name']} | {_opt(r[sel])} | {_opt(r[conf])} | {delta} | {interval} | "
+                     f"{r['p']:.3f} | {r['p_holm']:.3f} | {note} |")
+    lines += ["", f"Sorted by {sel}. Differences and intervals in points ({block['measure']} × 100) on the "
+              f"{conf} pairs; p: paired randomisation (sign-flip) test against the base; p_holm: Holm over "
+              f"the {block['tried']} variants. Runs: results/runs/<variant>.run.", ""]
     return lines
 
 

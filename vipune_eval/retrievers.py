@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -161,6 +161,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 NAMES = tuple(PRESETS)
 DEFAULT = NAMES
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# What-if variants (vipune_eval.whatif) are named from their parameters, "hybrid~k=60~query=or":
+# '~' never appears in a configured name, so the two never clash.
+VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-z0-9._+,-]+)+")
 
 
 def family_params(family: str, given: dict[str, Any], where: str) -> dict[str, Any]:
@@ -246,6 +249,9 @@ def from_json(text: str) -> Spec:
     data = json.loads(text)
     if data.get("use") == "vipune" or data.get("name") in PRESETS:
         return _preset(data["name"])
+    name = data.get("name")
+    if isinstance(name, str) and VARIANT_PATTERN.fullmatch(name):
+        return replace(spec({**data, "name": "variant"}, check_plugin=False), name=name)
     return spec(data, check_plugin=False)
 
 
