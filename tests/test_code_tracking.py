@@ -39,6 +39,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
     "measures": {"score", "report", "plots"},
     "views": {"report", "plots"},  # the primary view's name
+    "granularities": {"filter", "filter_rows", "report", "plots"},  # rows of a session; the primary's name
     "paths": {"report", "plots"},
     "stats": {"score", "report"},
     "score": {"score"},

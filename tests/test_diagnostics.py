@@ -28,10 +28,11 @@ def test_empty_and_query_and_agreement():
                "hybrid": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s1"])}),
                "hybrid-or": per_query({"a": (0.0, ["s2", "s1"]), "b": (1.0, ["s1"])}),
                "vipune": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s9"])})}
-    empty = diagnostics.empty_and_query(metrics, 1)
+    roles = {"bm25_and": "bm25", "hybrid_and": "hybrid", "hybrid_or": "hybrid-or"}  # retrievers.roles
+    empty = diagnostics.empty_and_query(metrics, 1, roles)
     assert empty["bm25_empty_share"] == 0.5 and empty["hybrid_vs_hybrid_or_top1_differs"] == 1
     assert empty["recall@1_on_empty_and_pairs"] == {"hybrid": 1.0, "hybrid-or": 0.0}
-    agree = diagnostics.agreement(metrics, [1, 2])
+    agree = diagnostics.agreement(metrics, [1, 2], "vipune", "hybrid")
     assert agree["same_top1_share"] == 0.5 and agree["differ_top2"] == ["b"]
 
 

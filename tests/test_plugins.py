@@ -188,3 +188,20 @@ def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env):
     (workdir / "mine" / "plug.py").write_text("def newest_first(:\n")
     proc = snakemake(workdir, "-n", env=workflow_env, check=False)
     assert proc.returncode != 0 and "mine/plug.py:newest_first" in proc.stderr + proc.stdout
+
+
+def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):
+    """docs/extending.md's complete plugin, as written there, ranks a persona and passes the checks."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "extending.md").read_text()
+    source = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "def rank(" in block)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "recent_dense.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    plugins.load.cache_clear()
+    spec = registry.resolve([{"name": "recent-dense", "use": "plugins/recent_dense.py:rank"}])[0]
+    persona = make_persona()
+    ranking = plugins.search(plugins.load(spec.use), persona, 3, spec.use)
+    assert len(ranking) == 3 and all(persona.knows(r) for r, _ in ranking)
+    assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)

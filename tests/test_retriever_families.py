@@ -205,3 +205,10 @@ def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
     with pytest.raises(EvalError, match="unknown family 'hybird'"):
         workspace.prepare(config)
     assert not os.listdir(tmp_path)
+
+
+def test_the_report_roles_are_found_by_setting_not_by_name():
+    specs = registry.resolve([{"name": "b", "use": "bm25"}, {"name": "h", "use": "hybrid", "k": 25},
+                              "hybrid-or", {"name": "h60", "use": "hybrid", "k": 60}])
+    assert registry.roles(specs) == {"bm25_and": "b", "hybrid_and": "h", "hybrid_or": "hybrid-or"}
+    assert registry.roles(registry.resolve(["dense"])) == dict.fromkeys(registry.ROLES)

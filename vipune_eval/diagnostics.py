@@ -39,26 +39,30 @@ def truncation(pairs: list[dict[str, Any]], embeddings: list[Path], metrics: dic
     return out
 
 
-def empty_and_query(metrics: dict[str, dict[str, Any]], k: int) -> dict[str, Any] | None:
-    """How often vipune's AND query finds nothing, and what an OR query changes in the fusion."""
-    if "bm25" not in metrics:
+def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
+                    roles: dict[str, str | None]) -> dict[str, Any] | None:
+    """How often vipune's AND query finds nothing, and what an OR query changes in the fusion.
+    ``roles`` names the configured runs with the settings compared (vipune_eval.retrievers.roles):
+    ``bm25_and``, ``hybrid_and``, ``hybrid_or``."""
+    bm25, hybrid_name, or_name = roles.get("bm25_and"), roles.get("hybrid_and"), roles.get("hybrid_or")
+    if bm25 not in metrics:
         return None
-    rows = metrics["bm25"]["per_query"]
+    rows = metrics[bm25]["per_query"]
     empty = {q for q, r in rows.items() if not r["ranked"]}
     out: dict[str, Any] = {"bm25_empty_share": len(empty) / len(rows), "bm25_empty_pairs": len(empty)}
-    if "hybrid" in metrics and "hybrid-or" in metrics:
-        hybrid, hybrid_or = metrics["hybrid"]["per_query"], metrics["hybrid-or"]["per_query"]
+    if hybrid_name in metrics and or_name in metrics:
+        hybrid, hybrid_or = metrics[hybrid_name]["per_query"], metrics[or_name]["per_query"]
         differ = [q for q in hybrid if hybrid[q]["ranked"][:k] != hybrid_or[q]["ranked"][:k]]
         out[f"hybrid_vs_hybrid_or_top{k}_differs"] = len(differ)
         key = f"recall@{k}"
         out[f"{key}_on_empty_and_pairs"] = {
-            "hybrid": _mean([hybrid[q][key] for q in empty]),
-            "hybrid-or": _mean([hybrid_or[q][key] for q in empty])}
+            hybrid_name: _mean([hybrid[q][key] for q in empty]),
+            or_name: _mean([hybrid_or[q][key] for q in empty])}
     return out
 
 
-def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str = "vipune",
-              mirror: str | None = "hybrid") -> dict[str, Any] | None:
+def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
+              mirror: str | None) -> dict[str, Any] | None:
     """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
     `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
     second sits in the fusion, not in the dense arm); the mirror is the configured reference run

@@ -130,10 +130,10 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                               "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
                               "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
                               "published": PUBLISHED}
-    mirrors = manifest.get("mirrors") or {"vipune": "hybrid", "vipune-semantic": "dense"}
+    mirrors, roles = manifest["mirrors"], manifest["roles"]
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(_rows_with_gold(primary), primary["embeddings"], metrics, k),
-        "bm25_and_query": diagnostics.empty_and_query(metrics, k),
+        "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
         "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
         "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
                                                           mirrors.get("vipune-semantic")),
@@ -419,10 +419,10 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
         lines.append(f"- vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "
                      f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.")
         if f"hybrid_vs_hybrid_or_top{k}_differs" in bm25:
-            on_empty = bm25[f"recall@{k}_on_empty_and_pairs"]
-            lines.append(f"  - hybrid and hybrid-or differ in the top {k} of "
+            (and_name, and_value), (or_name, or_value) = bm25[f"recall@{k}_on_empty_and_pairs"].items()
+            lines.append(f"  - {and_name} and {or_name} differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
-                         f"recall@{k} is {_opt(on_empty['hybrid'])} (AND) vs {_opt(on_empty['hybrid-or'])} (OR).")
+                         f"recall@{k} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
     for key, binary in (("vipune_vs_hybrid", "vipune"), ("vipune_semantic_vs_dense", "vipune-semantic")):
         agree = d.get(key)
         if agree:

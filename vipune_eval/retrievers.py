@@ -275,9 +275,24 @@ def uses_binary(specs: list[Spec]) -> bool:
     return any(s.lane == "vipune" for s in specs)
 
 
+def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:
+    """The first configured reference retriever with this family setting (defaults filled in)."""
+    setting = dict(setting)
+    family = setting.pop("use")
+    full = {"use": family, **family_params(family, setting, "setting")}
+    return next((s.name for s in specs if s.lane == "reference" and not s.plugin and s.setting() == full), None)
+
+
 def mirror_of(binary: Spec, specs: list[Spec]) -> str | None:
     """The configured reference retriever whose family setting mirrors a vipune-lane one."""
-    for s in specs:
-        if s.lane == "reference" and not s.plugin and s.setting() == binary.mirror:
-            return s.name
-    return None
+    return configured_with(binary.mirror, specs)
+
+
+# The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
+# what an OR query changes in the fusion), found among the configured runs whatever their names.
+ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"},
+         "hybrid_or": {"use": "hybrid", "query": "or"}}
+
+
+def roles(specs: list[Spec]) -> dict[str, str | None]:
+    return {role: configured_with(setting, specs) for role, setting in ROLES.items()}

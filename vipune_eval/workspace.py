@@ -287,6 +287,7 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
         "corpus": datasets.corpus(ws.config["dataset"]),
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
+        "roles": retrievers.roles(ws.specs),
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.lane == "vipune"},
         "primary": ws.primary, "builds": ws.builds,
         "baseline": ws.baseline,
