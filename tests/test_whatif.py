@@ -6,7 +6,7 @@ base with Holm's correction over the whole grid."""
 import pytest
 
 from vipune_eval import retrievers as registry
-from vipune_eval import whatif
+from vipune_eval import whatif, whatif_grid
 from vipune_eval.io import EvalError
 from vipune_eval.measures import SEED, keys
 
@@ -16,7 +16,7 @@ SPECS = registry.resolve(["vipune", "dense", "hybrid", {"name": "h60", "use": "h
 
 
 def lab(grid, base="hybrid", **extra):
-    return whatif.resolve({"base": base, "grid": grid, **extra}, SPECS, KEYS)
+    return whatif_grid.resolve({"base": base, "grid": grid, **extra}, SPECS, KEYS)
 
 
 def test_grid_points_are_named_family_settings_in_grid_order():
@@ -51,13 +51,13 @@ def test_a_grown_grid_keeps_the_earlier_names():
 ])
 def test_unknown_or_ill_typed_is_refused_listing_the_known(block, words):
     with pytest.raises(EvalError) as exc:
-        whatif.resolve(block, SPECS, KEYS)
+        whatif_grid.resolve(block, SPECS, KEYS)
     for word in words:
         assert word in str(exc.value)
 
 
 def test_no_block_no_lab():
-    assert whatif.resolve(None, SPECS, KEYS) is None
+    assert whatif_grid.resolve(None, SPECS, KEYS) is None
 
 
 # ---------------------------------------------------------------- selection and tie rule

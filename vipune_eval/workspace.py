@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import datasets, measures, paths, retrievers, sources, views, whatif
+from . import datasets, measures, paths, retrievers, sources, views, whatif_grid
 from .io import EvalError, write_json_if_changed
 from .views import View
 
@@ -53,7 +53,7 @@ class Workspace:
     binaries: dict[str, str] = field(default_factory=dict)  # id → path of a build run here now
     fingerprints: dict[str, dict] = field(default_factory=dict)
     specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
-    lab: whatif.Lab | None = None          # the what-if grid (primary view only)
+    lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
 
     # ------------------------------------------------------------ names
     @property
@@ -127,7 +127,7 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 def prepare(config: dict[str, Any]) -> Workspace:
     """Check the configuration, write the fingerprints and the config, name the builds."""
     specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
-    lab = whatif.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
+    lab = whatif_grid.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
     clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
     if clash:
         raise EvalError(f"whatif: the variant names {clash} are taken by configured retrievers")
