@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from . import longmemeval, measures, trec
 from .io import EvalError, read_json, write_json
-from .stats import bootstrap_interval, wilson_interval
+from .stats import bootstrap_intervals, wilson_interval
 
 LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
 
@@ -69,16 +69,20 @@ def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str,
 
 
 def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float]]:
-    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise."""
+    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise (every
+    fractional metric from one resample matrix: the same resamples, so the same intervals, as
+    one bootstrap per metric)."""
     out = {}
+    fractional = [key for key in keys if not measures.is_binary(key)]
     for key in keys:
-        values = [r[key] for r in rows]
         if measures.is_binary(key):
-            lo, hi = wilson_interval(int(round(sum(values))), len(values))
-        else:
-            lo, hi = bootstrap_interval(values, seed=0)
-        out[key] = [lo, hi]
-    return out
+            lo, hi = wilson_interval(int(round(sum(r[key] for r in rows))), len(rows))
+            out[key] = [lo, hi]
+    if fractional:
+        matrix = np.array([[r[key] for key in fractional] for r in rows], dtype=np.float64).reshape(-1, len(fractional))
+        for key, (lo, hi) in zip(fractional, bootstrap_intervals(matrix, seed=0)):
+            out[key] = [float(lo), float(hi)]
+    return {key: out[key] for key in keys}
 
 
 def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
