@@ -169,10 +169,11 @@ def whatif(report: dict[str, Any], out: Path) -> None:
                 ax.plot(xs, [r[conf] for r in members], "--s", color=color, label=f"{label} ({conf})")
             ax.set_xlabel(param)
         ax.set_ylabel(block["measure"])
+        ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
-    fig.suptitle(f"what-if: {block['tried']} variants of {block['base']['name']}, chosen on {sel} "
-                 f"({block['chosen']}), confirmed on {conf}", fontsize="medium")
+    fig.suptitle(f"what-if: {block['tried']} variants of {block['base']['name']}; chosen on {sel}: "
+                 f"{block['chosen']}; solid {sel}, dashed {conf}", fontsize="medium")
     _save(fig, out)
 
 
