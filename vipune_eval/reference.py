@@ -14,8 +14,8 @@ ranks from them, so a grid of hybrid variants costs fusions, not searches.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
