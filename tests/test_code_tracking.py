@@ -42,8 +42,10 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "report": {"report"},
     "diagnostics": {"report"},
     "plots": {"plots"},
+    "whatif": {"report"},  # the what-if choice and its confirmation
     # parse-time set-up only: no rule runs them
     "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(), "failures": set(),
+    "whatif_grid": set(),
 }
 
 

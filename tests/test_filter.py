@@ -182,7 +182,11 @@ OFFICIAL_DATA = [
 def test_official_session_view_is_longmemevals_corpus_gold_and_skip_rule(tmp_path):
     summary, pairs, rows, texts = official(tmp_path, OFFICIAL_DATA)
     assert summary["pairs"] == 2 and summary["skipped_without_user_side_evidence"] == 1
-    assert set(pairs) == {"q1", "q3"}
+    # every non-abstention pair is searched (print_retrieval_metrics.py's set); the skip rule is
+    # a column: run_retrieval.py's set is the pairs with user-side evidence
+    assert {q for q, p in pairs.items() if p["user_side_evidence"]} == {"q1", "q3"}
+    assert set(pairs) == {"q1", "q2", "q3"} and summary["pairs_all"] == 3
+    assert pairs["q2"]["gold"] == [] and rows["q2"]["row_docs"] == ["s1", "noans_a2"]
     # Row text: the user turns' contents joined by one space, no role prefix, no newline.
     q1 = rows["q1"]
     assert [texts[t] for t in q1["row_text_ids"]] == ["I adopted Luna she is grey", "b"]

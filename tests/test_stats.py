@@ -270,3 +270,15 @@ def test_compare_runs_rejects_mismatched_or_incomplete_input():
         compare_runs(a, b, METRICS, {q: c for q, c in cats.items() if q != "x000"})
     with pytest.raises(ValueError, match="recall@10"):
         compare_runs(a, b, METRICS + ["recall@10"], cats)
+
+
+def test_bootstrap_intervals_of_columns_equal_one_bootstrap_per_column():
+    """score computes every fractional metric's interval from one resample matrix: the same
+    intervals as one bootstrap_interval per metric, same seed."""
+    from vipune_eval.stats import bootstrap_intervals
+
+    rng = np.random.default_rng(4)
+    x = rng.random((37, 5))
+    both = bootstrap_intervals(x, seed=3, resamples=2000)
+    for j in range(5):
+        assert tuple(both[j]) == pytest.approx(bootstrap_interval(x[:, j], seed=3, resamples=2000), abs=1e-12)

@@ -37,6 +37,9 @@ PAIRS_SCHEMA = pa.schema([
     ("gold", pa.list_(pa.string())),
     ("gold_source", pa.string()),
     ("session_ids", pa.list_(pa.string())),
+    # run_retrieval.py's skip rule keeps the pair (some user turn has a truthy has_answer): the
+    # official view's `metrics` average these, its `metrics_all` every pair
+    ("user_side_evidence", pa.bool_()),
 ])
 ROWS_SCHEMA = pa.schema([
     ("question_id", pa.string()),
@@ -281,10 +284,9 @@ def has_user_side_evidence(instance: Instance) -> bool:
 
 def rows_of(instance: Instance, protocol: str, granularity: str,
             chunker: Callable | None) -> list[Row] | None:
-    """The view's rows of an instance, or None when the view skips the pair."""
+    """The view's rows of an instance (the official view keeps every non-abstention pair:
+    print_retrieval_metrics.py averages them all; its skip rule is a column of the pairs)."""
     if protocol == "official":
-        if not has_user_side_evidence(instance):
-            return None
         return official_rows(instance, granularity)
     return seed_rows(instance, granularity, chunker)
 
@@ -470,19 +472,19 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
     pairs: list[dict[str, Any]] = []
     all_pairs: list[tuple[str, str]] = []  # every usable pair: the split is decided over these
     gold_sources: Counter = Counter()
-    empty_gold = 0
+    empty_gold = empty_gold_all = 0
     for instance in usable_instances(dataset, counts, expected.get("instances") if expected else None):
         pair = instance.pair
         all_pairs.append((pair["question_id"], pair["question_type"]))
         rows = rows_of(instance, protocol, granularity, None) if official else []
-        if rows is None:
-            continue
+        pair = {**pair, "user_side_evidence": has_user_side_evidence(instance)}
         gold = gold_of(instance, protocol, rows)
         if official:
-            empty_gold += not gold
+            empty_gold += not gold and pair["user_side_evidence"]  # in run_retrieval.py's set
+            empty_gold_all += not gold
             pair = {**pair, "gold": gold, "gold_source": "official: ids holding 'answer'"}
         pairs.append({k: pair[k] for k in ("question_id", "question_type", "question", "question_date",
-                                           "gold", "gold_source", "session_ids")})
+                                           "gold", "gold_source", "session_ids", "user_side_evidence")})
         gold_sources[pair["gold_source"]] += 1
         counts["session_slots"] += len(pair["session_ids"])
     labels = splits.assign(all_pairs, split_seed, dev_fraction)
@@ -500,8 +502,13 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
     }
     if official:
         summary["skip_rule"] = SKIP_RULE
-        summary["skipped_without_user_side_evidence"] = len(all_pairs) - len(pairs)
+        # "pairs": the set run_retrieval.py averages (its `metrics`); "pairs_all": every
+        # non-abstention pair, all searched and in the qrels (print_retrieval_metrics.py's set)
+        summary["skipped_without_user_side_evidence"] = sum(not p["user_side_evidence"] for p in pairs)
+        summary["pairs_all"] = len(pairs)
+        summary["pairs"] = len(pairs) - summary["skipped_without_user_side_evidence"]
         summary["pairs_with_empty_gold"] = empty_gold
+        summary["pairs_all_with_empty_gold"] = empty_gold_all
     check_expected(dataset, summary, len(all_pairs), expected)
     with atomic_path(pairs_out) as tmp:
         pq.write_table(pa.Table.from_pylist(pairs, schema=PAIRS_SCHEMA), tmp)

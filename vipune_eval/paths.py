@@ -22,7 +22,7 @@ MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
 VIPUNE_HF_HOME = f"{RESULTS}/model/vipune-home"
 REPORT_JSON = f"{RESULTS}/report.json"
 REPORT_MD = f"{RESULTS}/report.md"
-PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency")
+PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency", "whatif")
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
 
 

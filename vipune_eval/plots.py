@@ -133,6 +133,50 @@ def latency(report: dict[str, Any], k: int, out: Path) -> None:
     _save(fig, out)
 
 
+def whatif(report: dict[str, Any], out: Path) -> None:
+    """The what-if measure against each numeric grid parameter, one line per setting of the
+    others, solid on the selection split and dashed on the confirmation split."""
+    block = report.get("whatif")
+    if not block:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no what-if grid configured (config key whatif)", ha="center", va="center")
+        _save(fig, out)
+        return
+    grid, rows = block["grid"], block["variants"]
+    numeric = [p for p, values in grid.items()
+               if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)]
+    panels = numeric or [None]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    sel, conf = block["select_on"], block["confirm_on"]
+    for ax, param in zip(axes[0], panels):
+        if param is None:  # no numeric parameter: one point per variant
+            xs = range(len(rows))
+            for split, style in ((sel, "-o"), (conf, "--s")):
+                ax.plot(xs, [r[split] for r in rows], style, label=split)
+            ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=45, ha="right", fontsize="small")
+        else:
+            others = [p for p in grid if p != param]
+            lines: dict[tuple, list[dict[str, Any]]] = {}
+            for r in rows:
+                lines.setdefault(tuple(str(r["params"][p]) for p in others), []).append(r)
+            for i, (setting, members) in enumerate(lines.items()):
+                members = sorted(members, key=lambda r: r["params"][param])
+                label = ", ".join(f"{p}={v}" for p, v in zip(others, setting)) or block["base"]["name"]
+                xs = [r["params"][param] for r in members]
+                color = f"C{i % 10}"
+                ax.plot(xs, [r[sel] for r in members], "-o", color=color, label=f"{label} ({sel})")
+                ax.plot(xs, [r[conf] for r in members], "--s", color=color, label=f"{label} ({conf})")
+            ax.set_xlabel(param)
+        ax.set_ylabel(block["measure"])
+        ax.set_ylim(-0.02, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle(f"what-if: {block['tried']} variants of {block['base']['name']}; chosen on {sel}: "
+                 f"{block['chosen']}; solid {sel}, dashed {conf}", fontsize="medium")
+    _save(fig, out)
+
+
 def run_plots(report: Path, out_dir: Path) -> None:
     data = read_json(report)
     primary = data["views"][PRIMARY.name]
@@ -143,3 +187,4 @@ def run_plots(report: Path, out_dir: Path) -> None:
     gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out_dir / "gold_ranks.png")
     granularities(data, k, out_dir / "granularities.png")
     latency(data, k, out_dir / "latency.png")
+    whatif(data, out_dir / "whatif.png")

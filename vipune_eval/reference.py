@@ -156,8 +156,13 @@ def search_persona(persona: Persona, retrievers: list[Any], limit: int,
     vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
     whose rankings collapse to sessions), else their first ``limit``."""
     specs = [r if isinstance(r, registry.Spec) else registry.spec(r) for r in retrievers]
-    arms = persona_arms(persona)
-    return {s.name: arms.ranking(*registry.rank(arms, s, limit, rank_all)) for s in specs}
+    arms = persona_arms(persona) if any(s.from_arms for s in specs) else None
+    out = {}
+    for s in specs:
+        source = arms if s.from_arms else persona
+        indices, scores = registry.rank(source, s, limit, rank_all)
+        out[s.name] = [(persona.row_ids[i], float(v)) for i, v in zip(indices.tolist(), scores.tolist())]
+    return out
 
 
 # ---------------------------------------------------------------- the arms file
@@ -216,17 +221,24 @@ def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, s
         specs = [registry.from_argument(r) for r in retrievers]
         if any(s.lane != "reference" or s.plugin for s in specs):
             raise EvalError(f"search-reference runs families only, got {retrievers}")
-    runs: dict[str, list[tuple[str, list[str]]]] = {s.name: [] for s in specs} if retrievers else {}
+    else:
+        specs = []
+    runs: dict[str, list[tuple[str, list[str]]]] = {s.name: [] for s in specs}
     kept: list[Arms] = []
+    need_arms = bool(arms_out) or any(s.from_arms for s in specs)
     progress = Progress(f"reference shard {shard}/{shards}: personas",
                         total=shard_pair_count(rows, shard, shards))
     for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
-        arms = persona_arms(persona)
+        arms = persona_arms(persona) if need_arms else None
         if arms_out:
             kept.append(arms)
-        for s in specs if retrievers else []:
-            runs[s.name].append((arms.question_id,
-                                 arms.documents(registry.rank(arms, s, limit, rank_all)[0], depth, collapse)))
+        for s in specs:
+            if s.from_arms:
+                ranked = arms.documents(registry.rank(arms, s, limit, rank_all)[0], depth, collapse)
+            else:  # a family that ranks from the persona itself (bm25-lme)
+                indices = registry.rank(persona, s, limit, rank_all)[0]
+                ranked = persona.documents([(persona.row_ids[i], 0.0) for i in indices.tolist()], depth, collapse)
+            runs[s.name].append((persona.question_id, ranked))
         progress.advance()
     if arms_out:
         write_arms(arms_out, kept)
@@ -240,8 +252,8 @@ def run_fuse(arms: list[Path], retriever: str, limit: int, depth: int, outputs: 
     if len(arms) != len(outputs):
         raise EvalError(f"fuse: {len(arms)} arms files for {len(outputs)} outputs")
     s = registry.from_argument(retriever)
-    if s.lane != "reference" or s.plugin:
-        raise EvalError(f"fuse: {retriever} is not a family setting")
+    if not s.from_arms:
+        raise EvalError(f"fuse: {retriever} is not a family setting fused from the arms")
     for path, out in zip(arms, outputs):
         trec.write_run(out, [(a.question_id, a.documents(registry.rank(a, s, limit, rank_all)[0], depth, collapse))
                              for a in read_arms(path)], s.name)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from . import __version__, diagnostics, measures
+from . import __version__, diagnostics, measures, whatif
 from .io import atomic_path, read_json, write_json
 from .stats import adjust_family, compare_runs
 from .trec import read_qrels
@@ -21,13 +21,18 @@ from .views import PRIMARY
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
-# GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all.
+# GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all, and its
+# figures are print_retrieval_metrics.py's averages over every non-abstention pair: our
+# `metrics_all` of the bm25-lme retriever (LongMemEval's own BM25) is the number beside them.
 PUBLISHED = {
     "source": "LongMemEval paper (Wu et al., ICLR 2025), Table 9, LongMemEval_M, value = session, "
               "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
               "against the paper here; Contriever and Stella figures were not available",
+    "corpus": "the paper's: LongMemEval_M of the original release (xiaowu0162/longmemeval, "
+              "longmemeval_m.json), every non-abstention pair (print_retrieval_metrics.py)",
     "retrievers": {"BM25 (rank_bm25)": {"recall_all@5": 0.634, "recall_all@10": 0.710,
                                         "ndcg_any@5": 0.516, "ndcg_any@10": 0.540}},
+    "ours": {"BM25 (rank_bm25)": "bm25-lme"},  # the configured retriever that reproduces each row
 }
 
 
@@ -64,6 +69,8 @@ def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
     entry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
              "intervals": m["intervals"], "per_category": m["per_category"],
              "short_lists": m["short_lists"]}
+    if "metrics_all" in m:  # the official protocol's second question set
+        entry.update({k: m[k] for k in ("pairs_all", "metrics_all", "intervals_all")})
     if "search_seconds" in m:
         entry["search_seconds"] = m["search_seconds"]
     return entry
@@ -118,6 +125,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
     report["granularities"] = granularities(manifest, view_metrics, keys)
+    if manifest.get("whatif"):
+        report["whatif"] = whatif_block(manifest["whatif"], metrics)
     official = [(v, m) for v, m in zip(manifest["views"], view_metrics) if v["protocol"] == "official"]
     if official and official[0][0]["granularity"] == PRIMARY.granularity:
         view, m = official[0]
@@ -126,8 +135,10 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                               "skipped_without_user_side_evidence": block["summary"]["skipped_without_user_side_evidence"],
                               "pairs_with_empty_gold": block["summary"]["pairs_with_empty_gold"],
                               "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
+                              "pairs_all": block["summary"]["pairs_all"],
                               "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
-                              "published": PUBLISHED}
+                              "published": PUBLISHED,
+                              "beside_published": beside_published(block["retrievers"], report.get("corpus"))}
     mirrors, roles = manifest["mirrors"], manifest["roles"]
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(_rows_with_gold(primary), primary["embeddings"], metrics, k),
@@ -150,6 +161,18 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
+
+
+def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The what-if grid chosen on one split and confirmed on the other (vipune_eval.whatif)."""
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        m = metrics.get(entry["name"]) or read_json(entry["metrics"])
+        return {"name": entry["name"], "params": entry["params"], "run": entry["run"],
+                "per_query": m["per_query"]}
+
+    block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]),
+                           [run(v) for v in lab["variants"]])
+    return {**block, "grid": lab["grid"]}
 
 
 def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
@@ -269,6 +292,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [f"- {sentence}" for sentence in result["summary"]]
         lines.append("")
     lines += granularities_markdown(report, k)
+    lines += whatif_markdown(report)
     lines += official_markdown(report)
     lines += diagnostics_markdown(report, ks, k)
     counts = report["dataset"]["per_category"]
@@ -334,6 +358,57 @@ def granularities_markdown(report: dict[str, Any], k: int) -> list[str]:
     return lines
 
 
+def whatif_markdown(report: dict[str, Any]) -> list[str]:
+    block = report.get("whatif")
+    if not block:
+        return []
+    sel, conf = block["select_on"], block["confirm_on"]
+    base = block["base"]
+    lines = [f"## What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, "
+             f"confirmed on {conf}", ""]
+    lines += [f"- {sentence}" for sentence in whatif.verdict(block)]
+    lines += ["", f"| variant | {sel} | {conf} | {conf} − base | 95% interval | p | p_holm | |",
+              "|---|---:|---:|---:|---|---:|---:|---|",
+              f"| base `{base['name']}` | {_opt(base[sel])} | {_opt(base[conf])} | | | | | |"]
+    ordered = sorted(block["variants"], key=lambda r: -(r[sel] if r[sel] is not None else -1.0))
+    for r in ordered:
+        note = "chosen" if r["name"] == block["chosen"] else ""
+        if r["params"] == base["params"]:
+            note = (note + ", " if note else "") + "base setting"
+        interval = "–" if r["interval"] is None else f"[{100 * r['interval'][0]:+.1f}, {100 * r['interval'][1]:+.1f}]"
+        delta = "–" if r["test_delta"] is None else f"{100 * r['test_delta']:+.1f}"
+        lines.append(f"| {r['name']} | {_opt(r[sel])} | {_opt(r[conf])} | {delta} | {interval} | "
+                     f"{r['p']:.3f} | {r['p_holm']:.3f} | {note} |")
+    lines += ["", f"Sorted by {sel}. Differences and intervals in points ({block['measure']} × 100) on the "
+              f"{conf} pairs; p: paired randomisation (sign-flip) test against the base; p_holm: Holm over "
+              f"the {block['tried']} variants. Runs: results/runs/<variant>.run.", ""]
+    return lines
+
+
+def corpus_text(corpus: dict[str, Any] | None) -> str:
+    if not corpus:
+        return "this run's dataset"
+    return (f"ours: {corpus['preset'] or 'custom'} ({corpus['repo_id']} {corpus['filename']}"
+            f"{', a local copy' if corpus['local_path'] else ''}; {corpus['note']})")
+
+
+def beside_published(retrievers: dict[str, Any], corpus: dict[str, Any] | None) -> dict[str, Any]:
+    """Each published row beside the configured retriever that reproduces it (its `metrics_all`,
+    the set the paper's script averages, and its `metrics`), naming the corpus of each."""
+    out = {}
+    for paper, ours in PUBLISHED["ours"].items():
+        if ours not in retrievers:
+            continue
+        entry = retrievers[ours]
+        keys = PUBLISHED["retrievers"][paper]
+        out[paper] = {"retriever": ours, "paper": keys, "paper_corpus": PUBLISHED["corpus"],
+                      "ours_corpus": corpus_text(corpus),
+                      "ours_all": {k: entry.get("metrics_all", entry["metrics"])[k] for k in keys},
+                      "ours_all_pairs": entry.get("pairs_all", entry["pairs"]),
+                      "ours": {k: entry["metrics"][k] for k in keys}, "ours_pairs": entry["pairs"]}
+    return out
+
+
 def official_markdown(report: dict[str, Any]) -> list[str]:
     lines = []
     for name, view in report["views"].items():
@@ -342,9 +417,16 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
         shown = measures.keys(view["ks"], [m for m in view["measures"] if m != "mrr"])
         s = view["summary"]
         lines += [f"## View {name}: LongMemEval's own protocol", "", f"{view['description']}. "
-                  f"{view['pairs']} pairs ({s['skipped_without_user_side_evidence']} skipped by {s['skip_rule']}; "
+                  f"Every one of the {s.get('pairs_all', view['pairs'])} non-abstention pairs is searched; "
+                  f"`metrics` average the {view['pairs']} pairs run_retrieval.py averages "
+                  f"({s['skipped_without_user_side_evidence']} left out by {s['skip_rule']}; "
                   f"{s['pairs_with_empty_gold']} kept with empty gold).", "",
                   *_table(view["retrievers"], shown), ""]
+        every = {n: {**e, "metrics": e["metrics_all"], "intervals": e["intervals_all"], "pairs": e["pairs_all"]}
+                 for n, e in view["retrievers"].items() if "metrics_all" in e}
+        if every:
+            lines += [f"`metrics_all`: every non-abstention pair, the set print_retrieval_metrics.py "
+                      f"averages ({s.get('pairs_all')} pairs):", "", *_table(every, shown), ""]
         lines += [f"- {m}: {text}" for m, text in view["measures"].items()]
         lines.append("")
     if "official" in report:
@@ -354,9 +436,20 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
         on = ("; on the paper's original corpus, not this run's cleaned one"
               if corpus.get("release") == "cleaned" else "")
         lines += ["Published figures on other retrievers (not ours; " + published["source"] + on + "):", "",
-                  "| retriever | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+                  "| retriever | corpus | pairs | " + " | ".join(cols) + " |", "|---|---|---:|" + "---:|" * len(cols)]
+        beside = report["official"].get("beside_published", {})
         for name, row in published["retrievers"].items():
-            lines.append(f"| {name} | " + " | ".join(f"{row[c]:.3f}" if c in row else "–" for c in cols) + " |")
+            lines.append(f"| {name}, published | {published['corpus']} | – | "
+                         + " | ".join(f"{row[c]:.3f}" if c in row else "–" for c in cols) + " |")
+            b = beside.get(name)
+            if b:
+                lines.append(f"| `{b['retriever']}` (LongMemEval's BM25), `metrics_all` | {b['ours_corpus']} | "
+                             f"{b['ours_all_pairs']} | " + " | ".join(f"{b['ours_all'][c]:.3f}" for c in cols) + " |")
+                lines.append(f"| `{b['retriever']}`, `metrics` (run_retrieval.py's set) | {b['ours_corpus']} | "
+                             f"{b['ours_pairs']} | " + " | ".join(f"{b['ours'][c]:.3f}" for c in cols) + " |")
+        if not beside:
+            lines.append("\nAdd the retriever `bm25-lme` (LongMemEval's own BM25) to put our number beside "
+                         "the published BM25 row.")
         lines.append("")
     return lines
 

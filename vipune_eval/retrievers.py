@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -80,6 +80,20 @@ def _fusion(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.nda
     return best, scores[best]
 
 
+def _bm25_lme(persona: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
+    """LongMemEval's own BM25, as its src/retrieval/run_retrieval.py runs ``flat-bm25`` (commit
+    9e0b455): rank_bm25 0.2.2 ``BM25Okapi([doc.split(" ") for doc in corpus])``,
+    ``get_scores(question.split(" "))``, order ``np.argsort(scores)[::-1]`` — the same calls, so
+    ties fall the same way — over the persona's rows (the view's corpus, in haystack order)."""
+    from rank_bm25 import BM25Okapi
+
+    bm25 = BM25Okapi([doc.split(" ") for doc in persona.texts])
+    scores = bm25.get_scores(persona.question.split(" "))
+    order = np.argsort(scores)[::-1]
+    order = order if rank_all else order[:limit]
+    return order, scores[order]
+
+
 @dataclass(frozen=True)
 class Param:
     check: Callable[[Any], Any]
@@ -96,6 +110,9 @@ class Family:
     description: str
     rank: Callable[..., tuple[np.ndarray, np.ndarray]]
     params: dict[str, Param] = field(default_factory=dict)
+    # "arms": ranks from a persona's shared arms (fused per run from the arms files);
+    # "persona": ranks from the persona itself (its texts), searched per shard
+    source: str = "arms"
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -109,6 +126,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
                       "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),
         "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
+    Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
+                       "run_retrieval.py flat-bm25)", _bm25_lme, source="persona"),
 )}
 
 
@@ -129,6 +148,11 @@ class Spec:
     @property
     def plugin(self) -> bool:
         return ":" in self.use
+
+    @property
+    def from_arms(self) -> bool:
+        """A family setting fused from the shared arms (not a plugin, not a persona family)."""
+        return self.lane == "reference" and not self.plugin and FAMILIES[self.use].source == "arms"
 
     def canonical(self) -> str:
         """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
@@ -157,10 +181,15 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("bm25-or", "reference", "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
     Preset("hybrid", "reference", "RRF (k = 25) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
     Preset("hybrid-or", "reference", "RRF (k = 25) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
+    Preset("bm25-lme", "reference", "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
+           {"use": "bm25-lme"}),
 )}
 NAMES = tuple(PRESETS)
-DEFAULT = NAMES
+DEFAULT = tuple(n for n in NAMES if n != "bm25-lme")  # the schema's default list
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# What-if variants (vipune_eval.whatif) are named from their parameters, "hybrid~k=60~query=or":
+# '~' never appears in a configured name, so the two never clash.
+VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-z0-9._+,-]+)+")
 
 
 def family_params(family: str, given: dict[str, Any], where: str) -> dict[str, Any]:
@@ -246,6 +275,9 @@ def from_json(text: str) -> Spec:
     data = json.loads(text)
     if data.get("use") == "vipune" or data.get("name") in PRESETS:
         return _preset(data["name"])
+    name = data.get("name")
+    if isinstance(name, str) and VARIANT_PATTERN.fullmatch(name):
+        return replace(spec({**data, "name": "variant"}, check_plugin=False), name=name)
     return spec(data, check_plugin=False)
 
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from . import longmemeval, measures, trec
 from .io import EvalError, read_json, write_json
-from .stats import bootstrap_interval, wilson_interval
+from .stats import bootstrap_intervals, wilson_interval
 
 LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
 
@@ -69,16 +69,20 @@ def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str,
 
 
 def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float]]:
-    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise."""
+    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise (every
+    fractional metric from one resample matrix: the same resamples, so the same intervals, as
+    one bootstrap per metric)."""
     out = {}
+    fractional = [key for key in keys if not measures.is_binary(key)]
     for key in keys:
-        values = [r[key] for r in rows]
         if measures.is_binary(key):
-            lo, hi = wilson_interval(int(round(sum(values))), len(values))
-        else:
-            lo, hi = bootstrap_interval(values, seed=0)
-        out[key] = [lo, hi]
-    return out
+            lo, hi = wilson_interval(int(round(sum(r[key] for r in rows))), len(rows))
+            out[key] = [lo, hi]
+    if fractional:
+        matrix = np.array([[r[key] for key in fractional] for r in rows], dtype=np.float64).reshape(-1, len(fractional))
+        for key, (lo, hi) in zip(fractional, bootstrap_intervals(matrix, seed=0)):
+            out[key] = [float(lo), float(hi)]
+    return {key: out[key] for key in keys}
 
 
 def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
@@ -105,7 +109,7 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
     keys = measures.keys(ks, names)
     failed, search_seconds = read_status(status or [])
     table = pq.read_table(pairs, columns=["question_id", "question_type", "split", "gold",
-                                          "gold_source"]).to_pylist()
+                                          "gold_source", "user_side_evidence"]).to_pylist()
     official = any(p["gold_source"].startswith("official") for p in table)
     info = {p["question_id"]: p for p in table if p["question_id"] not in failed}
     judged = {qid: docs for qid, docs in trec.read_qrels(qrels).items() if qid in info}
@@ -120,18 +124,29 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
         raise EvalError(f"run {name}: every pair failed ({len(failed)}); see its status files")
     values = per_query(judged, run, ks, names, official, turn_to_session,
                        gold={q: p["gold"] for q, p in info.items()})
+    # The official protocol's two question sets: `metrics` over the pairs run_retrieval.py
+    # averages (its skip rule), `metrics_all` over every pair (print_retrieval_metrics.py's).
+    averaged = {q: row for q, row in values.items() if not official or info[q]["user_side_evidence"]}
+    if not averaged:
+        raise EvalError(f"run {name}: no pair of {pairs} passes run_retrieval.py's skip rule")
     groups: dict[str, dict[str, list[dict[str, float]]]] = {"per_category": defaultdict(list),
                                                             "per_split": defaultdict(list)}
-    for qid, row in values.items():
+    for qid, row in averaged.items():
         groups["per_category"][info[qid]["question_type"]].append(row)
         groups["per_split"][info[qid]["split"]].append(row)
-    rows = list(values.values())
+    rows = list(averaged.values())
+    sets = {}
+    if official:
+        every = list(values.values())
+        sets = {"pairs_all": len(every), "metrics_all": mean_metrics(every, keys),
+                "intervals_all": metric_intervals(every, keys)}
     result = {
-        "retriever": name, "pairs": len(values), "run": str(run_out), "failed": failed,
-        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys),
+        "retriever": name, "pairs": len(averaged), "run": str(run_out), "failed": failed,
+        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys), **sets,
         **{group: {g: summarise(r, keys) for g, r in sorted(by.items())} for group, by in groups.items()},
-        "short_lists": sum(len(run.get(q, [])) < max(ks) for q in values),
+        "short_lists": sum(len(run.get(q, [])) < max(ks) for q in averaged),
         "per_query": {qid: {**row, "question_type": info[qid]["question_type"], "split": info[qid]["split"],
+                            **({"averaged": qid in averaged} if official else {}),
                             "ranked": [d for d, _, _ in run.get(qid, [])]}
                       for qid, row in sorted(values.items())},
     }

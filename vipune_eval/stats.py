@@ -139,6 +139,17 @@ def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95,
     return (float(lo), float(hi))
 
 
+def bootstrap_intervals(values: np.ndarray, *, confidence: float = 0.95, resamples: int = 10_000,
+                        seed: int = 0) -> np.ndarray:
+    """``bootstrap_interval`` of each column of ``values`` (n, m) → (m, 2), from one resample
+    matrix: column j's interval equals ``bootstrap_interval(values[:, j])`` with the same seed."""
+    _check(confidence, resamples)
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"values must be a finite (n, m) matrix, got shape {x.shape}")
+    return _bootstrap_intervals(x, confidence, resamples, seed)
+
+
 def interval(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 10_000,
              seed: int = 0) -> tuple[float, float]:
     """Interval for the mean: Wilson when all values are 0/1, percentile bootstrap otherwise."""

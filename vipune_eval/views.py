@@ -84,7 +84,9 @@ class View:
         if self.official:
             return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
                     f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "
-                    f"rule; pairs without user-side evidence are skipped (run_retrieval.py's rule)")
+                    f"rule; every non-abstention pair is searched: `metrics` average the pairs "
+                    f"run_retrieval.py keeps (it skips pairs without user-side evidence), "
+                    f"`metrics_all` every pair (print_retrieval_metrics.py)")
         return f"the seed protocol, {rows} (role: content text), scored per session"
 
 

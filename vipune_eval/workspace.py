@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import datasets, granularities, paths, retrievers, sources, views
+from . import datasets, granularities, measures, paths, retrievers, sources, views, whatif_grid
 from .io import EvalError, write_json_if_changed
 from .views import View
 
@@ -54,6 +54,7 @@ class Workspace:
     fingerprints: dict[str, dict] = field(default_factory=dict)
     specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
     notes: list[str] = field(default_factory=list)  # printed at parse time: what was not done
+    lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
 
     # ------------------------------------------------------------ names
     @property
@@ -74,6 +75,9 @@ class Workspace:
                 out[self.run_of(s.name)] = Run(self.run_of(s.name), s.name, self.primary)
         for build in self.builds:
             out.setdefault(paths.vipune_run(build), Run(paths.vipune_run(build), "vipune", build))
+        if self.lab:
+            for s in (self.lab.base, *self.lab.variants):
+                out.setdefault(s.name, Run(s.name, s.name, spec=s))
         return out
 
     def run_of(self, retriever: str) -> str:
@@ -142,6 +146,10 @@ def check_config(config: dict[str, Any]) -> None:
 def prepare(config: dict[str, Any]) -> Workspace:
     """Check the configuration, write the fingerprints and the config, name the builds."""
     specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
+    lab = whatif_grid.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
+    clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
+    if clash:
+        raise EvalError(f"whatif: the variant names {clash} are taken by configured retrievers")
     check_config(config)
     config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
     if config["dataset"]["path"]:
@@ -159,7 +167,8 @@ def prepare(config: dict[str, Any]) -> Workspace:
     else:
         model_dir = f"{paths.RESULTS}/model/download"
     workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
-                          views=views.configured(config), primary=None, builds=[], specs=specs)
+                          views=views.configured(config), primary=None, builds=[], specs=specs,
+                          lab=lab)
     if retrievers.uses_binary(specs):
         # A missing binary is reported by the vipune_missing rule, so dry runs and --lint still
         # work; a binary that is there but does not answer stops the run here, saying why.
@@ -305,7 +314,22 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
         "preflight": {b: paths.preflight(b) for b in binary
                       if b in ws.binaries or b == ws.primary or Path(paths.preflight(b)).exists()},
         "views": entries,
+        "whatif": whatif_manifest(ws),
     }
+
+
+def whatif_manifest(ws: Workspace) -> dict[str, Any] | None:
+    """The what-if grid's runs, scored in the primary view only."""
+    lab = ws.lab
+    if not lab:
+        return None
+
+    def entry(s: retrievers.Spec) -> dict[str, Any]:
+        return {"name": s.name, "params": s.params, "metrics": metrics_file(views.PRIMARY, s.name),
+                "run": paths.fill(paths.RUN, view=views.PRIMARY.folder, run=s.name)}
+
+    return {"measure": lab.measure, "select_on": lab.select_on, "grid": lab.grid,
+            "base": entry(lab.base), "variants": [entry(s) for s in lab.variants]}
 
 
 def manifest_files(manifest: dict[str, Any]) -> list[str]:
@@ -318,4 +342,7 @@ def manifest_files(manifest: dict[str, Any]) -> list[str]:
     for view in manifest["views"]:
         files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],
                   *view["metrics"].values(), *view["builds"].values()]
+    lab = manifest.get("whatif")
+    if lab:
+        files += [lab["base"]["metrics"], *(v["metrics"] for v in lab["variants"])]
     return list(dict.fromkeys(files))

@@ -31,7 +31,11 @@ VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
 ]
 RUNS = WS.runs()
 # Reference runs by kind: family settings fuse the shared arms, plugins run per shard.
-FAMILY_RUNS = [r for r in RUNS.values() if r.spec and not r.spec.plugin]
+FAMILY_RUNS = [r for r in RUNS.values() if r.spec and r.spec.from_arms]
+# Families that rank from the persona itself (bm25-lme) search per shard.
+PERSONA_RUNS = [
+    r for r in RUNS.values() if r.spec and not r.spec.plugin and not r.spec.from_arms
+]
 PLUGIN_RUNS = [r for r in RUNS.values() if r.spec and r.spec.plugin]
 try:
     # A plugin's source bytes are its search jobs' code version (editing it reruns them only).

@@ -53,6 +53,11 @@ rule plots:
             caption="../report/latency.rst",
             category="Plots",
         ),
+        whatif=report(
+            paths.fill(paths.PLOT, plot="whatif"),
+            caption="../report/whatif.rst",
+            category="Plots",
+        ),
     log:
         "results/logs/plots.log",
     benchmark:

@@ -64,6 +64,37 @@ rule fuse_reference:
         " {params.options} {params.rank_all} --outputs {output} 2> {log}"
 
 
+# A family that ranks from the persona's own texts (bm25-lme), over one shard of personas.
+rule search_family:
+    input:
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
+        embeddings=get_embeddings,
+    output:
+        paths.SEARCH_SHARD,
+    log:
+        "results/logs/{view}search_family/{run}/shard-{shard}-of-{shards}.log",
+    benchmark:
+        "results/benchmarks/{view}search_family/{run}/shard-{shard}-of-{shards}.tsv"
+    wildcard_constraints:
+        run=runs_pattern(PERSONA_RUNS),
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    params:
+        code=code_version("search-reference"),
+        retriever=retriever_spec,
+        options=search_options,
+        rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
+    shell:
+        "vipune-eval search-reference --rows {input.rows} --texts {input.texts}"
+        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " {params.options} {params.rank_all} --retrievers {params.retriever:q} --outputs {output} 2> {log}"
+
+
 # A plugin retriever (a user's function) over one shard of personas.
 rule search_plugin:
     input:
