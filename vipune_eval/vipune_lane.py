@@ -32,7 +32,7 @@ import numpy as np
 from .io import EvalError, Progress, log, read_json, sha256_file, write_json
 from . import trec
 from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
-from .vipune import Vipune, VipuneError
+from .vipune import Vipune, VipuneError, shown
 
 EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
 EMBED_MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
@@ -95,8 +95,7 @@ def evaluate(client: Vipune, persona: Persona, limit: int, workdir: Path,
         result: dict[str, Any] = {}
         for name, hybrid in (("hybrid", True), ("semantic", False)):
             hits, seconds = client.search(db, qid, persona.question, limit, hybrid, where)
-            command = " ".join([str(client.binary), *client.search_args(db, qid, persona.question,
-                                                                        limit, hybrid)])[:300]
+            command = shown([client.binary, *client.search_args(db, qid, persona.question, limit, hybrid)])
             result[name] = {"ranking": ranking_of(persona, hits, command), "seconds": seconds}
     return result
 
