@@ -12,7 +12,7 @@ from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.preflight import run_preflight
 from vipune_eval.sources import binary_fingerprint
-from vipune_eval.vipune import Vipune, VipuneError, isolated_env
+from vipune_eval.vipune import Vipune, VipuneError, VipuneSettings, isolated_env
 from vipune_eval.vipune_lane import evaluate, import_lines
 
 
@@ -175,8 +175,8 @@ def preflight(binary, hf_home, model_dir, tmp_path, **env):
     os.environ.update(env)
     try:
         fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
-        return run_preflight(str(binary), fingerprint, hf_home, 30, tmp_path / "tmp", model_dir, "model.onnx",
-                             "mean", tmp_path / "preflight.json")
+        vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
+        return run_preflight(vipune, model_dir, "model.onnx", "mean", tmp_path / "preflight.json")
     finally:
         for key in env:
             del os.environ[key]

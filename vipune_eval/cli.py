@@ -2,18 +2,20 @@
 
 The CLI only parses: each command names its stage function (``module:function``, imported when
 the command runs) and calls it with the parsed options as keyword arguments. Options shared by
-several commands are defined once, in the parent parsers below.
+several commands are defined once, in the parent parsers below; a parent that stands for a
+stage setting (``SETTINGS``) reaches the stage as one typed, frozen object, not loose options.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .io import EvalError
 
@@ -42,6 +44,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                         (["--shards"], {"type": int, "required": True})),
         "search": parent((["--rows"], path), (["--texts"], path),
                          (["--embeddings"], {**path, "nargs": "+"}),
+                         (["--shard"], {"type": int, "required": True}),
+                         (["--shards"], {"type": int, "required": True}),
                          (["--limit"], {"type": int, "required": True, "help": "vipune --limit"}),
                          (["--depth"], {"type": int, "required": True,
                                         "help": "documents kept per pair in the run"}),
@@ -55,6 +59,27 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                          (["--tmp"], {**path, "help": "this job's scratch folder"})),
         "repo": parent((["--repo-id"], {"required": True}), (["--revision"], {"required": True})),
     }
+
+
+# Parent parser → (keyword, "module:Class"): its options become one settings object.
+SETTINGS = {"search": ("shard", "persona:ShardSearch"), "binary": ("vipune", "vipune:VipuneSettings")}
+
+
+def _load(target: str) -> Any:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+def stage_call(argv: list[str]) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+    """(command, its stage function, the keyword arguments it is called with) for a command line."""
+    args = vars(parser().parse_args(argv))
+    command = args.pop("command")
+    for parent in COMMANDS[command].parents:
+        if parent in SETTINGS:
+            keyword, target = SETTINGS[parent]
+            settings = _load(target)
+            args[keyword] = settings(**{f.name: args.pop(f.name) for f in dataclasses.fields(settings)})
+    return command, _load(COMMANDS[command].target), args
 
 
 def _expected_value(text: str) -> dict[str, int] | None:
@@ -103,7 +128,7 @@ COMMANDS: dict[str, Command] = {
                                          "help": "other views' shards to copy vectors from"}))),
     "search-reference": Command("reference:run_reference",
                                 "a shard's shared arms (dense, bm25 AND, bm25 OR) and/or family runs",
-                                ("search", "shard"),
+                                ("search",),
                                 _opt((["--arms-out"], {"type": Path, "help": "the arms file fusions read"}),
                                      (["--retrievers"], {"nargs": "+", "help": "preset names or spec JSON"}),
                                      (["--outputs"], {"type": Path, "nargs": "+"}),
@@ -118,11 +143,11 @@ COMMANDS: dict[str, Command] = {
                                        (["--rank-all"], {"action": "store_true"}),
                                        (["--outputs"], {**P, "nargs": "+"}))),
     "search-plugin": Command("plugins:run_plugin", "a plugin retriever over one shard of personas",
-                             ("search", "shard"),
+                             ("search",),
                              _opt((["--retriever"], {"required": True, "help": "the plugin's spec JSON"}),
                                   (["--out"], P))),
     "search-vipune": Command("vipune_lane:run_vipune", "the vipune binary over one shard of personas",
-                             ("search", "shard", "binary"),
+                             ("search", "binary"),
                              _opt((["--threads"], {"type": int, "default": 1}),
                                   (["--on-error"], {"choices": ["stop", "record"], "default": "stop"}),
                                   (["--cache"], {**P, "help": "finished personas (reused on a resume)"}),
@@ -157,13 +182,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = vars(parser().parse_args(argv))
-    command = args.pop("command")
+    command, stage, kwargs = stage_call(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
-    module, function = COMMANDS[command].target.split(":")
     try:
-        getattr(importlib.import_module(f"{__package__}.{module}"), function)(**args)
+        stage(**kwargs)
     except EvalError as exc:
         print(f"vipune-eval: {command}: {exc.message}", file=sys.stderr)
         if exc.fix:

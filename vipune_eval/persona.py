@@ -89,6 +89,34 @@ class Vectors:
         return self.matrix[self.rows(text_ids)]
 
 
+@dataclass(frozen=True)
+class ShardSearch:
+    """What every search job (reference, plugin, vipune) reads and how deep it ranks: one shard of
+    a view's personas. Built by the CLI from the options every search command shares."""
+
+    rows: Path                  # the view's rows.parquet
+    texts: Path                 # its texts.parquet
+    embeddings: tuple[Path, ...]  # its embedding shards
+    shard: int
+    shards: int
+    limit: int                  # vipune's --limit, and the limit its mirrors fuse to
+    depth: int                  # documents kept per pair in the run
+    collapse: bool = True       # rows' rankings collapse to their documents (not a turn-level run)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "embeddings", tuple(self.embeddings))
+
+    @property
+    def name(self) -> str:
+        return f"shard {self.shard}/{self.shards}"
+
+    def pair_count(self) -> int:
+        return shard_pair_count(self.rows, self.shard, self.shards)
+
+    def personas(self) -> Iterator[Persona]:
+        return personas_of_shard(self.rows, self.texts, list(self.embeddings), self.shard, self.shards)
+
+
 def shard_pair_count(rows_path: Path, shard: int, shards: int) -> int:
     return len(range(shard, pq.ParquetFile(rows_path).metadata.num_rows, shards))
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import trec
 from .io import EvalError, Progress
-from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
+from .persona import Persona, Ranking, ShardSearch
 
 log = logging.getLogger("vipune_eval")
 
@@ -162,8 +162,7 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str) -> Rankin
     return check_answer(answer, haystack, k, use)
 
 
-def run_plugin(rows: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
-               limit: int, depth: int, retriever: str, out: Path, collapse: bool = True) -> None:
+def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
     """A plugin's run over one shard of personas: ``k`` = the search limit."""
     from .retrievers import from_argument
 
@@ -172,10 +171,9 @@ def run_plugin(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
         raise EvalError(f"search-plugin: {retriever} is not a plugin")
     fn = load(spec.use)
     runs: list[tuple[str, list[str]]] = []
-    progress = Progress(f"plugin {spec.name} shard {shard}/{shards}: personas",
-                        total=shard_pair_count(rows, shard, shards))
-    for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
-        runs.append((persona.question_id, persona.documents(search(fn, persona, limit, spec.use),
-                                                            depth, collapse)))
+    progress = Progress(f"plugin {spec.name} {shard.name}: personas", total=shard.pair_count())
+    for persona in shard.personas():
+        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.limit, spec.use),
+                                                            shard.depth, shard.collapse)))
         progress.advance()
     trec.write_run(out, runs, spec.name)

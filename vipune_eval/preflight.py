@@ -26,7 +26,7 @@ from .embed import load_model
 from .io import EvalError, log, write_json
 from .persona import Persona, row_id
 from .sources import configured_binary
-from .vipune import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, Vipune, VipuneError
+from .vipune import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, Vipune, VipuneError, VipuneSettings
 from .vipune_lane import check_fingerprint, import_lines
 
 QUERY = "zebra violin"
@@ -225,11 +225,11 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
                          "passed": True, "min_cosine": min(cosines)})
 
 
-def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float, tmp: Path,
-                  model_dir: Path, file: str, pooling: str, out: Path,
+def run_preflight(vipune: VipuneSettings, model_dir: Path, file: str, pooling: str, out: Path,
                   mode: str = "enforce") -> dict[str, Any]:
-    path = configured_binary(binary, fingerprint)
-    expected = check_fingerprint(path, fingerprint)
+    path = configured_binary(vipune.binary, vipune.fingerprint)
+    expected = check_fingerprint(path, vipune.fingerprint)
+    tmp = vipune.tmp
     model = load_model(model_dir, file, pooling, threads=1)
 
     def embed(texts: list[str]) -> np.ndarray:
@@ -238,7 +238,7 @@ def run_preflight(binary: str, fingerprint: Path, hf_home: Path, timeout: float,
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tmp = tmp.resolve()
-    pre = Preflight(Vipune(path, tmp / "home", timeout, hf_home=hf_home), tmp / "probes.db",
+    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), tmp / "probes.db",
                     enforce=mode == "enforce")
     recipe = f"{model_dir / file} with {pooling} pooling + L2"
     probes = {

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from . import retrievers as registry
 from . import trec
 from .io import EvalError, Progress, atomic_path
-from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
+from .persona import Persona, Ranking, ShardSearch
 
 RRF_K = registry.FAMILIES["hybrid"].params["k"].default
 candidate_pool = registry.candidate_pool
@@ -206,10 +206,9 @@ def read_arms(path: Path) -> Iterator[Arms]:
                    {arm: (part(arm), part(f"{arm}_score")) for arm in Arms.ARMS})
 
 
-def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
-                  limit: int, depth: int, arms_out: Path | None = None,
+def run_reference(shard: ShardSearch, arms_out: Path | None = None,
                   retrievers: list[str] | None = None, outputs: list[Path] | None = None,
-                  rank_all: bool = False, collapse: bool = True) -> None:
+                  rank_all: bool = False) -> None:
     """The arms of one shard's personas (``arms_out``: what the workflow's fusions read) and/or
     the runs of ``retrievers`` (preset names or canonical JSON specs), one file per retriever;
     a run lists at most ``depth`` documents per pair."""
@@ -226,9 +225,9 @@ def run_reference(rows: Path, texts: Path, embeddings: list[Path], shard: int, s
     runs: dict[str, list[tuple[str, list[str]]]] = {s.name: [] for s in specs}
     kept: list[Arms] = []
     need_arms = bool(arms_out) or any(s.from_arms for s in specs)
-    progress = Progress(f"reference shard {shard}/{shards}: personas",
-                        total=shard_pair_count(rows, shard, shards))
-    for persona in personas_of_shard(rows, texts, embeddings, shard, shards):
+    limit, depth, collapse = shard.limit, shard.depth, shard.collapse
+    progress = Progress(f"reference {shard.name}: personas", total=shard.pair_count())
+    for persona in shard.personas():
         arms = persona_arms(persona) if need_arms else None
         if arms_out:
             kept.append(arms)

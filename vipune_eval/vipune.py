@@ -49,6 +49,18 @@ def shown(cmd: list[str]) -> str:
     return " ".join(words)
 
 
+@dataclass(frozen=True)
+class VipuneSettings:
+    """How a job calls one vipune build: built by the CLI from the options every vipune command
+    shares."""
+
+    binary: str                 # as configured: a name on PATH or a path ("" for a build not configured now)
+    fingerprint: Path           # the fingerprint file the binary's bytes must match
+    hf_home: Path               # the hf-hub cache holding the model where vipune looks for it
+    tmp: Path                   # the job's scratch folder (private HOME, throwaway databases)
+    timeout: float = 300.0      # seconds per call
+
+
 @dataclass
 class Completed:
     args: list[str]

@@ -31,8 +31,8 @@ import numpy as np
 
 from .io import EvalError, Progress, log, read_json, sha256_file, write_json
 from . import trec
-from .persona import Persona, Ranking, personas_of_shard, shard_pair_count
-from .vipune import Vipune, VipuneError, shown
+from .persona import Persona, Ranking, ShardSearch
+from .vipune import Vipune, VipuneError, VipuneSettings, shown
 
 EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
 EMBED_MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
@@ -118,17 +118,16 @@ def persona_key(persona: Persona, limit: int, lines: list[str]) -> str:
     return digest.hexdigest()
 
 
-def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shards: int,
-               binary: Path, fingerprint: Path, hf_home: Path, limit: int, depth: int,
-               threads: int, timeout: float, on_error: str, cache: Path, tmp: Path, out: Path,
-               semantic_out: Path, status_out: Path, collapse: bool = True) -> None:
+def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_error: str, cache: Path,
+               out: Path, semantic_out: Path, status_out: Path) -> None:
     """Run the vipune lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
-    check_fingerprint(binary, fingerprint)
-    total = shard_pair_count(rows, shard, shards)
+    binary, tmp, limit, depth, collapse = Path(vipune.binary), vipune.tmp, shard.limit, shard.depth, shard.collapse
+    check_fingerprint(binary, vipune.fingerprint)
+    total = shard.pair_count()
     cache.mkdir(parents=True, exist_ok=True)
-    marker = cache / f"shard-{shard}-of-{shards}.complete.json"
+    marker = cache / f"shard-{shard.shard}-of-{shard.shards}.complete.json"
     if marker.exists():  # the shard completed before: this run must search again
         for key in read_json(marker):
             (cache / f"{key}.json").unlink(missing_ok=True)
@@ -137,9 +136,9 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
     tmp.mkdir(parents=True)
     keys: list[str] = []
     try:
-        client = Vipune(binary, tmp / "home", timeout, hf_home=hf_home)
-        progress = Progress(f"vipune shard {shard}/{shards}: personas", total=total)
-        log.info("vipune shard %d/%d: %d personas, %d concurrent calls", shard, shards, total, threads)
+        client = Vipune(binary, tmp / "home", vipune.timeout, hf_home=vipune.hf_home)
+        progress = Progress(f"vipune {shard.name}: personas", total=total)
+        log.info("vipune %s: %d personas, %d concurrent calls", shard.name, total, threads)
         stopping = threading.Event()
 
         def one(persona: Persona) -> dict[str, Any]:
@@ -169,7 +168,7 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             # A few personas in flight at a time, not the whole shard's rows and vectors.
-            results = list(in_order(pool, one, personas_of_shard(rows, texts, embeddings, shard, shards),
+            results = list(in_order(pool, one, shard.personas(),
                                     window=2 * max(1, threads)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -191,8 +190,8 @@ def run_vipune(rows: Path, texts: Path, embeddings: list[Path], shard: int, shar
     write_json(marker, sorted(set(keys)))
     failed = len(results) - len(done)
     if failed:
-        log.warning("vipune shard %d/%d: %d of %d personas failed and are recorded in %s",
-                    shard, shards, failed, len(results), status_out)
+        log.warning("vipune %s: %d of %d personas failed and are recorded in %s",
+                    shard.name, failed, len(results), status_out)
 
 
 def in_order(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, window: int) -> Iterator:

@@ -1,0 +1,55 @@
+"""Stage settings are typed objects (issue 21): the CLI turns the options every search or vipune
+command shares into one frozen ShardSearch / VipuneSettings, so a stage takes a few named
+objects, not a dozen loose parameters."""
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from vipune_eval import cli
+from vipune_eval.persona import ShardSearch
+from vipune_eval.vipune import VipuneSettings
+
+SEARCH = ["--rows", "r.parquet", "--texts", "t.parquet", "--embeddings", "e0.parquet", "e1.parquet",
+          "--shard", "1", "--shards", "3", "--limit", "10", "--depth", "10"]
+BINARY = ["--binary", "vipune", "--fingerprint", "fp.json", "--hf-home", "hf", "--tmp", "scratch",
+          "--timeout", "12.5"]
+
+
+def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
+    command, stage, kwargs = cli.stage_call(
+        ["search-vipune", *SEARCH, "--no-collapse", *BINARY, "--threads", "2", "--cache", "c",
+         "--out", "o.run", "--semantic-out", "s.run", "--status-out", "st.json"])
+    assert command == "search-vipune" and stage.__name__ == "run_vipune"
+    assert kwargs["shard"] == ShardSearch(Path("r.parquet"), Path("t.parquet"),
+                                          (Path("e0.parquet"), Path("e1.parquet")), 1, 3, 10, 10, False)
+    assert kwargs["vipune"] == VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("scratch"), 12.5)
+    assert set(kwargs) == set(inspect.signature(stage).parameters) - {"on_error"} | {"on_error"}
+    assert not {"rows", "shards", "binary", "hf_home", "timeout"} & set(kwargs)  # no loose copies
+
+
+@pytest.mark.parametrize("command, extra, settings", [
+    ("search-reference", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
+    ("search-plugin", ["--retriever", "x.py:f", "--out", "o.run"], {"shard": ShardSearch}),
+    ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json"],
+     {"vipune": VipuneSettings}),
+])
+def test_every_search_and_vipune_command_gets_its_settings_object(command, extra, settings):
+    argv = [command, *(BINARY if command == "preflight" else SEARCH), *extra]
+    _, stage, kwargs = cli.stage_call(argv)
+    for keyword, kind in settings.items():
+        assert isinstance(kwargs[keyword], kind)
+        assert inspect.signature(stage).parameters[keyword].annotation in (kind.__name__, kind)
+    assert set(kwargs) <= set(inspect.signature(stage).parameters)
+
+
+def test_settings_are_frozen_and_no_stage_takes_a_dozen_parameters():
+    shard = ShardSearch(Path("r"), Path("t"), [Path("e")], 0, 1, 10, 10)
+    assert shard.embeddings == (Path("e"),)  # a list from argparse is kept as a tuple
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shard.limit = 5
+    for command in cli.COMMANDS.values():
+        stage = cli._load(command.target)
+        assert len(inspect.signature(stage).parameters) <= 10, command.target
