@@ -32,7 +32,7 @@ def write_config(workdir, data, model, **overrides):
     config = {
         "dataset": {"path": str(data), "expected": {"instances": 18, "abstention": 2, "pairs": 16}},
         "model": {"path": str(model), "file": "onnx/model.onnx"},
-        "embed": {"shards": 2, "threads": 1, "batch_size": 16},
+        "embed": {"shards": 2, "threads": 1, "batch_tokens": 512},
         "search": {"shards": 3, "threads": 2},
         "protocol": "official",
         "granularities": ["session", "turn", "chunk"],
