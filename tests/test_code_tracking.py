@@ -26,6 +26,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "trec": {"filter", "filter_rows", "search_reference", "fuse_reference", "search_vipune", "preflight",
              "score", "report"},
     "embed": {"embed", "preflight"},
+    "store": {"embed", "preflight"},  # embed reads and writes the shared vector store
     "persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
     "reference": {"search_reference", "fuse_reference"},
     "retrievers": {"search_reference", "fuse_reference"},

@@ -57,7 +57,7 @@ def reference_embedding(model_dir, text, pooling="mean"):
 def test_shards_partition_the_texts_and_vectors_follow_the_recipe(model_dir, texts_path, tmp_path):
     outs = [tmp_path / f"shard-{i}.parquet" for i in range(3)]
     counts = [run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", i, 3, out, threads=1,
-                        batch_size=8, model_fingerprint=fingerprint(tmp_path), chunk=16)
+                        batch_tokens=64, model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
               for i, out in enumerate(outs)]
     texts = pq.read_table(texts_path).to_pylist()
     ids = [tid for out in outs for tid in pq.read_table(out).column("text_id").to_pylist()]
@@ -91,8 +91,8 @@ def test_pooling_is_part_of_the_recipe(model_dir):
 
 def test_missing_embedding_is_a_clear_error(model_dir, texts_path, tmp_path):
     out = tmp_path / "one.parquet"
-    run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", 0, 5, out, threads=1, batch_size=8,
-              model_fingerprint=fingerprint(tmp_path))
+    run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", 0, 5, out, threads=1, batch_tokens=64,
+              model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
     vectors = Vectors([out])
     with pytest.raises(Exception, match="has no embedding"):
         vectors.get(["0" * 20])
@@ -104,24 +104,22 @@ def write_texts(path, texts):
     return path
 
 
-def test_a_text_another_view_embedded_with_the_same_model_is_copied_not_embedded(model_dir, tmp_path):
+def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store(model_dir, tmp_path):
     shared = ["garden tomato basil", "violin concert"]
     first = write_texts(tmp_path / "a.parquet", shared + ["only in the first view"])
     second = write_texts(tmp_path / "b.parquet", shared + ["only in the second view", ""])
-    fp = fingerprint(tmp_path)
-    assert run_embed(first, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ea.parquet", 1, 8, fp) == 3
-    embedded = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "eb.parquet", 1, 8, fp,
-                         reuse=[tmp_path / "ea.parquet"])
-    assert embedded == 1  # the shared texts were copied; the empty text needs no model
+    fp, store = fingerprint(tmp_path), tmp_path / "store"
+    assert run_embed(first, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ea.parquet", 1, 64, fp, store) == 3
+    embedded = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "eb.parquet", 1, 64, fp, store)
+    assert embedded == 1  # the shared texts come from the store; the empty text needs no model
     a, b = Vectors([tmp_path / "ea.parquet"]), Vectors([tmp_path / "eb.parquet"])
     ids = [text_id(t) for t in shared]
     assert np.array_equal(a.get(ids), b.get(ids))
     assert not b.get([text_id("")]).any()  # empty text: the zero vector, as vipune gives it
-    # Another model's shards are never copied from.
+    # Another model's vectors are never served.
     other = tmp_path / "other-fp.json"
     other.write_text('{"kind": "model", "files": {"onnx/model.onnx": "def"}}')
-    again = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ec.parquet", 1, 8, other,
-                      reuse=[tmp_path / "ea.parquet"])
+    again = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ec.parquet", 1, 64, other, store)
     assert again == 3
 
 

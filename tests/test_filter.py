@@ -306,3 +306,27 @@ def test_an_abs_anywhere_in_the_id_is_an_abstention_question_as_in_longmemeval(t
     path.write_text(json.dumps([instance("q1"), instance("q2_abs_x"), instance("q3_abs")]))
     summary = pairs_of(path, tmp_path / "out")
     assert summary["abstention"] == 2 and summary["pairs"] == 1
+
+
+def test_chunker_falls_back_to_counting_every_row_when_tokens_straddle_line_breaks(tmp_path):
+    """Issue 23's fast path adds each line's tokens; a tokenizer that does not split at a newline
+    (here: words split on spaces only, "a\\nb" one token) must not get rows packed on that sum."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    words = [f"w{i}" for i in range(40)]
+    tokenizer = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(["[UNK]", "[CLS]", "[SEP]", *words])},
+                                           unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(" ", "removed")
+    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    count = lambda text: len(load_tokenizer(path).encode(text).ids)  # noqa: E731
+    lines = [" ".join(words[i % 40] for i in range(n)) for n in (8, 9)]
+    assert count("\n".join(lines)) == 2 + 8 + 9 - 1  # "w7\nw0" is one token: counts do not add
+    chunker = make_chunker(path, max_tokens=10)
+    rows = chunker(lines)
+    assert all(count(r) <= 10 for r in rows)
+    assert "".join(" ".join(rows).split()) == "".join(" ".join(lines).split())
+    for r, following in zip(rows, rows[1:]):  # greedy on the real counts
+        assert count(r + "\n" + following.split("\n")[0]) > 10
+    assert rows[0] == lines[0]  # the second line (11 tokens alone) is split, not packed whole

@@ -21,7 +21,7 @@ def test_a_persona_over_10000_rows_runs_in_both_lanes(tmp_path, workflow_env):
     model = build_tiny_model(tmp_path / "model")
     workdir = make_workdir(tmp_path / "w", data, model, granularities=["session", "turn"],
                            search={"shards": 1, "threads": 2, "row_limit": 2000},
-                           embed={"shards": 1, "threads": 2, "batch_size": 64})
+                           embed={"shards": 1, "threads": 2, "batch_tokens": 8192})
     snakemake(workdir, "--cores", "2", env=workflow_env)
     rows = pq.read_table(workdir / "results/turn/filter/rows.parquet", columns=["row_keys"]).column("row_keys")
     assert min(len(r) for r in rows.to_pylist()) > 10_000

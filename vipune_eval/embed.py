@@ -1,13 +1,17 @@
-"""embed: every unique text of a view once, with vipune's recipe, to Parquet.
+"""embed: every unique text once, with vipune's recipe, to Parquet.
 
 vipune embeds with bge-small-en-v1.5's fp32 ``onnx/model.onnx``, mean pooling over the attention
 mask and L2 normalisation (docs/vipune-contract.md). fastembed's built-in bge-small uses CLS
 pooling on another file, so the recipe is registered as a custom fastembed model loaded from a
 local folder. An empty text gets the zero vector, as vipune gives it.
 
-Each shard file records the model fingerprint it was embedded with. A text another view has
-already embedded with the same model (a question, a one-turn session that equals its turn row)
-is copied from that view's shards instead of embedded again, so no text is embedded twice.
+Batches are cut by a token budget from texts of one token length (after the model's truncation):
+no padded position is computed, and a text's vector is bit for bit the vector it gets alone
+(onnxruntime's CPU kernels compute each row of a batch the same way whatever the batch size or
+thread count; checked by tests/test_embed.py and benchmarks/bench_embed_flops.py). That makes the
+vectors independent of which other texts a job happened to embed, so one content-addressed store
+(``store.VectorStore``) serves every view: each unique text is embedded once, by whichever job
+claims it first, and gets the same bytes whoever that was.
 """
 
 from __future__ import annotations
@@ -15,18 +19,24 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .io import EvalError, Progress, atomic_path, log, read_rows_with_ids
+from .io import EvalError, Progress, atomic_path, log
+from .store import VectorStore
 from .tokens import count_tokens, load_tokenizer
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
 DEFAULT_MAX_TOKENS = 512
 MODEL_KEY = b"vipune_eval.model_fingerprint"
+# Part of the store's key beside the model fingerprint: bump it when a change here alters vectors,
+# so vectors stored by the older code are not served again.
+RECIPE_VERSION = 1
+CUDA_FIX = ("embed.cuda is set but onnxruntime has no CUDA provider here ({seen}); install the GPU "
+            "build (`pip install onnxruntime-gpu`, matching your CUDA) or set embed.cuda: false to "
+            "embed on the CPU")
 
 
 def embeddings_schema(dim: int, model_hash: str = "") -> pa.Schema:
@@ -63,12 +73,17 @@ def max_tokens(model_dir: Path) -> int:
 
 
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
-    """fastembed ``TextEmbedding`` for the ONNX file ``file`` in ``model_dir`` with ``pooling`` + L2."""
+    """fastembed ``TextEmbedding`` for the ONNX file ``file`` in ``model_dir`` with ``pooling`` + L2.
+
+    ``cuda`` asks onnxruntime for its CUDA provider and refuses to fall back to the CPU silently."""
+    import onnxruntime
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
     if pooling not in POOLINGS:
         raise EvalError(f"model.pooling must be one of {sorted(POOLINGS)}, got {pooling!r}")
+    if cuda and "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        raise EvalError(CUDA_FIX.format(seen=", ".join(onnxruntime.get_available_providers())))
     load_tokenizer(model_dir / "tokenizer.json")  # a damaged tokenizer is named, not the ONNX file
     dim = model_dim(model_dir)
     name = f"vipune-eval/{pooling}-{dim}/{file}"
@@ -79,16 +94,48 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
             sources=ModelSource(hf=name), dim=dim, model_file=file)
     providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"]
     try:
-        return TextEmbedding(name, specific_model_path=str(model_dir), threads=threads,
-                             providers=providers)
+        model = TextEmbedding(name, specific_model_path=str(model_dir), threads=threads,
+                              providers=providers)
     except Exception as exc:  # fastembed raises assorted types for a broken model folder
         raise EvalError(f"cannot load the ONNX model {model_dir / file} with fastembed: {exc}") from exc
+    if cuda:  # fastembed only warns when the session came up without CUDA
+        session = getattr(getattr(model, "model", None), "model", None)
+        active = session.get_providers() if session is not None else []
+        if "CUDAExecutionProvider" not in active:
+            raise EvalError(CUDA_FIX.format(seen=f"the session runs on {', '.join(active) or 'nothing'}"))
+    return model
 
 
-def embed_texts(model, texts: list[str], batch_size: int, progress: Progress) -> Iterable[np.ndarray]:
-    for vector in model.embed(texts, batch_size=batch_size):
-        progress.advance()
-        yield vector
+def token_batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Indices of texts cut into model calls: each batch holds texts of one token length, at most
+    ``budget`` tokens (one text when it alone is longer), shortest texts first. No padded position
+    is computed, and a text's vector does not depend on which texts share its batch."""
+    lengths = np.asarray(lengths)
+    order = np.argsort(lengths, kind="stable")
+    batches: list[np.ndarray] = []
+    for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
+        if len(group):
+            size = max(1, budget // max(int(lengths[group[0]]), 1))
+            batches += [group[i:i + size] for i in range(0, len(group), size)]
+    return batches
+
+
+def embed_batched(model, texts: list[str], lengths: np.ndarray, budget: int, progress: Progress,
+                  flush, every: int = 2048) -> None:
+    """Embed ``texts`` in token-budget batches; ``flush(indices, vectors)`` receives them in
+    groups of about ``every`` texts (so a killed job keeps what it finished)."""
+    done_rows: list[np.ndarray] = []
+    done_vectors: list[np.ndarray] = []
+    for batch in token_batches(lengths, budget):
+        vectors = np.stack(list(model.embed([texts[i] for i in batch], batch_size=len(batch))))
+        done_rows.append(batch)
+        done_vectors.append(vectors.astype(np.float32, copy=False))
+        progress.advance(len(batch))
+        if sum(len(r) for r in done_rows) >= every:
+            flush(np.concatenate(done_rows), np.concatenate(done_vectors))
+            done_rows, done_vectors = [], []
+    if done_rows:
+        flush(np.concatenate(done_rows), np.concatenate(done_vectors))
 
 
 def model_hash(fingerprint: Path) -> str:
@@ -96,72 +143,64 @@ def model_hash(fingerprint: Path) -> str:
     return hashlib.sha256(Path(fingerprint).read_bytes()).hexdigest()[:16]
 
 
-def reusable(others: list[Path], wanted: set[str], model: str) -> dict[str, tuple[np.ndarray, int]]:
-    """text id → (vector, tokens) of wanted texts already embedded with the same model."""
-    found: dict[str, tuple[np.ndarray, int]] = {}
-    for path in others:
-        try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowInvalid):
-            continue
-        if (schema.metadata or {}).get(MODEL_KEY, b"").decode() != model:
-            continue
-        missing = wanted - set(found)
-        if not missing:
-            break
-        table = read_rows_with_ids(path, ["text_id", "embedding", "tokens"], missing)
-        vectors = table.column("embedding").combine_chunks()
-        matrix = vectors.values.to_numpy(zero_copy_only=False).reshape(-1, vectors.type.list_size)
-        for tid, vector, tokens in zip(table.column("text_id").to_pylist(), matrix,
-                                       table.column("tokens").to_pylist()):
-            found[tid] = (vector, tokens)
-    return found
+def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str], texts: dict[str, str],
+                   budget: int, what: str) -> None:
+    strings = [texts[t] for t in claimed]
+    tokens = count_tokens(model_dir, strings)
+    dim = store.dim
+
+    def flush(rows: np.ndarray, vectors: np.ndarray) -> None:
+        if vectors.shape[1] != dim:
+            raise EvalError(f"the model in {model_dir} gives {vectors.shape[1]}-d vectors, config.json says {dim}")
+        store.put([claimed[i] for i in rows], vectors, tokens[rows])
+
+    progress = Progress(what, total=len(claimed))
+    embed_batched(model, strings, np.minimum(tokens, max_tokens(model_dir)), budget, progress, flush)
 
 
 def run_embed(texts: Path, model_dir: Path, file: str, pooling: str, shard: int, shards: int,
-              out: Path, threads: int, batch_size: int, model_fingerprint: Path,
-              reuse: list[Path] | None = None, cuda: bool = False, chunk: int = 2048) -> int:
-    """Embed the texts of shard ``shard`` of ``shards``; returns how many were embedded (not
-    copied from ``reuse``, other views' shards)."""
+              out: Path, threads: int, batch_tokens: int, model_fingerprint: Path, store: Path,
+              cuda: bool = False) -> int:
+    """Embed shard ``shard`` of ``shards`` of a view's texts through the vector store at ``store``
+    and write its vectors to ``out``; returns how many texts this job embedded itself (texts
+    stored already or claimed by a concurrent job are read from the store)."""
     table = pq.read_table(texts)
     mask = pa.array([shard_of(t, shards) == shard for t in table.column("text_id").to_pylist()])
     table = table.filter(mask)
     ids = table.column("text_id").to_pylist()
-    strings = table.column("text").to_pylist()
+    by_id = dict(zip(ids, table.column("text").to_pylist()))
     del table
-    model_key = model_hash(model_fingerprint)
-    copied = reusable([p for p in reuse or [] if Path(p).resolve() != Path(out).resolve()],
-                      set(ids), model_key)
-    todo = [i for i, tid in enumerate(ids) if tid not in copied and strings[i]]
+    key, dim, limit = model_hash(model_fingerprint), model_dim(model_dir), max_tokens(model_dir)
+    vectors_store = VectorStore(store, f"{key}-r{RECIPE_VERSION}", dim)
+    wanted = {t for t, s in by_id.items() if s}  # empty texts keep the zero vector
+    log.info("embed shard %d/%d: %d texts (%d empty), %d threads, batches of at most %d tokens",
+             shard, shards, len(ids), len(ids) - len(wanted), threads, batch_tokens)
+    model, computed, already, pending = None, 0, None, set(wanted)
+    while pending:
+        mine, stored, others = vectors_store.claim(pending)
+        already = len(stored) if already is None else already
+        try:
+            if mine:
+                model = model or load_model(model_dir, file, pooling, threads=threads, cuda=cuda)
+                _embed_claimed(vectors_store, model, model_dir, sorted(mine), by_id, batch_tokens,
+                               f"embed shard {shard}/{shards}: texts")
+                computed += len(mine)
+        finally:
+            vectors_store.release()
+        vectors_store.wait_for(others)  # a job that died leaves its texts unclaimed: next round
+        pending = pending - vectors_store.stored_ids()
+    vectors_store.report(computed, already or 0, len(wanted) - computed - (already or 0))
+    order = [t for t in ids if t in wanted]
+    found, counted = vectors_store.get(order) if order else (np.zeros((0, dim), np.float32), np.zeros(0, np.int32))
+    vectors = np.zeros((len(ids), dim), dtype=np.float32)
     tokens = np.zeros(len(ids), dtype=np.int32)
-    if todo:
-        tokens[todo] = count_tokens(model_dir, [strings[i] for i in todo])
-    # Length-sorted batches pad least: the model's cost follows the longest text of a batch.
-    order = [todo[j] for j in np.argsort(tokens[todo], kind="stable")]
-    limit = max_tokens(model_dir)
-    dim = model_dim(model_dir)
-    vectors = np.zeros((len(ids), dim), dtype=np.float32)  # empty texts keep the zero vector
-    for i, tid in enumerate(ids):
-        if tid in copied:
-            vectors[i], tokens[i] = copied[tid]
-    log.info("embed shard %d/%d: %d texts (%d copied from other views, %d empty), %d threads, "
-             "batch %d", shard, shards, len(ids), len(copied),
-             len(ids) - len(copied) - len(todo), threads, batch_size)
-    if order:
-        model = load_model(model_dir, file, pooling, threads=threads, cuda=cuda)
-        progress = Progress(f"embed shard {shard}/{shards}: texts", total=len(order))
-        for start in range(0, len(order), chunk):
-            rows = order[start:start + chunk]
-            block = np.stack(list(embed_texts(model, [strings[i] for i in rows], batch_size, progress)))
-            if block.shape[1] != dim:
-                raise EvalError(f"{model_dir / file} gives {block.shape[1]}-d vectors, config.json says {dim}")
-            vectors[rows] = block
-    schema = embeddings_schema(dim, model_key)
+    rows = [i for i, t in enumerate(ids) if t in wanted]
+    vectors[rows], tokens[rows] = found, counted
     with atomic_path(out) as tmp:
         pq.write_table(pa.table({
             "text_id": ids,
             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
             "tokens": tokens,
             "truncated": tokens > limit,
-        }, schema=schema), tmp, row_group_size=4096)  # readers take a shard's rows a group at a time
-    return len(order)
+        }, schema=embeddings_schema(dim, key)), tmp, row_group_size=4096)  # readers take a group at a time
+    return computed

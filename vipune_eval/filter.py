@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import chain
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import ijson
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -309,9 +311,15 @@ def created_at_of(instance: Instance) -> dict[str, str]:
 def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Callable[[list[str]], list[str]]:
     """Greedy packing of a session's turn lines into rows of at most ``max_tokens`` tokens by the
     model's own tokenizer (special tokens counted, as vipune counts them); a turn longer than
-    that is split at token boundaries. Every row is re-counted, so each is one vipune accepts.
-    A session recurs in many haystacks: its packing is kept (as character spans, not texts) by
-    the hash of its lines and computed once."""
+    that is split at token boundaries. A session recurs in many haystacks: its packing is kept
+    (as character spans, not texts) by the hash of its lines and computed once.
+
+    Fast path: the session is tokenized once and each line's tokens read from the offsets; the
+    packing adds those counts. When no token straddles a line break (true of WordPiece and other
+    tokenizers that split at whitespace) that is what counting each candidate row gives (checked
+    on M-shaped data: rows identical to the slow path). Rows within a few tokens of the limit are
+    counted again; a session whose tokens straddle a break, or whose near-limit row does not come
+    out as added, is packed the slow way, counting every candidate row."""
     from .tokens import load_tokenizer
 
     tokenizer = load_tokenizer(tokenizer_path)
@@ -358,10 +366,56 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
             out.append(tuple(current))
         return tuple(out)
 
+    special = count("")
+    RECOUNT_MARGIN = 16
+
+    def line_tokens(lines: list[str]) -> np.ndarray | None:
+        """Tokens (without special tokens) of each line, from one encoding of the joined
+        session; None when a token straddles a line break (the counts would not add up)."""
+        starts = np.cumsum([0] + [len(line) + 1 for line in lines])  # each line's first character
+        spans = tokenizer.encode("\n".join(lines), add_special_tokens=False).offsets
+        offsets = np.fromiter(chain.from_iterable(spans), np.int64, 2 * len(spans)).reshape(-1, 2)
+        line = np.searchsorted(starts, offsets[:, 0], side="right") - 1
+        if (offsets[:, 1] > starts[line + 1] - 1).any():
+            return None
+        return np.bincount(line, minlength=len(lines))
+
+    def fast_plan(lines: list[str]) -> tuple[tuple[tuple[int, int, int], ...], ...] | None:
+        tokens = line_tokens(lines)
+        if tokens is None:
+            return None
+        out: list[tuple[tuple[int, int, int], ...]] = []
+        sizes: list[int] = []
+        current: list[tuple[int, int, int]] = []
+        size = special
+        for i, line in enumerate(lines):
+            if tokens[i] + special <= max_tokens:
+                pieces = [(0, len(line), int(tokens[i]))]
+            else:
+                pieces = [(a, b, count(line[a:b]) - special) for a, b in split_long(line)]
+            for a, b, n in pieces:
+                if current and size + n <= max_tokens:
+                    current.append((i, a, b))
+                    size += n
+                else:
+                    if current:
+                        out.append(tuple(current))
+                        sizes.append(size)
+                    current, size = [(i, a, b)], special + n
+        if current:
+            out.append(tuple(current))
+            sizes.append(size)
+        # Rows near the limit are counted again: a tokenizer whose counts did not add up across the
+        # line breaks after all sends the session down the slow path rather than over the limit.
+        near = [i for i, n in enumerate(sizes) if n > max_tokens - RECOUNT_MARGIN]
+        if any(count(text(lines, out[i])) != sizes[i] for i in near):
+            return None
+        return tuple(out)
+
     def chunks(lines: list[str]) -> list[str]:
         key = text_id("\x00".join(lines))
         if key not in plans:
-            plans[key] = plan(lines)
+            plans[key] = (fast_plan(lines) if lines else None) or plan(lines)
         return [text(lines, parts) for parts in plans[key]]
 
     return chunks

@@ -109,7 +109,8 @@ class Progress:
         if now - self.last >= self.every or (self.total and self.done >= self.total):
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
-            log.info("%s: %d / %d (%.1f/s)", self.what, self.done, self.total, rate)
+            eta = f", ETA {(self.total - self.done) / rate / 60:.1f} min" if self.total and rate else ""
+            log.info("%s: %d / %d (%.1f/s%s)", self.what, self.done, self.total, rate, eta)
 
 
 def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):

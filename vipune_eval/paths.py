@@ -14,6 +14,7 @@ from .granularities import PRIMARY as PRIMARY_GRANULARITY
 
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
+VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
 LOCK = f"{RESULTS}/.lock"
 CONFIG_JSON = f"{RESULTS}/config.json"

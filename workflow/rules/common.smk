@@ -96,16 +96,6 @@ def get_embeddings(wildcards):
     return W.embed_shards(WS, view_of(wildcards))
 
 
-def other_embeddings(wildcards, input):
-    """Other views' embedding shards, whose vectors of shared texts an embed job copies."""
-    return " ".join(
-        f
-        for view in WS.views
-        if view.folder != wildcards.view
-        for f in W.embed_shards(WS, view)
-    )
-
-
 def search_options(wildcards):
     view = view_of(wildcards)
     options = [

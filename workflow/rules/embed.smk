@@ -19,11 +19,11 @@ rule embed:
         model_dir=untracked(WS.model_dir),
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],
-        batch_size=config["embed"]["batch_size"],
+        batch_tokens=config["embed"]["batch_tokens"],
         cuda="--cuda" if config["embed"]["cuda"] else "",
-        reuse=other_embeddings,
+        store=paths.VECTORS,
     shell:
         "vipune-eval embed --texts {input.texts} --model-dir {params.model_dir} --file {params.file}"
         " --pooling {params.pooling} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --threads {threads} --batch-size {params.batch_size} {params.cuda}"
-        " --model-fingerprint {input.model} --out {output} --reuse {params.reuse} 2> {log}"
+        " --threads {threads} --batch-tokens {params.batch_tokens} {params.cuda}"
+        " --model-fingerprint {input.model} --out {output} --store {params.store} 2> {log}"
