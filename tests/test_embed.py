@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from vipune_eval.embed import load_model, run_embed
+from vipune_eval.embed import ModelFiles, load_model, run_embed
 from vipune_eval.persona import Vectors
 from vipune_eval.filter import TEXTS_SCHEMA
 from vipune_eval.io import text_id
@@ -56,7 +56,7 @@ def reference_embedding(model_dir, text, pooling="mean"):
 
 def test_shards_partition_the_texts_and_vectors_follow_the_recipe(model_dir, texts_path, tmp_path):
     outs = [tmp_path / f"shard-{i}.parquet" for i in range(3)]
-    counts = [run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", i, 3, out, threads=1,
+    counts = [run_embed(texts_path, ModelFiles(model_dir, "onnx/model.onnx", "mean"), i, 3, out, threads=1,
                         batch_tokens=64, model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
               for i, out in enumerate(outs)]
     texts = pq.read_table(texts_path).to_pylist()
@@ -91,7 +91,7 @@ def test_pooling_is_part_of_the_recipe(model_dir):
 
 def test_missing_embedding_is_a_clear_error(model_dir, texts_path, tmp_path):
     out = tmp_path / "one.parquet"
-    run_embed(texts_path, model_dir, "onnx/model.onnx", "mean", 0, 5, out, threads=1, batch_tokens=64,
+    run_embed(texts_path, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 5, out, threads=1, batch_tokens=64,
               model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
     vectors = Vectors([out])
     with pytest.raises(Exception, match="has no embedding"):
@@ -109,8 +109,8 @@ def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store
     first = write_texts(tmp_path / "a.parquet", shared + ["only in the first view"])
     second = write_texts(tmp_path / "b.parquet", shared + ["only in the second view", ""])
     fp, store = fingerprint(tmp_path), tmp_path / "store"
-    assert run_embed(first, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ea.parquet", 1, 64, fp, store) == 3
-    embedded = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "eb.parquet", 1, 64, fp, store)
+    assert run_embed(first, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ea.parquet", 1, 64, fp, store) == 3
+    embedded = run_embed(second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "eb.parquet", 1, 64, fp, store)
     assert embedded == 1  # the shared texts come from the store; the empty text needs no model
     a, b = Vectors([tmp_path / "ea.parquet"]), Vectors([tmp_path / "eb.parquet"])
     ids = [text_id(t) for t in shared]
@@ -119,7 +119,7 @@ def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store
     # Another model's vectors are never served.
     other = tmp_path / "other-fp.json"
     other.write_text('{"kind": "model", "files": {"onnx/model.onnx": "def"}}')
-    again = run_embed(second, model_dir, "onnx/model.onnx", "mean", 0, 1, tmp_path / "ec.parquet", 1, 64, other, store)
+    again = run_embed(second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ec.parquet", 1, 64, other, store)
     assert again == 3
 
 

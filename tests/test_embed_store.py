@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vipune_eval.embed import RECIPE_VERSION, load_model, model_hash, run_embed, token_batches
+from vipune_eval.embed import ModelFiles, RECIPE_VERSION, load_model, model_hash, run_embed, token_batches
 from vipune_eval.filter import TEXTS_SCHEMA
 from vipune_eval.io import EvalError, text_id
 from vipune_eval.persona import Vectors
@@ -69,7 +69,7 @@ def test_batched_vectors_equal_one_at_a_time_and_keep_the_texts_order(model_dir,
     texts = texts_of(40)
     path = write_texts(tmp_path / "texts.parquet", texts)
     out = tmp_path / "e.parquet"
-    run_embed(path, model_dir, FILE, "mean", 0, 1, out, 1, 256, fingerprint(tmp_path), tmp_path / "store")
+    run_embed(path, ModelFiles(model_dir, FILE, "mean"), 0, 1, out, 1, 256, fingerprint(tmp_path), tmp_path / "store")
     table = pq.read_table(out)
     assert table.column("text_id").to_pylist() == pq.read_table(path).column("text_id").to_pylist()
     model = load_model(model_dir, FILE, "mean", threads=1)
@@ -89,7 +89,7 @@ def test_a_stored_vector_does_not_depend_on_the_job_order_or_the_budget(model_di
     for order, budget in (("ab", 64), ("ba", 4096)):
         store = tmp_path / f"store-{order}"
         for view in order:
-            run_embed({"a": a, "b": b}[view], model_dir, FILE, "mean", 0, 1,
+            run_embed({"a": a, "b": b}[view], ModelFiles(model_dir, FILE, "mean"), 0, 1,
                       tmp_path / f"{order}-{view}.parquet", 1, budget, fp, store)
         results[order] = {**vectors_of(tmp_path / f"{order}-a.parquet"),
                           **vectors_of(tmp_path / f"{order}-b.parquet")}
@@ -101,9 +101,9 @@ def test_a_stored_vector_does_not_depend_on_the_job_order_or_the_budget(model_di
 JOB = """
 import sys
 from pathlib import Path
-from vipune_eval.embed import run_embed
+from vipune_eval.embed import ModelFiles, run_embed
 texts, model, fp, store, out = map(Path, sys.argv[1:6])
-print(run_embed(texts, model, "onnx/model.onnx", "mean", 0, 1, out, 1, 64, fp, store))
+print(run_embed(texts, ModelFiles(model, "onnx/model.onnx", "mean"), 0, 1, out, 1, 64, fp, store))
 """
 
 
@@ -135,7 +135,7 @@ def test_a_job_waits_for_texts_a_live_job_claimed_and_reclaims_a_dead_jobs(model
     assert mine == set(ids[:10]) and not stored
     result = {}
     job = threading.Thread(target=lambda: result.update(n=run_embed(
-        path, model_dir, FILE, "mean", 0, 1, tmp_path / "out.parquet", 1, 64, fp, root)))
+        path, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out.parquet", 1, 64, fp, root)))
     job.start()
     time.sleep(1.0)
     assert job.is_alive()  # waiting for the other job's texts, not embedding them
@@ -152,7 +152,7 @@ def test_a_job_waits_for_texts_a_live_job_claimed_and_reclaims_a_dead_jobs(model
     texts2 = texts_of(12, seed=4)
     path2 = write_texts(tmp_path / "texts2.parquet", texts2)
     dead.write_text(json.dumps(pq.read_table(path2).column("text_id").to_pylist()))
-    assert run_embed(path2, model_dir, FILE, "mean", 0, 1, tmp_path / "out2.parquet", 1, 64, fp, root) == len(set(texts2))
+    assert run_embed(path2, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out2.parquet", 1, 64, fp, root) == len(set(texts2))
     assert not dead.exists()
 
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from vipune_eval.embed import load_model
+from vipune_eval.embed import ModelFiles, load_model
 from vipune_eval.io import EvalError
 from vipune_eval.persona import Persona
 from vipune_eval.preflight import run_preflight
@@ -176,7 +176,7 @@ def preflight(binary, hf_home, model_dir, tmp_path, **env):
     try:
         fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
         vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
-        return run_preflight(vipune, model_dir, "model.onnx", "mean", tmp_path / "preflight.json")
+        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json")
     finally:
         for key in env:
             del os.environ[key]

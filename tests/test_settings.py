@@ -1,5 +1,5 @@
-"""Stage settings are typed objects (issue 21): the CLI turns the options every search or vipune
-command shares into one frozen ShardSearch / VipuneSettings, so a stage takes a few named
+"""Stage settings are typed objects (issue 21): the CLI turns the options every search, vipune or
+model command shares into one frozen ShardSearch / VipuneSettings / ModelFiles, so a stage takes a few named
 objects, not a dozen loose parameters."""
 
 import dataclasses
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from vipune_eval import cli
+from vipune_eval.embed import ModelFiles
 from vipune_eval.persona import ShardSearch
 from vipune_eval.vipune import VipuneSettings
 
@@ -34,7 +35,7 @@ def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
     ("search-reference", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
     ("search-plugin", ["--retriever", "x.py:f", "--out", "o.run"], {"shard": ShardSearch}),
     ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json"],
-     {"vipune": VipuneSettings}),
+     {"vipune": VipuneSettings, "model": ModelFiles}),
 ])
 def test_every_search_and_vipune_command_gets_its_settings_object(command, extra, settings):
     argv = [command, *(BINARY if command == "preflight" else SEARCH), *extra]
@@ -43,6 +44,15 @@ def test_every_search_and_vipune_command_gets_its_settings_object(command, extra
         assert isinstance(kwargs[keyword], kind)
         assert inspect.signature(stage).parameters[keyword].annotation in (kind.__name__, kind)
     assert set(kwargs) <= set(inspect.signature(stage).parameters)
+
+
+def test_the_embed_command_gets_the_model_as_one_object():
+    _, stage, kwargs = cli.stage_call(["embed", "--texts", "t.parquet", "--model-dir", "m", "--file", "onnx/model.onnx",
+                                       "--pooling", "mean", "--shard", "0", "--shards", "2", "--out", "e.parquet",
+                                       "--model-fingerprint", "fp.json", "--store", "v"])
+    assert stage.__name__ == "run_embed"
+    assert kwargs["model"] == ModelFiles(Path("m"), "onnx/model.onnx", "mean")
+    assert str(kwargs["model"]) == "m/onnx/model.onnx with mean pooling + L2"  # the recipe, as preflight names it
 
 
 def test_settings_are_frozen_and_no_stage_takes_a_dozen_parameters():

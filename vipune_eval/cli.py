@@ -62,7 +62,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 
 # Parent parser → (keyword, "module:Class"): its options become one settings object.
-SETTINGS = {"search": ("shard", "persona:ShardSearch"), "binary": ("vipune", "vipune:VipuneSettings")}
+SETTINGS = {"search": ("shard", "persona:ShardSearch"), "binary": ("vipune", "vipune:VipuneSettings"),
+            "model": ("model", "embed:ModelFiles")}
 
 
 def _load(target: str) -> Any:

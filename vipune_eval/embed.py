@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,22 @@ def max_tokens(model_dir: Path) -> int:
         if isinstance(value, int) and 0 < value < 100_000:
             return value
     return DEFAULT_MAX_TOKENS
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The embedding model a job loads: its folder, the ONNX file in it and the pooling (vipune's
+    recipe: mean, then L2). Built by the CLI from the options every model command shares."""
+
+    model_dir: Path
+    file: str
+    pooling: str
+
+    def load(self, threads: int | None, cuda: bool = False):
+        return load_model(self.model_dir, self.file, self.pooling, threads, cuda)
+
+    def __str__(self) -> str:
+        return f"{self.model_dir / self.file} with {self.pooling} pooling + L2"
 
 
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
@@ -158,9 +175,8 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
     embed_batched(model, strings, np.minimum(tokens, max_tokens(model_dir)), budget, progress, flush)
 
 
-def run_embed(texts: Path, model_dir: Path, file: str, pooling: str, shard: int, shards: int,
-              out: Path, threads: int, batch_tokens: int, model_fingerprint: Path, store: Path,
-              cuda: bool = False) -> int:
+def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path, threads: int,
+              batch_tokens: int, model_fingerprint: Path, store: Path, cuda: bool = False) -> int:
     """Embed shard ``shard`` of ``shards`` of a view's texts through the vector store at ``store``
     and write its vectors to ``out``; returns how many texts this job embedded itself (texts
     stored already or claimed by a concurrent job are read from the store)."""
@@ -170,19 +186,19 @@ def run_embed(texts: Path, model_dir: Path, file: str, pooling: str, shard: int,
     ids = table.column("text_id").to_pylist()
     by_id = dict(zip(ids, table.column("text").to_pylist()))
     del table
-    key, dim, limit = model_hash(model_fingerprint), model_dim(model_dir), max_tokens(model_dir)
+    key, dim, limit = model_hash(model_fingerprint), model_dim(model.model_dir), max_tokens(model.model_dir)
     vectors_store = VectorStore(store, f"{key}-r{RECIPE_VERSION}", dim)
     wanted = {t for t, s in by_id.items() if s}  # empty texts keep the zero vector
     log.info("embed shard %d/%d: %d texts (%d empty), %d threads, batches of at most %d tokens",
              shard, shards, len(ids), len(ids) - len(wanted), threads, batch_tokens)
-    model, computed, already, pending = None, 0, None, set(wanted)
+    loaded, computed, already, pending = None, 0, None, set(wanted)
     while pending:
         mine, stored, others = vectors_store.claim(pending)
         already = len(stored) if already is None else already
         try:
             if mine:
-                model = model or load_model(model_dir, file, pooling, threads=threads, cuda=cuda)
-                _embed_claimed(vectors_store, model, model_dir, sorted(mine), by_id, batch_tokens,
+                loaded = loaded or model.load(threads=threads, cuda=cuda)
+                _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, batch_tokens,
                                f"embed shard {shard}/{shards}: texts")
                 computed += len(mine)
         finally:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .embed import load_model
+from .embed import ModelFiles
 from .io import EvalError, log, write_json
 from .persona import Persona, row_id
 from .sources import configured_binary
@@ -225,22 +225,21 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
                          "passed": True, "min_cosine": min(cosines)})
 
 
-def run_preflight(vipune: VipuneSettings, model_dir: Path, file: str, pooling: str, out: Path,
-                  mode: str = "enforce") -> dict[str, Any]:
+def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str = "enforce") -> dict[str, Any]:
     path = configured_binary(vipune.binary, vipune.fingerprint)
     expected = check_fingerprint(path, vipune.fingerprint)
     tmp = vipune.tmp
-    model = load_model(model_dir, file, pooling, threads=1)
+    loaded = model.load(threads=1)
 
     def embed(texts: list[str]) -> np.ndarray:
-        return np.array(list(model.embed(texts)), dtype=np.float32)
+        return np.array(list(loaded.embed(texts)), dtype=np.float32)
 
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tmp = tmp.resolve()
     pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), tmp / "probes.db",
                     enforce=mode == "enforce")
-    recipe = f"{model_dir / file} with {pooling} pooling + L2"
+    recipe = str(model)
     probes = {
         "rrf": probe("preflight-rrf", 8, {2: MATCH}),
         "and": probe("preflight-and", 6, {1: "a zebra at the zoo", 3: "a violin in the hall"}),
