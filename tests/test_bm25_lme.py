@@ -74,25 +74,11 @@ def lme_corpus(entry):
 
 
 @pytest.mark.slow
-def test_official_view_bm25_lme_and_both_question_sets(tmp_path, workflow_env):
-    import yaml
+def test_official_view_bm25_lme_and_both_question_sets(finished_run, scenario_inputs):
+    from test_workflow import read_run
 
-    from support.synthetic import write_dataset
-    from support.tinymodel import build_tiny_model
-    from test_workflow import read_run, snakemake
-
-    data = tmp_path / "data.json"
-    write_dataset(data, instances=14, abstention=2, sessions_per_haystack=8, filler_pool=16,
-                  gold_fallback=3, seed=7)
-    model = build_tiny_model(tmp_path / "model")
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "embed": {"shards": 1, "threads": 1}, "search": {"shards": 2, "threads": 1},
-              "protocol": "official", "retrievers": ["dense", "bm25-lme"]}
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake(workdir, "--cores", "2", env=workflow_env)
+    workdir, _ = finished_run("official-bm25-lme")
+    data, _ = scenario_inputs("official-bm25-lme")
 
     entries = [e for e in json.loads(data.read_text()) if not e["question_id"].endswith("_abs")]
     evidence = {e["question_id"] for e in entries

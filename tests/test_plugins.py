@@ -141,31 +141,16 @@ def test_the_source_digest_follows_the_file_bytes(plugin_dir):
 # ------------------------------------------------------------------ the workflow (slow)
 
 
-def planned(out):
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:"):out.index("total")]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
 @pytest.mark.slow
-def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env):
-    from support.synthetic import write_dataset
-    from support.tinymodel import build_tiny_model
-    from test_workflow import snakemake
+def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env, scenario_inputs):
+    from support.scenarios import make_workdir, planned, snakemake
 
-    data = tmp_path / "data.json"
-    write_dataset(data, instances=6, abstention=1, sessions_per_haystack=5, filler_pool=8, seed=2)
-    model = build_tiny_model(tmp_path / "model")
-    workdir = tmp_path / "run"
-    (workdir / "mine").mkdir(parents=True)
+    workdir = make_workdir(tmp_path / "run", *scenario_inputs("plugins"), scenario="plugins")
+    (workdir / "mine").mkdir()
     (workdir / "mine" / "plug.py").write_text(PLUGIN)
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "embed": {"shards": 1, "threads": 1}, "search": {"shards": 2, "threads": 1},
-              "retrievers": ["dense", "hybrid", {"name": "h60", "use": "hybrid", "k": 60},
-                             {"name": "newest", "use": "mine/plug.py:newest_first"}]}
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
     snakemake(workdir, "--cores", "2", env=workflow_env)
     report = (workdir / "results/report.json").read_text()
     assert '"newest"' in report and '"h60"' in report

@@ -2,13 +2,13 @@
 
 import json
 import os
-import re
 import shutil
 
 import pytest
 import yaml
 
 from support.scenarios import make_workdir, snakemake
+from support.scenarios import planned as jobs
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 
@@ -19,11 +19,7 @@ SEARCH_SHARDS = 3
 
 def planned(workdir, env, *extra):
     """Rule → number of jobs a dry run would execute (empty when nothing is stale)."""
-    out = snakemake(workdir, "-n", "--cores", "1", *extra, env=env).stdout
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:"):out.index("total")]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+    return jobs(snakemake(workdir, "-n", "--cores", "1", *extra, env=env).stdout)
 
 
 @pytest.fixture(scope="module")

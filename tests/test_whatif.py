@@ -148,35 +148,16 @@ def test_selecting_on_test_confirms_on_dev():
 # ---------------------------------------------------------------- the workflow (slow)
 
 
-def planned(out):
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:"):out.index("total")]
-    return {m[1]: int(m[2]) for m in __import__("re").finditer(r"^(\w+)\s+(\d+)$", table, __import__("re").M)}
-
-
 @pytest.mark.slow
-def test_growing_the_grid_computes_only_the_new_variants(tmp_path, workflow_env):
+def test_growing_the_grid_computes_only_the_new_variants(tmp_path, workflow_env, scenario_inputs):
     import json
 
     import yaml
 
-    from support.synthetic import write_dataset
-    from support.tinymodel import build_tiny_model
-    from test_workflow import snakemake
+    from support.scenarios import make_workdir, planned, snakemake
 
-    data = tmp_path / "data.json"
-    write_dataset(data, instances=24, abstention=1, sessions_per_haystack=6, filler_pool=12, seed=4)
-    model = build_tiny_model(tmp_path / "model")
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(model), "file": "model.onnx"},
-              "embed": {"shards": 1, "threads": 1}, "search": {"shards": 2, "threads": 1},
-              "split": {"dev_fraction": 0.5},
-              "retrievers": ["vipune", "dense", "hybrid"],
-              "whatif": {"base": "hybrid", "grid": {"k": [10, 25], "query": ["and"]}}}
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    workdir = make_workdir(tmp_path / "run", *scenario_inputs("whatif"), scenario="whatif")
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
     snakemake(workdir, "--cores", "2", env=workflow_env)
     first = ["hybrid~k=10~query=and", "hybrid~k=25~query=and"]
     files = [p for name in first for p in [workdir / "results/runs" / f"{name}.run",

@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import yaml

@@ -54,17 +54,22 @@ class Persona:
         """The run's documents: rows' documents by first occurrence (the top k sessions are the
         first k distinct sessions of the row ranking), at most ``depth``; without ``collapse``
         every row keeps its own document (a turn-level run)."""
-        out: list[str] = []
-        seen: set[str] = set()
-        for rid, _ in ranking:
-            doc = self._doc_of[rid]
-            if collapse and doc in seen:
-                continue
-            seen.add(doc)
-            out.append(doc)
-            if len(out) == depth:
-                break
-        return out
+        return first_documents((self._doc_of[rid] for rid, _ in ranking), depth, collapse)
+
+
+def first_documents(docs: Iterable[str], depth: int, collapse: bool = True) -> list[str]:
+    """A ranking's documents by first occurrence (each row's document, best first), at most
+    ``depth``; without ``collapse`` every row keeps its own document."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for doc in docs:
+        if collapse and doc in seen:
+            continue
+        seen.add(doc)
+        out.append(doc)
+        if len(out) == depth:
+            break
+    return out
 
 
 class Vectors:

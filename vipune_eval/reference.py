@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from . import retrievers as registry
 from . import trec
 from .io import EvalError, Progress, atomic_path
-from .persona import Persona, Ranking, ShardSearch
+from .persona import Persona, Ranking, ShardSearch, first_documents
 
 RRF_K = registry.FAMILIES["hybrid"].params["k"].default
 candidate_pool = registry.candidate_pool
@@ -116,17 +116,7 @@ class Arms:
 
     def documents(self, indices: np.ndarray, depth: int, collapse: bool = True) -> list[str]:
         """As Persona.documents: rows' documents by first occurrence, at most ``depth``."""
-        out: list[str] = []
-        seen: set[str] = set()
-        for i in indices.tolist():
-            doc = self.docs[i]
-            if collapse and doc in seen:
-                continue
-            seen.add(doc)
-            out.append(doc)
-            if len(out) == depth:
-                break
-        return out
+        return first_documents((self.docs[i] for i in indices.tolist()), depth, collapse)
 
 
 def _indexed(persona: Persona, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:

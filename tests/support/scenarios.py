@@ -8,6 +8,7 @@ in with the generated inputs. conftest.py runs each scenario at most once per te
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,14 @@ def snakemake(workdir: Path, *args: str, env: dict[str, str], check: bool = True
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def planned(out: str) -> dict[str, int]:
+    """Rule → number of jobs, from a dry run's output (empty when nothing is stale)."""
+    if "Nothing to be done" in out:
+        return {}
+    table = out[out.index("Job stats:"):out.index("total")]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
 def clone(workdir: Path, dest: Path, drop: tuple[str, ...] = ()) -> Path:
