@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import platform
 import subprocess
 import sys
@@ -307,10 +308,14 @@ def model_fingerprint(model: Model, dest: Path) -> Path:
     return path
 
 
-def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_size: int = 4) -> list[str]:
+def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_tokens: int = 2048) -> list[str]:
+    """``vipune-eval embed`` with a vector store of its own, emptied here: every run computes
+    its vectors (a store shared between runs would hand the second one stored vectors)."""
+    store = out.parent / f"{out.stem}-vectors"
+    shutil.rmtree(store, ignore_errors=True)
     return cli("embed", texts=texts, model_dir=model.dir, file=model.file, pooling=model.pooling,
-               shard=0, shards=1, threads=threads, batch_size=batch_size, out=out,
-               model_fingerprint=model_fingerprint(model, out.parent))
+               shard=0, shards=1, threads=threads, batch_tokens=batch_tokens, out=out,
+               model_fingerprint=model_fingerprint(model, out.parent), store=store)
 
 
 EMBED_CHILD = r"""
