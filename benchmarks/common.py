@@ -307,10 +307,13 @@ def model_fingerprint(model: Model, dest: Path) -> Path:
     return path
 
 
-def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_size: int = 4) -> list[str]:
+def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_tokens: int = 2048) -> list[str]:
+    """``vipune-eval embed`` of one shard with a vector store of its own beside ``out`` (named
+    after it): an empty store per output, so every rep embeds every text instead of reading
+    the vectors an earlier rep stored."""
     return cli("embed", texts=texts, model_dir=model.dir, file=model.file, pooling=model.pooling,
-               shard=0, shards=1, threads=threads, batch_size=batch_size, out=out,
-               model_fingerprint=model_fingerprint(model, out.parent))
+               shard=0, shards=1, threads=threads, batch_tokens=batch_tokens, out=out,
+               model_fingerprint=model_fingerprint(model, out.parent), store=out.with_suffix(".store"))
 
 
 EMBED_CHILD = r"""
