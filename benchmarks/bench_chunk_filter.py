@@ -1,73 +1,86 @@
-"""Chunk rows against session rows: `filter-rows` wall time, side by side (issue 23).
+"""chunk filter: `filter-rows` of chunk rows against session rows, and against the code before.
 
-    python benchmarks/bench_chunk_filter.py [--ref adfee55] [--repeats 2]
-
-Standalone. Generates (once) the M-shaped file of bench_embed_flops.py (40 instances x 500
-sessions x 12 turns of 150 words) and times, interleaved, `vipune-eval filter-rows` for session
-rows and chunk rows with this checkout's package, and chunk rows with the package at git ``--ref``
-(the code before, extracted with `git archive`). Prints each best wall time and the ratios; writes
-``benchmarks/out/chunk-filter.json``. The tokenizer is the MiniLM stand-in's (same WordPiece
-vocabulary as bge-small).
+One generated file of long sessions (12 turns x 150 words); interleaved, each its own process:
+`filter-rows --granularity session`, `--granularity chunk` (the embed model's tokenizer), and
+chunk rows with the package at ``REF`` (the chunker before each distinct session was tokenized
+once), extracted with `git archive` and put first on the child's path. The ratios: chunk /
+session with this checkout's package and with the code before; the chunk texts of both codes
+must be identical. When the checkout's history lacks ``REF`` (a shallow clone), that side is
+left out and a note says so.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
-import os
 import subprocess
-import sys
 import tarfile
-import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "benchmarks" / "out"
-sys.path.insert(0, str(REPO / "tests"))
-TOKENIZER = Path("/work/shared/models/all-MiniLM-L6-v2-onnx/tokenizer.json")
-DATA_ARGS = dict(instances=40, abstention=3, sessions_per_haystack=500, filler_pool=3000,
-                 turns_per_session=12, words_per_turn=150, seed=1)
+import pyarrow.parquet as pq
 
+from benchmarks.common import OUT, PYTHON, REPO, Figures, child_env, cli, generate, interleaved, mean, run_child, sized
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ref", default="adfee55", help="git ref of the code before")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--tokenizer", type=Path, default=TOKENIZER)
-    a = parser.parse_args()
-    from support.synthetic import write_dataset
-
-    work = OUT / "embed-flops"
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / "m40.json"
-    if not data.exists():
-        write_dataset(data, **DATA_ARGS)
-    old = work / f"package-{a.ref}"
-    if not old.exists():
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", a.ref, "vipune_eval"],
-                                 capture_output=True, check=True).stdout
-        tarfile.open(fileobj=io.BytesIO(archive)).extractall(old)
-    runs = {"session": (REPO, "session"), "chunk": (REPO, "chunk"), f"chunk@{a.ref}": (old, "chunk")}
-    best = {name: float("inf") for name in runs}
-    for _ in range(a.repeats):
-        for name, (root, granularity) in runs.items():
-            env = {**os.environ, "PYTHONPATH": str(root)}
-            cmd = [sys.executable, "-m", "vipune_eval", "filter-rows", "--granularity", granularity,
-                   "--dataset", str(data), "--rows-out", str(work / f"bench-{name}-rows.parquet"),
-                   "--texts-out", str(work / f"bench-{name}-texts.parquet"), "--tokenizer", str(a.tokenizer)]
-            start = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
-            best[name] = min(best[name], time.perf_counter() - start)
-            print(f"{name:16s} {time.perf_counter() - start:7.1f} s", flush=True)
-    import pyarrow.parquet as pq
-    same = pq.read_table(work / "bench-chunk-texts.parquet").equals(pq.read_table(work / f"bench-chunk@{a.ref}-texts.parquet"))
-    result = {"best_seconds": best, "chunk_over_session": best["chunk"] / best["session"],
-              f"chunk@{a.ref}_over_session": best[f"chunk@{a.ref}"] / best["session"],
-              "chunk_texts_identical_to_ref": same, "load_average": os.getloadavg()}
-    print(json.dumps(result, indent=2))
-    (OUT / "chunk-filter.json").write_text(json.dumps(result, indent=2) + "\n")
+REF = "adfee55"  # the chunker before issue 23
+# small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.
+SIZES = {"small": dict(instances=10, abstention=1, sessions_per_haystack=40, filler_pool=300,
+                       turns_per_session=12, words_per_turn=150, seed=1),
+         "M": dict(instances=40, abstention=3, sessions_per_haystack=500, filler_pool=3000,
+                   turns_per_session=12, words_per_turn=150, seed=1)}
 
 
-if __name__ == "__main__":
-    main()
+def package_at(ref: str) -> tuple[str | None, str]:
+    """The package folder of ``ref`` (``git archive``, once), or None and why not."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                         capture_output=True, text=True).stdout.strip()
+    if not sha:
+        return None, f"{ref} is not in this checkout's history"
+    root = OUT / f"package-{sha[:12]}"
+    if not (root / "vipune_eval").exists():
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", sha, "vipune_eval"], capture_output=True,
+                                 check=True).stdout
+        tarfile.open(fileobj=io.BytesIO(archive)).extractall(root)
+    return str(root), ""
+
+
+def bench_chunk_filter(benchmark, work, embed_model):
+    data = generate(sized(SIZES))
+    dest = work / "chunk-filter"
+    tokenizer = embed_model.dir / "tokenizer.json"
+    old, why = package_at(REF)
+    # PYTHONSAFEPATH: `python -m` would otherwise put the working directory (this checkout) ahead
+    # of PYTHONPATH, and the "code before" would be this checkout's again.
+    old_env = child_env(PYTHONPATH=old, PYTHONSAFEPATH="1") if old else None
+    if old:
+        seen = run_child([PYTHON, "-c", "import vipune_eval; print(vipune_eval.__file__)"], dest / "which.log",
+                         old_env).stdout.strip()
+        assert seen.startswith(old), f"the code at {REF} should be imported from {old}, not {seen}"
+
+    def filter_rows(name: str, granularity: str, rep: int, env=None):
+        extra = {"tokenizer": tokenizer} if granularity == "chunk" else {}
+        return run_child(cli("filter-rows", dataset=data, granularity=granularity,
+                             rows_out=dest / name / "rows.parquet", texts_out=dest / name / "texts.parquet",
+                             **extra), dest / name / f"filter-rows-{rep}.log", env)
+
+    sides = {"session": lambda rep: filter_rows("session", "session", rep),
+             "chunk": lambda rep: filter_rows("chunk", "chunk", rep)}
+    if old:
+        sides[f"chunk@{REF}"] = lambda rep: filter_rows("chunk-before", "chunk", rep, old_env)
+    runs = interleaved(benchmark, sides)
+
+    fig = Figures(f"chunk filter: filter-rows on a {data.stat().st_size / 1e6:.0f} MB file, "
+                  f"{embed_model.name}'s tokenizer for chunks", ["", "wall s (best)", "wall s (mean)", "CPU s",
+                                                                 "peak RSS MiB", "unique texts"])
+    for name, rs in runs.items():
+        folder = dest / ("chunk-before" if "@" in name else name)
+        fig.row(name, min(r.wall_s for r in rs), mean([r.wall_s for r in rs]), mean([r.cpu_s for r in rs]),
+                max(r.peak_rss_mib for r in rs), pq.read_metadata(folder / "texts.parquet").num_rows)
+    best = {name: min(r.wall_s for r in rs) for name, rs in runs.items()}
+    for name in runs:
+        if name != "session":
+            fig.ratio(f"{name} / session (best wall)", best[name], best["session"])
+    if old:
+        fig.ratio(f"chunk / chunk@{REF} (best wall)", best["chunk"], best[f"chunk@{REF}"])
+        same = pq.read_table(dest / "chunk" / "texts.parquet").equals(pq.read_table(dest / "chunk-before" / "texts.parquet"))
+        fig.note(f"chunk texts identical to {REF}'s: {'yes' if same else 'NO'}")
+    else:
+        fig.note(f"no chunk@{REF} side: {why}")
+    fig.record(benchmark)
