@@ -44,8 +44,6 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                         (["--shards"], {"type": int, "required": True})),
         "search": parent((["--rows"], path), (["--texts"], path),
                          (["--embeddings"], {**path, "nargs": "+"}),
-                         (["--shard"], {"type": int, "required": True}),
-                         (["--shards"], {"type": int, "required": True}),
                          (["--limit"], {"type": int, "required": True, "help": "vipune --limit"}),
                          (["--depth"], {"type": int, "required": True,
                                         "help": "documents kept per pair in the run"}),
@@ -61,7 +59,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     }
 
 
-# Parent parser → (keyword, "module:Class"): its options become one settings object.
+# Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
+# and for a search command the shard parent's) become one settings object.
 SETTINGS = {"search": ("shard", "persona:ShardSearch"), "binary": ("vipune", "vipune:VipuneSettings"),
             "model": ("model", "embed:ModelFiles")}
 
@@ -129,7 +128,7 @@ COMMANDS: dict[str, Command] = {
                           (["--store"], {**P, "help": "the vector store shared by every view"}))),
     "search-reference": Command("reference:run_reference",
                                 "a shard's shared arms (dense, bm25 AND, bm25 OR) and/or family runs",
-                                ("search",),
+                                ("search", "shard"),
                                 _opt((["--arms-out"], {"type": Path, "help": "the arms file fusions read"}),
                                      (["--retrievers"], {"nargs": "+", "help": "preset names or spec JSON"}),
                                      (["--outputs"], {"type": Path, "nargs": "+"}),
@@ -144,11 +143,11 @@ COMMANDS: dict[str, Command] = {
                                        (["--rank-all"], {"action": "store_true"}),
                                        (["--outputs"], {**P, "nargs": "+"}))),
     "search-plugin": Command("plugins:run_plugin", "a plugin retriever over one shard of personas",
-                             ("search",),
+                             ("search", "shard"),
                              _opt((["--retriever"], {"required": True, "help": "the plugin's spec JSON"}),
                                   (["--out"], P))),
     "search-vipune": Command("vipune_lane:run_vipune", "the vipune binary over one shard of personas",
-                             ("search", "binary"),
+                             ("search", "shard", "binary"),
                              _opt((["--threads"], {"type": int, "default": 1}),
                                   (["--on-error"], {"choices": ["stop", "record"], "default": "stop"}),
                                   (["--cache"], {**P, "help": "finished personas (reused on a resume)"}),

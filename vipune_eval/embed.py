@@ -161,7 +161,8 @@ def model_hash(fingerprint: Path) -> str:
 
 
 def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str], texts: dict[str, str],
-                   budget: int, what: str) -> None:
+                   budget: int, limit: int, what: str) -> None:
+    """Embed the texts this job claimed and store them; ``limit``: the model's token limit."""
     strings = [texts[t] for t in claimed]
     tokens = count_tokens(model_dir, strings)
     dim = store.dim
@@ -172,7 +173,7 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
         store.put([claimed[i] for i in rows], vectors, tokens[rows])
 
     progress = Progress(what, total=len(claimed))
-    embed_batched(model, strings, np.minimum(tokens, max_tokens(model_dir)), budget, progress, flush)
+    embed_batched(model, strings, np.minimum(tokens, limit), budget, progress, flush)
 
 
 def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path, threads: int,
@@ -199,7 +200,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
             if mine:
                 loaded = loaded or model.load(threads=threads, cuda=cuda)
                 _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, batch_tokens,
-                               f"embed shard {shard}/{shards}: texts")
+                               limit, f"embed shard {shard}/{shards}: texts")
                 computed += len(mine)
         finally:
             vectors_store.release()

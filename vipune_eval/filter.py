@@ -478,10 +478,11 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
              tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
     """Each pair's memory rows (the view's granularity) and the unique texts they and the
     questions hold. Returns counts (pairs, row slots, unique texts)."""
-    granularity = granularities.get(granularity or granularities.PRIMARY).name
-    if granularities.get(granularity).needs_tokenizer and tokenizer is None:
+    kind = granularities.get(granularity or granularities.PRIMARY)
+    granularity = kind.name
+    if kind.needs_tokenizer and tokenizer is None:
         raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")
-    chunker = make_chunker(tokenizer) if granularities.get(granularity).needs_tokenizer else None
+    chunker = make_chunker(tokenizer) if kind.needs_tokenizer else None
     counts: Counter = Counter()
     with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
         texts = _TextWriter(tmp_texts)

@@ -71,12 +71,13 @@ class VectorStore:
         self.job = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._written = 0
         self._claim_handle = None
+        self._part_ids: dict[str, set[str]] = {}  # parts are written once: each is read once
 
     def stored_ids(self) -> set[str]:
-        ids: set[str] = set()
         for part in sorted(self.parts.glob("*.parquet")):
-            ids.update(pq.read_table(part, columns=["text_id"]).column("text_id").to_pylist())
-        return ids
+            if part.name not in self._part_ids:
+                self._part_ids[part.name] = set(pq.read_table(part, columns=["text_id"]).column("text_id").to_pylist())
+        return set().union(*self._part_ids.values())
 
     def _live_claims(self) -> dict[Path, set[str]]:
         """Claims of running jobs; a claim whose job died (its flock free) is removed."""
@@ -148,8 +149,11 @@ class VectorStore:
         vectors = np.zeros((len(ids), self.dim), dtype=np.float32)
         tokens = np.zeros(len(ids), dtype=np.int32)
         found = np.zeros(len(ids), dtype=bool)
-        for part in sorted(self.parts.glob("*.parquet")):
-            table = read_rows_with_ids(part, PART_COLUMNS, set(index))
+        self.stored_ids()  # which part holds which ids
+        for name, held in sorted(self._part_ids.items()):
+            if held.isdisjoint(index):
+                continue
+            table = read_rows_with_ids(self.parts / name, PART_COLUMNS, set(index))
             if not table.num_rows:
                 continue
             column = table.column("embedding").combine_chunks()
