@@ -111,9 +111,6 @@ class Arms:
             self._tie = tie
         return self._tie
 
-    def ranking(self, indices: np.ndarray, scores: np.ndarray) -> Ranking:
-        return [(self.row_ids[i], float(s)) for i, s in zip(indices.tolist(), scores.tolist())]
-
     def documents(self, indices: np.ndarray, depth: int, collapse: bool = True) -> list[str]:
         """As Persona.documents: rows' documents by first occurrence, at most ``depth``."""
         return first_documents((self.docs[i] for i in indices.tolist()), depth, collapse)
