@@ -57,7 +57,7 @@ def _tokenizer(vocab: dict[str, int]) -> Tokenizer:
     return tokenizer
 
 
-def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
+def _graph(vocab_size: int, dim: int, seed: int, attention: bool = False) -> ModelProto:
     rng = np.random.default_rng(seed)
     word_table = rng.standard_normal((vocab_size, dim), dtype=np.float32)
     # Small, so that the segment embedding shared by all tokens does not dominate similarity.
@@ -73,7 +73,7 @@ def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
     nodes = [
         helper.make_node("Gather", ["word_table", "input_ids"], ["words"]),
         helper.make_node("Gather", ["type_table", "token_type_ids"], ["types"]),
-        helper.make_node("Add", ["words", "types"], ["tokens"]),
+        helper.make_node("Add", ["words", "types"], ["embedded"]),
         helper.make_node("Cast", ["attention_mask"], ["mask_float"], to=TensorProto.FLOAT),
         helper.make_node("Unsqueeze", ["mask_float", "last_axis"], ["mask"]),
         helper.make_node("Mul", ["tokens", "mask"], ["last_hidden_state"]),
@@ -83,6 +83,12 @@ def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
         numpy_helper.from_array(type_table, "type_table"),
         numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis"),
     ]
+    if attention:
+        layer, weights = _attention_layer(rng, dim)
+        nodes[3:3] = layer
+        initializers += weights
+    else:
+        nodes.insert(3, helper.make_node("Identity", ["embedded"], ["tokens"]))
     graph = helper.make_graph(nodes, "tiny_bag_of_words", inputs, [output], initializers)
     return helper.make_model(
         graph,
@@ -90,6 +96,37 @@ def _graph(vocab_size: int, dim: int, seed: int) -> ModelProto:
         ir_version=IR_VERSION,
         producer_name="vipune-eval tests",
     )
+
+
+def _attention_layer(rng: np.random.Generator, dim: int) -> tuple[list, list]:
+    """One residual self-attention layer (``embedded`` -> ``tokens``) as torch's ONNX export of
+    scaled-dot-product attention writes it: the mask as ``Where(mask, 0, -inf)`` added to the
+    scores, and the softmax guarded by ``Where(IsNaN(p), 0, p)``."""
+    weights = {name: 0.05 * rng.standard_normal((dim, dim), dtype=np.float32) for name in ("wq", "wk", "wv")}
+    initializers = [numpy_helper.from_array(w, name) for name, w in weights.items()] + [
+        numpy_helper.from_array(np.array(1 / np.sqrt(dim), np.float32), "scale"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array(-np.inf, np.float32), "minus_inf"),
+        numpy_helper.from_array(np.array([1], dtype=np.int64), "key_axis"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["embedded", "wq"], ["q"]),
+        helper.make_node("MatMul", ["embedded", "wk"], ["k"]),
+        helper.make_node("MatMul", ["embedded", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["k_t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "k_t"], ["qk"]),
+        helper.make_node("Mul", ["qk", "scale"], ["scores"]),
+        helper.make_node("Cast", ["attention_mask"], ["mask_bool"], to=TensorProto.BOOL),
+        helper.make_node("Unsqueeze", ["mask_bool", "key_axis"], ["key_mask"]),
+        helper.make_node("Where", ["key_mask", "zero", "minus_inf"], ["mask_bias"]),
+        helper.make_node("Add", ["scores", "mask_bias"], ["masked_scores"]),
+        helper.make_node("Softmax", ["masked_scores"], ["probabilities"], axis=-1),
+        helper.make_node("IsNaN", ["probabilities"], ["is_nan"]),
+        helper.make_node("Where", ["is_nan", "zero", "probabilities"], ["guarded"]),
+        helper.make_node("MatMul", ["guarded", "v"], ["attended"]),
+        helper.make_node("Add", ["embedded", "attended"], ["tokens"]),
+    ]
+    return nodes, initializers
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:
@@ -103,12 +140,14 @@ def build_tiny_model(
     vocab: Sequence[str] | None = None,
     seed: int = 0,
     onnx_name: str = "model.onnx",
+    attention: bool = False,
 ) -> Path:
     """Write a tiny ONNX embedding model with its tokenizer files into ``folder``.
 
     ``vocab`` defaults to :data:`support.synthetic.VOCABULARY`; words outside it map to
-    ``[UNK]``. ``onnx_name`` may contain a subfolder, e.g. ``onnx/model.onnx``. The output is
-    deterministic for a given seed. Returns ``folder``.
+    ``[UNK]``. ``onnx_name`` may contain a subfolder, e.g. ``onnx/model.onnx``. ``attention`` adds
+    one self-attention layer exported the way torch exports it (NaN guard included). The output
+    is deterministic for a given seed. Returns ``folder``.
     """
     if vocab is None:
         from .synthetic import VOCABULARY
@@ -120,7 +159,7 @@ def build_tiny_model(
 
     onnx_path = folder / onnx_name
     onnx_path.parent.mkdir(parents=True, exist_ok=True)
-    save_model(_graph(len(token_ids), dim, seed), str(onnx_path))
+    save_model(_graph(len(token_ids), dim, seed, attention), str(onnx_path))
 
     _tokenizer(token_ids).save(str(folder / "tokenizer.json"))
     special = {
