@@ -46,6 +46,7 @@ def test_the_guard_is_dropped_and_nothing_else(guarded):
     after = ops(model)
     assert "IsNaN" not in after and after.count("Where") == before.count("Where") - 1  # the mask's Where stays
     assert len(after) == len(before) - 2
+    assert "zero" in {i.name for i in model.graph.initializer}  # still read by the mask's Where
     onnx.checker.check_model(model)
     softmax = next(n for n in model.graph.node if n.op_type == "Softmax")
     assert any(softmax.output[0] in n.input for n in model.graph.node if n.op_type == "MatMul")
@@ -115,3 +116,14 @@ def test_a_damaged_onnx_file_is_named(tmp_path):
     (folder / "model.onnx").write_bytes(b"not a protobuf at all")
     with pytest.raises(EvalError, match=r"model\.onnx: not a readable ONNX file"):
         load_model(folder, "model.onnx", "mean", threads=1)
+
+
+def test_a_guard_with_its_own_constant_leaves_nothing_behind():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Softmax", ["x"], ["p"], axis=-1), helper.make_node("IsNaN", ["p"], ["n"]),
+             helper.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(np.array(0.0, np.float32))),
+             helper.make_node("Where", ["n", "c", "p"], ["g"]), helper.make_node("Relu", ["g"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]))
+    assert drop_nan_guards(model) == 1
+    assert ops(model) == ["Softmax", "Relu"] and list(model.graph.node[1].input) == ["p"]

@@ -28,6 +28,7 @@ def drop_nan_guards(model) -> int:
     producer = {out: node for node in graph.node for out in node.output}
     outputs = {o.name for o in graph.output}
     replaced: dict[str, str] = {}
+    orphans: set[str] = set()
     dead: set[int] = set()
     for node in graph.node:
         if node.op_type != "Where" or node.domain not in ("", "ai.onnx"):
@@ -37,6 +38,7 @@ def drop_nan_guards(model) -> int:
         if (isnan is not None and isnan.op_type == "IsNaN" and list(isnan.input) == [probabilities]
                 and softmax is not None and softmax.op_type == "Softmax" and node.output[0] not in outputs):
             replaced[node.output[0]] = probabilities
+            orphans.update(node.input[:2])  # its IsNaN and its constant, unless read elsewhere
             dead.add(id(node))
     if not replaced:
         return 0
@@ -44,13 +46,15 @@ def drop_nan_guards(model) -> int:
         for i, name in enumerate(node.input):
             if name in replaced:
                 node.input[i] = replaced[name]
-    still_read = {name for node in graph.node if id(node) not in dead for name in node.input}
-    for node in graph.node:  # the IsNaN nodes nobody reads any more
-        if node.op_type == "IsNaN" and node.output[0] not in still_read and node.output[0] not in outputs:
-            dead.add(id(node))
+    still_read = {name for node in graph.node if id(node) not in dead for name in node.input} | outputs
+    orphans -= still_read  # (onnxruntime would drop them too, with a warning each)
+    dead.update(id(node) for node in graph.node if node.output and node.output[0] in orphans)
     kept = [node for node in graph.node if id(node) not in dead]
     del graph.node[:]
     graph.node.extend(kept)
+    unread = [init for init in graph.initializer if init.name in orphans]
+    for init in unread:
+        graph.initializer.remove(init)
     return len(replaced)
 
 
