@@ -4,12 +4,13 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from tokenizers import AddedToken, normalizers, pre_tokenizers
 
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
-from vipune_eval.tokens import load_tokenizer
 from vipune_eval.filter import make_chunker, read_pairs, run_pairs, run_rows, session_text
 from vipune_eval.io import EvalError, text_id
+from vipune_eval.tokens import load_tokenizer, tokens_end_at_line_breaks
 
 
 def pairs_of(path, out, expected=None, protocol="seed", granularity="session", **kw):
@@ -258,6 +259,7 @@ def test_chunker_packs_greedily_and_gives_a_recurring_session_the_same_rows(tmp_
     words = [f"w{i % 97}" for i in range(3000)]
     lines = [f"user: {' '.join(words[i:i + n])}" for i, n in zip(range(0, 3000, 200), [30, 90, 700, 5, 260] * 4)]
     chunker = make_chunker(model / "tokenizer.json")
+    assert chunker.counts_lines_alone  # a BERT pre-tokenizer: each line counted on its own
     first = chunker(lines)
     assert chunker(list(lines)) == first  # the kept packing of a session seen before
     assert all(count(c) <= 512 for c in first)
@@ -324,9 +326,24 @@ def test_chunker_falls_back_to_counting_every_row_when_tokens_straddle_line_brea
     lines = [" ".join(words[i % 40] for i in range(n)) for n in (8, 9)]
     assert count("\n".join(lines)) == 2 + 8 + 9 - 1  # "w7\nw0" is one token: counts do not add
     chunker = make_chunker(path, max_tokens=10)
+    assert not chunker.counts_lines_alone  # splitting at spaces only: a line break may sit inside a token
     rows = chunker(lines)
     assert all(count(r) <= 10 for r in rows)
     assert "".join(" ".join(rows).split()) == "".join(" ".join(lines).split())
     for r, following in zip(rows, rows[1:]):  # greedy on the real counts
         assert count(r + "\n" + following.split("\n")[0]) > 10
     assert rows[0] == lines[0]  # the second line (11 tokens alone) is split, not packed whole
+
+
+@pytest.mark.parametrize("change, alone", [
+    (lambda t: None, True),
+    (lambda t: setattr(t, "normalizer", normalizers.Sequence([normalizers.Replace("\n", "_"), normalizers.Lowercase()])), False),
+    (lambda t: setattr(t, "pre_tokenizer", pre_tokenizers.Metaspace()), False),
+    (lambda t: setattr(t, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Digits(), pre_tokenizers.Whitespace()])), True),
+    (lambda t: t.add_tokens([AddedToken("a\nb")]), False),
+])
+def test_which_tokenizers_count_each_line_alone(tmp_path, change, alone):
+    """Only a tokenizer whose tokens cannot span a line break may have its lines counted alone."""
+    tokenizer = load_tokenizer(build_tiny_model(tmp_path / "model") / "tokenizer.json")
+    change(tokenizer)
+    assert tokens_end_at_line_breaks(tokenizer) is alone

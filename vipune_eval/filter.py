@@ -314,15 +314,20 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
     that is split at token boundaries. A session recurs in many haystacks: its packing is kept
     (as character spans, not texts) by the hash of its lines and computed once.
 
-    Fast path: the session is tokenized once and each line's tokens read from the offsets; the
-    packing adds those counts. When no token straddles a line break (true of WordPiece and other
-    tokenizers that split at whitespace) that is what counting each candidate row gives (checked
-    on M-shaped data: rows identical to the slow path). Rows within a few tokens of the limit are
-    counted again; a session whose tokens straddle a break, or whose near-limit row does not come
-    out as added, is packed the slow way, counting every candidate row."""
-    from .tokens import load_tokenizer
+    Fast path: each line's tokens are counted once and the packing adds those counts. When no
+    token straddles a line break (true of WordPiece and other tokenizers that split at whitespace)
+    that is what counting each candidate row gives (checked on M-shaped data: rows identical to
+    the slow path). A tokenizer known from its tokenizer.json to end every token at a line break
+    (``tokens.tokens_end_at_line_breaks``: BERT's, bge-small's) has the lines counted alone, in one
+    batch call without offsets; any other has the session tokenized whole and each line's tokens
+    read from the offsets. Rows within a few tokens of the limit are counted again; a session
+    whose tokens straddle a break, or whose near-limit row does not come out as added, is packed
+    the slow way, counting every candidate row."""
+    from .tokens import encode_counting, load_tokenizer, tokens_end_at_line_breaks
 
     tokenizer = load_tokenizer(tokenizer_path)
+    lines_alone = tokens_end_at_line_breaks(tokenizer)
+    encode_lines = encode_counting(tokenizer)
     plans: dict[str, tuple[tuple[tuple[int, int, int], ...], ...]] = {}
 
     def count(text: str) -> int:
@@ -370,8 +375,10 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
     RECOUNT_MARGIN = 16
 
     def line_tokens(lines: list[str]) -> np.ndarray | None:
-        """Tokens (without special tokens) of each line, from one encoding of the joined
-        session; None when a token straddles a line break (the counts would not add up)."""
+        """Tokens (without special tokens) of each line; None when a token straddles a line
+        break (the counts would not add up)."""
+        if lines_alone:
+            return np.fromiter((len(e) for e in encode_lines(lines, add_special_tokens=False)), np.int64, len(lines))
         starts = np.cumsum([0] + [len(line) + 1 for line in lines])  # each line's first character
         spans = tokenizer.encode("\n".join(lines), add_special_tokens=False).offsets
         offsets = np.fromiter(chain.from_iterable(spans), np.int64, 2 * len(spans)).reshape(-1, 2)
@@ -418,6 +425,7 @@ def make_chunker(tokenizer_path: Path, max_tokens: int = MAX_ROW_TOKENS) -> Call
             plans[key] = (fast_plan(lines) if lines else None) or plan(lines)
         return [text(lines, parts) for parts in plans[key]]
 
+    chunks.counts_lines_alone = lines_alone  # type: ignore[attr-defined]  # which fast path (tests)
     return chunks
 
 
