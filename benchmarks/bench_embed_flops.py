@@ -19,13 +19,13 @@ the same thread count in the same rounds (best seen). Vectors are checked: budge
 one text at a time (bit for bit), the rewritten graph against the exported one at budget 2048
 (bit for bit) and against the padded batches (max |difference|).
 
-The projection: bge-small-en-v1.5 (12 layers, same widths) over LongMemEval_M's unique texts per
-granularity at the best budget's and at the padded batches' useful FLOP/s (minutes, an estimate).
+The projection: bge-small-en-v1.5 (12 layers, same widths) over LongMemEval_M's texts per
+granularity (``granularities.Granularity.longmemeval_m``) at each setting's useful FLOP/s (minutes, an estimate;
+the report makes the same projection from a run's own embed jobs).
 """
 
 from __future__ import annotations
 
-import json
 import random
 
 import numpy as np
@@ -34,11 +34,10 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, flops_per_token, generate, interleaved, matmul_peak,
                                run_child, sized)
+from vipune_eval.report import M_WORKLOAD
+from vipune_eval.throughput import BGE_SMALL, encoder_shape, workload_flops
 
 GRANULARITIES = ("session", "turn", "chunk")
-# Unique texts of LongMemEval_M per granularity (each embedded once across views), measured on
-# the full M-shaped generated file (README "Performance", 2026-12-03).
-M_UNIQUE_TEXTS = {"session": 21_126, "turn": 248_342, "chunk": 124_406}
 # small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.
 SIZES = {"small": dict(data=dict(instances=10, abstention=1, sessions_per_haystack=40, filler_pool=300,
                                  turns_per_session=12, words_per_turn=150, seed=1),
@@ -107,15 +106,6 @@ print(json.dumps(result))
 """
 
 
-def shape_of(model_dir) -> tuple[dict[str, int], bool]:
-    """The encoder's layer shapes from its config.json; MiniLM-L6's when it has none (False)."""
-    try:
-        c = json.loads((model_dir / "config.json").read_text())
-        return dict(layers=c["num_hidden_layers"], hidden=c["hidden_size"], intermediate=c["intermediate_size"]), True
-    except (OSError, KeyError, ValueError):
-        return ENCODERS["MiniLM-L6"], False
-
-
 def useful_flops(lengths: np.ndarray, shape: dict[str, int]) -> float:
     """Forward FLOPs over texts of ``lengths`` tokens, no padding (attention at each text's length)."""
     lengths = lengths.astype(np.float64)
@@ -138,7 +128,9 @@ def bench_embed_flops(benchmark, work, embed_model):
         lengths[g] = np.minimum(count_tokens(embed_model.dir, texts), 512)
         samples[g] = dest / g / "sample.parquet"
         pq.write_table(pa.table({"text": texts, "tokens": pa.array(lengths[g], pa.int64())}), samples[g])
-    shape, bert = shape_of(embed_model.dir)
+    shape = encoder_shape(embed_model.dir)
+    bert = shape is not None
+    shape = shape or ENCODERS["MiniLM-L6"]
 
     peaks: dict[int, list[float]] = {t: [] for t in THREADS}
 
@@ -166,15 +158,16 @@ def bench_embed_flops(benchmark, work, embed_model):
                 fig.row(g, t, s, float(lengths[g].mean()), len(lengths[g]) / best[(g, t, s)], gflops[(g, t, s)],
                         gflops[(g, t, s)] / peak[t])
     top = max(THREADS)
-    per_text_bge = {g: useful_flops(lengths[g], ENCODERS["bge-small-en-v1.5"]) / len(lengths[g]) for g in GRANULARITIES}
     for g in GRANULARITIES:
         b = max(SETTINGS[2:], key=lambda s: gflops[(g, top, s)])
         fig.ratio(f"{g}, {top} threads: {b} / {PADDED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, PADDED)])
         fig.ratio(f"{g}, {top} threads: {b} / {EXPORTED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, EXPORTED)])
         for s in (b, EXPORTED, PADDED):
             fig.ratio(f"{g}, {top} threads: {s} / matmul peak", gflops[(g, top, s)], peak[top])
-        minutes = {s: per_text_bge[g] * M_UNIQUE_TEXTS[g] / (gflops[(g, top, s)] * 1e9) / 60 for s in (b, EXPORTED, PADDED)}
-        fig.note(f"projected bge-small on LongMemEval_M, {g} rows ({M_UNIQUE_TEXTS[g]} unique), {top} threads: "
+        work = M_WORKLOAD[g]
+        minutes = {s: workload_flops(BGE_SMALL, work["tokens"], work["squares"]) / (gflops[(g, top, s)] * 1e9) / 60
+                   for s in (b, EXPORTED, PADDED)}
+        fig.note(f"projected bge-small on LongMemEval_M, {g} rows ({work['texts']} unique), {top} threads: "
                  f"{minutes[b]:.0f} min ({b}; {EXPORTED}: {minutes[EXPORTED]:.0f} min; {PADDED} batches of "
                  f"{PADDED_BATCH}: {minutes[PADDED]:.0f} min)")
     for t in THREADS:

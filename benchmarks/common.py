@@ -16,10 +16,11 @@ import shutil
 import platform
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from vipune_eval.throughput import BGE_SMALL, flops_per_token  # noqa: F401  (the suite's FLOP model)
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON
@@ -224,15 +225,7 @@ def machine() -> dict[str, Any]:
 
 
 # MiniLM-L6 and bge-small-en-v1.5 are BERT encoders of hidden 384, intermediate 1536.
-ENCODERS = {"MiniLM-L6": dict(layers=6, hidden=384, intermediate=1536),
-            "bge-small-en-v1.5": dict(layers=12, hidden=384, intermediate=1536)}
-
-
-def flops_per_token(layers: int, hidden: int, intermediate: int, seq: int) -> float:
-    """Forward FLOPs per token of a BERT encoder at sequence length ``seq``: 2 x the matmul
-    parameters (Q, K, V, output: 4h^2; FFN: 2hi) plus attention scores and context (2 seq h
-    each). Embeddings, layer norms, softmax and GELU are left out."""
-    return layers * (2 * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * seq * hidden)
+ENCODERS = {"MiniLM-L6": dict(layers=6, hidden=384, intermediate=1536), "bge-small-en-v1.5": BGE_SMALL}
 
 
 MATMUL_CHILD = r"""

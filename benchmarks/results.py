@@ -18,7 +18,6 @@ import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from benchmarks.common import OUT, REPO, REPS, SIZE, machine
 

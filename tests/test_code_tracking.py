@@ -28,6 +28,7 @@ DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
     "embed": {"embed", "preflight"},
     "store": {"embed", "preflight"},  # embed reads and writes the shared vector store
     "onnx_graph": {"embed", "preflight"},  # the graph both load, less its NaN guards
+    "throughput": {"embed", "preflight", "report"},  # embed tallies its model calls, report sums them
     "persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
     "reference": {"search_reference", "fuse_reference"},
     "retrievers": {"search_reference", "fuse_reference"},

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections import defaultdict
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -85,6 +86,13 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     # The same JSON is printed at the end of the run, and a Markdown table is written for people.
     assert json.loads(proc.stdout[proc.stdout.index("{"):proc.stdout.rindex("}") + 1]) == report
     assert "| vipune |" in (workdir / "results/report.md").read_text()
+    # Every unique text of every view was embedded once, by some job, and timed there (issue 23).
+    unique = {row["text_id"] for path in (workdir / "results").glob("**/filter/texts.parquet")
+              for row in pq.read_table(path).to_pylist() if row["text"]}  # an empty text is not embedded
+    embed = report["embed"]
+    assert embed["texts"] == len(unique) and embed["jobs"] >= 2
+    assert embed["seconds"] > 0 and embed["projection"] is None and "config.json" in embed["why"]
+    assert "## Embed throughput" in (workdir / "results/report.md").read_text()
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from .io import EvalError, Progress, atomic_path, log
 from .onnx_graph import runnable_folder
 from .store import VectorStore
+from .throughput import Tally, encoder_shape
 from .tokens import count_tokens, load_tokenizer
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
@@ -42,10 +43,10 @@ CUDA_FIX = ("embed.cuda is set but onnxruntime has no CUDA provider here ({seen}
             "embed on the CPU")
 
 
-def embeddings_schema(dim: int, model_hash: str = "") -> pa.Schema:
+def embeddings_schema(dim: int, model_hash: str = "", tally: Tally | None = None) -> pa.Schema:
     return pa.schema([("text_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim)),
                       ("tokens", pa.int32()), ("truncated", pa.bool_())],
-                     metadata={MODEL_KEY: model_hash.encode()})
+                     metadata={MODEL_KEY: model_hash.encode(), **(tally.metadata() if tally else {})})
 
 
 def shard_of(text_id: str, shards: int) -> int:
@@ -143,13 +144,16 @@ def token_batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
 
 
 def embed_batched(model, texts: list[str], lengths: np.ndarray, budget: int, progress: Progress,
-                  flush, every: int = 2048) -> None:
+                  flush, every: int = 2048, tally: Tally | None = None) -> None:
     """Embed ``texts`` in token-budget batches; ``flush(indices, vectors)`` receives them in
-    groups of about ``every`` texts (so a killed job keeps what it finished)."""
+    groups of about ``every`` texts (so a killed job keeps what it finished); ``tally`` times the
+    model calls."""
     done_rows: list[np.ndarray] = []
     done_vectors: list[np.ndarray] = []
+    tally = tally or Tally()
     for batch in token_batches(lengths, budget):
-        vectors = np.stack(list(model.embed([texts[i] for i in batch], batch_size=len(batch))))
+        with tally.timed(lengths[batch]):
+            vectors = np.stack(list(model.embed([texts[i] for i in batch], batch_size=len(batch))))
         done_rows.append(batch)
         done_vectors.append(vectors.astype(np.float32, copy=False))
         progress.advance(len(batch))
@@ -166,7 +170,7 @@ def model_hash(fingerprint: Path) -> str:
 
 
 def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str], texts: dict[str, str],
-                   budget: int, limit: int, what: str) -> None:
+                   budget: int, limit: int, what: str, tally: Tally) -> None:
     """Embed the texts this job claimed and store them; ``limit``: the model's token limit."""
     strings = [texts[t] for t in claimed]
     tokens = count_tokens(model_dir, strings)
@@ -178,7 +182,7 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
         store.put([claimed[i] for i in rows], vectors, tokens[rows])
 
     progress = Progress(what, total=len(claimed))
-    embed_batched(model, strings, np.minimum(tokens, limit), budget, progress, flush)
+    embed_batched(model, strings, np.minimum(tokens, limit), budget, progress, flush, tally=tally)
 
 
 def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path, threads: int,
@@ -198,6 +202,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     log.info("embed shard %d/%d: %d texts (%d empty), %d threads, batches of at most %d tokens",
              shard, shards, len(ids), len(ids) - len(wanted), threads, batch_tokens)
     loaded, computed, already, pending = None, 0, None, set(wanted)
+    tally = Tally(threads=threads, shape=encoder_shape(model.model_dir))
     while pending:
         mine, stored, others = vectors_store.claim(pending)
         already = len(stored) if already is None else already
@@ -205,7 +210,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
             if mine:
                 loaded = loaded or model.load(threads=threads, cuda=cuda)
                 _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, batch_tokens,
-                               limit, f"embed shard {shard}/{shards}: texts")
+                               limit, f"embed shard {shard}/{shards}: texts", tally)
                 computed += len(mine)
         finally:
             vectors_store.release()
@@ -224,5 +229,5 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
             "tokens": tokens,
             "truncated": tokens > limit,
-        }, schema=embeddings_schema(dim, key)), tmp, row_group_size=4096)  # readers take a group at a time
+        }, schema=embeddings_schema(dim, key, tally)), tmp, row_group_size=4096)  # readers take a group at a time
     return computed

@@ -13,11 +13,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from . import __version__, diagnostics, measures, whatif
+from . import __version__, diagnostics, measures, throughput, whatif
 from .io import atomic_path, read_json, write_json
 from .stats import adjust_family, compare_runs
 from .trec import read_qrels
+from .granularities import GRANULARITIES
 from .views import PRIMARY
+
+M_WORKLOAD = {g.name: g.longmemeval_m for g in GRANULARITIES.values() if g.longmemeval_m}
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
@@ -148,6 +151,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                                                           mirrors.get("vipune-semantic")),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
+    report["embed"] = throughput.summary(throughput.read_tallies(
+        list(dict.fromkeys(p for view in manifest["views"] for p in view["embeddings"]))), M_WORKLOAD)
     report["provenance"] = {
         "dataset": read_json(manifest["dataset_fp"]), "model": read_json(manifest["model_fp"]),
         "vipune": read_json(manifest["fingerprints"][manifest["primary"]]) if manifest.get("primary") else None,
@@ -295,6 +300,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += whatif_markdown(report)
     lines += official_markdown(report)
     lines += diagnostics_markdown(report, ks, k)
+    lines += embed_markdown(report["embed"])
     counts = report["dataset"]["per_category"]
     lines += ["", "Pairs per category: " + ", ".join(f"{c} {n}" for c, n in counts.items()), "",
               "Measures: " + "; ".join(f"{name}: {text}" for name, text in report["measures"].items()) + ". "
@@ -494,6 +500,21 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
         ranked = ", ".join(f"{g}: {rank or '–'}" for g, rank in r["gold_ranks"].items())
         lines.append(f"| {r['question_id']} | {r['question_type']} | {r[f'recall@{k}']:.2f} | {ranked} |")
     return lines
+
+
+def embed_markdown(embed: dict[str, Any]) -> list[str]:
+    lines = ["", "## Embed throughput", "", f"{embed['definition']}.", ""]
+    if not embed["texts"]:
+        return lines + [f"- {embed['why']}."]
+    threads = "/".join(map(str, embed["threads"]))
+    rate = f", {embed['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in embed else ""
+    lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls "
+                 f"by {embed['jobs']} job(s) of {threads} thread(s): {embed['texts_per_s']:.1f} texts/s{rate}")
+    projection = embed["projection"]
+    if projection is None:
+        return lines + [f"- no projection: {embed['why']}"]
+    minutes = ", ".join(f"{g} rows {m:.0f} min" for g, m in projection["minutes"].items())
+    return lines + [f"- projected: {projection['what']}: {minutes}"]
 
 
 def _opt(value: float | None) -> str:

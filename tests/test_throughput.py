@@ -1,0 +1,91 @@
+"""The embed jobs' own tallies, the useful FLOP/s they give and the projection for bge-small on M."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from support.tinymodel import build_tiny_model
+from vipune_eval import throughput
+from vipune_eval.embed import ModelFiles, run_embed
+from vipune_eval.filter import TEXTS_SCHEMA
+from vipune_eval.granularities import NAMES
+from vipune_eval.io import text_id
+from vipune_eval.report import M_WORKLOAD
+from vipune_eval.throughput import Tally, encoder_shape, flops_per_token, read_tallies, summary, workload_flops
+
+TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
+
+
+def test_flops_by_hand():
+    # per token: 1 x 2 x (4 x 2^2 + 2 x 2 x 4) = 64, plus 4 x seq x 2 for attention
+    assert flops_per_token(**TINY_BERT, seq=3) == 64 + 24
+    # texts of 2 and 3 tokens: 2 x (64 + 16) + 3 x (64 + 24) = 424 = 64 x 5 + 8 x (4 + 9)
+    assert workload_flops(TINY_BERT, tokens=5, squares=13) == 424
+    assert workload_flops(TINY_BERT, 5, 13) == sum(n * flops_per_token(**TINY_BERT, seq=n) for n in (2, 3))
+
+
+def test_tally_times_calls_and_counts_the_lengths_the_model_saw():
+    tally = Tally(threads=2)
+    with tally.timed(np.array([2, 3])):
+        pass
+    with tally.timed(np.array([4])):
+        pass
+    assert (tally.texts, tally.tokens, tally.squares) == (3, 9, 4 + 9 + 16)
+    assert tally.seconds > 0
+
+
+def test_summary_rate_and_projection_by_hand(monkeypatch):
+    monkeypatch.setattr(throughput, "BGE_SMALL", TINY_BERT)
+    jobs = [Tally(texts=2, tokens=5, squares=13, seconds=1.5, threads=2, shape=TINY_BERT),
+            Tally(texts=1, tokens=3, squares=9, seconds=0.5, threads=2, shape=TINY_BERT),
+            Tally(threads=2, shape=TINY_BERT)]  # a job whose texts were all in the store
+    out = summary(jobs, {"session": {"texts": 1, "tokens": 10, "squares": 100}})
+    rate = (424 + 3 * (64 + 24)) / 2.0  # FLOPs over the seconds of both computing jobs
+    assert out["jobs"] == 2 and out["texts"] == 3 and out["texts_per_s"] == 1.5
+    assert out["useful_gflops_per_s"] == pytest.approx(rate / 1e9)
+    assert out["projection"]["minutes"]["session"] == pytest.approx((64 * 10 + 8 * 100) / rate / 60)
+
+
+def test_no_projection_without_layer_shapes_or_without_computed_texts():
+    assert "config.json" in summary([Tally(texts=1, tokens=5, squares=25, seconds=1.0, threads=1)], M_WORKLOAD)["why"]
+    nothing = summary([Tally(threads=1)], M_WORKLOAD)
+    assert nothing["projection"] is None and "vector store" in nothing["why"]
+
+
+def test_encoder_shape_reads_config_json(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 12, "hidden_size": 384,
+                                                      "intermediate_size": 1536}))
+    assert encoder_shape(tmp_path) == throughput.BGE_SMALL
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 384}))
+    assert encoder_shape(tmp_path) is None
+
+
+def test_every_granularity_has_its_m_workload():
+    assert set(M_WORKLOAD) == set(NAMES)
+    for g, w in M_WORKLOAD.items():
+        assert w["texts"] > 0 and w["tokens"] <= 512 * w["texts"], g
+        assert w["tokens"] ** 2 / w["texts"] <= w["squares"] <= 512 * w["tokens"], g  # Cauchy-Schwarz, cap
+
+
+def test_embed_shards_carry_the_jobs_tally(tmp_path):
+    model = build_tiny_model(tmp_path / "model")
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, **{"num_hidden_layers": 1, "intermediate_size": 4}}))
+    texts = [f"zebra {'violin ' * n}" for n in range(1, 9)]
+    path = tmp_path / "texts.parquet"
+    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts], schema=TEXTS_SCHEMA), path)
+    fingerprint = tmp_path / "fp.json"
+    fingerprint.write_text("{}")
+    files = ModelFiles(model, "model.onnx", "mean")
+    run = lambda out: run_embed(path, files, 0, 1, out, threads=1, batch_tokens=64,  # noqa: E731
+                                model_fingerprint=fingerprint, store=tmp_path / "store")
+    assert run(tmp_path / "first.parquet") == len(texts)
+    (tally,) = read_tallies([tmp_path / "first.parquet"])
+    assert tally.texts == len(texts) and tally.tokens == sum(1 + n + 2 for n in range(1, 9))
+    assert tally.shape == {"layers": 1, "hidden": 384, "intermediate": 4} and tally.threads == 1
+    assert summary([tally], M_WORKLOAD)["useful_gflops_per_s"] > 0
+    assert run(tmp_path / "again.parquet") == 0  # every text in the store: nothing computed, nothing timed
+    assert summary(read_tallies([tmp_path / "again.parquet"]), M_WORKLOAD)["projection"] is None
