@@ -95,7 +95,10 @@ class ModelFiles:
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
     """fastembed ``TextEmbedding`` for the ONNX file ``file`` in ``model_dir`` with ``pooling`` + L2.
 
-    ``cuda`` asks onnxruntime for its CUDA provider and refuses to fall back to the CPU silently."""
+    The session runs the graph less its softmax NaN guards (``onnx_graph.runnable_folder``), from a
+    temporary folder gone once the session is made: embed in this process (fastembed's
+    ``parallel=`` workers would load the model again from that folder). ``cuda`` asks onnxruntime
+    for its CUDA provider and refuses to fall back to the CPU silently."""
     import onnxruntime
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
