@@ -301,7 +301,7 @@ def model_fingerprint(model: Model, dest: Path) -> Path:
     return path
 
 
-def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_tokens: int = 1024) -> list[str]:
+def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_tokens: int = 512) -> list[str]:
     """``vipune-eval embed`` with a vector store of its own, emptied here: every run computes
     its vectors (a store shared between runs would hand the second one stored vectors)."""
     store = out.parent / f"{out.stem}-vectors"

@@ -122,7 +122,7 @@ COMMANDS: dict[str, Command] = {
     "embed": Command("embed:run_embed", "embed one shard of a view's unique texts to Parquet",
                      ("model", "shard"),
                      _opt((["--texts"], P), (["--out"], P), (["--threads"], {"type": int, "default": 2}),
-                          (["--batch-tokens"], {"type": int, "default": 1024,
+                          (["--batch-tokens"], {"type": int, "default": 512,
                                                 "help": "tokens per model call (texts of one length)"}),
                           (["--cuda"], {"action": "store_true"}), (["--model-fingerprint"], P),
                           (["--store"], {**P, "help": "the vector store shared by every view"}))),
