@@ -22,6 +22,8 @@ import pyarrow.parquet as pq
 
 COMPUTE_KEY = b"vipune_eval.embed_compute"
 BGE_SMALL = {"layers": 12, "hidden": 384, "intermediate": 1536}  # BAAI/bge-small-en-v1.5's config.json
+
+
 def flops_per_token(layers: int, hidden: int, intermediate: int, seq) -> float:
     """Forward FLOPs per token of a BERT encoder at sequence length ``seq``: 2 x the matmul
     parameters (Q, K, V, output: 4h^2; FFN: 2hi) plus attention scores and context (2 seq h
@@ -91,8 +93,8 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
            "jobs": sum(1 for t in tallies if t.texts), "texts": texts,
            "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads}
     if not texts or seconds <= 0:
-        return {**out, "projection": None, "why": "no embed job of this run computed a text (all were "
-                                                  "in the vector store already)"}
+        return {**out, "projection": None, "why": "no embed job timed a text: every text was in the vector "
+                                                  "store already, or the shards predate the tally"}
     out["texts_per_s"] = texts / seconds
     if any(t.shape is None for t in tallies if t.texts):
         return {**out, "projection": None, "why": "the model's config.json names no BERT layer shapes"}
