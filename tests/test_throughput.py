@@ -86,6 +86,9 @@ def test_embed_shards_carry_the_jobs_tally(tmp_path):
     (tally,) = read_tallies([tmp_path / "first.parquet"])
     assert tally.texts == len(texts) and tally.tokens == sum(1 + n + 2 for n in range(1, 9))
     assert tally.shape == {"layers": 1, "hidden": 384, "intermediate": 4} and tally.threads == 1
+    assert 0 < tally.load_seconds and 0 < tally.seconds and tally.load_seconds + tally.seconds < tally.job_seconds
     assert summary([tally], M_WORKLOAD)["useful_gflops_per_s"] > 0
     assert run(tmp_path / "again.parquet") == 0  # every text in the store: nothing computed, nothing timed
-    assert summary(read_tallies([tmp_path / "again.parquet"]), M_WORKLOAD)["projection"] is None
+    (again,) = read_tallies([tmp_path / "again.parquet"])
+    assert again.texts == 0 and again.load_seconds == 0 and again.job_seconds > 0  # no model loaded
+    assert summary([again], M_WORKLOAD)["projection"] is None

@@ -92,6 +92,7 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     embed = report["embed"]
     assert embed["texts"] == len(unique) and embed["jobs"] >= 2
     assert embed["seconds"] > 0 and embed["projection"] is None and "config.json" in embed["why"]
+    assert embed["job_seconds"] > embed["seconds"] + embed["load_seconds"] > embed["seconds"]
     assert "## Embed throughput" in (workdir / "results/report.md").read_text()
 
 

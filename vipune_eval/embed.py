@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,6 +194,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     """Embed shard ``shard`` of ``shards`` of a view's texts through the vector store at ``store``
     and write its vectors to ``out``; returns how many texts this job embedded itself (texts
     stored already or claimed by a concurrent job are read from the store)."""
+    started = time.perf_counter()
     table = pq.read_table(texts)
     mask = pa.array([shard_of(t, shards) == shard for t in table.column("text_id").to_pylist()])
     table = table.filter(mask)
@@ -211,7 +213,9 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
         already = len(stored) if already is None else already
         try:
             if mine:
-                loaded = loaded or model.load(threads=threads, cuda=cuda)
+                if loaded is None:
+                    with tally.loading():
+                        loaded = model.load(threads=threads, cuda=cuda)
                 _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, batch_tokens,
                                limit, f"embed shard {shard}/{shards}: texts", tally)
                 computed += len(mine)
@@ -220,6 +224,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
         vectors_store.wait_for(others)  # a job that died leaves its texts unclaimed: next round
         pending = pending - vectors_store.stored_ids()
     vectors_store.report(computed, already or 0, len(wanted) - computed - (already or 0))
+    tally.job_seconds = time.perf_counter() - started
     order = [t for t in ids if t in wanted]
     found, counted = vectors_store.get(order) if order else (np.zeros((0, dim), np.float32), np.zeros(0, np.int32))
     vectors = np.zeros((len(ids), dim), dtype=np.float32)

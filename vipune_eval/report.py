@@ -510,6 +510,9 @@ def embed_markdown(embed: dict[str, Any]) -> list[str]:
     rate = f", {embed['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in embed else ""
     lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls "
                  f"by {embed['jobs']} job(s) of {threads} thread(s): {embed['texts_per_s']:.1f} texts/s{rate}")
+    lines.append(f"- the embed jobs' own time, summed: {embed['job_seconds']:.1f} s, of it {embed['seconds']:.1f} s "
+                 f"model calls and {embed['load_seconds']:.1f} s loading the model; the rest is counting tokens, "
+                 "reading texts and waiting on texts other jobs had claimed")
     projection = embed["projection"]
     if projection is None:
         return lines + [f"- no projection: {embed['why']}"]

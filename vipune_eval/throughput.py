@@ -56,6 +56,14 @@ class Tally:
     seconds: float = 0.0
     threads: int = 0
     shape: dict[str, int] | None = None  # the encoder's layer shapes (encoder_shape)
+    load_seconds: float = 0.0  # loading the model
+    job_seconds: float = 0.0  # the job from reading its texts to having every vector it writes
+
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.load_seconds += time.perf_counter() - start
 
     @contextlib.contextmanager
     def timed(self, lengths: np.ndarray) -> Iterator[None]:
@@ -91,7 +99,10 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
                          "the embed jobs that computed texts; useful FLOPs = unpadded tokens (cut at the "
                          "model's limit) x the encoder's layer shapes, attention at each text's length",
            "jobs": sum(1 for t in tallies if t.texts), "texts": texts,
-           "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads}
+           "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads,
+           # every job, those that found all their texts stored included: what else the stage cost
+           "job_seconds": round(sum(t.job_seconds for t in tallies), 3),
+           "load_seconds": round(sum(t.load_seconds for t in tallies), 3)}
     if not texts or seconds <= 0:
         return {**out, "projection": None, "why": "no embed job timed a text: every text was in the vector "
                                                   "store already, or the shards predate the tally"}
