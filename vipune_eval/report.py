@@ -505,7 +505,7 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
 def embed_markdown(embed: dict[str, Any]) -> list[str]:
     lines = ["", "## Embed throughput", "", f"{embed['definition']}.", ""]
     if not embed["texts"]:
-        return lines + [f"- {embed['why']}."]
+        return lines + [f"- {embed['why']}; the embed jobs' own time, summed: {embed['job_seconds']:.1f} s."]
     threads = "/".join(map(str, embed["threads"]))
     rate = f", {embed['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in embed else ""
     lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls "
