@@ -14,13 +14,13 @@ Side by side in one process per (rep, thread count), the settings in alternating
 Each on a fixed-seed sample of the session, turn and chunk rows (``filter-rows``, chunk with the
 model's tokenizer) of a generated file of long sessions (12 turns x 150 words). Useful FLOP/s =
 unpadded tokens (cut at 512) x the model's layer shapes from its config.json (attention
-included, ``flops_per_token``) / the best time of the run; over a float32 numpy matmul timed at
+included, ``throughput.workload_flops``) / the best time of the run; over a float32 numpy matmul timed at
 the same thread count in the same rounds (best seen). Vectors are checked: budget batches against
 one text at a time (bit for bit), the rewritten graph against the exported one at budget 2048
 (bit for bit) and against the padded batches (max |difference|).
 
 The projection: bge-small-en-v1.5 (12 layers, same widths) over LongMemEval_M's texts per
-granularity (``granularities.Granularity.longmemeval_m``) at each setting's useful FLOP/s (minutes, an estimate;
+granularity (``granularities.LONGMEMEVAL_M``) at each setting's useful FLOP/s (minutes, an estimate;
 the report makes the same projection from a run's own embed jobs).
 """
 
@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, flops_per_token, generate, interleaved, matmul_peak,
+from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, generate, interleaved, matmul_peak,
                                run_child, sized)
-from vipune_eval.report import M_WORKLOAD
+from vipune_eval.granularities import LONGMEMEVAL_M
 from vipune_eval.throughput import BGE_SMALL, encoder_shape, workload_flops
 
 GRANULARITIES = ("session", "turn", "chunk")
@@ -109,7 +109,7 @@ print(json.dumps(result))
 def useful_flops(lengths: np.ndarray, shape: dict[str, int]) -> float:
     """Forward FLOPs over texts of ``lengths`` tokens, no padding (attention at each text's length)."""
     lengths = lengths.astype(np.float64)
-    return float((lengths * flops_per_token(**shape, seq=lengths)).sum())
+    return workload_flops(shape, lengths.sum(), (lengths * lengths).sum())
 
 
 def bench_embed_flops(benchmark, work, embed_model):
@@ -164,7 +164,7 @@ def bench_embed_flops(benchmark, work, embed_model):
         fig.ratio(f"{g}, {top} threads: {b} / {EXPORTED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, EXPORTED)])
         for s in (b, EXPORTED, PADDED):
             fig.ratio(f"{g}, {top} threads: {s} / matmul peak", gflops[(g, top, s)], peak[top])
-        work = M_WORKLOAD[g]
+        work = LONGMEMEVAL_M[g]
         minutes = {s: workload_flops(BGE_SMALL, work["tokens"], work["squares"]) / (gflops[(g, top, s)] * 1e9) / 60
                    for s in (b, EXPORTED, PADDED)}
         fig.note(f"projected bge-small on LongMemEval_M, {g} rows ({work['texts']} unique), {top} threads: "

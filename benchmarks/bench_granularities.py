@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.common import (ENCODERS, Figures, cli, embed_rate, flops_per_token, generate, interleaved, mean,
+from benchmarks.common import (ENCODERS, Figures, cli, embed_rate, generate, interleaved, mean,
                                run_child, sample_texts, sized)
+from vipune_eval.throughput import flops_per_token
 
 GRANULARITIES = ("session", "turn", "chunk")
 # M: the LongMemEval_M-like file (2.6 GB) of the filter benchmark.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from vipune_eval.throughput import BGE_SMALL, flops_per_token  # noqa: F401  (the suite's FLOP model)
+from vipune_eval.throughput import BGE_SMALL
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON

@@ -11,9 +11,8 @@ from support.tinymodel import build_tiny_model
 from vipune_eval import throughput
 from vipune_eval.embed import ModelFiles, run_embed
 from vipune_eval.filter import TEXTS_SCHEMA
-from vipune_eval.granularities import NAMES
+from vipune_eval.granularities import LONGMEMEVAL_M, NAMES
 from vipune_eval.io import text_id
-from vipune_eval.report import M_WORKLOAD
 from vipune_eval.throughput import Tally, encoder_shape, flops_per_token, read_tallies, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
@@ -50,8 +49,8 @@ def test_summary_rate_and_projection_by_hand(monkeypatch):
 
 
 def test_no_projection_without_layer_shapes_or_without_computed_texts():
-    assert "config.json" in summary([Tally(texts=1, tokens=5, squares=25, seconds=1.0, threads=1)], M_WORKLOAD)["why"]
-    nothing = summary([Tally(threads=1)], M_WORKLOAD)
+    assert "config.json" in summary([Tally(texts=1, tokens=5, squares=25, seconds=1.0, threads=1)], LONGMEMEVAL_M)["why"]
+    nothing = summary([Tally(threads=1)], LONGMEMEVAL_M)
     assert nothing["projection"] is None and "vector store" in nothing["why"]
 
 
@@ -64,8 +63,8 @@ def test_encoder_shape_reads_config_json(tmp_path):
 
 
 def test_every_granularity_has_its_m_workload():
-    assert set(M_WORKLOAD) == set(NAMES)
-    for g, w in M_WORKLOAD.items():
+    assert set(LONGMEMEVAL_M) == set(NAMES)
+    for g, w in LONGMEMEVAL_M.items():
         assert w["texts"] > 0 and w["tokens"] <= 512 * w["texts"], g
         assert w["tokens"] ** 2 / w["texts"] <= w["squares"] <= 512 * w["tokens"], g  # Cauchy-Schwarz, cap
 
@@ -87,8 +86,8 @@ def test_embed_shards_carry_the_jobs_tally(tmp_path):
     assert tally.texts == len(texts) and tally.tokens == sum(1 + n + 2 for n in range(1, 9))
     assert tally.shape == {"layers": 1, "hidden": 384, "intermediate": 4} and tally.threads == 1
     assert 0 < tally.load_seconds and 0 < tally.seconds and tally.load_seconds + tally.seconds < tally.job_seconds
-    assert summary([tally], M_WORKLOAD)["useful_gflops_per_s"] > 0
+    assert summary([tally], LONGMEMEVAL_M)["useful_gflops_per_s"] > 0
     assert run(tmp_path / "again.parquet") == 0  # every text in the store: nothing computed, nothing timed
     (again,) = read_tallies([tmp_path / "again.parquet"])
     assert again.texts == 0 and again.load_seconds == 0 and again.job_seconds > 0  # no model loaded
-    assert summary([again], M_WORKLOAD)["projection"] is None
+    assert summary([again], LONGMEMEVAL_M)["projection"] is None

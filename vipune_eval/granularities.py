@@ -62,6 +62,7 @@ GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
 NAMES = tuple(GRANULARITIES)
 PRIMARY = "session"  # always present; its results are the primary ones
 OFFICIAL = tuple(name for name, g in GRANULARITIES.items() if g.official)
+LONGMEMEVAL_M = {name: g.longmemeval_m for name, g in GRANULARITIES.items() if g.longmemeval_m}
 
 
 def problems(asked: list[str]) -> list[str]:

@@ -14,13 +14,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from . import __version__, diagnostics, measures, throughput, whatif
+from .granularities import LONGMEMEVAL_M
 from .io import atomic_path, read_json, write_json
 from .stats import adjust_family, compare_runs
 from .trec import read_qrels
-from .granularities import GRANULARITIES
 from .views import PRIMARY
-
-M_WORKLOAD = {g.name: g.longmemeval_m for g in GRANULARITIES.values() if g.longmemeval_m}
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
@@ -152,7 +150,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
     report["embed"] = throughput.summary(throughput.read_tallies(
-        list(dict.fromkeys(p for view in manifest["views"] for p in view["embeddings"]))), M_WORKLOAD)
+        list(dict.fromkeys(p for view in manifest["views"] for p in view["embeddings"]))), LONGMEMEVAL_M)
     report["provenance"] = {
         "dataset": read_json(manifest["dataset_fp"]), "model": read_json(manifest["model_fp"]),
         "vipune": read_json(manifest["fingerprints"][manifest["primary"]]) if manifest.get("primary") else None,

@@ -91,7 +91,7 @@ def read_tallies(paths: list[Path]) -> list[Tally]:
 
 def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
     """The run's embed rate and, from it, bge-small's time on LongMemEval_M per granularity;
-    ``workload``: each granularity's texts of M (``granularities.Granularity.longmemeval_m``)."""
+    ``workload``: each granularity's texts of M (``granularities.LONGMEMEVAL_M``)."""
     texts = sum(t.texts for t in tallies)
     seconds = sum(t.seconds for t in tallies)
     threads = sorted({t.threads for t in tallies if t.texts})
@@ -112,10 +112,11 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
     rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies if t.texts) / seconds
     out["useful_gflops_per_s"] = rate / 1e9
     out["projection"] = {
-        "what": "bge-small-en-v1.5 (12 layers, hidden 384) over LongMemEval_M's texts at this run's "
+        "what": f"bge-small-en-v1.5 ({BGE_SMALL['layers']} layers, hidden {BGE_SMALL['hidden']}) over "
+                "LongMemEval_M's texts at this run's "
                 f"useful FLOP/s, one embed job of {'/'.join(map(str, threads))} thread(s); jobs running "
                 "at once divide it (an estimate: the rate depends on text lengths)",
-        "workload": {"source": "a generated file of M's shape (granularities.Granularity.longmemeval_m)",
+        "workload": {"source": "a generated file of M's shape (granularities.LONGMEMEVAL_M)",
                      **workload},
         "minutes": {g: workload_flops(BGE_SMALL, w["tokens"], w["squares"]) / rate / 60
                     for g, w in workload.items()}}
