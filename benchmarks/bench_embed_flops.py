@@ -14,8 +14,8 @@ Side by side in one process per (rep, thread count), the settings in alternating
 Each on a fixed-seed sample of the session, turn and chunk rows (``filter-rows``, chunk with the
 model's tokenizer) of a generated file of long sessions (12 turns x 150 words). Useful FLOP/s =
 unpadded tokens (cut at 512) x the model's layer shapes from its config.json (attention
-included, ``throughput.workload_flops``) / the best time of the run; over a float32 numpy matmul timed at
-the same thread count in the same rounds (best seen). Vectors are checked: budget batches against
+included, ``throughput.workload_flops``) / the best time of the run; over a float32 numpy matmul
+timed at the same thread count in the same rounds (best seen). Vectors are checked: budget batches against
 one text at a time (bit for bit), the rewritten graph against the exported one at budget 2048
 (bit for bit) and against the padded batches (max |difference|).
 
@@ -82,7 +82,7 @@ def budget(texts, lengths, tokens, graph=model):
                   lambda rows, vectors: parts.update(zip(rows.tolist(), vectors)))
     return np.stack([parts[i] for i in range(len(texts))])
 
-settings = [("exported, padded", lambda t, l: padded(t, l)),
+settings = [("exported, padded", padded),
             ("exported, budget 2048", lambda t, l: budget(t, l, 2048, exported))]
 settings += [(f"budget {b}", lambda t, l, b=b: budget(t, l, b)) for b in budgets]
 if reverse == "1":
