@@ -27,7 +27,7 @@ FILE = "onnx/model.onnx"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("model"), onnx_name=FILE)
+    return build_tiny_model(tmp_path_factory.mktemp("model"), onnx_name=FILE, attention=True)  # tokens interact
 
 
 def texts_of(n, seed=0):
