@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, generate, interleaved, matmul_peak,
                                run_child, sized)
-from vipune_eval.granularities import LONGMEMEVAL_M
-from vipune_eval.throughput import BGE_SMALL, encoder_shape, workload_flops
+from vipune_eval.registry.granularities import LONGMEMEVAL_M
+from vipune_eval.stages.embed.tally import BGE_SMALL, encoder_shape, workload_flops
 
 GRANULARITIES = ("session", "turn", "chunk")
 # small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.
@@ -57,8 +57,8 @@ from pathlib import Path
 import numpy as np, pyarrow.parquet as pq
 from fastembed import TextEmbedding
 from fastembed.common.model_description import ModelSource, PoolingType
-from vipune_eval.embed import embed_batched, load_model, model_dim
-from vipune_eval.io import Progress
+from vipune_eval.stages.embed.embed import embed_batched, load_model, model_dim
+from vipune_eval.core.io import Progress
 model_dir, file, pooling, threads, reverse, padded_batch = sys.argv[1:7]
 budgets = [int(b) for b in sys.argv[7].split(",")]
 samples = sys.argv[8:]
@@ -113,7 +113,7 @@ def useful_flops(lengths: np.ndarray, shape: dict[str, int]) -> float:
 
 
 def bench_embed_flops(benchmark, work, embed_model):
-    from vipune_eval.tokens import count_tokens
+    from vipune_eval.core.tokens import count_tokens
 
     z = sized(SIZES)
     data = generate(z["data"])

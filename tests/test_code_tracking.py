@@ -17,39 +17,44 @@ ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_ref
 # issue 21: fuse_reference (the family runs, fused from search_reference's arms) runs reference.py
 VIPUNE_CALLS = {"vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune"}
 DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
-    "__init__": ALL, "__main__": ALL, "cli": ALL, "io": ALL,
-    "sources": {"vipune_home", "preflight"},
-    "vipune": VIPUNE_CALLS,
-    "filter": {"filter", "filter_rows"},
-    "split": {"filter", "filter_rows"},
-    "tokens": {"filter", "filter_rows", "embed", "preflight"},
-    "trec": {"filter", "filter_rows", "search_reference", "fuse_reference", "search_vipune", "preflight",
+    "__init__": ALL, "__main__": ALL, "cli": ALL, "core.io": ALL,
+    "stages.download": {"vipune_home", "preflight"},
+    "vipune.client": VIPUNE_CALLS,
+    "stages.filter.filter": {"filter", "filter_rows"},
+    "stages.filter.split": {"filter", "filter_rows"},
+    "core.tokens": {"filter", "filter_rows", "embed", "preflight"},
+    "core.trec": {"filter", "filter_rows", "search_reference", "fuse_reference", "search_vipune", "preflight",
              "score", "report"},
-    "embed": {"embed", "preflight"},
-    "store": {"embed", "preflight"},  # embed reads and writes the shared vector store
-    "onnx_graph": {"embed", "preflight"},  # the graph both load, less its NaN guards
-    "throughput": {"embed", "preflight", "report"},  # embed tallies its model calls, report sums them
-    "persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
-    "reference": {"search_reference", "fuse_reference"},
-    "retrievers": {"search_reference", "fuse_reference"},
-    "plugins": set(),  # search_plugin only, and no plugin is configured here
-    "vipune_lane": {"search_vipune", "preflight"},
-    "preflight": {"preflight"},
-    "longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
-    "measures": {"score", "report", "plots"},
-    "views": {"report", "plots"},  # the primary view's name
-    "granularities": {"filter", "filter_rows", "report", "plots"},  # rows of a session; the primary's name
-    "paths": {"report", "plots"},
-    "stats": {"score", "report"},
-    "score": {"score"},
-    "report": {"report"},
-    "diagnostics": {"report"},
-    "plots": {"plots"},
-    "whatif": {"report"},  # the what-if choice and its confirmation
+    "stages.embed.embed": {"embed", "preflight"},
+    "stages.embed.store": {"embed", "preflight"},  # embed reads and writes the shared vector store
+    "stages.embed.onnx_graph": {"embed", "preflight"},  # the graph both load, less its NaN guards
+    "stages.embed.tally": {"embed", "preflight", "report"},  # embed tallies its model calls, report sums them
+    "core.persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
+    "stages.search.reference": {"search_reference", "fuse_reference"},
+    "registry.retrievers": {"search_reference", "fuse_reference"},
+    "stages.search.plugin": set(),  # search_plugin only, and no plugin is configured here
+    "stages.search.vipune_lane": {"search_vipune", "preflight"},
+    "stages.search.preflight": {"preflight"},
+    "core.longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
+    "registry.measures": {"score", "report", "plots"},
+    "registry.views": {"report", "plots"},  # the primary view's name
+    "registry.granularities": {"filter", "filter_rows", "report", "plots"},  # rows of a session; the primary's name
+    "core.paths": {"report", "plots"},
+    "core.stats": {"score", "report"},
+    "stages.score": {"score"},
+    "stages.report.report": {"report"},
+    "stages.report.diagnostics": {"report"},
+    "stages.report.plots": {"plots"},
+    "stages.report.whatif": {"report"},  # the what-if choice and its confirmation
     # parse-time set-up only: no rule runs them
-    "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(), "failures": set(),
-    "whatif_grid": set(),
+    "plan.workspace": set(), "plan.codeversion": set(), "plan.cluster": set(), "registry.datasets": set(), "plan.failures": set(),
+    "plan.whatif_grid": set(),
 }
+# importing a module runs the __init__ of every package above it
+for _package in ("core", "registry", "vipune", "stages", "stages.filter", "stages.embed", "stages.search",
+                 "stages.report", "plan"):
+    DIRECT[f"{_package}.__init__"] = set().union(*(rules for m, rules in DIRECT.items()
+                                                   if m.startswith(_package + ".")))
 
 
 def snakemake(repo, workdir, *args, env):
@@ -106,14 +111,15 @@ def plan(out):
 
 
 def test_every_module_of_the_package_is_in_the_table():
-    assert set(DIRECT) == {p.stem for p in (REPO / "vipune_eval").glob("*.py")}
+    package = REPO / "vipune_eval"
+    assert set(DIRECT) == {".".join(p.relative_to(package).with_suffix("").parts) for p in package.rglob("*.py")}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(DIRECT))
 def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
     repo, workdir = copy
-    path = repo / "vipune_eval" / f"{module}.py"
+    path = (repo / "vipune_eval").joinpath(*module.split(".")).with_suffix(".py")
     original = path.read_bytes()
     try:
         path.write_bytes(original + b"\n# an edit\n")
@@ -129,16 +135,17 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
 
 def test_code_version_follows_a_new_import(tmp_path):
     """A module that starts importing another is tracked without anyone updating a list."""
-    from vipune_eval.codeversion import code_version, command_modules, import_graph
+    from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 
     package = tmp_path / "vipune_eval"
     shutil.copytree(REPO / "vipune_eval", package)
-    assert "stats" not in command_modules("plots", package)
+    assert "core.stats" not in command_modules("plots", package)
     before = code_version("plots", package)
-    (package / "stats.py").write_text((package / "stats.py").read_text() + "\n# changed\n")
+    stats = package / "core" / "stats.py"
+    stats.write_text(stats.read_text() + "\n# changed\n")
     assert code_version("plots", package) == before
-    plots = package / "plots.py"
-    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from .stats import holm  # noqa: F401\n")
+    plots = package / "stages" / "report" / "plots.py"
+    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.stats import holm  # noqa: F401\n")
     import_graph.cache_clear()
-    assert "stats" in command_modules("plots", package)
+    assert "core.stats" in command_modules("plots", package)
     assert code_version("plots", package) != before

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vipune_eval import datasets, sources
-from vipune_eval.io import EvalError
+from vipune_eval.registry import datasets
+from vipune_eval.stages import download as sources
+from vipune_eval.core.io import EvalError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,7 +62,7 @@ def test_a_custom_file_of_a_known_release_is_recognised():
 
 
 def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
-    from vipune_eval import workspace
+    from vipune_eval.plan import workspace
 
     monkeypatch.chdir(tmp_path)
     config = {"retrievers": ["dense"], "ks": [1], "search_limit": 10,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval import sources
-from vipune_eval.io import EvalError, sha256_file
+from vipune_eval.stages import download as sources
+from vipune_eval.core.io import EvalError, sha256_file
 from support.tinymodel import build_tiny_model
 
 

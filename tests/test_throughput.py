@@ -8,12 +8,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.tinymodel import build_tiny_model
-from vipune_eval import throughput
-from vipune_eval.embed import ModelFiles, run_embed
-from vipune_eval.filter import TEXTS_SCHEMA
-from vipune_eval.granularities import LONGMEMEVAL_M, NAMES
-from vipune_eval.io import text_id
-from vipune_eval.throughput import Tally, encoder_shape, flops_per_token, read_tallies, summary, workload_flops
+from vipune_eval.stages.embed import tally as throughput
+from vipune_eval.stages.embed.embed import ModelFiles, run_embed
+from vipune_eval.stages.filter.filter import TEXTS_SCHEMA
+from vipune_eval.registry.granularities import LONGMEMEVAL_M, NAMES
+from vipune_eval.core.io import text_id
+from vipune_eval.stages.embed.tally import Tally, encoder_shape, flops_per_token, read_tallies, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
 
