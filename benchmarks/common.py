@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from vipune_eval.stages.embed.tally import BGE_SMALL
+from vipune_eval.stages.report.projection import BGE_SMALL
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON

@@ -9,7 +9,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from vipune_eval.registry import retrievers as registry
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 from vipune_eval.stages.search.reference import persona_arms, run_fuse, search_persona, write_arms
 

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from vipune_eval.stages.embed.embed import ModelFiles, RECIPE_VERSION, load_model, model_hash, run_embed, token_batches
-from vipune_eval.stages.filter.filter import TEXTS_SCHEMA
-from vipune_eval.core.io import EvalError, text_id
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import text_id
 from vipune_eval.core.persona import Vectors
 from vipune_eval.stages.embed.store import VectorStore
 from support.synthetic import VOCABULARY

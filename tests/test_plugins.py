@@ -13,7 +13,7 @@ import yaml
 import vipune_eval
 from vipune_eval.stages.search import plugin as plugins
 from vipune_eval.registry import retrievers as registry
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 
 PLUGIN = textwrap.dedent('''\

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vipune_eval.registry import retrievers as registry
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 from vipune_eval.stages.search.reference import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, rrf, run_fuse, search_persona, write_arms
 

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from vipune_eval.core import longmemeval
-from vipune_eval.stages.filter.filter import PAIRS_SCHEMA
-from vipune_eval.core.io import EvalError
+from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.score import per_query, run_score
 from vipune_eval.core.trec import read_run
 

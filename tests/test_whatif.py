@@ -8,7 +8,7 @@ import pytest
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.stages.report import whatif
 from vipune_eval.plan import whatif_grid
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.registry.measures import SEED, keys
 
 KEYS = keys([1, 5, 10], SEED)

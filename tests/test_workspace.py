@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from vipune_eval.core.io import EvalError, atomic_path
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import atomic_path
 from vipune_eval.plan.workspace import clear_tmp, hold_lock
 
 

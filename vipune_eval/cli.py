@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 
 
 @dataclass(frozen=True)
@@ -106,17 +106,17 @@ COMMANDS: dict[str, Command] = {
     "download-model": Command("stages.download:download_model", "fetch the model files at the pinned revision",
                               ("repo",), _opt((["--file"], {"required": True}), (["--pooling"], {"required": True}),
                                               (["--dest"], P), (["--fingerprint-out"], P))),
-    "vipune-home": Command("stages.download:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
+    "vipune-home": Command("vipune.model_cache:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
                            ("repo",), _opt((["--model-dir"], P), (["--file"], {"required": True}), (["--out"], P))),
-    "check-binary": Command("stages.download:resolve_binary", "fail with a clear message when vipune is not found",
+    "check-binary": Command("vipune.binary:resolve_binary", "fail with a clear message when vipune is not found",
                             (), _opt((["--binary"], {"required": True}))),
-    "filter": Command("stages.filter.filter:run_pairs", "a view's pairs (gold, split), qrels and counts", ("view",),
+    "filter": Command("stages.filter.pairs:run_pairs", "a view's pairs (gold, split), qrels and counts", ("view",),
                       _opt((["--dataset"], P), (["--pairs-out"], P), (["--qrels-out"], P),
                            (["--summary-out"], P), (["--split-seed"], {"type": int, "default": 0}),
                            (["--dev-fraction"], {"type": float, "default": 0.2}),
                            (["--expected"], {"type": _expected_value, "default": None,
                                              "help": "instances=N,abstention=N,pairs=N"}))),
-    "filter-rows": Command("stages.filter.filter:run_rows", "a view's memory rows and unique texts", ("view",),
+    "filter-rows": Command("stages.filter.rows:run_rows", "a view's memory rows and unique texts", ("view",),
                            _opt((["--dataset"], P), (["--rows-out"], P), (["--texts-out"], P),
                                 (["--tokenizer"], {"type": Path, "help": "tokenizer.json (chunk rows)"}))),
     "embed": Command("stages.embed.embed:run_embed", "embed one shard of a view's unique texts to Parquet",

@@ -12,25 +12,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from vipune_eval.errors import EvalError
+
 log = logging.getLogger("vipune_eval")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
-
-
-class EvalError(Exception):
-    """An error the user can act on; the CLI prints its message and exits 1.
-
-    ``fix`` says what to do about it. ``str()`` is ``message — fix``; the CLI prints the fix on a
-    line of its own (``vipune-eval: fix: …``), which a failed run's summary repeats last.
-    """
-
-    def __init__(self, message: str, fix: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
-
-    def __str__(self) -> str:
-        return f"{self.message} — {self.fix}" if self.fix else self.message
 
 
 @contextlib.contextmanager

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vipune_eval.core.io import EvalError, read_rows_with_ids
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import read_rows_with_ids
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 
 
 def load_tokenizer(path: Path):

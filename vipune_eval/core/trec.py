@@ -12,7 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from vipune_eval.core.io import EvalError, write_text
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import write_text
 
 Run = dict[str, list[tuple[str, int, float]]]  # question_id → [(doc, rank, score)] by rank
 

@@ -21,7 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from vipune_eval.core.io import EvalError, log
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import log
 
 SKIP_ENV = "VIPUNE_EVAL_CLUSTER_CHECK"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.stages import download as sources
+from vipune_eval.vipune.binary import resolve_binary
 from vipune_eval.cli import COMMANDS
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 
 PREFIX = "vipune-eval: "
 FIX = "vipune-eval: fix: "
@@ -88,7 +88,7 @@ def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> 
                                "not started"))
     if primary == "missing" and "vipune_missing" not in seen:
         try:
-            sources.resolve_binary(config["vipune"]["binary"])
+            resolve_binary(config["vipune"]["binary"])
         except EvalError as exc:
             out.append(Failure("vipune_missing", exc.message, exc.fix or "", "not started"))
     return out

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from vipune_eval.registry import retrievers as registry
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.report.whatif import SPLITS
 
 SEPARATOR = "~"

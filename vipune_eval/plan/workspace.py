@@ -19,9 +19,11 @@ from typing import Any, TextIO
 
 from vipune_eval.registry import datasets, granularities, measures, retrievers, views
 from vipune_eval.core import paths
-from vipune_eval.stages import download as sources
+from vipune_eval.core import fingerprints
+from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.plan import whatif_grid
-from vipune_eval.core.io import EvalError, write_json_if_changed
+from vipune_eval.errors import BinaryNotFound, EvalError
+from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.views import View
 
 
@@ -101,13 +103,13 @@ class Workspace:
 
 
 def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
-    path = sources.resolve_binary(binary)
+    path = vipune_binary.resolve_binary(binary)
     extra = [Path(os.path.expanduser(f)).resolve() for f in config["vipune"].get("fingerprint_files") or []]
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
         raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found")
     cache = Path(paths.CACHE)
-    fingerprint = sources.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
+    fingerprint = vipune_binary.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
                                              cache, extra)
     write_json_if_changed(paths.binary_fingerprint(fingerprint["id"]), fingerprint)
     return {**fingerprint, "path": str(path)}
@@ -120,9 +122,7 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
         return known[entry]
     try:
         return _binary(entry, config)
-    except EvalError as exc:
-        if "not found or not executable" not in str(exc):
-            raise
+    except BinaryNotFound:
         raise EvalError(
             f"vipune.compare entry {entry!r} is neither an executable vipune nor the fingerprint "
             f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})") from None
@@ -157,13 +157,13 @@ def prepare(config: dict[str, Any]) -> Workspace:
     config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
     if config["dataset"]["path"]:
         dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
-        write_json_if_changed(paths.DATASET_FINGERPRINT, sources.local_dataset_fingerprint(
+        write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
             Path(dataset_file), config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
     else:
         dataset_file = f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
     if config["model"]["path"]:
         model_dir = str(Path(os.path.expanduser(config["model"]["path"])).resolve())
-        write_json_if_changed(paths.MODEL_FINGERPRINT, sources.model_fingerprint(
+        write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
             Path(model_dir), repo_id=config["model"]["repo_id"], revision=config["model"]["revision"],
             file=config["model"]["file"], pooling=config["model"]["pooling"],
             cache_file=Path(paths.CACHE) / "sha256.json"))
@@ -177,9 +177,7 @@ def prepare(config: dict[str, Any]) -> Workspace:
         # work; a binary that is there but does not answer stops the run here, saying why.
         try:
             primary = _binary(config["vipune"]["binary"], config)
-        except EvalError as exc:
-            if "not found or not executable" not in str(exc):
-                raise
+        except BinaryNotFound:
             workspace.primary = "missing"
         else:
             workspace.primary = primary["id"]

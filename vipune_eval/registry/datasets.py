@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 
 PAPER_COUNTS = {"instances": 500, "abstention": 30, "pairs": 470}
 

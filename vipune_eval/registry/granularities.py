@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 
 Turn = dict[str, Any]
 Chunker = Callable[[list[str]], list[str]]
@@ -35,34 +35,24 @@ class Granularity:
     collapses: bool = True      # a row is part of a session: rankings collapse by first occurrence
     needs_tokenizer: bool = False
     official: bool = False      # LongMemEval's protocol has keys at this granularity
-    # The texts its view of LongMemEval_M embeds (every unique text once, questions included):
-    # their number and the sums of their lengths and squared lengths in tokens (the BERT uncased
-    # WordPiece vocabulary bge-small shares, cut at 512), measured on a generated file of M's shape
-    # (470 pairs x 500 sessions x 12 turns x 150 words, 2.6 GB; 2026-12-04). throughput projects
-    # embed times from them.
-    longmemeval_m: dict[str, int] | None = None
 
 
 GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
     Granularity("session", "one row per session",
                 lambda sid, session, chunker: [(sid, session_text(session))],
-                collapses=False, official=True,
-                longmemeval_m={"texts": 21_126, "tokens": 10_583_929, "squares": 5_414_999_643}),
+                collapses=False, official=True),
     Granularity("turn", "one row per turn",
                 lambda sid, session, chunker: [(f"{sid}::{n}", turn_text(t))
                                                for n, t in enumerate(session, 1)],
-                official=True,
-                longmemeval_m={"texts": 248_342, "tokens": 52_774_479, "squares": 11_257_345_673}),
+                official=True),
     Granularity("chunk", "rows of consecutive turns, at most 512 tokens each",
                 lambda sid, session, chunker: [(f"{sid}::c{n}", text) for n, text in
                                                enumerate(chunker([turn_text(t) for t in session]), 1)],
-                needs_tokenizer=True,
-                longmemeval_m={"texts": 124_406, "tokens": 52_526_607, "squares": 22_294_297_893}),
+                needs_tokenizer=True),
 )}
 NAMES = tuple(GRANULARITIES)
 PRIMARY = "session"  # always present; its results are the primary ones
 OFFICIAL = tuple(name for name, g in GRANULARITIES.items() if g.official)
-LONGMEMEVAL_M = {name: g.longmemeval_m for name, g in GRANULARITIES.items() if g.longmemeval_m}
 
 
 def problems(asked: list[str]) -> list[str]:

@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from vipune_eval.core.io import EvalError
-from vipune_eval.vipune.client import MAX_SEARCH_LIMIT
+from vipune_eval.errors import EvalError
+from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K, candidate_pool
 
 
 # ------------------------------------------------------------------ parameter types
@@ -45,11 +45,6 @@ def _weights(value: Any) -> tuple[float, float]:
             or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in value)):
         raise ValueError("[dense, bm25]: two numbers >= 0")
     return (float(value[0]), float(value[1]))
-
-
-def candidate_pool(limit: int) -> int:
-    """vipune's candidates per arm: clamp(10 x limit, 50, MAX_SEARCH_LIMIT)."""
-    return min(max(limit * 10, 50), MAX_SEARCH_LIMIT)
 
 
 # ------------------------------------------------------------------ how each family ranks
@@ -121,7 +116,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         "query": Param(_choice("and", "or"), "and",
                        "and: every word quoted, vipune's implicit AND; or: the words OR-ed")}),
     Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", _fusion, {
-        "k": Param(_int(1), 25, "RRF constant: score = sum of w / (k + rank)"),
+        "k": Param(_int(1), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
         "query": Param(_choice("and", "or"), "and", "the bm25 arm's query"),
         "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
                       "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from vipune_eval.registry import granularities, measures
-from vipune_eval.core.io import EvalError
+from vipune_eval.errors import EvalError
 from vipune_eval.core.paths import view_folder
 
 PROTOCOLS = ("seed", "official")

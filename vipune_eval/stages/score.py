@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
-from vipune_eval.core.io import EvalError, read_json, write_json
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import read_json, write_json
 from vipune_eval.core.stats import bootstrap_intervals, wilson_interval
 
 LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")

@@ -18,11 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vipune_eval.core.io import EvalError
-
-MAX_SEARCH_LIMIT = 10_000  # vipune's MAX_SEARCH_LIMIT (docs/vipune-contract.md)
-EXIT_TOO_LONG = 3  # a text over 512 tokens
-
+from vipune_eval.errors import EvalError
 
 class VipuneError(EvalError):
     """A vipune call failed; the message names the caller, the command line and stderr."""

@@ -9,7 +9,8 @@ from vipune_eval.core import paths
 from vipune_eval.plan import cluster, failures
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
-from vipune_eval.core.io import EvalError, write_json_if_changed
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
 
 try:

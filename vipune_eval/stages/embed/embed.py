@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.core.io import EvalError, Progress, atomic_path, log
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import Progress, atomic_path, log
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
 from vipune_eval.stages.embed.store import VectorStore
 from vipune_eval.stages.embed.tally import Tally, encoder_shape

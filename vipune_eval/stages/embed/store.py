@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.core.io import EvalError, atomic_path, log, read_rows_with_ids
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import atomic_path, log, read_rows_with_ids
 
 PART_COLUMNS = ["text_id", "embedding", "tokens"]
 

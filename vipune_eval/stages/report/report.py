@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from vipune_eval import __version__
 from vipune_eval.stages.report import diagnostics, whatif
 from vipune_eval.registry import measures
-from vipune_eval.stages.embed import tally as throughput
-from vipune_eval.registry.granularities import LONGMEMEVAL_M
+from vipune_eval.stages.embed.tally import read_tallies
+from vipune_eval.stages.report import projection
 from vipune_eval.core.io import atomic_path, read_json, write_json
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
@@ -152,8 +152,8 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
                                                           mirrors.get("vipune-semantic")),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], gold, k)},
     }
-    report["embed"] = throughput.summary(throughput.read_tallies(
-        list(dict.fromkeys(p for view in manifest["views"] for p in view["embeddings"]))), LONGMEMEVAL_M)
+    report["embed"] = projection.summary(read_tallies(
+        list(dict.fromkeys(p for view in manifest["views"] for p in view["embeddings"]))), projection.LONGMEMEVAL_M)
     report["provenance"] = {
         "dataset": read_json(manifest["dataset_fp"]), "model": read_json(manifest["model_fp"]),
         "vipune": read_json(manifest["fingerprints"][manifest["primary"]]) if manifest.get("primary") else None,

@@ -26,7 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from vipune_eval.core import trec
-from vipune_eval.core.io import EvalError, Progress
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import Progress
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
 
 log = logging.getLogger("vipune_eval")

@@ -23,11 +23,13 @@ from typing import Any, Callable
 import numpy as np
 
 from vipune_eval.stages.embed.embed import ModelFiles
-from vipune_eval.core.io import EvalError, log, write_json
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import log, write_json
 from vipune_eval.core.persona import Persona, row_id
-from vipune_eval.stages.download import configured_binary
-from vipune_eval.vipune.client import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, Vipune, VipuneError, VipuneSettings
-from vipune_eval.stages.search.vipune_lane import check_fingerprint, import_lines
+from vipune_eval.vipune.binary import check_fingerprint, configured_binary
+from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+from vipune_eval.vipune.contract import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, RRF_K
+from vipune_eval.vipune.import_format import import_lines
 
 QUERY = "zebra violin"
 MATCH = "the zebra played a violin at the harbour"  # holds every query word
@@ -36,7 +38,6 @@ PARITY_TEXTS = ["I moved to Lisbon last spring and started learning Portuguese."
                 "user: what should I cook tonight?\nassistant: try a mushroom risotto.",
                 "Remember that my dentist appointment is on Friday at 9."]
 MIN_PARITY_COSINE = 0.999
-RRF_K = 25
 TOLERANCE = 1e-6
 OLD = "2024-01-01T00:00:00Z"
 NEW = "2024-06-01T00:00:00Z"

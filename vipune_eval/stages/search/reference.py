@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.core import trec
-from vipune_eval.core.io import EvalError, Progress, atomic_path
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import Progress, atomic_path
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
 
 RRF_K = registry.FAMILIES["hybrid"].params["k"].default

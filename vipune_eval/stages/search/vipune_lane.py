@@ -15,51 +15,22 @@ and searches again.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import shutil
 import tempfile
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-import numpy as np
 
-from vipune_eval.core.io import EvalError, Progress, log, read_json, sha256_file, write_json
+from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core import trec
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.vipune.binary import check_fingerprint
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, shown
-
-EMBED_MODEL_ID = "BAAI/bge-small-en-v1.5"
-EMBED_MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
-
-
-def embedding_b64(vector: np.ndarray) -> str:
-    return base64.b64encode(np.asarray(vector, "<f4").tobytes()).decode("ascii")
-
-
-def import_lines(persona: Persona) -> list[str]:
-    """The import JSONL: a header (both ``version`` and ``format_version``), then one row each."""
-    dims = persona.vectors.shape[1]
-    header = {"type": "export", "version": 1, "format_version": 1, "embedding_dims": dims,
-              "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
-              "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "rows": len(persona.row_ids)}
-    lines = [json.dumps(header)]
-    for rid, text, vector, created in zip(persona.row_ids, persona.texts, persona.vectors,
-                                          persona.created_at):
-        lines.append(json.dumps({
-            "id": rid, "project_id": persona.question_id, "content": text, "metadata": None,
-            "embedding": embedding_b64(vector), "created_at": created, "updated_at": created,
-            "memory_type": "fact", "status": "active", "superseded_by": None,
-            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium",
-        }, ensure_ascii=False))
-    return lines
-
+from vipune_eval.vipune.import_format import import_lines
 
 def ranking_of(persona: Persona, hits: list[dict[str, Any]], command: str) -> Ranking:
     """The hits as (row id, score), refusing ids that are unknown or repeated."""
@@ -98,16 +69,6 @@ def evaluate(client: Vipune, persona: Persona, limit: int, workdir: Path,
             command = shown([client.binary, *client.search_args(db, qid, persona.question, limit, hybrid)])
             result[name] = {"ranking": ranking_of(persona, hits, command), "seconds": seconds}
     return result
-
-
-def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
-    """The fingerprint ``binary`` must match: results are filed under it, so the bytes must agree."""
-    expected = read_json(fingerprint)
-    actual = sha256_file(binary)
-    if actual != expected["sha256"]:
-        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]}); rerun snakemake so it re-plans")
-    return expected
 
 
 def persona_key(persona: Persona, limit: int, lines: list[str]) -> str:
