@@ -14,13 +14,13 @@ Side by side in one process per (rep, thread count), the settings in alternating
 Each on a fixed-seed sample of the session, turn and chunk rows (``filter-rows``, chunk with the
 model's tokenizer) of a generated file of long sessions (12 turns x 150 words). Useful FLOP/s =
 unpadded tokens (cut at 512) x the model's layer shapes from its config.json (attention
-included, ``throughput.workload_flops``) / the best time of the run; over a float32 numpy matmul
+included, ``projection.workload_flops``) / the best time of the run; over a float32 numpy matmul
 timed at the same thread count in the same rounds (best seen). Vectors are checked: budget batches against
 one text at a time (bit for bit), the rewritten graph against the exported one at budget 2048
 (bit for bit) and against the padded batches (max |difference|).
 
 The projection: bge-small-en-v1.5 (12 layers, same widths) over LongMemEval_M's texts per
-granularity (``granularities.LONGMEMEVAL_M``) at each setting's useful FLOP/s (minutes, an estimate;
+granularity (``projection.LONGMEMEVAL_M``) at each setting's useful FLOP/s (minutes, an estimate;
 the report makes the same projection from a run's own embed jobs).
 """
 
@@ -34,8 +34,8 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, generate, interleaved, matmul_peak,
                                run_child, sized)
-from vipune_eval.granularities import LONGMEMEVAL_M
-from vipune_eval.throughput import BGE_SMALL, encoder_shape, workload_flops
+from vipune_eval.stages.embed.tally import encoder_shape
+from vipune_eval.stages.report.projection import BGE_SMALL, LONGMEMEVAL_M, workload_flops
 
 GRANULARITIES = ("session", "turn", "chunk")
 # small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.
@@ -57,8 +57,8 @@ from pathlib import Path
 import numpy as np, pyarrow.parquet as pq
 from fastembed import TextEmbedding
 from fastembed.common.model_description import ModelSource, PoolingType
-from vipune_eval.embed import embed_batched, load_model, model_dim
-from vipune_eval.io import Progress
+from vipune_eval.stages.embed.embed import embed_batched, load_model, model_dim
+from vipune_eval.core.io import Progress
 model_dir, file, pooling, threads, reverse, padded_batch = sys.argv[1:7]
 budgets = [int(b) for b in sys.argv[7].split(",")]
 samples = sys.argv[8:]
@@ -113,7 +113,7 @@ def useful_flops(lengths: np.ndarray, shape: dict[str, int]) -> float:
 
 
 def bench_embed_flops(benchmark, work, embed_model):
-    from vipune_eval.tokens import count_tokens
+    from vipune_eval.core.tokens import count_tokens
 
     z = sized(SIZES)
     data = generate(z["data"])

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, Figures, cli, embed_rate, generate, interleaved, mean,
                                run_child, sample_texts, sized)
-from vipune_eval.throughput import flops_per_token
+from vipune_eval.stages.report.projection import flops_per_token
 
 GRANULARITIES = ("session", "turn", "chunk")
 # M: the LongMemEval_M-like file (2.6 GB) of the filter benchmark.
@@ -27,7 +27,7 @@ THREADS, BATCH = 2, 4
 
 
 def bench_granularities(benchmark, work, embed_model):
-    from vipune_eval.tokens import count_tokens
+    from vipune_eval.core.tokens import count_tokens
 
     args, n_sample = sized(SIZES)
     data = generate(args)

@@ -26,7 +26,7 @@ print(json.dumps({str(m): v for m, v in ir_measures.calc_aggregate(measures, qre
 
 
 def bench_score(benchmark, work, search_view):
-    from vipune_eval import measures
+    from vipune_eval.registry import measures
 
     assert tuple(SEED_MEASURES) == measures.SEED, "the seed protocol's measures changed"
     v = search_view

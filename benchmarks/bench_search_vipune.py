@@ -24,9 +24,9 @@ LIMIT = DEPTH = 10
 
 
 def bench_search_vipune(benchmark, work, search_view, fake_vipune, vipune_home, vipune_fingerprint):
-    from vipune_eval.persona import personas_of_shard
-    from vipune_eval.vipune import isolated_env
-    from vipune_eval.vipune_lane import import_lines
+    from vipune_eval.core.persona import personas_of_shard
+    from vipune_eval.vipune.client import isolated_env
+    from vipune_eval.vipune.import_format import import_lines
 
     v = search_view
     shards = sized(SHARDS)

@@ -31,7 +31,7 @@ RETRIEVERS = ["dense", "bm25", "bm25-or", "hybrid", "hybrid-or"]
 
 
 def random_embeddings(texts: pa.Table, out) -> None:
-    from vipune_eval.embed import embeddings_schema
+    from vipune_eval.stages.embed.embed import embeddings_schema
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((texts.num_rows, 384), dtype=np.float32)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from vipune_eval.throughput import BGE_SMALL
+from vipune_eval.stages.report.projection import BGE_SMALL
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON
@@ -315,8 +315,8 @@ EMBED_CHILD = r"""
 import json, sys, time
 from pathlib import Path
 import pyarrow.parquet as pq
-from vipune_eval.embed import load_model
-from vipune_eval.tokens import count_tokens
+from vipune_eval.stages.embed.embed import load_model
+from vipune_eval.core.tokens import count_tokens
 texts_path, model_dir, file, pooling = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 threads, batch = int(sys.argv[5]), int(sys.argv[6])
 texts = pq.read_table(texts_path).column("text").to_pylist()

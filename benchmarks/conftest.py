@@ -75,7 +75,7 @@ def vipune_home(work: Path, tiny_model: Model) -> Path:
 @pytest.fixture(scope="session")
 def vipune_fingerprint(work: Path, fake_vipune: Path) -> Path:
     """The binary fingerprint file ``search-vipune`` checks the binary against."""
-    from vipune_eval.sources import binary_fingerprint
+    from vipune_eval.vipune.binary import binary_fingerprint
 
     path = work / "vipune-fingerprint.json"
     path.write_text(json.dumps(binary_fingerprint(fake_vipune, work / "fingerprint-home", 60, work / "cache")))

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from vipune_eval import retrievers as registry
-from vipune_eval.io import EvalError
-from vipune_eval.persona import Persona
-from vipune_eval.reference import persona_arms, run_fuse, search_persona, write_arms
+from vipune_eval.registry import retrievers as registry
+from vipune_eval.errors import EvalError
+from vipune_eval.core.persona import Persona
+from vipune_eval.stages.search.reference import persona_arms, run_fuse, search_persona, write_arms
 
 
 def lme_order(corpus, question, n):

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from vipune_eval import cluster
-from vipune_eval.cluster import ClusterFitError, ClusterQueryError, Partition, Request
+from vipune_eval.plan import cluster
+from vipune_eval.plan.cluster import ClusterFitError, ClusterQueryError, Partition, Request
 
 # What this repository's CI node reports (sinfo -h -N -p debug -o '%N|%c|%m'; scontrol -o).
 NODES = "vm|2|24105\n"

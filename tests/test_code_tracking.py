@@ -1,7 +1,14 @@
-"""Code tracking follows the package's import graph: editing a module reruns exactly the rules
-whose command reaches it (issue 11). Each module is edited in a copy of the repository and the
-plan is read from a Snakemake dry run; the expectations below are written by hand from what each
-command runs, independently of vipune_eval.codeversion."""
+"""An edit reruns what it changes (issues 11, 28).
+
+Each rule's code version hashes the package modules its ``vipune-eval <command>`` reaches
+(vipune_eval.plan.codeversion), so a module reached by a command it has no business in reruns that
+command's jobs, and everything below them, whenever it is edited. The fast tests hold every
+command to a budget of modules written from what the command means (the filter may not reach
+report code, the downloads may not reach the vipune client, ...); a stray import fails them. The
+slow ones edit a module in a copy of the repository and read the plan from a Snakemake dry run:
+the edits a maintainer makes most (the projection's text, the dev/test split, the vipune client,
+a measure, the report's Markdown) rerun exactly the rules that reach them and their downstream.
+"""
 
 import re
 import shutil
@@ -10,74 +17,143 @@ from pathlib import Path
 import pytest
 
 from support import scenarios
+from vipune_eval.cli import COMMANDS
+from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 
 REPO = Path(__file__).resolve().parent.parent
-ALL = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference", "fuse_reference",
-       "search_vipune", "score", "report", "plots"}
-# issue 21: fuse_reference (the family runs, fused from search_reference's arms) runs reference.py
-VIPUNE_CALLS = {"vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune"}
-DIRECT = {  # module → the rules whose `vipune-eval <command>` can execute it
-    "__init__": ALL, "__main__": ALL, "cli": ALL, "io": ALL,
-    "sources": {"vipune_home", "preflight"},
-    "vipune": VIPUNE_CALLS,
-    "filter": {"filter", "filter_rows"},
-    "split": {"filter", "filter_rows"},
-    "tokens": {"filter", "filter_rows", "embed", "preflight"},
-    "trec": {"filter", "filter_rows", "search_reference", "fuse_reference", "search_vipune", "preflight",
-             "score", "report"},
-    "embed": {"embed", "preflight"},
-    "store": {"embed", "preflight"},  # embed reads and writes the shared vector store
-    "onnx_graph": {"embed", "preflight"},  # the graph both load, less its NaN guards
-    "throughput": {"embed", "preflight", "report"},  # embed tallies its model calls, report sums them
-    "persona": {"search_reference", "fuse_reference", "search_vipune", "preflight"},
-    "reference": {"search_reference", "fuse_reference"},
-    "retrievers": {"search_reference", "fuse_reference"},
-    "plugins": set(),  # search_plugin only, and no plugin is configured here
-    "vipune_lane": {"search_vipune", "preflight"},
-    "preflight": {"preflight"},
-    "longmemeval": {"filter", "filter_rows", "score"},  # filter names a repeated session with its copy_id
-    "measures": {"score", "report", "plots"},
-    "views": {"report", "plots"},  # the primary view's name
-    "granularities": {"filter", "filter_rows", "report", "plots"},  # rows of a session; the primary's name
-    "paths": {"report", "plots"},
-    "stats": {"score", "report"},
-    "score": {"score"},
-    "report": {"report"},
-    "diagnostics": {"report"},
-    "plots": {"plots"},
-    "whatif": {"report"},  # the what-if choice and its confirmation
-    # parse-time set-up only: no rule runs them
-    "workspace": set(), "codeversion": set(), "cluster": set(), "datasets": set(), "failures": set(),
-    "whatif_grid": set(),
+PACKAGE = REPO / "vipune_eval"
+
+# What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).
+ENTRY = {"__init__", "__main__", "cli", "errors", "core.io"}
+FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.granularities", "core.longmemeval"}
+EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally", "core.tokens"}
+SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files out
+BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
+    # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
+    "download-dataset": {"stages.download", "core.fingerprints"},
+    "download-model": {"stages.download", "core.fingerprints"},
+    # the model laid out where vipune looks: the layout only, not the client
+    "vipune-home": {"vipune.model_cache", "core.fingerprints"},
+    "check-binary": {"vipune.binary", "vipune.client"},
+    # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
+    "filter": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
+    # rows and texts (what embed and search read), never the pairs' labels or the split
+    "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
+    # the model and the store; the tally it writes, never the report's projection from it
+    "embed": EMBED,
+    # reference retrievers: the registry and vipune's contract constants, never the client
+    "search-reference": SHARD | {"stages.search.reference", "registry.retrievers", "vipune.contract"},
+    "fuse-reference": SHARD | {"stages.search.reference", "registry.retrievers", "vipune.contract"},
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "vipune.contract"},
+    # the binary: its client, import format, fingerprint check and contract
+    "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
+                              "vipune.import_format", "vipune.contract"},
+    # the contract checks and the embedding parity (the embed recipe), not the lane itself
+    "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
+                                  "vipune.import_format", "vipune.contract"},
+    "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
+    # the report reads every stage's outputs (the embed tally's format included)
+    "report": {"stages.report.report", "stages.report.diagnostics", "stages.report.whatif",
+               "stages.report.projection", "stages.embed.tally", "registry.measures", "registry.views",
+               "registry.granularities", "core.paths", "core.stats", "core.trec"},
+    "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
+              "core.paths"},
 }
+EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
+         "search-reference", "fuse-reference", "search-plugin", "search-vipune", "preflight", "score")
 
 
-def snakemake(repo, workdir, *args, env):
-    return scenarios.snakemake(workdir, *args, env=env, snakefile=repo / "Snakefile").stdout
+def modules(command: str) -> set[str]:
+    return {m for m in command_modules(command) if not m.endswith(".__init__")}
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory, workflow_env, scenario_inputs):
-    root = tmp_path_factory.mktemp("tracking")
-    repo = root / "repo"
-    repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval", "profiles"):
-        source = REPO / part
-        if source.is_dir():
-            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, repo / part)
-    workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
-    snakemake(repo, workdir, "--cores", "2", env=workflow_env)
-    return repo, workdir
+def test_every_command_has_a_budget():
+    assert set(BUDGET) == set(COMMANDS)
 
 
+@pytest.mark.parametrize("command", sorted(BUDGET))
+def test_a_command_reaches_only_the_modules_its_work_needs(command):
+    stray = modules(command) - ENTRY - BUDGET[command]
+    assert not stray, f"`vipune-eval {command}` reaches {sorted(stray)}: an edit there would rerun its jobs"
+
+
+@pytest.mark.parametrize("command", EARLY)
+def test_no_stage_before_the_report_reaches_report_code(command):
+    assert not {m for m in modules(command) if m.startswith("stages.report.")}
+
+
+@pytest.mark.parametrize("command", ("download-dataset", "download-model", "vipune-home"))
+def test_the_downloads_do_not_reach_the_vipune_client(command):
+    assert "vipune.client" not in modules(command)
+
+
+def test_only_the_vipune_commands_reach_the_client():
+    assert {c for c in COMMANDS if "vipune.client" in modules(c)} == {"check-binary", "search-vipune", "preflight"}
+
+
+def test_the_pairs_and_the_rows_do_not_reach_each_other():
+    assert not {"stages.filter.rows", "stages.filter.chunking"} & modules("filter")
+    assert not {"stages.filter.pairs", "stages.filter.split"} & modules("filter-rows")
+
+
+def test_the_contract_constants_import_nothing():
+    assert import_graph()["vipune.contract"] == frozenset()
+
+
+def test_every_module_is_run_by_a_command_or_is_parse_time_only():
+    """A module no command reaches is parse-time planning (plan/, the dataset presets) or dead."""
+    reached = set().union(*(modules(c) for c in COMMANDS))
+    every = {m for m in import_graph() if not m.endswith("__init__")}
+    unreached = {m for m in every - reached if not m.startswith("plan.")}
+    assert unreached == {"registry.datasets", "core.fingerprints"} - reached, unreached
+
+
+def test_code_version_follows_a_new_import(tmp_path):
+    """A module that starts importing another is tracked without anyone updating a list."""
+    package = tmp_path / "vipune_eval"
+    shutil.copytree(PACKAGE, package)
+    assert "core.stats" not in command_modules("plots", package)
+    before = code_version("plots", package)
+    stats = package / "core" / "stats.py"
+    stats.write_text(stats.read_text() + "\n# changed\n")
+    assert code_version("plots", package) == before
+    plots = package / "stages" / "report" / "plots.py"
+    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.stats import holm  # noqa: F401\n")
+    import_graph.cache_clear()
+    assert "core.stats" in command_modules("plots", package)
+    assert code_version("plots", package) != before
+
+
+def test_a_package_init_counts_for_every_module_below_it(tmp_path):
+    package = tmp_path / "vipune_eval"
+    shutil.copytree(PACKAGE, package)
+    before = {c: code_version(c, package) for c in ("embed", "score")}
+    init = package / "stages" / "embed" / "__init__.py"
+    init.write_text(init.read_text() + "\n# changed\n")
+    import_graph.cache_clear()
+    assert code_version("embed", package) != before["embed"]
+    assert code_version("score", package) == before["score"]
+
+
+# ---------------------------------------------------------------- the plan Snakemake makes
+
+RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
+RULES = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference",
+         "fuse_reference", "search_vipune", "score", "report", "plots"}  # the tracking scenario's
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
     "filter": {"score", "report"}, "filter_rows": {"embed", "search_reference", "search_vipune", "report"},
     "embed": {"search_reference", "search_vipune", "report"}, "vipune_home": {"preflight", "search_vipune"},
     "preflight": {"search_vipune", "report"}, "search_reference": {"fuse_reference"},
     "fuse_reference": {"score"}, "search_vipune": {"score"},
     "score": {"report"}, "report": {"plots"}, "plots": set(),
+}
+EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
+    "stages.report.projection": {"report"},  # the projection's text
+    "stages.filter.split": {"filter"},  # the dev/test split
+    "vipune.client": {"preflight", "search_vipune"},
+    "registry.measures": {"score", "report", "plots"},
+    "stages.report.report": {"report"},  # the report's Markdown
+    "core.io": RULES,  # shared by every stage: legitimately everything
 }
 
 
@@ -105,40 +181,42 @@ def plan(out):
     return planned, set(params.group(1).split(", ")) if params else set()
 
 
-def test_every_module_of_the_package_is_in_the_table():
-    assert set(DIRECT) == {p.stem for p in (REPO / "vipune_eval").glob("*.py")}
+def test_the_edits_table_agrees_with_the_budgets():
+    for module, rules in EDITS.items():
+        reaching = {RULE[c] for c in COMMANDS if module in command_modules(c)} & RULES
+        assert reaching == rules, module
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory, workflow_env, scenario_inputs):
+    root = tmp_path_factory.mktemp("tracking")
+    repo = root / "repo"
+    repo.mkdir()
+    for part in ("Snakefile", "workflow", "config", "vipune_eval"):
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, repo / part)
+    workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
+    scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "Snakefile")
+    return repo, workdir
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", sorted(DIRECT))
+@pytest.mark.parametrize("module", sorted(EDITS))
 def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
     repo, workdir = copy
-    path = repo / "vipune_eval" / f"{module}.py"
+    path = (repo / "vipune_eval").joinpath(*module.split(".")).with_suffix(".py")
     original = path.read_bytes()
     try:
         path.write_bytes(original + b"\n# an edit\n")
-        out = snakemake(repo, workdir, "-n", "--cores", "1", env=workflow_env)
+        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
+                                  snakefile=repo / "Snakefile").stdout
     finally:
         path.write_bytes(original)
     planned, changed = plan(out)
-    direct = DIRECT[module]
+    direct = EDITS[module]
     assert planned == closure(direct), out[-2000:]
     topmost = {r for r in direct if not any(r in DOWNSTREAM[u] for u in closure(direct) - {r})}
     assert changed == topmost, out[-2000:]
-
-
-def test_code_version_follows_a_new_import(tmp_path):
-    """A module that starts importing another is tracked without anyone updating a list."""
-    from vipune_eval.codeversion import code_version, command_modules, import_graph
-
-    package = tmp_path / "vipune_eval"
-    shutil.copytree(REPO / "vipune_eval", package)
-    assert "stats" not in command_modules("plots", package)
-    before = code_version("plots", package)
-    (package / "stats.py").write_text((package / "stats.py").read_text() + "\n# changed\n")
-    assert code_version("plots", package) == before
-    plots = package / "plots.py"
-    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from .stats import holm  # noqa: F401\n")
-    import_graph.cache_clear()
-    assert "stats" in command_modules("plots", package)
-    assert code_version("plots", package) != before

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 import yaml
 
-from vipune_eval import workspace
-from vipune_eval.io import EvalError
+from vipune_eval.plan import workspace
+from vipune_eval.errors import EvalError
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vipune_eval import datasets, sources
-from vipune_eval.io import EvalError
+from vipune_eval.registry import datasets
+from vipune_eval.stages import download as download_stage
+from vipune_eval.errors import EvalError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,7 +62,7 @@ def test_a_custom_file_of_a_known_release_is_recognised():
 
 
 def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
-    from vipune_eval import workspace
+    from vipune_eval.plan import workspace
 
     monkeypatch.chdir(tmp_path)
     config = {"retrievers": ["dense"], "ks": [1], "search_limit": 10,
@@ -99,10 +100,10 @@ def test_the_download_records_the_commit_and_says_how_to_pin(tmp_path, monkeypat
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
     with caplog.at_level(logging.INFO, logger="vipune_eval"):
-        fp = sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_s.json", "main", None,
+        fp = download_stage.download_dataset("xiaowu0162/longmemeval", "longmemeval_s.json", "main", None,
                                       tmp_path / "dl", tmp_path / "fp.json")
     assert fp["resolved_commit"] == Info.sha and len(fp["sha256"]) == 64
     assert f"dataset.revision: {Info.sha}" in caplog.text and f"dataset.sha256: {fp['sha256']}" in caplog.text
     with pytest.raises(EvalError, match="sha256 mismatch"):
-        sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_s.json", Info.sha, "0" * 64,
+        download_stage.download_dataset("xiaowu0162/longmemeval", "longmemeval_s.json", Info.sha, "0" * 64,
                                  tmp_path / "dl2", tmp_path / "fp2.json")

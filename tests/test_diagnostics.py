@@ -4,7 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vipune_eval import diagnostics
+from vipune_eval.stages.report import diagnostics
 
 
 def per_query(rows):
@@ -45,7 +45,7 @@ def test_gold_ranks_worst_first():
 
 def test_report_text_when_every_gold_session_is_truncated():
     """Regression: the Markdown crashed when no pair was left without a truncated gold session."""
-    from vipune_eval.report import diagnostics_markdown
+    from vipune_eval.stages.report.report import diagnostics_markdown
 
     report = {"diagnostics": {
         "truncation": {"truncated_share": 1.0, "session_texts": 2, "pairs_with_truncated_gold": 1,

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from vipune_eval.embed import ModelFiles, load_model, run_embed
-from vipune_eval.persona import Vectors
-from vipune_eval.filter import TEXTS_SCHEMA
-from vipune_eval.io import text_id
+from vipune_eval.stages.embed.embed import ModelFiles, load_model, run_embed
+from vipune_eval.core.persona import Vectors
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
+from vipune_eval.core.io import text_id
 from support.synthetic import VOCABULARY
 from support.tinymodel import build_tiny_model
 
@@ -126,7 +126,7 @@ def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store
 def test_a_damaged_tokenizer_is_named(model_dir, tmp_path):
     import shutil
 
-    from vipune_eval.io import EvalError
+    from vipune_eval.errors import EvalError
 
     broken = shutil.copytree(model_dir, tmp_path / "broken")
     (broken / "tokenizer.json").write_text("{not json")
@@ -135,7 +135,7 @@ def test_a_damaged_tokenizer_is_named(model_dir, tmp_path):
 
 
 def test_token_counts_do_not_depend_on_the_batch(tmp_path):
-    from vipune_eval.tokens import count_tokens, load_tokenizer
+    from vipune_eval.core.tokens import count_tokens, load_tokenizer
     model = build_tiny_model(tmp_path / "model")
     texts = [" ".join(["word"] * n) for n in (0, 1, 7, 600, 3, 2)]
     whole = count_tokens(model, texts, batch=len(texts))

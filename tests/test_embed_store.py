@@ -13,11 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vipune_eval.embed import ModelFiles, RECIPE_VERSION, load_model, model_hash, run_embed, token_batches
-from vipune_eval.filter import TEXTS_SCHEMA
-from vipune_eval.io import EvalError, text_id
-from vipune_eval.persona import Vectors
-from vipune_eval.store import VectorStore
+from vipune_eval.stages.embed.embed import ModelFiles, RECIPE_VERSION, load_model, model_hash, run_embed, token_batches
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import text_id
+from vipune_eval.core.persona import Vectors
+from vipune_eval.stages.embed.store import VectorStore
 from support.synthetic import VOCABULARY
 from support.tinymodel import build_tiny_model
 
@@ -101,7 +102,7 @@ def test_a_stored_vector_does_not_depend_on_the_job_order_or_the_budget(model_di
 JOB = """
 import sys
 from pathlib import Path
-from vipune_eval.embed import ModelFiles, run_embed
+from vipune_eval.stages.embed.embed import ModelFiles, run_embed
 texts, model, fp, store, out = map(Path, sys.argv[1:6])
 print(run_embed(texts, ModelFiles(model, "onnx/model.onnx", "mean"), 0, 1, out, 1, 64, fp, store))
 """

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vipune_eval import cli, failures
-from vipune_eval.io import EvalError
+from vipune_eval import cli
+from vipune_eval.plan import failures
+from vipune_eval.errors import EvalError
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

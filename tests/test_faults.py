@@ -7,13 +7,14 @@ import time
 import numpy as np
 import pytest
 
-from vipune_eval.embed import ModelFiles, load_model
-from vipune_eval.io import EvalError
-from vipune_eval.persona import Persona
-from vipune_eval.preflight import run_preflight
-from vipune_eval.sources import binary_fingerprint
-from vipune_eval.vipune import Vipune, VipuneError, VipuneSettings, isolated_env
-from vipune_eval.vipune_lane import evaluate, import_lines
+from vipune_eval.stages.embed.embed import ModelFiles, load_model
+from vipune_eval.errors import EvalError
+from vipune_eval.core.persona import Persona
+from vipune_eval.stages.search.preflight import run_preflight
+from vipune_eval.vipune.binary import binary_fingerprint
+from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, isolated_env
+from vipune_eval.stages.search.vipune_lane import evaluate
+from vipune_eval.vipune.import_format import import_lines
 
 
 @pytest.fixture
@@ -212,7 +213,7 @@ def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vi
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
     from support.tinymodel import build_tiny_model
-    from vipune_eval.sources import build_vipune_hf_home
+    from vipune_eval.vipune.model_cache import build_vipune_hf_home
 
     other = build_tiny_model(tmp_path / "other", seed=9)
     home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",
@@ -222,7 +223,7 @@ def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, t
 
 
 def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
-    from vipune_eval.vipune_lane import check_fingerprint
+    from vipune_eval.vipune.binary import check_fingerprint
 
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))

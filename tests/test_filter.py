@@ -8,9 +8,13 @@ from tokenizers import AddedToken, normalizers, pre_tokenizers
 
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
-from vipune_eval.filter import make_chunker, read_pairs, run_pairs, run_rows, session_text
-from vipune_eval.io import EvalError, text_id
-from vipune_eval.tokens import load_tokenizer, tokens_end_at_line_breaks
+from vipune_eval.registry.granularities import session_text
+from vipune_eval.stages.filter.chunking import make_chunker
+from vipune_eval.stages.filter.pairs import read_pairs, run_pairs
+from vipune_eval.stages.filter.rows import run_rows
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import text_id
+from vipune_eval.core.tokens import load_tokenizer, tokens_end_at_line_breaks
 
 
 def pairs_of(path, out, expected=None, protocol="seed", granularity="session", **kw):

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval import cli, granularities, views
-from vipune_eval.filter import Instance, seed_rows
-from vipune_eval.io import EvalError
+from vipune_eval import cli
+from vipune_eval.registry import granularities, views
+from vipune_eval.stages.filter.reader import Instance
+from vipune_eval.stages.filter.rows import seed_rows
+from vipune_eval.errors import EvalError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vipune_eval"
 SESSION = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},

@@ -25,13 +25,16 @@ def test_a_plain_install_imports_every_module(tmp_path):
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)],
                              capture_output=True, text=True)
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
-    modules = sorted(p.stem for p in (REPO / "vipune_eval").glob("*.py"))
+    package = REPO / "vipune_eval"
+    modules = sorted(".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+                     for p in package.rglob("*.py") if p.name != "__init__.py" or p.parent != package)
     check = f"""
 import importlib, importlib.metadata, importlib.util, json, pathlib, vipune_eval
 where = pathlib.Path(vipune_eval.__file__).parent
 for name in {modules!r}:
     importlib.import_module("vipune_eval." + name)
-print(json.dumps({{"where": str(where), "shipped": sorted(p.stem for p in where.glob("*.py")),
+print(json.dumps({{"where": str(where), "shipped": sorted(".".join(p.relative_to(where).with_suffix("").parts).removesuffix(".__init__")
+                             for p in where.rglob("*.py") if p.name != "__init__.py" or p.parent != where),
                   "onnx": importlib.util.find_spec("onnx") is not None,
                   "license": importlib.metadata.metadata("vipune-eval")["License-Expression"]}}))
 """

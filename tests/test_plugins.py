@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 import vipune_eval
-from vipune_eval import plugins
-from vipune_eval import retrievers as registry
-from vipune_eval.io import EvalError
-from vipune_eval.persona import Persona
+from vipune_eval.stages.search import plugin as plugins
+from vipune_eval.registry import retrievers as registry
+from vipune_eval.errors import EvalError
+from vipune_eval.core.persona import Persona
 
 PLUGIN = textwrap.dedent('''\
     import numpy as np

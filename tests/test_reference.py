@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from vipune_eval.persona import Persona
-from vipune_eval.reference import (Bm25Index, candidate_pool, dense, fts_and_query, fts_or_query,
-                                   rrf, search_persona)
+from vipune_eval.core.persona import Persona
+from vipune_eval.stages.search.reference import Bm25Index, candidate_pool, dense, fts_and_query, fts_or_query, rrf, search_persona
 
 
 def make_persona(texts, vectors=None, query="", query_vector=None, created=None):

@@ -7,11 +7,10 @@ import os
 import numpy as np
 import pytest
 
-from vipune_eval import retrievers as registry
-from vipune_eval.io import EvalError
-from vipune_eval.persona import Persona
-from vipune_eval.reference import (Bm25Index, dense, fts_and_query, fts_or_query, persona_arms,
-                                   read_arms, rrf, run_fuse, search_persona, write_arms)
+from vipune_eval.registry import retrievers as registry
+from vipune_eval.errors import EvalError
+from vipune_eval.core.persona import Persona
+from vipune_eval.stages.search.reference import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, rrf, run_fuse, search_persona, write_arms
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()
 
@@ -102,7 +101,7 @@ def test_pool_limits_the_candidates_of_each_arm():
 
 
 def test_fused_ties_go_to_the_smaller_row_id():
-    from vipune_eval.reference import Arms
+    from vipune_eval.stages.search.reference import Arms
 
     def first(row_ids):
         crossed = {"dense": (np.array([0, 1], np.int32), np.zeros(2)),
@@ -197,7 +196,7 @@ def test_vipune_presets_name_the_setting_they_mirror():
 
 
 def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
-    from vipune_eval import workspace
+    from vipune_eval.plan import workspace
 
     monkeypatch.chdir(tmp_path)
     config = {"retrievers": ["dense", {"name": "x", "use": "hybird"}], "ks": [1], "search_limit": 10,

@@ -7,11 +7,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vipune_eval import longmemeval
-from vipune_eval.filter import PAIRS_SCHEMA
-from vipune_eval.io import EvalError
-from vipune_eval.score import per_query, run_score
-from vipune_eval.trec import read_run
+from vipune_eval.core import longmemeval
+from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
+from vipune_eval.errors import EvalError
+from vipune_eval.stages.score import per_query, run_score
+from vipune_eval.core.trec import read_run
 
 
 def write(path, lines):

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval import sources
-from vipune_eval.io import EvalError, sha256_file
+from vipune_eval.core import fingerprints
+from vipune_eval.stages import download as download_stage
+from vipune_eval.vipune import binary, model_cache
+from vipune_eval.core.io import sha256_file
+from vipune_eval.errors import EvalError
 from support.tinymodel import build_tiny_model
 
 
@@ -20,24 +23,24 @@ def fake_binary(tmp_path, fake_vipune_bin):
 
 
 def test_binary_fingerprint_ignores_path_and_mtime_but_not_bytes(tmp_path, fake_binary):
-    first = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
     assert first["sha256"] == sha256_file(fake_binary)
     assert first["id"] == f"{first['version']}-{first['sha256'][:12]}"
     os.utime(fake_binary, (1, 1))
     other = tmp_path / "elsewhere" / "vipune-copy"
     other.parent.mkdir()
     shutil.copy(fake_binary, other)
-    assert sources.binary_fingerprint(other, tmp_path / "home", 30, tmp_path / "cache") == first
+    assert binary.binary_fingerprint(other, tmp_path / "home", 30, tmp_path / "cache") == first
     with fake_binary.open("a") as handle:
         handle.write("# rebuilt\n")
-    assert sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")["id"] != first["id"]
+    assert binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")["id"] != first["id"]
 
 
 def test_resolve_binary_explains_how_to_get_vipune(monkeypatch, fake_binary):
     monkeypatch.setenv("PATH", str(fake_binary.parent))
-    assert sources.resolve_binary("vipune") == fake_binary.resolve()
+    assert binary.resolve_binary("vipune") == fake_binary.resolve()
     with pytest.raises(EvalError, match="cargo install vipune"):
-        sources.resolve_binary("no-such-vipune")
+        binary.resolve_binary("no-such-vipune")
 
 
 def test_binary_that_does_not_print_version_json_is_named(tmp_path):
@@ -45,26 +48,26 @@ def test_binary_that_does_not_print_version_json_is_named(tmp_path):
     liar.write_text("#!/bin/sh\necho 'vipune 0.9.1'\n")
     liar.chmod(0o755)
     with pytest.raises(EvalError, match=r"did not print vipune's version JSON.*vipune 0.9.1"):
-        sources.binary_fingerprint(liar, tmp_path / "home", 30, tmp_path / "cache")
+        binary.binary_fingerprint(liar, tmp_path / "home", 30, tmp_path / "cache")
 
 
 def test_model_fingerprint_tracks_bytes_and_pooling_not_location(tmp_path):
     model = build_tiny_model(tmp_path / "a")
     kwargs = dict(repo_id="BAAI/bge-small-en-v1.5", revision="r", file="model.onnx",
                   cache_file=tmp_path / "cache.json")
-    first = sources.model_fingerprint(model, pooling="mean", **kwargs)
+    first = fingerprints.model_fingerprint(model, pooling="mean", **kwargs)
     shutil.copytree(model, tmp_path / "b")
-    assert sources.model_fingerprint(tmp_path / "b", pooling="mean", **kwargs) == first
-    assert sources.model_fingerprint(model, pooling="cls", **kwargs) != first
+    assert fingerprints.model_fingerprint(tmp_path / "b", pooling="mean", **kwargs) == first
+    assert fingerprints.model_fingerprint(model, pooling="cls", **kwargs) != first
     build_tiny_model(tmp_path / "c", seed=7)
-    assert sources.model_fingerprint(tmp_path / "c", pooling="mean", **kwargs) != first
+    assert fingerprints.model_fingerprint(tmp_path / "c", pooling="mean", **kwargs) != first
     with pytest.raises(EvalError, match="model file .* not found"):
-        sources.model_fingerprint(model, pooling="mean", **{**kwargs, "file": "onnx/model.onnx"})
+        fingerprints.model_fingerprint(model, pooling="mean", **{**kwargs, "file": "onnx/model.onnx"})
 
 
 def test_vipune_hf_home_has_the_layout_hf_hub_resolves(tmp_path):
     model = build_tiny_model(tmp_path / "m", onnx_name="onnx/model.onnx")
-    home = sources.build_vipune_hf_home(model, "onnx/model.onnx", "BAAI/bge-small-en-v1.5", "abc123",
+    home = model_cache.build_vipune_hf_home(model, "onnx/model.onnx", "BAAI/bge-small-en-v1.5", "abc123",
                                         tmp_path / "home")
     repo = home / "hub" / "models--BAAI--bge-small-en-v1.5"
     assert (repo / "refs" / "abc123").read_text() == "abc123"
@@ -77,10 +80,10 @@ def test_local_dataset_sha256_is_verified_and_cached(tmp_path):
     data = tmp_path / "d.json"
     data.write_text("[]")
     sha = sha256_file(data)
-    fp = sources.local_dataset_fingerprint(data, sha, tmp_path / "cache.json")
+    fp = fingerprints.local_dataset_fingerprint(data, sha, tmp_path / "cache.json")
     assert fp["sha256"] == sha
     with pytest.raises(EvalError, match=f"sha256 mismatch for {data}"):
-        sources.local_dataset_fingerprint(data, "0" * 64, tmp_path / "cache.json")
+        fingerprints.local_dataset_fingerprint(data, "0" * 64, tmp_path / "cache.json")
 
 
 def test_download_dataset_pins_the_resolved_commit_and_verifies(tmp_path, monkeypatch):
@@ -108,13 +111,13 @@ def test_download_dataset_pins_the_resolved_commit_and_verifies(tmp_path, monkey
 
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    fp = sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", None,
+    fp = download_stage.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", None,
                                   tmp_path / "dl", tmp_path / "fp.json")
     assert calls["download"] == ("xiaowu0162/longmemeval", "longmemeval_m.json", "dataset", Info.sha)
     assert fp["resolved_commit"] == Info.sha and fp["sha256"] == sha256_file(payload)
     assert (tmp_path / "fp.json").exists()
     with pytest.raises(EvalError, match="sha256 mismatch"):
-        sources.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", "f" * 64,
+        download_stage.download_dataset("xiaowu0162/longmemeval", "longmemeval_m.json", "main", "f" * 64,
                                  tmp_path / "dl2", tmp_path / "fp2.json")
     assert not (tmp_path / "fp2.json").exists()
 
@@ -122,9 +125,9 @@ def test_download_dataset_pins_the_resolved_commit_and_verifies(tmp_path, monkey
 def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
-        sources.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp")
+        download_stage.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp")
     with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
-        sources.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp")
+        download_stage.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp")
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -138,19 +141,19 @@ def test_a_version_call_that_fails_says_what_it_printed_its_exit_code_and_the_wa
     """Regression: these read `MissingOutputException … vipune-missing.json` after a fixed 60 s."""
     monkeypatch.setenv("FAKE_VIPUNE_FAULT", fault)
     with pytest.raises(EvalError, match=message):
-        sources.binary_fingerprint(fake_binary, tmp_path / "home", 2, tmp_path / "cache")
+        binary.binary_fingerprint(fake_binary, tmp_path / "home", 2, tmp_path / "cache")
 
 
 def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_binary):
     build = tmp_path / "build" / "vipune-real"
     build.parent.mkdir()
     build.write_bytes(b"\x7fELF version 1")
-    first = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
-    plain = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    plain = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
     assert first["sha256"] == plain["sha256"] and first["id"] != plain["id"]
     assert first["files"] == {"vipune-real": sha256_file(build)}
     build.write_bytes(b"\x7fELF version 2")  # the wrapper is unchanged; what it runs is not
-    second = sources.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    second = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
     assert second["id"] != first["id"] and second["sha256"] == first["sha256"]
 
 
@@ -158,8 +161,8 @@ def test_dataset_checksum_cache_sees_an_edit_that_restores_size_and_mtime(tmp_pa
     data = tmp_path / "data.json"
     data.write_text("[1, 2, 3]")
     cache = tmp_path / "cache.json"
-    first = sources.cached_sha256(data, cache)
+    first = fingerprints.cached_sha256(data, cache)
     stat = data.stat()
     data.write_text("[1, 2, 4]")  # same size
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the old mtime
-    assert sources.cached_sha256(data, cache) != first
+    assert fingerprints.cached_sha256(data, cache) != first

@@ -9,19 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from vipune_eval.stats import (
-    bootstrap_interval,
-    compare,
-    compare_runs,
-    holm,
-    interval,
-    is_binary,
-    mcnemar_exact,
-    metric_is_binary,
-    paired_bootstrap_interval,
-    paired_randomization,
-    wilson_interval,
-)
+from vipune_eval.core.stats import bootstrap_interval, compare, compare_runs, holm, interval, is_binary, mcnemar_exact, metric_is_binary, paired_bootstrap_interval, paired_randomization, wilson_interval
 
 # ---------------------------------------------------------------- intervals
 
@@ -275,7 +263,7 @@ def test_compare_runs_rejects_mismatched_or_incomplete_input():
 def test_bootstrap_intervals_of_columns_equal_one_bootstrap_per_column():
     """score computes every fractional metric's interval from one resample matrix: the same
     intervals as one bootstrap_interval per metric, same seed."""
-    from vipune_eval.stats import bootstrap_intervals
+    from vipune_eval.core.stats import bootstrap_intervals
 
     rng = np.random.default_rng(4)
     x = rng.random((37, 5))

@@ -263,7 +263,7 @@ def test_cli(tmp_path: Path) -> None:
 def test_question_closer_to_gold_than_fillers(
     tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]
 ) -> None:
-    from vipune_eval.embed import load_model
+    from vipune_eval.stages.embed.embed import load_model
     from support.tinymodel import build_tiny_model
 
     _, _, data = written

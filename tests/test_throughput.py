@@ -8,12 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.tinymodel import build_tiny_model
-from vipune_eval import throughput
-from vipune_eval.embed import ModelFiles, run_embed
-from vipune_eval.filter import TEXTS_SCHEMA
-from vipune_eval.granularities import LONGMEMEVAL_M, NAMES
-from vipune_eval.io import text_id
-from vipune_eval.throughput import Tally, encoder_shape, flops_per_token, read_tallies, summary, workload_flops
+from vipune_eval.stages.report import projection
+from vipune_eval.stages.embed.embed import ModelFiles, run_embed
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
+from vipune_eval.registry.granularities import NAMES
+from vipune_eval.core.io import text_id
+from vipune_eval.stages.embed.tally import Tally, encoder_shape, read_tallies
+from vipune_eval.stages.report.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
 
@@ -37,7 +38,7 @@ def test_tally_times_calls_and_counts_the_lengths_the_model_saw():
 
 
 def test_summary_rate_and_projection_by_hand(monkeypatch):
-    monkeypatch.setattr(throughput, "BGE_SMALL", TINY_BERT)
+    monkeypatch.setattr(projection, "BGE_SMALL", TINY_BERT)
     jobs = [Tally(texts=2, tokens=5, squares=13, seconds=1.5, threads=2, shape=TINY_BERT),
             Tally(texts=1, tokens=3, squares=9, seconds=0.5, threads=2, shape=TINY_BERT),
             Tally(threads=2, shape=TINY_BERT)]  # a job whose texts were all in the store
@@ -57,7 +58,7 @@ def test_no_projection_without_layer_shapes_or_without_computed_texts():
 def test_encoder_shape_reads_config_json(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 12, "hidden_size": 384,
                                                       "intermediate_size": 1536}))
-    assert encoder_shape(tmp_path) == throughput.BGE_SMALL
+    assert encoder_shape(tmp_path) == projection.BGE_SMALL
     (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 384}))
     assert encoder_shape(tmp_path) is None
 

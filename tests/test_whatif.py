@@ -5,10 +5,11 @@ base with Holm's correction over the whole grid."""
 
 import pytest
 
-from vipune_eval import retrievers as registry
-from vipune_eval import whatif, whatif_grid
-from vipune_eval.io import EvalError
-from vipune_eval.measures import SEED, keys
+from vipune_eval.registry import retrievers as registry
+from vipune_eval.stages.report import whatif
+from vipune_eval.plan import whatif_grid
+from vipune_eval.errors import EvalError
+from vipune_eval.registry.measures import SEED, keys
 
 KEYS = keys([1, 5, 10], SEED)
 SPECS = registry.resolve(["vipune", "dense", "hybrid", {"name": "h60", "use": "hybrid", "k": 60},
@@ -126,7 +127,7 @@ def test_a_tie_on_dev_goes_to_the_base_setting():
 
 
 def test_real_tests_and_intervals_come_from_stats():
-    from vipune_eval.stats import holm, paired_bootstrap_interval, paired_randomization
+    from vipune_eval.core.stats import holm, paired_bootstrap_interval, paired_randomization
 
     block = whatif.analyse(M, "dev", BASE_RUN, grid_runs(), resamples=500)
     b = [1, 0, 1, 0, 0, 0, 0, 0]

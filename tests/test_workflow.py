@@ -287,8 +287,8 @@ def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, scenario_inputs
 def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
-    from vipune_eval.plots import run_plots
-    from vipune_eval.report import markdown
+    from vipune_eval.stages.report.plots import run_plots
+    from vipune_eval.stages.report.report import markdown
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())

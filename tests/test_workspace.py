@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from vipune_eval.io import EvalError, atomic_path
-from vipune_eval.workspace import clear_tmp, hold_lock
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import atomic_path
+from vipune_eval.plan.workspace import clear_tmp, hold_lock
 
 
 def test_clear_tmp_removes_scratch_and_half_written_files_only(tmp_path):
@@ -29,7 +30,7 @@ def test_the_lock_is_refused_while_held_and_free_when_the_holder_dies(tmp_path):
 import sys, time
 sys.path.insert(0, {str(sys.path[0])!r})
 from pathlib import Path
-from vipune_eval.workspace import hold_lock
+from vipune_eval.plan.workspace import hold_lock
 lock = hold_lock(Path({str(results)!r}))
 print("held", flush=True)
 time.sleep(60)

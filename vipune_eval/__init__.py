@@ -10,5 +10,5 @@ def __getattr__(name: str):
     if name == "Haystack":
         import importlib
 
-        return importlib.import_module(f"{__name__}.plugins").Haystack
+        return importlib.import_module(f"{__name__}.stages.search.plugin").Haystack
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

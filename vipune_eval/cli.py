@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .io import EvalError
+from vipune_eval.errors import EvalError
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 # Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
 # and for a search command the shard parent's) become one settings object.
-SETTINGS = {"search": ("shard", "persona:ShardSearch"), "binary": ("vipune", "vipune:VipuneSettings"),
-            "model": ("model", "embed:ModelFiles")}
+SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "binary": ("vipune", "vipune.client:VipuneSettings"),
+            "model": ("model", "stages.embed.embed:ModelFiles")}
 
 
 def _load(target: str) -> Any:
@@ -100,33 +100,33 @@ def _opt(*specs: tuple) -> Callable[[argparse.ArgumentParser], None]:
 
 P = {"type": Path, "required": True}
 COMMANDS: dict[str, Command] = {
-    "download-dataset": Command("sources:download_dataset", "fetch the LongMemEval file, verify sha256",
+    "download-dataset": Command("stages.download:download_dataset", "fetch the LongMemEval file, verify sha256",
                                 ("repo",), _opt((["--filename"], {"required": True}), (["--sha256"], {}),
                                                 (["--dest"], P), (["--fingerprint-out"], P))),
-    "download-model": Command("sources:download_model", "fetch the model files at the pinned revision",
+    "download-model": Command("stages.download:download_model", "fetch the model files at the pinned revision",
                               ("repo",), _opt((["--file"], {"required": True}), (["--pooling"], {"required": True}),
                                               (["--dest"], P), (["--fingerprint-out"], P))),
-    "vipune-home": Command("sources:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
+    "vipune-home": Command("vipune.model_cache:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
                            ("repo",), _opt((["--model-dir"], P), (["--file"], {"required": True}), (["--out"], P))),
-    "check-binary": Command("sources:resolve_binary", "fail with a clear message when vipune is not found",
+    "check-binary": Command("vipune.binary:resolve_binary", "fail with a clear message when vipune is not found",
                             (), _opt((["--binary"], {"required": True}))),
-    "filter": Command("filter:run_pairs", "a view's pairs (gold, split), qrels and counts", ("view",),
+    "filter": Command("stages.filter.pairs:run_pairs", "a view's pairs (gold, split), qrels and counts", ("view",),
                       _opt((["--dataset"], P), (["--pairs-out"], P), (["--qrels-out"], P),
                            (["--summary-out"], P), (["--split-seed"], {"type": int, "default": 0}),
                            (["--dev-fraction"], {"type": float, "default": 0.2}),
                            (["--expected"], {"type": _expected_value, "default": None,
                                              "help": "instances=N,abstention=N,pairs=N"}))),
-    "filter-rows": Command("filter:run_rows", "a view's memory rows and unique texts", ("view",),
+    "filter-rows": Command("stages.filter.rows:run_rows", "a view's memory rows and unique texts", ("view",),
                            _opt((["--dataset"], P), (["--rows-out"], P), (["--texts-out"], P),
                                 (["--tokenizer"], {"type": Path, "help": "tokenizer.json (chunk rows)"}))),
-    "embed": Command("embed:run_embed", "embed one shard of a view's unique texts to Parquet",
+    "embed": Command("stages.embed.embed:run_embed", "embed one shard of a view's unique texts to Parquet",
                      ("model", "shard"),
                      _opt((["--texts"], P), (["--out"], P), (["--threads"], {"type": int, "default": 2}),
                           (["--batch-tokens"], {"type": int, "default": 512,
                                                 "help": "tokens per model call (texts of one length)"}),
                           (["--cuda"], {"action": "store_true"}), (["--model-fingerprint"], P),
                           (["--store"], {**P, "help": "the vector store shared by every view"}))),
-    "search-reference": Command("reference:run_reference",
+    "search-reference": Command("stages.search.reference:run_reference",
                                 "a shard's shared arms (dense, bm25 AND, bm25 OR) and/or family runs",
                                 ("search", "shard"),
                                 _opt((["--arms-out"], {"type": Path, "help": "the arms file fusions read"}),
@@ -134,7 +134,7 @@ COMMANDS: dict[str, Command] = {
                                      (["--outputs"], {"type": Path, "nargs": "+"}),
                                      (["--rank-all"], {"action": "store_true",
                                                        "help": "single arms rank every row"}))),
-    "fuse-reference": Command("reference:run_fuse", "one family setting's runs from the shards' arms",
+    "fuse-reference": Command("stages.search.reference:run_fuse", "one family setting's runs from the shards' arms",
                               (), _opt((["--arms"], {**P, "nargs": "+"}),
                                        (["--retriever"], {"required": True, "help": "preset name or spec JSON"}),
                                        (["--limit"], {"type": int, "required": True}),
@@ -142,20 +142,20 @@ COMMANDS: dict[str, Command] = {
                                        (["--no-collapse"], {"dest": "collapse", "action": "store_false"}),
                                        (["--rank-all"], {"action": "store_true"}),
                                        (["--outputs"], {**P, "nargs": "+"}))),
-    "search-plugin": Command("plugins:run_plugin", "a plugin retriever over one shard of personas",
+    "search-plugin": Command("stages.search.plugin:run_plugin", "a plugin retriever over one shard of personas",
                              ("search", "shard"),
                              _opt((["--retriever"], {"required": True, "help": "the plugin's spec JSON"}),
                                   (["--out"], P))),
-    "search-vipune": Command("vipune_lane:run_vipune", "the vipune binary over one shard of personas",
+    "search-vipune": Command("stages.search.vipune_lane:run_vipune", "the vipune binary over one shard of personas",
                              ("search", "shard", "binary"),
                              _opt((["--threads"], {"type": int, "default": 1}),
                                   (["--on-error"], {"choices": ["stop", "record"], "default": "stop"}),
                                   (["--cache"], {**P, "help": "finished personas (reused on a resume)"}),
                                   (["--out"], P), (["--semantic-out"], P), (["--status-out"], P))),
-    "preflight": Command("preflight:run_preflight", "check a vipune binary's contract and embedding parity",
+    "preflight": Command("stages.search.preflight:run_preflight", "check a vipune binary's contract and embedding parity",
                          ("binary", "model"), _opt((["--out"], P), (["--mode"], {"choices": ["enforce", "record"],
                                                                                  "default": "enforce"}))),
-    "score": Command("score:run_score", "merge a run's shards and compute its metrics", (),
+    "score": Command("stages.score:run_score", "merge a run's shards and compute its metrics", (),
                      _opt((["--qrels"], P), (["--pairs"], P), (["--runs"], {**P, "nargs": "*"}),
                           (["--status"], {"type": Path, "nargs": "*", "default": []}),
                           (["--ks"], {"type": int, "nargs": "+", "required": True}),
@@ -163,9 +163,9 @@ COMMANDS: dict[str, Command] = {
                           (["--turn-to-session"], {"action": "store_true",
                                                    "help": "LongMemEval's turn→session scoring"}),
                           (["--name"], {"required": True}), (["--run-out"], P), (["--metrics-out"], P))),
-    "report": Command("report:run_report", "collect metrics and provenance into report.json / report.md",
+    "report": Command("stages.report.report:run_report", "collect metrics and provenance into report.json / report.md",
                       (), _opt((["--manifest"], P), (["--out-json"], P), (["--out-md"], P))),
-    "plots": Command("plots:run_plots", "PNG plots of a report", (),
+    "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P))),
 }
 

@@ -5,11 +5,13 @@ import re
 import sys
 from pathlib import Path
 
-from vipune_eval import cluster, failures, paths
-from vipune_eval import workspace as W
-from vipune_eval.codeversion import code_version
-from vipune_eval.io import EvalError, write_json_if_changed
-from vipune_eval.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
+from vipune_eval.core import paths
+from vipune_eval.plan import cluster, failures
+from vipune_eval.plan import workspace as W
+from vipune_eval.plan.codeversion import code_version
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import write_json_if_changed
+from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
 
 try:
     if workflow.is_main_process and not workflow.dryrun:

@@ -1,0 +1,1 @@
+"""Shared by several stages: an edit here legitimately reruns many rules."""

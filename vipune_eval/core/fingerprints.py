@@ -1,0 +1,80 @@
+"""The fingerprints of the dataset and the model: small JSON documents that change exactly when the
+thing's content changes (never when it is merely touched or moved). The workflow makes them the
+inputs of the stages, so Snakemake reruns only what a change made stale. (The vipune binary's is
+vipune_eval.vipune.binary's.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vipune_eval.core.io import sha256_file, write_json_if_changed
+from vipune_eval.errors import EvalError
+
+
+MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
+
+
+def cached_sha256(path: Path, cache_file: Path) -> str:
+    """sha256 of ``path``, remembered by (real path, inode, size, mtime, ctime) so a 2.7 GB file
+    is hashed once. ctime cannot be set back by hand, so an edit that restores size and mtime is
+    still seen; deleting ``cache_file`` forces every file to be hashed again."""
+    real = path.resolve()
+    stat = real.stat()
+    key = f"{real}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+    cache: dict[str, str] = {}
+    if cache_file.exists():
+        try:
+            cache = json.loads(cache_file.read_text())
+        except json.JSONDecodeError:
+            cache = {}
+    if key not in cache:
+        cache[key] = sha256_file(real)
+        write_json_if_changed(cache_file, cache)
+    return cache[key]
+
+
+def dataset_fingerprint(sha256: str, *, repo_id: str | None = None, filename: str | None = None,
+                        revision: str | None = None, resolved_commit: str | None = None) -> dict[str, Any]:
+    return {"kind": "dataset", "sha256": sha256, "repo_id": repo_id, "filename": filename,
+            "revision": revision, "resolved_commit": resolved_commit}
+
+
+def check_sha256(path: Path, actual: str, expected: str | None) -> None:
+    if expected and actual.lower() != expected.lower():
+        raise EvalError(f"sha256 mismatch for {path}: expected {expected}, got {actual}; the "
+                        "file is damaged or is not the pinned release",
+                        fix="delete the file (it is downloaded again), or fix dataset.sha256 in "
+                            "the config")
+
+
+def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache_file: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise EvalError(f"dataset.path {path} does not exist or is not a file",
+                        fix="set dataset.path in the config to a LongMemEval-format JSON file, or "
+                            "to null to download the dataset")
+    sha = cached_sha256(path, cache_file)
+    check_sha256(path, sha, expected_sha256)
+    return dataset_fingerprint(sha, filename=path.name)
+
+
+def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str,
+                      cache_file: Path) -> dict[str, Any]:
+    """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
+    onnx_path = model_dir / file
+    if not onnx_path.is_file():
+        raise EvalError(f"model file {onnx_path} not found (model.path={model_dir}, model.file={file})",
+                        fix="set model.path to a model folder and model.file to its ONNX file "
+                            "inside it (model.path: null downloads the model)")
+    if not (model_dir / "tokenizer.json").is_file():
+        raise EvalError(f"{model_dir} has no tokenizer.json",
+                        fix=f"a model folder needs the ONNX file and {', '.join(MODEL_SIDE_FILES)}: "
+                            "copy them there, or set model.path: null to download the model")
+    files = {file: cached_sha256(onnx_path, cache_file)}
+    for name in MODEL_SIDE_FILES:
+        if (model_dir / name).is_file():
+            files[name] = sha256_file(model_dir / name)
+    return {"kind": "model", "repo_id": repo_id, "revision": revision, "file": file,
+            "pooling": pooling, "normalization": "l2", "files": files}

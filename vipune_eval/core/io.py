@@ -1,0 +1,115 @@
+"""Small file helpers shared by every stage: atomic writes, hashing, JSON, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from vipune_eval.errors import EvalError
+
+log = logging.getLogger("vipune_eval")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it into place only on success.
+
+    A killed or failed job never leaves a file that looks complete.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are ordinary files
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def dump_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text(path, dump_json(obj))
+
+
+def write_json_if_changed(path: str | os.PathLike, obj: Any) -> bool:
+    """Write ``obj`` only when the file's text would change (keeps mtime for Snakemake)."""
+    text = dump_json(obj)
+    path = Path(path)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    write_text(path, text)
+    return True
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"cannot read JSON file {path}: {exc}") from exc
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def text_id(text: str) -> str:
+    """Content key of a text: the same text anywhere in the dataset gets the same id."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+class Progress:
+    """Logs ``done / total`` and a rate at most every ``every`` seconds."""
+
+    def __init__(self, what: str, total: int, every: float = 10.0) -> None:
+        self.what, self.total, self.every = what, total, every
+        self.done = 0
+        self.start = self.last = time.monotonic()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.every or (self.total and self.done >= self.total):
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            eta = f", ETA {(self.total - self.done) / rate / 60:.1f} min" if self.total and rate else ""
+            log.info("%s: %d / %d (%.1f/s%s)", self.what, self.done, self.total, rate, eta)
+
+
+def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):
+    """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (every row when None),
+    read batch by batch: a filter on the whole file decodes all of it at once (text ids are
+    hashes, so no row group's statistics can skip it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    wanted = None if keep is None else pa.array(sorted(keep), pa.string())
+    parts = []
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns):
+        parts.append(batch if wanted is None else batch.filter(pc.is_in(batch.column("text_id"), wanted)))
+    schema = pq.read_schema(path)
+    return pa.Table.from_batches(parts, schema=pa.schema([schema.field(c) for c in columns]))

@@ -1,0 +1,91 @@
+"""Where things live under ``results/``: each path convention is one function here.
+
+The rules, the parse-time set-up and the stages all ask this module; none of them types a
+results path of its own or takes one apart.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+from vipune_eval.registry.granularities import PRIMARY as PRIMARY_GRANULARITY
+
+RESULTS = "results"
+CACHE = f"{RESULTS}/.cache"
+VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
+TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
+LOCK = f"{RESULTS}/.lock"
+CONFIG_JSON = f"{RESULTS}/config.json"
+DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
+MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
+VIPUNE_HF_HOME = f"{RESULTS}/model/vipune-home"
+REPORT_JSON = f"{RESULTS}/report.json"
+REPORT_MD = f"{RESULTS}/report.md"
+PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency", "whatif")
+REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
+
+
+# Patterns: {view} is a view's folder ("" for the primary view), {run} a run name.
+FILTER = f"{RESULTS}/{{view}}filter/{{name}}"  # pairs.parquet rows.parquet texts.parquet qrels.txt summary.json
+EMBED_SHARD = f"{RESULTS}/{{view}}embed/shard-{{shard}}-of-{{shards}}.parquet"
+SEARCH_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.run"
+ARMS_SHARD = f"{RESULTS}/{{view}}search-arms/shard-{{shard}}-of-{{shards}}.parquet"  # shared by every family run
+STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
+RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
+METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
+FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
+PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
+PLOT = f"{RESULTS}/plots/{{plot}}.png"
+VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
+
+
+class _Keep(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def fill(pattern: str, **values: object) -> str:
+    """``pattern`` with the given wildcards filled and the others left for Snakemake."""
+    return string.Formatter().vformat(pattern, (), _Keep(values))
+
+
+def view_folder(protocol: str, granularity: str) -> str:
+    """The prefix of a view's results: "" for the seed protocol at session granularity (the
+    primary results keep their paths), else ``<granularity>/``, ``official/`` or
+    ``official-<granularity>/``."""
+    if protocol == "seed":
+        return "" if granularity == PRIMARY_GRANULARITY else f"{granularity}/"
+    return f"{protocol}/" if granularity == PRIMARY_GRANULARITY else f"{protocol}-{granularity}/"
+
+
+def binary_fingerprint(binary_id: str) -> str:
+    return fill(FINGERPRINT, binary=binary_id)
+
+
+def preflight(binary_id: str) -> str:
+    return fill(PREFLIGHT, binary=binary_id)
+
+
+def vipune_run(binary_id: str, semantic: bool = False) -> str:
+    """Run name of a binary's hybrid search, or of its ``--no-hybrid`` search."""
+    return f"vipune-{binary_id}" + ("-semantic" if semantic else "")
+
+
+def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
+    """Fingerprint id → fingerprint of every binary evaluated in this directory."""
+    found = {}
+    for path in sorted((results / "fingerprints").glob("vipune-*.json")):
+        try:
+            fingerprint = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(fingerprint, dict) and fingerprint.get("kind") == "vipune":
+            found[fingerprint["id"]] = fingerprint
+    return found
+
+
+def job_tmp(*parts: str) -> str:
+    """A job's own scratch folder (named after its output, so a rerun finds and clears it)."""
+    return "/".join([TMP, *[p.strip("/") for p in parts if p]])

@@ -1,0 +1,166 @@
+"""Personas: one haystack each, what one throwaway vipune database holds, plus its question.
+
+Shared by both search lanes: loading a shard's personas with their rows, texts and cached
+vectors, and turning a ranking of rows into the documents of the run file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import read_rows_with_ids
+
+Ranking = list[tuple[str, float]]  # (row id, score), best first
+
+
+def row_id(question_id: str, key: str) -> str:
+    """vipune's global primary key of a row: neutral, and unique within a persona's database."""
+    return f"{question_id}::{key}"
+
+
+@dataclass
+class Persona:
+    """One haystack: what one throwaway vipune database holds, plus its question."""
+
+    question_id: str
+    question: str
+    row_ids: list[str]
+    session_ids: list[str]      # the session of each row
+    created_at: list[str]       # RFC3339, all UTC with the same format: sortable as text
+    texts: list[str]
+    vectors: np.ndarray         # (rows, dim) float32
+    query_vector: np.ndarray    # (dim,) float32
+    docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
+    _doc_of: dict[str, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Row ids map back through this lookup, never by parsing them (ids may hold '::').
+        self._doc_of = dict(zip(self.row_ids, self.docs or self.session_ids))
+
+    def knows(self, rid: str) -> bool:
+        return rid in self._doc_of
+
+    def doc_of(self, rid: str) -> str:
+        return self._doc_of[rid]
+
+    def documents(self, ranking: Ranking, depth: int, collapse: bool = True) -> list[str]:
+        """The run's documents: rows' documents by first occurrence (the top k sessions are the
+        first k distinct sessions of the row ranking), at most ``depth``; without ``collapse``
+        every row keeps its own document (a turn-level run)."""
+        return first_documents((self._doc_of[rid] for rid, _ in ranking), depth, collapse)
+
+
+def first_documents(docs: Iterable[str], depth: int, collapse: bool = True) -> list[str]:
+    """A ranking's documents by first occurrence (each row's document, best first), at most
+    ``depth``; without ``collapse`` every row keeps its own document."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for doc in docs:
+        if collapse and doc in seen:
+            continue
+        seen.add(doc)
+        out.append(doc)
+        if len(out) == depth:
+            break
+    return out
+
+
+class Vectors:
+    """The embedding shards in one matrix, looked up by text id (only ``keep``, when given, so
+    a search shard holds the vectors of its own personas, not of the whole dataset)."""
+
+    def __init__(self, paths: Iterable[Path], keep: set[str] | None = None) -> None:
+        table = pa.concat_tables([read_rows_with_ids(p, ["text_id", "embedding"], keep) for p in paths])
+        column = table.column("embedding").combine_chunks()
+        dim = column.type.list_size
+        self.matrix = column.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+        self.row = {tid: i for i, tid in enumerate(table.column("text_id").to_pylist())}
+
+    def rows(self, text_ids: list[str]) -> np.ndarray:
+        try:
+            return np.array([self.row[t] for t in text_ids], dtype=np.int64)
+        except KeyError as exc:
+            raise EvalError(f"text {exc} has no embedding: the embedding shards do not match the "
+                            "filtered data (rerun the embed stage)") from exc
+
+    def get(self, text_ids: list[str]) -> np.ndarray:
+        return self.matrix[self.rows(text_ids)]
+
+
+@dataclass(frozen=True)
+class ShardSearch:
+    """What every search job (reference, plugin, vipune) reads and how deep it ranks: one shard of
+    a view's personas. Built by the CLI from the options every search command shares."""
+
+    rows: Path                  # the view's rows.parquet
+    texts: Path                 # its texts.parquet
+    embeddings: tuple[Path, ...]  # its embedding shards
+    shard: int
+    shards: int
+    limit: int                  # vipune's --limit, and the limit its mirrors fuse to
+    depth: int                  # documents kept per pair in the run
+    collapse: bool = True       # rows' rankings collapse to their documents (not a turn-level run)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "embeddings", tuple(self.embeddings))
+
+    @property
+    def name(self) -> str:
+        return f"shard {self.shard}/{self.shards}"
+
+    def pair_count(self) -> int:
+        return shard_pair_count(self.rows, self.shard, self.shards)
+
+    def personas(self) -> Iterator[Persona]:
+        return personas_of_shard(self.rows, self.texts, list(self.embeddings), self.shard, self.shards)
+
+
+def shard_pair_count(rows_path: Path, shard: int, shards: int) -> int:
+    return len(range(shard, pq.ParquetFile(rows_path).metadata.num_rows, shards))
+
+
+def shard_rows(rows_path: Path, shard: int, shards: int) -> pa.Table:
+    """Every ``shards``-th pair of the view, from ``shard`` (possibly none), read in batches: the
+    rows table of a turn-level view holds every pair's row lists and is large."""
+    parts = []
+    first = 0  # index of the batch's first pair in the table
+    for batch in pq.ParquetFile(rows_path).iter_batches(batch_size=64):
+        mine = [i for i in range(batch.num_rows) if (first + i) % shards == shard]
+        if mine:
+            parts.append(batch.take(pa.array(mine, pa.int64())))
+        first += batch.num_rows
+    return pa.Table.from_batches(parts, schema=pq.read_schema(rows_path))
+
+
+def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
+                      shards: int) -> Iterator[Persona]:
+    """The shard's personas with their rows' texts and vectors (none for an empty shard); the
+    pairs stay Arrow data until their persona is made."""
+    pairs = shard_rows(rows_path, shard, shards)
+    if not pairs.num_rows:
+        return
+    needed = set(pc.unique(pc.list_flatten(pairs.column("row_text_ids"))).to_pylist())
+    needed |= set(pairs.column("question_text_id").to_pylist())
+    table = read_rows_with_ids(texts_path, ["text_id", "text"], needed)
+    text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
+    del table
+    vectors = Vectors(embeddings, keep=needed)
+    for i in range(pairs.num_rows):
+        pair = pairs.slice(i, 1).to_pylist()[0]
+        qid = pair["question_id"]
+        yield Persona(
+            question_id=qid, question=pair["question"],
+            row_ids=[row_id(qid, key) for key in pair["row_keys"]],
+            session_ids=pair["row_sessions"], created_at=pair["row_created_at"],
+            texts=[text[t] for t in pair["row_text_ids"]],
+            vectors=vectors.get(pair["row_text_ids"]),
+            query_vector=vectors.get([pair["question_text_id"]])[0],
+            docs=pair["row_docs"])

@@ -1,0 +1,379 @@
+"""stats: confidence intervals and paired significance tests for per-pair metric values.
+
+Per-pair values are floats in [0, 1], one per question/haystack pair (``qid -> value``).
+*Binary* metrics (recall_any@k, recall_all@k) take only 0/1 and get Wilson intervals and
+exact McNemar tests; *fractional* ones (recall@k, ndcg@k, mrr) get percentile-bootstrap
+intervals and paired sign-flip randomization tests. Differences always get a paired
+bootstrap interval of mean(a - b).
+
+Resampling is vectorised: one resample-count matrix (bootstrap) and one sign matrix
+(randomization) per call, multiplied with an ``(n_pairs, n_metrics)`` matrix of values, so
+all metrics of one group share the same resamples. Everything is seeded and deterministic;
+pair ids are sorted before resampling so dict order never changes a result, and
+``compare_runs`` gives what ``compare`` gives metric by metric (up to float rounding in the
+matrix products).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as _sps
+
+from vipune_eval.registry.measures import is_binary as metric_is_binary
+
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _vector(values: Sequence[float], name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def _pair(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+    x, y = _vector(a, "a"), _vector(b, "b")
+    if x.shape != y.shape:
+        raise ValueError(f"paired values differ in length: {x.size} vs {y.size}")
+    return x - y
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _check_resamples(resamples: int) -> None:
+    if int(resamples) != resamples or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples}")
+
+
+def _check(confidence: float, resamples: int) -> None:
+    _check_confidence(confidence)
+    _check_resamples(resamples)
+
+
+def _bootstrap_means(x: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Column means of ``x`` (n, m) over ``resamples`` bootstrap resamples of its rows → (R, m).
+
+    Each resample is n row indices drawn with replacement; they are turned into a per-row
+    count matrix so the means are one matrix product.
+    """
+    n = x.shape[0]
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    idx += np.arange(resamples)[:, None] * n
+    counts = np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+    return (counts.astype(np.float64) @ x) / n
+
+
+def _percentiles(means: np.ndarray, confidence: float) -> np.ndarray:
+    """(R, m) resampled means → (m, 2) percentile intervals."""
+    tail = (1.0 - confidence) / 2.0
+    return np.quantile(means, [tail, 1.0 - tail], axis=0).T
+
+
+def _bootstrap_intervals(x: np.ndarray, confidence: float, resamples: int, seed: int) -> np.ndarray:
+    if x.shape[0] == 0:
+        return np.full((x.shape[1], 2), np.nan)
+    return _percentiles(_bootstrap_means(x, resamples, seed), confidence)
+
+
+def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Two-sided sign-flip randomization p-values of mean(d) for each column of ``d`` (n, m)."""
+    n, m = d.shape
+    p = np.ones(m)
+    if n == 0:
+        return p
+    rng = np.random.default_rng(seed)
+    # one random bit per pair and resample (bit 1 keeps the sign, bit 0 flips it)
+    bits = np.unpackbits(np.frombuffer(rng.bytes(-(-resamples * n // 8)), dtype=np.uint8))
+    signs = bits[: resamples * n].reshape(resamples, n).astype(np.float64) * 2.0 - 1.0
+    observed = np.abs(d.sum(axis=0))
+    flipped = np.abs(signs @ d)
+    # tolerance so that a flip reproducing |sum| exactly is not lost to rounding
+    count = (flipped >= observed - 1e-9).sum(axis=0)
+    p = (count + 1.0) / (resamples + 1.0)
+    p[np.all(d == 0, axis=0)] = 1.0
+    return p
+
+
+# ---------------------------------------------------------------- intervals
+
+
+def is_binary(values: Sequence[float]) -> bool:
+    """True when every value is exactly 0 or 1 (vacuously true for no values)."""
+    arr = np.asarray(values, dtype=np.float64)
+    return bool(np.all((arr == 0.0) | (arr == 1.0)))
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion; (nan, nan) when n = 0."""
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    _check_confidence(confidence)
+    if n == 0:
+        return (float("nan"), float("nan"))
+    z = float(_sps.norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (float(lo), float(hi))
+
+
+def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95,
+                       resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean; (nan, nan) for no values."""
+    _check(confidence, resamples)
+    lo, hi = _bootstrap_intervals(_vector(values)[:, None], confidence, resamples, seed)[0]
+    return (float(lo), float(hi))
+
+
+def bootstrap_intervals(values: np.ndarray, *, confidence: float = 0.95, resamples: int = 10_000,
+                        seed: int = 0) -> np.ndarray:
+    """``bootstrap_interval`` of each column of ``values`` (n, m) → (m, 2), from one resample
+    matrix: column j's interval equals ``bootstrap_interval(values[:, j])`` with the same seed."""
+    _check(confidence, resamples)
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"values must be a finite (n, m) matrix, got shape {x.shape}")
+    return _bootstrap_intervals(x, confidence, resamples, seed)
+
+
+def interval(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 10_000,
+             seed: int = 0) -> tuple[float, float]:
+    """Interval for the mean: Wilson when all values are 0/1, percentile bootstrap otherwise."""
+    arr = _vector(values)
+    if is_binary(arr):
+        return wilson_interval(int(arr.sum()), int(arr.size), confidence)
+    return bootstrap_interval(arr, confidence=confidence, resamples=resamples, seed=seed)
+
+
+# ---------------------------------------------------------------- paired tests
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts b and c."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be non-negative, got b={b}, c={c}")
+    if b + c == 0:
+        return 1.0
+    return float(min(1.0, 2.0 * _sps.binom.cdf(min(b, c), b + c, 0.5)))
+
+
+def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000,
+                         seed: int = 0) -> float:
+    """Two-sided paired sign-flip randomization test of mean(a - b); p = (count + 1) / (R + 1)."""
+    _check_resamples(resamples)
+    return float(_sign_flip_pvalues(_pair(a, b)[:, None], resamples, seed)[0])
+
+
+def paired_bootstrap_interval(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95,
+                              resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(a - b), resampling pairs."""
+    _check(confidence, resamples)
+    lo, hi = _bootstrap_intervals(_pair(a, b)[:, None], confidence, resamples, seed)[0]
+    return (float(lo), float(hi))
+
+
+def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
+    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1), same keys."""
+    keys = list(pvalues)
+    p = np.array([pvalues[k] for k in keys], dtype=np.float64)
+    if np.any(np.isnan(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must be in [0, 1]")
+    m = len(keys)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out = np.empty(m)
+    out[order] = adjusted
+    return {k: float(v) for k, v in zip(keys, out)}
+
+
+# ---------------------------------------------------------------- comparing runs
+
+
+def _same_ids(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    if only_a or only_b:
+        def show(ids: list[str]) -> str:
+            return ", ".join(ids[:10]) + (f" … ({len(ids)} in all)" if len(ids) > 10 else "")
+        parts = []
+        if only_a:
+            parts.append(f"missing from b: {show(only_a)}")
+        if only_b:
+            parts.append(f"missing from a: {show(only_b)}")
+        raise ValueError("runs must cover the same pair ids; " + "; ".join(parts))
+    return sorted(a)
+
+
+def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confidence: float,
+                    resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Paired comparison of each column of x (n, m) against the same column of y."""
+    n, m = x.shape
+    if n == 0:
+        raise ValueError("no pairs to compare")
+    binary = np.asarray(binary, dtype=bool)
+    for j in np.flatnonzero(binary):
+        if not (is_binary(x[:, j]) and is_binary(y[:, j])):
+            raise ValueError("binary comparison needs values that are all 0 or 1")
+    d = x - y
+    intervals = _bootstrap_intervals(d, confidence, resamples, seed)
+    p = np.ones(m)
+    fractional = np.flatnonzero(~binary)
+    if fractional.size:
+        p[fractional] = _sign_flip_pvalues(d[:, fractional], resamples, seed)
+    a_better = (d > 0).sum(axis=0)
+    b_better = (d < 0).sum(axis=0)
+    out = []
+    for j in range(m):
+        if binary[j]:
+            p[j] = mcnemar_exact(int(a_better[j]), int(b_better[j]))
+        mean_a, mean_b = float(x[:, j].mean()), float(y[:, j].mean())
+        out.append({
+            "a": mean_a,
+            "b": mean_b,
+            "difference": float(d[:, j].mean()),
+            "interval": [float(intervals[j, 0]), float(intervals[j, 1])],
+            "pairs": int(n),
+            "a_better": int(a_better[j]),
+            "b_better": int(b_better[j]),
+            "test": "mcnemar-exact" if binary[j] else "paired-randomization",
+            "p": float(p[j]),
+        })
+    return out
+
+
+def compare(a: Mapping[str, float], b: Mapping[str, float], *, binary: bool,
+            confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """Paired comparison of two runs' per-pair values of one metric (same pair ids).
+
+    McNemar (exact) on the discordant counts for binary metrics, paired sign-flip
+    randomization otherwise; the interval is a paired bootstrap of mean(a - b).
+    """
+    _check(confidence, resamples)
+    qids = _same_ids(a, b)
+    x = _vector([a[q] for q in qids], "a")[:, None]
+    y = _vector([b[q] for q in qids], "b")[:, None]
+    return _compare_matrix(x, y, [binary], confidence, resamples, seed)[0]
+
+
+def _matrix(rows: Mapping[str, Mapping[str, float]], qids: list[str], metrics: Sequence[str],
+            name: str) -> np.ndarray:
+    out = np.empty((len(qids), len(metrics)))
+    for i, q in enumerate(qids):
+        row = rows[q]
+        for j, key in enumerate(metrics):
+            if key not in row:
+                raise ValueError(f"run {name}: pair {q} has no metric {key!r}")
+            out[i, j] = row[key]
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"run {name} has non-finite metric values")
+    return out
+
+
+def _p_text(p: float) -> str:
+    return "p_holm < 0.001" if p < 0.001 else f"p_holm = {p:.3f}"
+
+
+def _sentence(label: str, r: Mapping[str, Any], name_a: str, name_b: str, confidence: float) -> str:
+    lo, hi = r["interval"]
+    return (f"{label}: {name_a} {r['a']:.3f} vs {name_b} {r['b']:.3f} "
+            f"({100 * r['difference']:+.1f} points, {100 * confidence:g}% CI "
+            f"{100 * lo:+.1f} to {100 * hi:+.1f}, {_p_text(r['p_holm'])})")
+
+
+def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]],
+                 metrics: Sequence[str], categories: Mapping[str, str], *, alpha: float = 0.05,
+                 confidence: float = 0.95, resamples: int = 10_000, seed: int = 0,
+                 name_a: str = "a", name_b: str = "b") -> dict[str, Any]:
+    """Compare two runs metric by metric, overall and within each category.
+
+    ``a`` and ``b`` map pair id → {metric key → value}; ``categories`` maps pair id → category
+    (every compared pair needs one; extra entries are ignored). Holm's correction runs over
+    all ``len(metrics) * (1 + number of categories)`` comparisons.
+    """
+    _check(confidence, resamples)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    metrics = list(metrics)
+    if len(set(metrics)) != len(metrics):
+        raise ValueError("metrics contains duplicates")
+    qids = _same_ids(a, b)
+    uncategorised = [q for q in qids if q not in categories]
+    if uncategorised:
+        raise ValueError(f"pairs without a category: {', '.join(uncategorised[:10])}"
+                         + (f" … ({len(uncategorised)} in all)" if len(uncategorised) > 10 else ""))
+    x, y = _matrix(a, qids, metrics, name_a), _matrix(b, qids, metrics, name_b)
+    binary = [metric_is_binary(k) for k in metrics]
+
+    by_category: dict[str, list[int]] = {}
+    for i, q in enumerate(qids):
+        by_category.setdefault(categories[q], []).append(i)
+    groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(len(qids)))]
+    groups += [(cat, np.array(rows)) for cat, rows in sorted(by_category.items())]
+
+    results: dict[tuple[str | None, str], dict[str, Any]] = {}
+    for cat, rows in groups:
+        compared = _compare_matrix(x[rows], y[rows], binary, confidence, resamples, seed)
+        for key, r in zip(metrics, compared):
+            results[(cat, key)] = r
+
+    order = list(results)
+    adjusted = holm({str(i): results[k]["p"] for i, k in enumerate(order)})
+    for i, k in enumerate(order):
+        results[k]["p_holm"] = adjusted[str(i)]
+        results[k]["significant"] = bool(adjusted[str(i)] < alpha)
+    labels = {(cat, key): key if cat is None else f"{key} ({cat})" for cat, key in order}
+
+    summary = [_sentence(labels[k], r, name_a, name_b, confidence)
+               for k, r in results.items() if r["significant"]]
+    if not summary:
+        summary = [f"No significant difference between {name_a} and {name_b} in any of the "
+                   f"{len(results)} comparisons (Holm-adjusted, alpha = {alpha:g})."]
+    return {
+        "overall": {key: results[(None, key)] for key in metrics},
+        "per_category": {cat: {key: results[(cat, key)] for key in metrics}
+                         for cat, _ in groups if cat is not None},
+        "alpha": alpha,
+        "confidence": confidence,
+        "names": [name_a, name_b],
+        "correction": "holm",
+        "comparisons": len(results),
+        "summary": summary,
+    }
+
+
+def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = [(key, r) for key, r in result["overall"].items()]
+    out += [(f"{key} ({cat})", r) for cat, rows in result["per_category"].items() for key, r in rows.items()]
+    return out
+
+
+def adjust_family(results: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Holm's correction over every comparison of several ``compare_runs`` results at once (e.g.
+    each build against the primary), replacing each result's own per-comparison correction."""
+    family = [(name, label, r) for name, result in results.items() for label, r in _entries(result)]
+    adjusted = holm({str(i): r["p"] for i, (_, _, r) in enumerate(family)})
+    for i, (_, _, r) in enumerate(family):
+        r["p_holm"] = adjusted[str(i)]
+    for name, result in results.items():
+        alpha, (name_a, name_b) = result["alpha"], result["names"]
+        for _, r in _entries(result):
+            r["significant"] = bool(r["p_holm"] < alpha)
+        result["correction"] = f"holm over {len(family)} comparisons of {len(results)} runs"
+        result["summary"] = [_sentence(label, r, name_a, name_b, result["confidence"])
+                             for label, r in _entries(result) if r["significant"]] or [
+            f"No significant difference between {name_a} and {name_b} in any of the "
+            f"{len(family)} comparisons (Holm-adjusted over {len(results)} runs, alpha = {alpha:g})."]
+    return dict(results)

@@ -1,0 +1,1 @@
+"""Parse time and hooks only: no rule's command reaches these modules."""

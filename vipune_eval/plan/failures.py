@@ -1,0 +1,112 @@
+"""What a failed run prints last: each failed job, the first error line of its log, and its fix.
+
+Snakemake ends a failed run with its own trailer ("At least one job did not complete
+successfully"); the workflow's ``onerror`` hands the failed jobs to :func:`summary` and prints the
+result after that trailer, so the last lines a user reads say what to do. Jobs that never started
+because an earlier one failed, but whose failure is certain (no vipune on PATH, a download with
+``HF_HUB_OFFLINE`` set), are listed too, so one run names every fix. Runs in the Snakemake
+process only (the onerror hook); no rule runs it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vipune_eval.core import paths
+from vipune_eval.vipune.binary import resolve_binary
+from vipune_eval.cli import COMMANDS
+from vipune_eval.errors import EvalError
+
+PREFIX = "vipune-eval: "
+FIX = "vipune-eval: fix: "
+WIDTH = 240  # an error line longer than this is cut (the log keeps it whole)
+
+
+@dataclass(frozen=True)
+class Failure:
+    rule: str
+    error: str
+    fix: str
+    where: str  # the log file, or why the job did not start
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"
+
+
+def read_log(rule: str, logs: list[str]) -> Failure:
+    """The first ``vipune-eval:`` error line of a job's logs and its fix.
+
+    The fix is the ``vipune-eval: fix:`` line the CLI prints, or else the part after " — " of the
+    error line (the harness writes its messages as "what happened — what to do"). A log without
+    a harness message (a Python traceback) gives its last line: the exception.
+    """
+    lines: list[str] = []
+    for log in logs:
+        try:
+            lines += [line.strip() for line in Path(log).read_text(errors="replace").splitlines()]
+        except OSError:
+            continue
+    lines = [line for line in lines if line]
+    where = ", ".join(logs) or "no log"
+    fixes = [line.removeprefix(FIX) for line in lines if line.startswith(FIX)]
+    errors = [line.removeprefix(PREFIX) for line in lines
+              if line.startswith(PREFIX) and not line.startswith(FIX)]
+    if errors:
+        error = errors[0]
+        command, _, rest = error.partition(": ")
+        if command in COMMANDS and rest:  # the rule names it already
+            error = rest
+    elif lines:
+        error = lines[-1]
+    else:
+        error = "its log is empty; Snakemake's message about this job is above"
+    fix = fixes[0] if fixes else None
+    if fix is None and " — " in error:
+        error, fix = error.split(" — ", 1)
+    if fix is None:
+        fix = f"read {where} (docs/troubleshooting.md lists every message and its fix)"
+    return Failure(rule, _short(error), fix, where)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> list[Failure]:
+    """Source jobs that did not run (an earlier job failed) but are certain to fail."""
+    out: list[Failure] = []
+    for rule, key, fingerprint in (("download_dataset", "dataset", paths.DATASET_FINGERPRINT),
+                                   ("download_model", "model", paths.MODEL_FINGERPRINT)):
+        if rule not in seen and not config[key]["path"] and _offline() and not Path(fingerprint).exists():
+            out.append(Failure(rule, f"the {key} is not downloaded and HF_HUB_OFFLINE is set",
+                               f"put a local copy in place and set {key}.path in the config to it "
+                               "(or unset HF_HUB_OFFLINE to download it)",
+                               "not started"))
+    if primary == "missing" and "vipune_missing" not in seen:
+        try:
+            resolve_binary(config["vipune"]["binary"])
+        except EvalError as exc:
+            out.append(Failure("vipune_missing", exc.message, exc.fix or "", "not started"))
+    return out
+
+
+def summary(failures: list[Failure]) -> list[str]:
+    """The lines printed last: one header, then per job its error line and its fix."""
+    if not failures:
+        return []
+    lines = [f"vipune-eval: {len(failures)} job(s) failed or cannot run; what to do:"]
+    for f in failures:
+        where = "not started: an earlier job failed" if f.where == "not started" else f"log: {f.where}"
+        lines += [f"  {f.rule} ({where}): {f.error}", f"    fix: {f.fix}"]
+    return lines
+
+
+def failed_jobs(jobs: list[tuple[str, list[str]]], config: dict[str, Any], primary: str | None) -> list[str]:
+    """The summary of a failed run: ``jobs`` are the failed jobs' (rule, logs)."""
+    failures = [read_log(rule, logs) for rule, logs in jobs]
+    failures += not_started(config, primary, {f.rule for f in failures})
+    return summary(sorted(failures, key=lambda f: (f.rule, f.where)))

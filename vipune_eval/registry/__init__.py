@@ -1,0 +1,1 @@
+"""The names a config may use: retrievers, granularities, measures, datasets, views."""

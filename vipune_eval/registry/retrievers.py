@@ -1,0 +1,319 @@
+"""The registry of retrievers: every built-in name, family and parameter (one owner).
+
+A ``retrievers:`` config entry is a preset name (``hybrid``) or a mapping ``{name: <label>,
+use: <family or plugin>, <params>}``. Families carry typed parameters whose defaults are vipune
+0.20's search; the built-in names are presets of them, so ``hybrid`` ≡ ``{use: hybrid}``. A
+``use`` holding ``:`` is a plugin, ``path/to/file.py:function`` (relative to the working
+directory) or ``package.module:function`` (see vipune_eval.plugins). ``resolve`` checks every
+entry before any job runs and refuses what it does not know, listing what it does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from vipune_eval.errors import EvalError
+from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K, candidate_pool
+
+
+# ------------------------------------------------------------------ parameter types
+
+
+def _int(low: int, high: int | None = None) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+            raise ValueError(f"an integer {'in ' + f'{low}..{high}' if high else f'>= {low}'}")
+        return value
+    return check
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in options:
+            raise ValueError("one of " + " | ".join(options))
+        return value
+    return check
+
+
+def _weights(value: Any) -> tuple[float, float]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in value)):
+        raise ValueError("[dense, bm25]: two numbers >= 0")
+    return (float(value[0]), float(value[1]))
+
+
+# ------------------------------------------------------------------ how each family ranks
+# Each takes a persona's shared arms (vipune_eval.reference.Arms: row indices best first and
+# their scores, per arm), the family's parameters, the search limit and whether a single arm
+# ranks every row; it returns (row indices, scores), best first.
+
+
+def _arm(name: Callable[[dict], str]) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    def rank(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
+        indices, scores = arms.ranked[name(params)]
+        return (indices, scores) if rank_all else (indices[:limit], scores[:limit])
+    return rank
+
+
+def _fusion(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted RRF over the first ``pool`` rows of the dense and bm25 arms: score = sum of
+    w / (k + rank), ranks from 1; ties to the smaller row id; truncated to ``limit``."""
+    pool = params["pool"] or candidate_pool(limit)
+    scores = np.zeros(len(arms.row_ids))
+    member = np.zeros(len(arms.row_ids), bool)
+    for arm, weight in zip(("dense", f"bm25-{params['query']}"), params["weights"]):
+        top = arms.ranked[arm][0][:pool]
+        scores[top] += weight / (params["k"] + np.arange(1, len(top) + 1))
+        member[top] = True
+    candidates = np.flatnonzero(member)
+    best = candidates[np.lexsort((arms.tie[candidates], -scores[candidates]))][:limit]
+    return best, scores[best]
+
+
+def _bm25_lme(persona: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
+    """LongMemEval's own BM25, as its src/retrieval/run_retrieval.py runs ``flat-bm25`` (commit
+    9e0b455): rank_bm25 0.2.2 ``BM25Okapi([doc.split(" ") for doc in corpus])``,
+    ``get_scores(question.split(" "))``, order ``np.argsort(scores)[::-1]`` — the same calls, so
+    ties fall the same way — over the persona's rows (the view's corpus, in haystack order)."""
+    from rank_bm25 import BM25Okapi
+
+    bm25 = BM25Okapi([doc.split(" ") for doc in persona.texts])
+    scores = bm25.get_scores(persona.question.split(" "))
+    order = np.argsort(scores)[::-1]
+    order = order if rank_all else order[:limit]
+    return order, scores[order]
+
+
+@dataclass(frozen=True)
+class Param:
+    check: Callable[[Any], Any]
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """A kind of reference retriever: how it ranks from a persona's shared arms, and its
+    typed parameters (defaults = vipune 0.20's search)."""
+
+    name: str
+    description: str
+    rank: Callable[..., tuple[np.ndarray, np.ndarray]]
+    params: dict[str, Param] = field(default_factory=dict)
+    # "arms": ranks from a persona's shared arms (fused per run from the arms files);
+    # "persona": ranks from the persona itself (its texts), searched per shard
+    source: str = "arms"
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("dense", "cosine over the cached vectors, vipune's semantic arm", _arm(lambda p: "dense")),
+    Family("bm25", "SQLite FTS5 bm25, one index per persona", _arm(lambda p: f"bm25-{p['query']}"), {
+        "query": Param(_choice("and", "or"), "and",
+                       "and: every word quoted, vipune's implicit AND; or: the words OR-ed")}),
+    Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", _fusion, {
+        "k": Param(_int(1), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
+        "query": Param(_choice("and", "or"), "and", "the bm25 arm's query"),
+        "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
+                      "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),
+        "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
+    Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
+                       "run_retrieval.py flat-bm25)", _bm25_lme, source="persona"),
+)}
+
+
+# ------------------------------------------------------------------ presets and specs
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One configured retriever: its run name, lane and what it runs."""
+
+    name: str
+    lane: str                       # "reference" (family or plugin) or "vipune" (the binary)
+    use: str                        # a family name, a plugin "target:function", or "vipune"
+    params: dict[str, Any] = field(default_factory=dict)  # every family parameter, defaults filled
+    description: str = ""
+    mirror: dict[str, Any] | None = None  # the family setting a vipune-lane retriever must agree with
+
+    @property
+    def plugin(self) -> bool:
+        return ":" in self.use
+
+    @property
+    def from_arms(self) -> bool:
+        """A family setting fused from the shared arms (not a plugin, not a persona family)."""
+        return self.lane == "reference" and not self.plugin and FAMILIES[self.use].source == "arms"
+
+    def canonical(self) -> str:
+        """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
+        return json.dumps({"name": self.name, "use": self.use, **self.params}, sort_keys=True,
+                          separators=(",", ":"))
+
+    def setting(self) -> dict[str, Any]:
+        """The family setting alone (no name): equal settings give equal rankings."""
+        return {"use": self.use, **self.params}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    lane: str
+    description: str
+    setting: dict[str, Any]  # the family setting (reference) or the setting it mirrors (vipune)
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("vipune", "vipune", "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
+    Preset("vipune-semantic", "vipune",
+           "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
+    Preset("dense", "reference", "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
+    Preset("bm25", "reference", "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
+    Preset("bm25-or", "reference", "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
+    Preset("hybrid", "reference", "RRF (k = 25) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
+    Preset("hybrid-or", "reference", "RRF (k = 25) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
+    Preset("bm25-lme", "reference", "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
+           {"use": "bm25-lme"}),
+)}
+NAMES = tuple(PRESETS)
+DEFAULT = tuple(n for n in NAMES if n != "bm25-lme")  # the schema's default list
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# What-if variants (vipune_eval.whatif) are named from their parameters, "hybrid~k=60~query=or":
+# '~' never appears in a configured name, so the two never clash.
+VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-z0-9._+,-]+)+")
+
+
+def family_params(family: str, given: dict[str, Any], where: str) -> dict[str, Any]:
+    """Every parameter of ``family``, checked, defaults filled in."""
+    if family not in FAMILIES:
+        raise EvalError(f"{where}: unknown family {family!r} (families: {', '.join(FAMILIES)}; "
+                        "a plugin is 'path/to/file.py:function' or 'package.module:function')")
+    known = FAMILIES[family].params
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise EvalError(f"{where}: family {family!r} has no parameter {', '.join(map(repr, unknown))} "
+                        f"(its parameters: {', '.join(known) or 'none'})")
+    out = {}
+    for key, param in known.items():
+        if key not in given or (given[key] is None and param.default is None):
+            out[key] = param.default
+            continue
+        try:
+            out[key] = param.check(given[key])
+        except ValueError as exc:
+            raise EvalError(f"{where}: {family}.{key} must be {exc}, got {given[key]!r} "
+                            f"({family}'s parameters: {', '.join(known)})") from None
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+
+def _preset(name: str) -> Spec:
+    preset = PRESETS[name]
+    setting = dict(preset.setting)
+    family = setting.pop("use")
+    params = family_params(family, setting, f"preset {name!r}")
+    if preset.lane == "vipune":
+        return Spec(name, "vipune", "vipune", {}, preset.description, {"use": family, **params})
+    return Spec(name, "reference", family, params, preset.description)
+
+
+def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
+    """One ``retrievers:`` entry, checked (plugins imported when ``check_plugin``)."""
+    where = f"retrievers[{index}]"
+    if isinstance(entry, str):
+        if entry not in PRESETS:
+            raise EvalError(f"{where}: unknown retriever {entry!r} (presets: {', '.join(PRESETS)}; "
+                            f"or a mapping {{name, use: {' | '.join(FAMILIES)} | file.py:function, ...}})")
+        return _preset(entry)
+    if not isinstance(entry, dict):
+        raise EvalError(f"{where}: a preset name or a mapping {{name, use, ...}}, got {entry!r}")
+    entry = dict(entry)
+    name, use = entry.pop("name", None), entry.pop("use", None)
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise EvalError(f"{where}: 'name' must be a label of letters, digits, '.', '_', '+' or '-' "
+                        f"(it names the run and its files), got {name!r}")
+    where = f"retrievers[{index}] ({name})"
+    if name in PRESETS or name.startswith("vipune"):
+        raise EvalError(f"{where}: the name {name!r} is taken by a preset or the vipune lane "
+                        f"(presets: {', '.join(PRESETS)})")
+    if not isinstance(use, str) or not use:
+        raise EvalError(f"{where}: 'use' must name a family ({', '.join(FAMILIES)}) or a plugin "
+                        f"'path/to/file.py:function' / 'package.module:function', got {use!r}")
+    if ":" in use:
+        if entry:
+            raise EvalError(f"{where}: a plugin takes no parameters, got {', '.join(sorted(entry))}")
+        if check_plugin:
+            # Imported by name, at parse time only: the search jobs never check plugins here (they
+            # parse specs with check_plugin=False), so their code versions do not include plugins.py.
+            import importlib
+            importlib.import_module("vipune_eval.stages.search.plugin").load(use)
+        return Spec(name, "reference", use, {}, f"plugin {use}")
+    return Spec(name, "reference", use, family_params(use, entry, where), FAMILIES.get(use).description)
+
+
+def resolve(entries: list[Any], check_plugins: bool = True) -> list[Spec]:
+    """Every configured retriever, checked; two entries with one name are refused."""
+    specs = [spec(e, i, check_plugins) for i, e in enumerate(entries)]
+    seen: set[str] = set()
+    for s in specs:
+        if s.name in seen:
+            raise EvalError(f"retrievers: two entries are named {s.name!r} (each names a run)")
+        seen.add(s.name)
+    return specs
+
+
+def from_json(text: str) -> Spec:
+    """A spec back from ``Spec.canonical`` (the search job's argument), checked again."""
+    data = json.loads(text)
+    if data.get("use") == "vipune" or data.get("name") in PRESETS:
+        return _preset(data["name"])
+    name = data.get("name")
+    if isinstance(name, str) and VARIANT_PATTERN.fullmatch(name):
+        return replace(spec({**data, "name": "variant"}, check_plugin=False), name=name)
+    return spec(data, check_plugin=False)
+
+
+def from_argument(text: str) -> Spec:
+    """A search job's ``--retriever``: a preset name or a spec's canonical JSON."""
+    if text.lstrip().startswith("{"):
+        return from_json(text)
+    return spec(text, check_plugin=False)
+
+
+def rank(arms: Any, s: Spec, limit: int, rank_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices and scores of reference retriever ``s`` for one persona's arms."""
+    return FAMILIES[s.use].rank(arms, s.params, limit, rank_all)
+
+
+def reference(specs: list[Spec]) -> list[Spec]:
+    return [s for s in specs if s.lane == "reference"]
+
+
+def uses_binary(specs: list[Spec]) -> bool:
+    return any(s.lane == "vipune" for s in specs)
+
+
+def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:
+    """The first configured reference retriever with this family setting (defaults filled in)."""
+    setting = dict(setting)
+    family = setting.pop("use")
+    full = {"use": family, **family_params(family, setting, "setting")}
+    return next((s.name for s in specs if s.lane == "reference" and not s.plugin and s.setting() == full), None)
+
+
+def mirror_of(binary: Spec, specs: list[Spec]) -> str | None:
+    """The configured reference retriever whose family setting mirrors a vipune-lane one."""
+    return configured_with(binary.mirror, specs)
+
+
+# The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
+# what an OR query changes in the fusion), found among the configured runs whatever their names.
+ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"},
+         "hybrid_or": {"use": "hybrid", "query": "or"}}
+
+
+def roles(specs: list[Spec]) -> dict[str, str | None]:
+    return {role: configured_with(setting, specs) for role, setting in ROLES.items()}

@@ -1,0 +1,120 @@
+"""Views: the ways of scoring the same pairs, protocol × granularity.
+
+The seed protocol at session granularity is the primary result. Every other view is a full,
+separate set of rows, runs and metrics under its own folder (``paths.view_folder``):
+
+- protocol ``seed``: rows are ``role: content`` text, gold is ``answer_session_ids`` (or the
+  sessions holding a ``has_answer`` turn), trec_eval measures at the configured ``ks``;
+- protocol ``official``: LongMemEval's own retrieval protocol (src/retrieval/run_retrieval.py and
+  eval_utils.py at commit 9e0b455): rows hold the user turns' text only, gold is its
+  ``answer``-id rule, cut-offs 1, 3, 5, 10, 30, 50, its ndcg_any beside trec_eval's nDCG.
+
+Granularity ``session`` stores a session as one row; ``turn`` one row per turn; ``chunk``
+consecutive turns packed into rows of at most 512 tokens. Rankings of turn and chunk rows
+collapse to sessions by first occurrence (seed protocol) or by LongMemEval's turn→session rule
+(official protocol).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from vipune_eval.registry import granularities, measures
+from vipune_eval.errors import EvalError
+from vipune_eval.core.paths import view_folder
+
+PROTOCOLS = ("seed", "official")
+GRANULARITIES = granularities.NAMES
+OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
+OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
+
+
+@dataclass(frozen=True)
+class View:
+    protocol: str
+    granularity: str
+
+    @property
+    def folder(self) -> str:
+        return view_folder(self.protocol, self.granularity)
+
+    @property
+    def name(self) -> str:
+        return self.folder.rstrip("/") or granularities.PRIMARY
+
+    @property
+    def official(self) -> bool:
+        return self.protocol == "official"
+
+    @property
+    def turn_level_run(self) -> bool:
+        """The official turn view keeps its run at turn level (LongMemEval scores turn ids)."""
+        return self.official and granularities.get(self.granularity).collapses
+
+    @property
+    def rank_all(self) -> bool:
+        """Rows are parts of sessions: the single arms rank every row (rankings collapse)."""
+        return granularities.get(self.granularity).collapses
+
+    @property
+    def needs_tokenizer(self) -> bool:
+        return granularities.get(self.granularity).needs_tokenizer
+
+    def measure_names(self) -> tuple[str, ...]:
+        if self.turn_level_run:
+            return measures.OFFICIAL_TURN
+        return measures.OFFICIAL if self.official else measures.SEED
+
+    def ks(self, config: dict[str, Any]) -> list[int]:
+        return list(measures.OFFICIAL_KS) if self.official else list(config["ks"])
+
+    def search_limit(self, config: dict[str, Any]) -> int:
+        """vipune's ``--limit`` in this view (and the limit its `hybrid` mirror fuses to)."""
+        if granularities.get(self.granularity).collapses:
+            return config["search"]["row_limit"]
+        return OFFICIAL_LIMIT if self.official else config["search_limit"]
+
+    def depth(self, config: dict[str, Any]) -> int:
+        """Sessions kept in a run (after turn and chunk rows collapse to sessions)."""
+        return OFFICIAL_LIMIT if self.official else config["search_limit"]
+
+    def description(self) -> str:
+        rows = granularities.get(self.granularity).rows
+        if self.official:
+            return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
+                    f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "
+                    f"rule; every non-abstention pair is searched: `metrics` average the pairs "
+                    f"run_retrieval.py keeps (it skips pairs without user-side evidence), "
+                    f"`metrics_all` every pair (print_retrieval_metrics.py)")
+        return f"the seed protocol, {rows} (role: content text), scored per session"
+
+
+PRIMARY = View("seed", granularities.PRIMARY)
+
+
+def configured(config: dict[str, Any]) -> list[View]:
+    """The views a configuration asks for, the primary first."""
+    asked = config.get("granularities", [granularities.PRIMARY])
+    wrong = granularities.problems(asked)
+    if wrong:
+        raise EvalError("; ".join(wrong))
+    views = [View("seed", g) for g in GRANULARITIES if g in asked]
+    if config.get("protocol") == "official":
+        views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in asked]
+    return views
+
+
+def by_folder(folder: str, config: dict[str, Any]) -> View:
+    for view in configured(config):
+        if view.folder == folder:
+            return view
+    raise KeyError(folder)
+
+
+def keys(view: View, config: dict[str, Any]) -> list[str]:
+    return measures.keys(view.ks(config), view.measure_names())
+
+
+def folders(views: Sequence[View]) -> list[str]:
+    return [v.folder for v in views]

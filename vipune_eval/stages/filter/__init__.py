@@ -1,0 +1,1 @@
+"""filter: LongMemEval's JSON, streamed, into each view's pairs, rows, texts and qrels."""

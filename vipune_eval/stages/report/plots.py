@@ -1,0 +1,190 @@
+"""plots: recall@k with intervals, per-category recall, where the gold sessions rank."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from vipune_eval.core.io import atomic_path, read_json  # noqa: E402
+from vipune_eval.registry.measures import primary_k  # noqa: E402
+from vipune_eval.registry.views import PRIMARY  # noqa: E402
+
+
+def _save(fig, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def retriever_order(report: dict[str, Any]) -> list[str]:
+    """The configured order (vipune first by default), not the JSON file's sorted keys."""
+    configured = [e if isinstance(e, str) else e.get("name")
+                  for e in report["provenance"]["config"].get("retrievers", [])]
+    return [n for n in configured if n in report["retrievers"]] or sorted(report["retrievers"])
+
+
+def category_label(category: str, pairs: int) -> str:
+    wrapped = category.replace("single-session-", "single-session-\n").replace("-reasoning", "-\nreasoning")
+    return f"{wrapped}\n({pairs} pair{'s' if pairs != 1 else ''})"
+
+
+def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
+    names = retriever_order(report)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
+    width = 0.8 / len(ks)
+    for i, k in enumerate(ks):
+        key = f"recall@{k}"
+        values = [report["retrievers"][n]["metrics"][key] for n in names]
+        lows = [v - report["retrievers"][n]["intervals"][key][0] for n, v in zip(names, values)]
+        highs = [report["retrievers"][n]["intervals"][key][1] - v for n, v in zip(names, values)]
+        xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(names))]
+        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=key)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("recall@k (95% interval)")
+    ax.set_title(f"recall@k per retriever ({report['pairs']} pairs)")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def per_category(report: dict[str, Any], k: int, out: Path) -> None:
+    names = retriever_order(report)
+    categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(categories), 4.5))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        entry = report["retrievers"][name]["per_category"]
+        values = [entry[c][key] if c in entry else 0.0 for c in categories]
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(categories))]
+        ax.bar(xs, values, width, label=name)
+    ax.set_xticks(range(len(categories)),
+                  [category_label(c, report["dataset"]["per_category"].get(c, 0)) for c in categories],
+                  fontsize="small")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(key)
+    ax.set_title(f"{key} per LongMemEval category")
+    ax.legend(fontsize="small", ncol=min(len(names), 3), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> None:
+    ranks = report["diagnostics"]["gold_ranks"]
+    counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
+    labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
+    values = [counts.get(r, 0) for r in range(1, limit + 1)] + [counts.get(None, 0)]
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ax.bar(labels, values, color=["tab:blue"] * limit + ["tab:red"])
+    ax.set_xlabel("rank of a gold session")
+    ax.set_ylabel("gold sessions")
+    ax.set_title(f"Where {ranks['retriever']} ranks the {sum(values)} gold sessions")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def granularities(report: dict[str, Any], k: int, out: Path) -> None:
+    """recall@k of each retriever at each granularity (the session bar alone with one)."""
+    grains = report["granularities"] or {PRIMARY.granularity: {"retrievers": report["retrievers"]}}
+    names = retriever_order(report)
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
+    width = 0.8 / len(grains)
+    for i, (g, block) in enumerate(grains.items()):
+        values = [block["retrievers"][n]["metrics"][key] if n in block["retrievers"] else 0.0 for n in names]
+        lows = [v - block["retrievers"][n]["intervals"][key][0] if n in block["retrievers"] else 0
+                for n, v in zip(names, values)]
+        highs = [block["retrievers"][n]["intervals"][key][1] - v if n in block["retrievers"] else 0
+                 for n, v in zip(names, values)]
+        xs = [j + (i - (len(grains) - 1) / 2) * width for j in range(len(names))]
+        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=g)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"{key} (95% interval)")
+    ax.set_title(f"{key} per granularity (rows collapse to sessions)")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, out)
+
+
+def latency(report: dict[str, Any], k: int, out: Path) -> None:
+    """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
+    key = f"recall@{k}"
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for build in report["builds"]:
+        seconds = build.get("search_seconds")
+        if not seconds:
+            continue
+        y = build["metrics"][key]
+        ax.errorbar([seconds["p50"]], [y], xerr=[[0], [max(seconds["p95"] - seconds["p50"], 0)]],
+                    fmt="o", capsize=4)
+        ax.annotate(build["id"], (seconds["p50"], y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+    ax.set_xlabel("search latency per query, s (dot: median; bar to p95)")
+    ax.set_ylabel(key)
+    ax.set_title(f"{key} against search latency per vipune build")
+    ax.grid(alpha=0.3)
+    _save(fig, out)
+
+
+def whatif(report: dict[str, Any], out: Path) -> None:
+    """The what-if measure against each numeric grid parameter, one line per setting of the
+    others, solid on the selection split and dashed on the confirmation split."""
+    block = report.get("whatif")
+    if not block:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no what-if grid configured (config key whatif)", ha="center", va="center")
+        _save(fig, out)
+        return
+    grid, rows = block["grid"], block["variants"]
+    numeric = [p for p, values in grid.items()
+               if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)]
+    panels = numeric or [None]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    sel, conf = block["select_on"], block["confirm_on"]
+    for ax, param in zip(axes[0], panels):
+        if param is None:  # no numeric parameter: one point per variant
+            xs = range(len(rows))
+            for split, style in ((sel, "-o"), (conf, "--s")):
+                ax.plot(xs, [r[split] for r in rows], style, label=split)
+            ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=45, ha="right", fontsize="small")
+        else:
+            others = [p for p in grid if p != param]
+            lines: dict[tuple, list[dict[str, Any]]] = {}
+            for r in rows:
+                lines.setdefault(tuple(str(r["params"][p]) for p in others), []).append(r)
+            for i, (setting, members) in enumerate(lines.items()):
+                members = sorted(members, key=lambda r: r["params"][param])
+                label = ", ".join(f"{p}={v}" for p, v in zip(others, setting)) or block["base"]["name"]
+                xs = [r["params"][param] for r in members]
+                color = f"C{i % 10}"
+                ax.plot(xs, [r[sel] for r in members], "-o", color=color, label=f"{label} ({sel})")
+                ax.plot(xs, [r[conf] for r in members], "--s", color=color, label=f"{label} ({conf})")
+            ax.set_xlabel(param)
+        ax.set_ylabel(block["measure"])
+        ax.set_ylim(-0.02, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle(f"what-if: {block['tried']} variants of {block['base']['name']}; chosen on {sel}: "
+                 f"{block['chosen']}; solid {sel}, dashed {conf}", fontsize="medium")
+    _save(fig, out)
+
+
+def run_plots(report: Path, out_dir: Path) -> None:
+    data = read_json(report)
+    primary = data["views"][PRIMARY.name]
+    ks = primary["ks"]
+    k = primary_k(ks)
+    recall_at_k(data, ks, out_dir / "recall_at_k.png")
+    per_category(data, k, out_dir / "recall_per_category.png")
+    gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out_dir / "gold_ranks.png")
+    granularities(data, k, out_dir / "granularities.png")
+    latency(data, k, out_dir / "latency.png")
+    whatif(data, out_dir / "whatif.png")

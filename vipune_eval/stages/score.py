@@ -1,0 +1,163 @@
+"""score: TREC run + qrels → the view's measures per pair, overall, per category and per split.
+
+Measures (vipune_eval.measures) come from ir-measures (trec_eval through pytrec-eval-terrier)
+where it computes the same thing: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|, ``Success@k``
+is recall_any@k, ``nDCG@k`` uses rel / log2(rank + 1), ``RR`` is the reciprocal rank;
+recall_all@k is ``R@k == 1``. LongMemEval's own measures (the official protocol: recall_any,
+recall_all, ndcg_any, and its turn→session scoring) come from vipune_eval.longmemeval. A pair
+missing from the run retrieved nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import ir_measures
+import numpy as np
+import pyarrow.parquet as pq
+
+from vipune_eval.core import longmemeval, trec
+from vipune_eval.registry import measures
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import read_json, write_json
+from vipune_eval.core.stats import bootstrap_intervals, wilson_interval
+
+LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
+
+
+def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int],
+              names: Sequence[str] = measures.SEED, official: bool = False,
+              turn_to_session: bool = False, gold: dict[str, list[str]] | None = None
+              ) -> dict[str, dict[str, float]]:
+    """Every measure of ``names`` for every pair of ``gold`` (default: the qrels' pairs).
+
+    ``official``: recall_any, recall_all and ndcg_any follow LongMemEval's code (a pair without
+    gold then scores recall_all = 1, the others 0); ``turn_to_session``: the run lists turns and
+    LongMemEval's turn→session rule scores them.
+    """
+    gold = gold if gold is not None else {q: [d for d, r in docs.items() if r > 0] for q, docs in qrels.items()}
+    keys = measures.keys(ks, names)
+    values: dict[str, dict[str, float]] = {qid: dict.fromkeys(keys, 0.0) for qid in gold}
+    trec_keys = {}
+    for key in keys:
+        m = measures.measure_of(key)
+        if m.ir_measures and not (official and m.name in LONGMEMEVAL):
+            k = key.split("@")[1] if "@" in key else None
+            trec_keys[ir_measures.parse_measure(m.ir_measures.format(k=k))] = key
+    if trec_keys:
+        run_dict = {qid: {doc: score for doc, _, score in hits} for qid, hits in run.items()}
+        judged = {q: docs for q, docs in qrels.items() if q in values}
+        for metric in ir_measures.iter_calc(list(trec_keys), judged, run_dict):
+            values[metric.query_id][trec_keys[metric.measure]] = float(metric.value)
+    for qid, row in values.items():
+        ranked = [doc for doc, _, _ in run.get(qid, [])]
+        if official:  # a repeated session's copies count under its own id, as in LongMemEval
+            ranked = [longmemeval.base_id(doc) for doc in ranked]
+        for k in ks:
+            if official and (turn_to_session or "recall_any" in names):
+                scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
+                          else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
+                row.update({f"{name}@{k}": scores[name] for name in LONGMEMEVAL
+                            if f"{name}@{k}" in row})
+            elif f"recall_all@{k}" in row:
+                row[f"recall_all@{k}"] = 1.0 if row[f"recall@{k}"] >= 1.0 - 1e-9 else 0.0
+    return values
+
+
+def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, float]:
+    return {key: sum(r[key] for r in rows) / len(rows) for key in keys}
+
+
+def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float]]:
+    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise (every
+    fractional metric from one resample matrix: the same resamples, so the same intervals, as
+    one bootstrap per metric)."""
+    out = {}
+    fractional = [key for key in keys if not measures.is_binary(key)]
+    for key in keys:
+        if measures.is_binary(key):
+            lo, hi = wilson_interval(int(round(sum(r[key] for r in rows))), len(rows))
+            out[key] = [lo, hi]
+    if fractional:
+        matrix = np.array([[r[key] for key in fractional] for r in rows], dtype=np.float64).reshape(-1, len(fractional))
+        for key, (lo, hi) in zip(fractional, bootstrap_intervals(matrix, seed=0)):
+            out[key] = [float(lo), float(hi)]
+    return {key: out[key] for key in keys}
+
+
+def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
+    return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
+
+
+def read_status(paths: Sequence[Path]) -> tuple[dict[str, str], dict[str, float]]:
+    """Failed pairs and per-query search seconds of the vipune lane's shards."""
+    failed: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    for path in paths:
+        shard = read_json(path)
+        failed.update(shard["failed"])
+        seconds.update(shard["search_seconds"])
+    return failed, seconds
+
+
+def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure_names: list[str],
+              name: str, run_out: Path, metrics_out: Path, status: list[Path] | None = None,
+              turn_to_session: bool = False) -> dict[str, Any]:
+    """Metrics of one run. Pairs that failed in the vipune lane (status files) are left out of
+    every average and listed, never scored as 0."""
+    names = tuple(measure_names)
+    keys = measures.keys(ks, names)
+    failed, search_seconds = read_status(status or [])
+    table = pq.read_table(pairs, columns=["question_id", "question_type", "split", "gold",
+                                          "gold_source", "user_side_evidence"]).to_pylist()
+    official = any(p["gold_source"].startswith("official") for p in table)
+    info = {p["question_id"]: p for p in table if p["question_id"] not in failed}
+    judged = {qid: docs for qid, docs in trec.read_qrels(qrels).items() if qid in info}
+    stale = [q for q, p in info.items() if sorted(p["gold"]) != sorted(judged.get(q, {}))]
+    if stale:
+        raise EvalError(f"{qrels} and {pairs} disagree on the gold of {stale[:5]}: rerun the filter")
+    run = trec.read_run(runs)
+    unknown = sorted(set(run) - set(info) - set(failed))
+    if unknown:
+        raise EvalError(f"run {name} has pairs that are not in {pairs}: {unknown[:5]}")
+    if not info:
+        raise EvalError(f"run {name}: every pair failed ({len(failed)}); see its status files")
+    values = per_query(judged, run, ks, names, official, turn_to_session,
+                       gold={q: p["gold"] for q, p in info.items()})
+    # The official protocol's two question sets: `metrics` over the pairs run_retrieval.py
+    # averages (its skip rule), `metrics_all` over every pair (print_retrieval_metrics.py's).
+    averaged = {q: row for q, row in values.items() if not official or info[q]["user_side_evidence"]}
+    if not averaged:
+        raise EvalError(f"run {name}: no pair of {pairs} passes run_retrieval.py's skip rule")
+    groups: dict[str, dict[str, list[dict[str, float]]]] = {"per_category": defaultdict(list),
+                                                            "per_split": defaultdict(list)}
+    for qid, row in averaged.items():
+        groups["per_category"][info[qid]["question_type"]].append(row)
+        groups["per_split"][info[qid]["split"]].append(row)
+    rows = list(averaged.values())
+    sets = {}
+    if official:
+        every = list(values.values())
+        sets = {"pairs_all": len(every), "metrics_all": mean_metrics(every, keys),
+                "intervals_all": metric_intervals(every, keys)}
+    result = {
+        "retriever": name, "pairs": len(averaged), "run": str(run_out), "failed": failed,
+        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys), **sets,
+        **{group: {g: summarise(r, keys) for g, r in sorted(by.items())} for group, by in groups.items()},
+        "short_lists": sum(len(run.get(q, [])) < max(ks) for q in averaged),
+        "per_query": {qid: {**row, "question_type": info[qid]["question_type"], "split": info[qid]["split"],
+                            **({"averaged": qid in averaged} if official else {}),
+                            "ranked": [d for d, _, _ in run.get(qid, [])]}
+                      for qid, row in sorted(values.items())},
+    }
+    if search_seconds:
+        times = np.array(list(search_seconds.values()))
+        result["search_seconds"] = {"p50": float(np.percentile(times, 50)),
+                                    "p95": float(np.percentile(times, 95)),
+                                    "max": float(times.max()), "calls": len(times)}
+    trec.write_run(run_out, ((qid, [d for d, _, _ in run[qid]]) for qid in sorted(run)), name)
+    write_json(metrics_out, result)
+    return result
+

@@ -1,0 +1,180 @@
+"""Plugin retrievers: a user's own function, called once per persona (see docs/extending.md).
+
+A ``retrievers:`` entry ``{name: mine, use: "path/to/file.py:function"}`` (a path relative to
+the working directory) or ``use: "package.module:function"`` names a function called as
+``function(haystack, k)`` with a frozen ``Haystack``; it returns at most ``k`` row ids, best
+first, or ``(row id, score)`` pairs. The answer is checked (unknown id, repeat, more than k,
+wrong type: an error naming the plugin, the question and the value; nothing is scored) and
+scored like any retriever. The plugin's source bytes are part of its search job's params, so
+editing it reruns its searches and what depends on them, nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from vipune_eval.core import trec
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import Progress
+from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+
+log = logging.getLogger("vipune_eval")
+
+
+@dataclass(frozen=True)
+class Haystack:
+    """One persona's haystack and question, as a plugin sees it (read-only).
+
+    ``row_ids[i]``, ``row_sessions[i]``, ``texts[i]``, ``vectors[i]`` and ``created_at[i]``
+    describe row i: its id (what the plugin returns), the dataset session it belongs to, its
+    text (``role: content`` lines), its cached embedding and its RFC3339 UTC time. Vectors are
+    the workflow's cached embeddings (L2-normalised float32), ``question_vector`` the question's.
+    """
+
+    question_id: str
+    question: str
+    question_vector: np.ndarray      # float32 [d]
+    row_ids: tuple[str, ...]
+    row_sessions: tuple[str, ...]
+    texts: tuple[str, ...]
+    vectors: np.ndarray              # float32 [n, d]
+    created_at: tuple[str, ...]
+
+    @classmethod
+    def of(cls, persona: Persona) -> "Haystack":
+        def frozen(a: np.ndarray) -> np.ndarray:
+            a = np.array(a, dtype=np.float32)  # a copy: the plugin cannot change the persona's
+            a.flags.writeable = False
+            return a
+
+        return cls(persona.question_id, persona.question, frozen(persona.query_vector),
+                   tuple(persona.row_ids), tuple(persona.session_ids), tuple(persona.texts),
+                   frozen(persona.vectors), tuple(persona.created_at))
+
+
+def _split(use: str) -> tuple[str, str, bool]:
+    """(target, function, is_file) of a ``use`` string."""
+    target, _, function = use.rpartition(":")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    return target, function, is_file
+
+
+def source_file(use: str) -> Path:
+    """The file holding the plugin's code (a module's file for ``package.module:function``)."""
+    target, _, is_file = _split(use)
+    if is_file:
+        return Path(target)
+    try:
+        found = importlib.util.find_spec(target)
+    except (ImportError, ValueError) as exc:
+        raise EvalError(f"plugin {use!r}: module {target!r} cannot be found: {exc}") from None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        raise EvalError(f"plugin {use!r}: module {target!r} cannot be found (is it installed or on "
+                        "PYTHONPATH?)")
+    return Path(found.origin)
+
+
+def source_digest(use: str) -> str:
+    """sha256 of the plugin's source: its search jobs' code version."""
+    return hashlib.sha256(source_file(use).read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def load(use: str) -> Callable[..., Any]:
+    """The plugin's function, imported; every failure is an EvalError naming the plugin."""
+    target, function, is_file = _split(use)
+    if not target or not function.isidentifier():
+        raise EvalError(f"plugin {use!r}: write 'path/to/file.py:function' or "
+                        "'package.module:function'")
+    try:
+        if is_file:
+            path = Path(target)
+            if not path.is_file():
+                raise EvalError(f"plugin {use!r}: file {path.resolve()} not found (paths are relative "
+                                "to the working directory)")
+            name = "vipune_eval_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+            found = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(found)
+            sys.modules[name] = module
+            found.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except EvalError:
+        raise
+    except BaseException as exc:  # a plugin may raise anything while importing
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise EvalError(f"plugin {use!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise EvalError(f"plugin {use!r}: {target} has no function {function!r}")
+    return fn
+
+
+def check_answer(answer: Any, haystack: Haystack, k: int, use: str) -> Ranking:
+    """The plugin's answer as a ranking, or an EvalError naming the plugin, question and value."""
+    def refuse(problem: str, value: Any) -> EvalError:
+        return EvalError(f"plugin {use!r}, question {haystack.question_id}: {problem}: {value!r:.200}")
+
+    if not isinstance(answer, (list, tuple)):
+        raise refuse("must return a list of row ids or (row id, score) pairs", answer)
+    if len(answer) > k:
+        raise refuse(f"returned {len(answer)} rows, more than k = {k}", answer)
+    known = set(haystack.row_ids)
+    ranking: Ranking = []
+    seen: set[str] = set()
+    for rank, item in enumerate(answer, start=1):
+        if isinstance(item, str):
+            rid, score = item, float(len(answer) - rank + 1)
+        elif (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+              and isinstance(item[1], (int, float, np.number)) and not isinstance(item[1], bool)):
+            rid, score = item[0], float(item[1])
+        else:
+            raise refuse(f"item {rank} is neither a row id nor a (row id, score) pair", item)
+        if rid not in known:
+            raise refuse(f"item {rank} is not a row id of this haystack", rid)
+        if rid in seen:
+            raise refuse(f"item {rank} repeats a row id", rid)
+        seen.add(rid)
+        ranking.append((rid, score))
+    return ranking
+
+
+def search(fn: Callable[..., Any], persona: Persona, k: int, use: str) -> Ranking:
+    haystack = Haystack.of(persona)
+    try:
+        answer = fn(haystack, k)
+    except Exception as exc:
+        log.error("%s", traceback.format_exc())
+        raise EvalError(f"plugin {use!r}, question {persona.question_id}: raised "
+                        f"{type(exc).__name__}: {exc}") from None
+    return check_answer(answer, haystack, k, use)
+
+
+def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
+    """A plugin's run over one shard of personas: ``k`` = the search limit."""
+    from vipune_eval.registry.retrievers import from_argument
+
+    spec = from_argument(retriever)
+    if not spec.plugin:
+        raise EvalError(f"search-plugin: {retriever} is not a plugin")
+    fn = load(spec.use)
+    runs: list[tuple[str, list[str]]] = []
+    progress = Progress(f"plugin {spec.name} {shard.name}: personas", total=shard.pair_count())
+    for persona in shard.personas():
+        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.limit, spec.use),
+                                                            shard.depth, shard.collapse)))
+        progress.advance()
+    trec.write_run(out, runs, spec.name)

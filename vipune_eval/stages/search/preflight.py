@@ -1,0 +1,277 @@
+"""preflight: before any persona runs, check that the binary honours the contract the harness
+relies on (docs/vipune-contract.md) and embeds exactly as the cached Parquet vectors were
+embedded. Each check is named; a binary that fails one is refused with what was expected and
+what it gave, and the report's provenance lists every check.
+
+The fusion checks use probe rows with known vectors: every probe vector is ``cos θ · q + sin θ · u``
+for the harness's query vector q and one fixed direction u orthogonal to it, with θ from 0.1 to
+π − 0.1. vipune's own query vector may differ from q by the parity tolerance (cosine ≥ 0.999, an
+angle under 0.045), which shifts every θ by the same amount and so keeps the semantic ranks, and
+therefore the exact RRF scores, known.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.errors import EvalError
+from vipune_eval.core.io import log, write_json
+from vipune_eval.core.persona import Persona, row_id
+from vipune_eval.vipune.binary import check_fingerprint, configured_binary
+from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+from vipune_eval.vipune.contract import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, RRF_K
+from vipune_eval.vipune.import_format import import_lines
+
+QUERY = "zebra violin"
+MATCH = "the zebra played a violin at the harbour"  # holds every query word
+FILLER = "a quiet morning walk in the park with the dog number {n}"
+PARITY_TEXTS = ["I moved to Lisbon last spring and started learning Portuguese.",
+                "user: what should I cook tonight?\nassistant: try a mushroom risotto.",
+                "Remember that my dentist appointment is on Friday at 9."]
+MIN_PARITY_COSINE = 0.999
+TOLERANCE = 1e-6
+OLD = "2024-01-01T00:00:00Z"
+NEW = "2024-06-01T00:00:00Z"
+
+
+class CheckFailed(EvalError):
+    pass
+
+
+@dataclass
+class Probe:
+    """One project of the probe database: rows with known semantic ranks."""
+
+    project: str
+    texts: list[str]
+    thetas: list[float]        # angle to the query: semantic rank follows it
+    created_at: list[str]
+    keys: list[str]
+
+    def row(self, i: int) -> str:
+        return row_id(self.project, self.keys[i])
+
+
+def probe(project: str, n: int, match_at: dict[int, str] | None = None,
+          created_at: list[str] | None = None, keys: list[str] | None = None,
+          thetas: list[float] | None = None) -> Probe:
+    """``n`` rows at semantic ranks 1..n (row i at rank i + 1); ``match_at`` gives some rows a text."""
+    texts = [FILLER.format(n=i) for i in range(n)]
+    for i, text in (match_at or {}).items():
+        texts[i] = text
+    return Probe(project, texts, thetas or [0.1 + i * (math.pi - 0.2) / max(n - 1, 1) for i in range(n)],
+                 created_at or [OLD] * n, keys or [f"{i:03d}" for i in range(n)])
+
+
+def probe_personas(probes: list[Probe], query_vector: np.ndarray) -> list[Persona]:
+    q = query_vector.astype(np.float64)
+    q /= np.linalg.norm(q)
+    u = np.random.default_rng(0).normal(size=q.shape)
+    u -= (u @ q) * q
+    u /= np.linalg.norm(u)
+    out = []
+    for p in probes:
+        vectors = np.array([math.cos(t) * q + math.sin(t) * u for t in p.thetas], dtype=np.float32)
+        out.append(Persona(question_id=p.project, question=QUERY,
+                           row_ids=[p.row(i) for i in range(len(p.texts))], session_ids=p.keys,
+                           created_at=p.created_at, texts=p.texts, vectors=vectors,
+                           query_vector=query_vector))
+    return out
+
+
+def rrf(*ranks: int | None) -> float:
+    return sum(1.0 / (RRF_K + r) for r in ranks if r is not None)
+
+
+class Preflight:
+    """Runs the checks. With ``enforce`` a failed ranking check refuses the binary; without, it
+    is recorded (a maintainer comparing a build whose search was changed on purpose). Parity,
+    the commands and the import are always enforced: without them no number means anything."""
+
+    def __init__(self, vipune: Vipune, db: Path, enforce: bool = True) -> None:
+        self.vipune, self.db, self.enforce = vipune, db, enforce
+        self.findings: list[dict[str, Any]] = []
+
+    def record(self, check: str, expected: Any, seen: Any, passed: bool, always: bool = False) -> None:
+        self.findings.append({"check": check, "expected": expected, "seen": seen, "passed": passed})
+        if not passed and (self.enforce or always):
+            raise CheckFailed(f"check {check!r} failed: expected {expected}, seen {seen}")
+
+    def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
+        hits, _ = self.vipune.search(self.db, project, QUERY, limit, hybrid, "preflight")
+        return [(h.get("id"), h.get("similarity")) for h in hits]
+
+    def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
+                     hybrid: bool = True) -> None:
+        seen = self.search(project, limit, hybrid)
+        ok = len(seen) == len(expected) and all(
+            a == b and isinstance(s, (int, float)) and abs(s - t) <= TOLERANCE
+            for (a, s), (b, t) in zip(seen, expected))
+        self.record(check, _show(expected), _show(seen), ok)
+
+
+def _show(ranking: list[tuple[str, float]]) -> list[str]:
+    return [f"{rid} {score:.6f}" if isinstance(score, (int, float)) else f"{rid} {score!r}"
+            for rid, score in ranking]
+
+
+def check_commands(pre: Preflight, version: str) -> None:
+    missing = [c for c in ("import", "export") if not pre.vipune.has_command(c, "preflight")]
+    if missing:
+        raise CheckFailed(f"vipune {version} has no {' or '.join(missing)} command (they arrived after "
+                          "vipune 0.9.1) — upgrade: `cargo install vipune --force`, or build a "
+                          "current checkout of randomm/vipune")
+    pre.findings.append({"check": "commands", "expected": "import and export", "seen": "present",
+                         "passed": True})
+
+
+def check_import(pre: Preflight, personas: list[Persona], jsonl: Path) -> None:
+    lines = [import_lines(p) for p in personas]
+    header = json.loads(lines[0][0])
+    header["rows"] = sum(len(p.row_ids) for p in personas)
+    jsonl.write_text("\n".join([json.dumps(header), *(line for ls in lines for line in ls[1:])]) + "\n",
+                     encoding="utf-8")
+    out = pre.vipune.import_file(pre.db, jsonl, "preflight")
+    pre.record("import", {"inserted": header["rows"], "skipped": 0},
+               {"inserted": out.get("inserted"), "skipped": out.get("skipped", 0)},
+               out.get("inserted") == header["rows"] and out.get("skipped", 0) == 0, always=True)
+    doctor = pre.vipune.doctor_fts(pre.db, "preflight")
+    pre.record("fts_in_sync", "doctor --fts in_sync true", f"in_sync {doctor.get('in_sync')!r}",
+               doctor.get("in_sync") is True, always=True)
+
+
+def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Probe, pool_b: Probe,
+                 ties: Probe) -> None:
+    # RRF k = 25, ranks from 1: the row at semantic rank 3 that BM25 ranks 1 scores 1/28 + 1/26.
+    n = len(rrf_probe.texts)
+    expected = sorted([(rrf_probe.row(i), rrf(i + 1, 1 if i == 2 else None)) for i in range(n)],
+                      key=lambda item: (-item[1], item[0]))
+    pre.scores_match("rrf_k25_ranks_from_1", rrf_probe.project, n, expected)
+    # AND of every query word: the words sit in two different rows, so BM25 finds nothing and the
+    # hybrid order is the semantic (--no-hybrid) order, each row scoring 1/(25 + rank).
+    n = len(and_probe.texts)
+    semantic = [rid for rid, _ in pre.search(and_probe.project, n, hybrid=False)]
+    pre.record("bm25_is_and_of_every_word", [and_probe.row(i) for i in range(n)], semantic,
+               semantic == [and_probe.row(i) for i in range(n)])
+    pre.scores_match("bm25_is_and_of_every_word", and_probe.project, n,
+                     [(and_probe.row(i), rrf(i + 1)) for i in range(n)])
+    # Candidate pool clamp(10 × limit, 50, 10000): with --limit 1 the pool is 50, so the BM25 row
+    # at semantic rank 30 scores 1/26 + 1/55; with --limit 5 the pool is 50 and the one at rank
+    # 60 is outside it (1/26); with --limit 6 the pool is 60 and it is inside (1/26 + 1/85).
+    hit = pre.search(pool_a.project, 1)
+    pre.record("candidate_pool_at_least_50", _show([(pool_a.row(29), rrf(30, 1))]), _show(hit),
+               len(hit) == 1 and hit[0][0] == pool_a.row(29) and abs(hit[0][1] - rrf(30, 1)) <= TOLERANCE)
+    # Fused ties go to the smaller id: at --limit 5 the BM25 row (semantic rank 60, id …000)
+    # and the semantic first row (id …001, newer) both score exactly 1/26.
+    top = pre.search(pool_b.project, 5)[:2]
+    expected = [(pool_b.row(59), rrf(1)), (pool_b.row(0), rrf(1))]
+    pre.record("candidate_pool_10x_limit_and_fused_ties_to_smaller_id", _show(expected), _show(top),
+               [r for r, _ in top] == [r for r, _ in expected]
+               and all(abs(s - rrf(1)) <= TOLERANCE for _, s in top))
+    hit = pre.search(pool_b.project, 6)[:1]
+    pre.record("candidate_pool_10x_limit", _show([(pool_b.row(59), rrf(60, 1))]), _show(hit),
+               bool(hit) and hit[0][0] == pool_b.row(59) and abs(hit[0][1] - rrf(60, 1)) <= TOLERANCE)
+    # Semantic ties: equal vectors keep the newer row first, then import order (not the id).
+    seen = [rid for rid, _ in pre.search(ties.project, 3, hybrid=False)]
+    want = [ties.row(1), ties.row(2), ties.row(0)]
+    pre.record("semantic_ties_newer_then_import_order", want, seen, seen == want)
+
+
+def check_refusals(pre: Preflight, project: str) -> None:
+    long_query = pre.vipune.run(pre.vipune.search_args(pre.db, project, "word " * 600, 10, True),
+                                "preflight")
+    pre.record("query_over_512_tokens_exits_3", f"exit {EXIT_TOO_LONG}", f"exit {long_query.returncode}",
+               long_query.returncode == EXIT_TOO_LONG)
+    too_many = pre.vipune.run(pre.vipune.search_args(pre.db, project, QUERY, MAX_SEARCH_LIMIT + 1, True),
+                              "preflight")
+    pre.record("limit_over_10000_refused", "a non-zero exit", f"exit {too_many.returncode}",
+               too_many.returncode != 0)
+
+
+def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: Path, export: Path,
+                 recipe: str) -> None:
+    """vipune's own embedding of probe texts (add, then export) against the harness's."""
+    for text in PARITY_TEXTS:
+        pre.vipune.add(db, "parity", text, "preflight")
+    pre.vipune.export(db, export, "preflight")
+    theirs = {}
+    for line in export.read_text(encoding="utf-8").split("\n")[1:]:
+        if line.strip():
+            row = json.loads(line)
+            theirs[row["content"]] = np.frombuffer(base64.b64decode(row["embedding"]), "<f4")
+    cosines = []
+    for text, vector in zip(PARITY_TEXTS, embed(PARITY_TEXTS)):
+        if text not in theirs:
+            raise CheckFailed(f"`vipune export` did not return the probe row {text!r}")
+        other = theirs[text]
+        cosines.append(float(np.dot(vector, other) / (np.linalg.norm(vector) * np.linalg.norm(other))))
+    if min(cosines) < MIN_PARITY_COSINE:
+        raise CheckFailed(
+            f"embedding parity failed: vipune's vectors of the probe texts have cosine "
+            f"{min(cosines):.4f} (< {MIN_PARITY_COSINE}) with the harness's. The harness embeds with "
+            f"{recipe}; vipune embeds with its built-in profile (bge-small-en-v1.5 at its pinned "
+            "revision, mean pooling, L2) from HF_HOME. Passage vectors and vipune's query vectors "
+            "would not live in the same space — fix model.* in the config.")
+    pre.findings.append({"check": "embedding_parity", "expected": f"cosine >= {MIN_PARITY_COSINE}",
+                         "seen": f"min cosine {min(cosines):.6f} over {len(cosines)} probes",
+                         "passed": True, "min_cosine": min(cosines)})
+
+
+def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str = "enforce") -> dict[str, Any]:
+    path = configured_binary(vipune.binary, vipune.fingerprint)
+    expected = check_fingerprint(path, vipune.fingerprint)
+    tmp = vipune.tmp
+    loaded = model.load(threads=1)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array(list(loaded.embed(texts)), dtype=np.float32)
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tmp = tmp.resolve()
+    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), tmp / "probes.db",
+                    enforce=mode == "enforce")
+    recipe = str(model)
+    probes = {
+        "rrf": probe("preflight-rrf", 8, {2: MATCH}),
+        "and": probe("preflight-and", 6, {1: "a zebra at the zoo", 3: "a violin in the hall"}),
+        "pool-a": probe("preflight-pool-a", 61, {29: MATCH}),
+        "pool-b": probe("preflight-pool-b", 61, {59: MATCH}, created_at=[NEW] + [OLD] * 60,
+                        keys=["000" if i == 59 else f"{i + 1:03d}" for i in range(61)]),
+        "ties": probe("preflight-ties", 4, created_at=[OLD, NEW, NEW, OLD], keys=["a", "c", "b", "d"],
+                      thetas=[0.1, 0.1, 0.1, 1.5]),
+    }
+    try:
+        check_commands(pre, expected["version"])
+        # Parity first: the fusion probes' known ranks assume vipune's query vector is ours.
+        check_parity(pre, embed, tmp / "parity.db", tmp / "export.jsonl", recipe)
+        personas = probe_personas(list(probes.values()), embed([QUERY])[0])
+        check_import(pre, personas, tmp / "probes.jsonl")
+        check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
+        check_refusals(pre, "preflight-rrf")
+    except CheckFailed as exc:
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc} — this binary "
+                        "does not do what the harness's mirrors and metrics assume, so nothing was "
+                        "searched with it (a build whose search was changed on purpose: set "
+                        "vipune.preflight: record to evaluate it anyway, its failed checks listed)") from exc
+    except VipuneError as exc:
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
+    failed = [c["check"] for c in pre.findings if not c["passed"]]
+    findings = {"binary": expected, "mode": mode, "checks": pre.findings, "embedding_parity": parity,
+                "follows_contract": not failed, "failed_checks": failed}
+    write_json(out, findings)
+    log.info("preflight of vipune %s: %d checks, failed: %s", expected["version"], len(pre.findings),
+             ", ".join(failed) or "none")
+    return findings

@@ -1,0 +1,70 @@
+"""The vipune binary: finding it, its fingerprint, and checking a job runs the bytes it was planned for.
+
+A build is known by the sha256 of its bytes (and of any extra files a wrapper script runs) plus
+what ``vipune --json version`` says; ``id`` = version-sha12 names its results folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from vipune_eval.core.io import read_json, sha256_file, write_json_if_changed
+from vipune_eval.errors import BinaryNotFound, EvalError
+from vipune_eval.vipune.client import Vipune
+
+
+def resolve_binary(binary: str) -> Path:
+    """A bare name is looked up on PATH; a path must exist and be executable."""
+    found = shutil.which(os.path.expanduser(binary)) if binary else None
+    if found is None:
+        raise BinaryNotFound(
+            f"vipune binary {binary!r} not found or not executable",
+            fix="install vipune (`cargo install vipune`, or build it: `cargo build --release` in "
+                "a clone of randomm/vipune) and put it on PATH, or set vipune.binary in the "
+                "config to its path. To run only the reference retrievers, drop 'vipune' and "
+                "'vipune-semantic' from `retrievers`.")
+    return Path(found).resolve()
+
+
+def configured_binary(binary: str, fingerprint: Path) -> Path:
+    """The executable behind a fingerprint (empty when the workflow knows no path for it)."""
+    if not binary:
+        raise EvalError(f"{fingerprint}: no vipune binary is configured for this fingerprint — set "
+                        "vipune.binary or list its path in vipune.compare to (re)compute its results")
+    return resolve_binary(binary)
+
+
+def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
+                       extra_files: list[Path] | None = None) -> dict[str, Any]:
+    """sha256 of the binary's bytes (and of ``extra_files``, e.g. the build a wrapper script
+    runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder."""
+    sha = sha256_file(path)
+    files = {str(f): sha256_file(f) for f in extra_files or []}
+    content = sha if not files else hashlib.sha256(
+        "\n".join([sha, *files.values()]).encode()).hexdigest()
+    cached = cache_dir / f"vipune-version-{content}.json"
+    if cached.exists():
+        version = read_json(cached)["version"]
+    else:
+        version = Vipune(path, home, timeout).version(f"vipune.binary {path}")
+        write_json_if_changed(cached, {"version": version})
+    fingerprint = {"kind": "vipune", "sha256": sha, "version": version,
+                   "id": f"{version}-{content[:12]}"}
+    if files:
+        fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}
+        fingerprint["content_sha256"] = content
+    return fingerprint
+
+
+def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
+    """The fingerprint ``binary`` must match: results are filed under it, so the bytes must agree."""
+    expected = read_json(fingerprint)
+    actual = sha256_file(binary)
+    if actual != expected["sha256"]:
+        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]}); rerun snakemake so it re-plans")
+    return expected

@@ -1,0 +1,188 @@
+"""The vipune client: every command line the harness sends to the binary, in one place.
+
+The binary's behaviour this relies on is written down in docs/vipune-contract.md. Every call
+runs with a private HOME and config directory (vipune creates ``~/.vipune`` and opens a
+database before any command, ``version`` included, and reads its config from the platform
+config directory, which on macOS lives under HOME), no ``VIPUNE_*`` variables, the harness's
+own model cache as HF_HOME, and ``--db-path`` to a throwaway database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vipune_eval.errors import EvalError
+
+class VipuneError(EvalError):
+    """A vipune call failed; the message names the caller, the command line and stderr."""
+
+
+def isolated_env(home: Path, hf_home: Path | None = None) -> dict[str, str]:
+    """vipune's environment: a private HOME and XDG folders, no VIPUNE_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}
+    home = home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
+               XDG_STATE_HOME=str(home / ".local" / "state"))
+    if hf_home is not None:
+        env.update(HF_HOME=str(hf_home.resolve()), HF_HUB_OFFLINE="1")
+    return env
+
+
+def shown(cmd: list[str]) -> str:
+    """A command line for an error message, with a long last argument (a question) shortened."""
+    words = [str(c) for c in cmd]
+    if len(words[-1]) > 200:
+        words[-1] = words[-1][:200] + f"… ({len(words[-1])} characters)"
+    return " ".join(words)
+
+
+@dataclass(frozen=True)
+class VipuneSettings:
+    """How a job calls one vipune build: built by the CLI from the options every vipune command
+    shares."""
+
+    binary: str                 # as configured: a name on PATH or a path ("" for a build not configured now)
+    fingerprint: Path           # the fingerprint file the binary's bytes must match
+    hf_home: Path               # the hf-hub cache holding the model where vipune looks for it
+    tmp: Path                   # the job's scratch folder (private HOME, throwaway databases)
+    timeout: float = 300.0      # seconds per call
+
+
+@dataclass
+class Completed:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+class Vipune:
+    """One binary, run with an isolated environment rooted at ``home``."""
+
+    def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None) -> None:
+        self.binary, self.home, self.timeout = Path(binary), Path(home), timeout
+        self.env = isolated_env(self.home, hf_home)
+
+    # ------------------------------------------------------------ running
+    def run(self, args: list[str], where: str) -> Completed:
+        """Run ``vipune ARGS``; raise VipuneError only when it cannot start or hangs.
+
+        The binary runs in a session of its own, so a timeout kills a wrapper script's children
+        too (a shell wrapper around a build directory is common).
+        """
+        cmd = [str(self.binary), *args]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+        except (OSError, ValueError) as exc:  # ValueError: an argument holds a NUL byte
+            raise VipuneError(f"{where}: cannot run `{shown(cmd)}`: {exc}") from exc
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            raise VipuneError(
+                f"{where}: `{shown(cmd)}` did not finish within {self.timeout:g} s (vipune.timeout) "
+                f"and was killed with its children; stdout: {_text(out)[:300]!r} stderr: "
+                f"{_text(err)[-300:]!r}") from None
+        return Completed(cmd, proc.returncode, _text(out), _text(err), time.perf_counter() - start)
+
+    def call(self, args: list[str], where: str) -> Any:
+        """Run ``vipune --json ARGS``-style commands; return the parsed JSON or raise VipuneError."""
+        proc = self.run(args, where)
+        head = f"{where}: `{shown(proc.args)}` exited {proc.returncode}"
+        stderr = proc.stderr.strip()[-2000:]
+        if proc.returncode < 0:
+            raise VipuneError(f"{head} (killed by signal {-proc.returncode}); stderr: {stderr}")
+        try:
+            out = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            out = None
+        if proc.returncode != 0:
+            if isinstance(out, dict) and isinstance(out.get("error"), str):
+                message = out["error"]
+            else:
+                message = f"stdout: {proc.stdout.strip()[:500]!r}"
+            raise VipuneError(f"{head}: {message}; stderr: {stderr}")
+        if not isinstance(out, dict):
+            raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
+                              f"stderr: {stderr}")
+        return out
+
+    # ------------------------------------------------------------ commands
+    def version(self, where: str) -> str:
+        """``vipune --json version`` (against a throwaway database: every command opens one)."""
+        db = self.home / "version.db"
+        proc = self.run(["--db-path", str(db), "--json", "version"], where)
+        try:
+            version = json.loads(proc.stdout).get("version")
+        except (json.JSONDecodeError, AttributeError):
+            version = None
+        if proc.returncode != 0 or not isinstance(version, str) or not version:
+            raise VipuneError(
+                f"{where}: `{shown(proc.args)}` did not print vipune's version JSON "
+                f"(exit code {proc.returncode} after {proc.seconds:.1f} s); stdout: "
+                f"{proc.stdout.strip()[:300]!r} stderr: {proc.stderr.strip()[-300:]!r}. Is "
+                f"vipune.binary a working vipune? Try it by hand: `{shown(proc.args)}`")
+        return version
+
+    def has_command(self, name: str, where: str) -> bool:
+        return self.run([name, "--help"], where).returncode == 0
+
+    def import_file(self, db: Path, jsonl: Path, where: str) -> dict[str, Any]:
+        return self.call(["--db-path", str(db), "--json", "import", str(jsonl)], where)
+
+    def search_args(self, db: Path, project: str, query: str, limit: int, hybrid: bool) -> list[str]:
+        # --project=ID: an id starting with '-' must not read as a flag; '--' before the query.
+        return ["--db-path", str(db), f"--project={project}", "--json", "search",
+                "--hybrid" if hybrid else "--no-hybrid", "--recency", "0", "--limit", str(limit),
+                "--no-touch", "--", query]
+
+    def search(self, db: Path, project: str, query: str, limit: int, hybrid: bool,
+               where: str) -> tuple[list[dict[str, Any]], float]:
+        """One search; the hits (checked for shape and the limit) and the call's seconds."""
+        args = self.search_args(db, project, query, limit, hybrid)
+        start = time.perf_counter()
+        out = self.call(args, where)
+        seconds = time.perf_counter() - start
+        hits = out.get("results")
+        command = shown([str(self.binary), *args])
+        if not isinstance(hits, list) or not all(isinstance(h, dict) for h in hits):
+            raise VipuneError(f"{where}: `{command}`: the output has no 'results' list of objects: "
+                              f"{str(out)[:300]}")
+        if len(hits) > limit:
+            raise VipuneError(f"{where}: `{command}` returned {len(hits)} results, more than "
+                              f"--limit {limit} (a contract violation)")
+        return hits, seconds
+
+    def add(self, db: Path, project: str, text: str, where: str) -> dict[str, Any]:
+        return self.call(["--db-path", str(db), f"--project={project}", "--json", "add", "--force",
+                          "--", text], where)
+
+    def export(self, db: Path, out: Path, where: str) -> dict[str, Any]:
+        return self.call(["--db-path", str(db), "--json", "export", str(out)], where)
+
+    def doctor_fts(self, db: Path, where: str) -> dict[str, Any]:
+        return self.call(["--db-path", str(db), "--json", "doctor", "--fts"], where)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
