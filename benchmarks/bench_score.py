@@ -32,8 +32,11 @@ def bench_score(benchmark, work, search_view):
     v = search_view
     dest = work / "score"
     run = dest / "dense.run"
+    arms = dest / "arms.parquet"
     run_child(cli("search-reference", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]], shard=0,
-                  shards=1, limit=10, depth=10, retrievers=["dense"], outputs=[run]), dest / "search.log")
+                  shards=1, limit=10, depth=10, arms_out=arms), dest / "search.log")
+    run_child(cli("fuse-reference", arms=[arms], retriever="dense", limit=10, depth=10, outputs=[run]),
+              dest / "fuse.log")
     harness = lambda rep: run_child(cli(
         "score", qrels=v["qrels"], pairs=v["pairs"], runs=[run], ks=KS, measure_names=SEED_MEASURES, name="dense",
         run_out=dest / f"rep{rep}" / "dense.run", metrics_out=dest / f"rep{rep}" / "metrics.json"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from benchmarks.common import PYTHON, Figures, cli, interleaved, mean, run_child
+from benchmarks.common import PYTHON, Figures, cli, interleaved, mean, run_child, run_children
 
 RETRIEVERS = ["dense", "bm25", "bm25-or", "hybrid", "hybrid-or"]
 LIMIT = DEPTH = 10  # the session view's settings in the workflow
@@ -58,18 +58,23 @@ def bench_search_reference(benchmark, work, search_view):
     v = search_view
     dest = work / "search-reference"
     personas = pq.read_metadata(v["rows"]).num_rows
-    harness = lambda rep: run_child(cli(
-        "search-reference", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]], shard=0, shards=1,
-        limit=LIMIT, depth=DEPTH, retrievers=RETRIEVERS,
-        outputs=[dest / f"rep{rep}" / f"{r}.run" for r in RETRIEVERS]), dest / f"harness-{rep}.log")
+    def harness(rep: int):
+        """What the workflow runs: the shard's arms once, then one fusion per retriever."""
+        arms = dest / f"rep{rep}" / "arms.parquet"
+        return run_children([(cli("search-reference", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]],
+                                  shard=0, shards=1, limit=LIMIT, depth=DEPTH, arms_out=arms),
+                              dest / f"harness-{rep}-arms.log")]
+                            + [(cli("fuse-reference", arms=[arms], retriever=r, limit=LIMIT, depth=DEPTH,
+                                    outputs=[dest / f"rep{rep}" / f"{r}.run"]), dest / f"harness-{rep}-{r}.log")
+                               for r in RETRIEVERS])
     bare = lambda rep: run_child([PYTHON, "-c", BARE_REFERENCE, v["rows"], v["texts"], v["embeddings"], LIMIT],
                                  dest / f"bare-{rep}.log")
     runs = interleaved(benchmark, {"harness": harness, "bare": bare})
     assert runs["bare"][0].json()["personas"] == personas
 
-    fig = Figures(f"search-reference: {personas} personas, 5 retrievers, one process",
+    fig = Figures(f"search-reference + fuse-reference: {personas} personas, 5 retrievers (arms once, 5 fusions)",
                   ["", "wall s (mean)", "ms / persona", "CPU s", "peak RSS MiB"])
-    for name, label in (("harness", "vipune-eval search-reference"), ("bare", "bare numpy + FTS5 loop")):
+    for name, label in (("harness", "vipune-eval search-reference + fuse-reference"), ("bare", "bare numpy + FTS5 loop")):
         rs = runs[name]
         wall = mean([r.wall_s for r in rs])
         fig.row(label, wall, 1000 * wall / personas, mean([r.cpu_s for r in rs]), max(r.peak_rss_mib for r in rs))

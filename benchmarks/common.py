@@ -142,6 +142,13 @@ def run_child(argv: list[Any], log: Path, env: dict[str, str] | None = None) -> 
     return Child(u["wall_s"], u["cpu_s"], u["maxrss_kb"] / 1024, log.read_text())
 
 
+def run_children(steps: list[tuple[list[Any], Path]]) -> Child:
+    """Several commands one after the other, as one side: wall and CPU summed, the largest peak RSS."""
+    done = [run_child(argv, log) for argv, log in steps]
+    return Child(sum(c.wall_s for c in done), sum(c.cpu_s for c in done), max(c.peak_rss_mib for c in done),
+                 done[-1].stdout)
+
+
 def interleaved(benchmark: Any, sides: dict[str, Callable[[int], Any]], reps: int = REPS) -> dict[str, list[Any]]:
     """Call every side once per rep, alternating the order (rep 0 as given, rep 1 reversed, ...)
     so a change of load hits all sides; the sides' results by name. The reps are

@@ -11,7 +11,9 @@ from rank_bm25 import BM25Okapi
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
-from vipune_eval.stages.search.reference import persona_arms, run_fuse, search_persona, write_arms
+from support.search import search_persona
+from vipune_eval.stages.search.arms import persona_arms, write_arms
+from vipune_eval.stages.search.fuse import run_fuse
 
 
 def lme_order(corpus, question, n):
@@ -45,8 +47,8 @@ def test_bm25_lme_is_rank_bm25_itself(seed, limit, rank_all):
 
 def test_bm25_lme_is_a_preset_of_a_persona_family():
     spec = registry.spec("bm25-lme")
-    assert spec.use == "bm25-lme" and spec.lane == "reference" and not spec.from_arms
-    assert registry.spec("hybrid").from_arms and "bm25-lme" not in registry.DEFAULT
+    assert spec.use == "bm25-lme" and spec.kind is registry.Kind.PERSONA
+    assert registry.spec("hybrid").kind is registry.Kind.ARMS and "bm25-lme" not in registry.DEFAULT
     with pytest.raises(EvalError, match="unknown family 'bm25-lmee'.*bm25-lme"):
         registry.spec({"name": "x", "use": "bm25-lmee"})
 

@@ -42,8 +42,9 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
     # reference retrievers: the registry and vipune's contract constants, never the client
-    "search-reference": SHARD | {"stages.search.reference", "registry.retrievers", "vipune.contract"},
-    "fuse-reference": SHARD | {"stages.search.reference", "registry.retrievers", "vipune.contract"},
+    "search-reference": SHARD | {"stages.search.arms", "registry.retrievers", "vipune.contract"},
+    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "registry.retrievers", "vipune.contract"},
+    "search-family": SHARD | {"stages.search.family", "registry.retrievers", "vipune.contract"},
     "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
@@ -60,7 +61,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
               "core.paths"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
-         "search-reference", "fuse-reference", "search-plugin", "search-vipune", "preflight", "score")
+         "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "preflight", "score")
 
 
 def modules(command: str) -> set[str]:

@@ -57,7 +57,7 @@ def plugin_dir(tmp_path, monkeypatch):
 
 def test_a_file_plugin_is_called_with_a_frozen_haystack(plugin_dir):
     spec = registry.spec({"name": "newest", "use": "mine/plug.py:newest_first"})
-    assert spec.plugin and spec.lane == "reference"
+    assert spec.kind is registry.Kind.PLUGIN and spec.reference
     persona = make_persona()
     ranking = plugins.search(plugins.load(spec.use), persona, 3, spec.use)
     assert [r for r, _ in ranking] == ["q7::s4", "q7::s3", "q7::s2"]

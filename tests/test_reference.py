@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from vipune_eval.core.persona import Persona
-from vipune_eval.stages.search.reference import Bm25Index, candidate_pool, dense, fts_and_query, fts_or_query, rrf, search_persona
+from support.search import rrf, search_persona
+from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query
+from vipune_eval.vipune.contract import candidate_pool
 
 
 def make_persona(texts, vectors=None, query="", query_vector=None, created=None):

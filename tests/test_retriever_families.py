@@ -10,7 +10,10 @@ import pytest
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
-from vipune_eval.stages.search.reference import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, rrf, run_fuse, search_persona, write_arms
+from support.search import rrf, search_persona
+from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
+from vipune_eval.stages.search.fuse import run_fuse
+from vipune_eval.vipune.contract import candidate_pool
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()
 
@@ -33,7 +36,7 @@ def random_persona(seed=0, rows=40, repeats=8):
 def old_reference(persona, name, limit, rank_all=False):
     """The pre-registry algorithm (reference.py before issue 21), spelled out: arms searched to
     the candidate pool (every row with rank_all), RRF k = 25 over the pools."""
-    pool = registry.candidate_pool(limit)
+    pool = candidate_pool(limit)
     depth = max(pool, len(persona.row_ids)) if rank_all else pool
     index = Bm25Index(persona)
     arms = {"dense": dense(persona, depth),
@@ -77,7 +80,7 @@ def test_k_and_weights_give_weighted_rrf_scores():
     spec = registry.spec({"name": "w", "use": "hybrid", "k": 60, "weights": [2, 0.5], "query": "or"})
     indices, scores = registry.rank(arms, spec, 10)
     bm25 = arms.ranked["bm25-or"][0].tolist()
-    pool = registry.candidate_pool(10)
+    pool = candidate_pool(10)
     expected = 2 / 61 + (0.5 / (60 + bm25.index(dense_first) + 1) if dense_first in bm25[:pool] else 0)
     position = indices.tolist().index(dense_first) if dense_first in indices else None
     assert position is not None and scores[position] == pytest.approx(expected)
@@ -101,7 +104,7 @@ def test_pool_limits_the_candidates_of_each_arm():
 
 
 def test_fused_ties_go_to_the_smaller_row_id():
-    from vipune_eval.stages.search.reference import Arms
+    from vipune_eval.stages.search.arms import Arms
 
     def first(row_ids):
         crossed = {"dense": (np.array([0, 1], np.int32), np.zeros(2)),
@@ -189,7 +192,7 @@ def test_canonical_json_names_every_parameter_and_round_trips():
 
 def test_vipune_presets_name_the_setting_they_mirror():
     specs = registry.resolve(["vipune", "vipune-semantic", {"name": "h", "use": "hybrid"}, "dense"])
-    assert registry.uses_binary(specs) and [s.name for s in registry.reference(specs)] == ["h", "dense"]
+    assert registry.uses_binary(specs) and [s.name for s in specs if s.reference] == ["h", "dense"]
     assert registry.mirror_of(specs[0], specs) == "h"
     assert registry.mirror_of(specs[1], specs) == "dense"
     assert registry.mirror_of(specs[0], specs[:2]) is None

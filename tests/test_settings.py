@@ -33,6 +33,7 @@ def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
 
 @pytest.mark.parametrize("command, extra, settings", [
     ("search-reference", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
+    ("search-family", ["--retriever", "bm25-lme", "--out", "o.run"], {"shard": ShardSearch}),
     ("search-plugin", ["--retriever", "x.py:f", "--out", "o.run"], {"shard": ShardSearch}),
     ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json"],
      {"vipune": VipuneSettings, "model": ModelFiles}),

@@ -6,6 +6,7 @@ base with Holm's correction over the whole grid."""
 import pytest
 
 from vipune_eval.registry import retrievers as registry
+from vipune_eval.registry.retrievers import Kind
 from vipune_eval.stages.report import whatif
 from vipune_eval.plan import whatif_grid
 from vipune_eval.errors import EvalError
@@ -25,7 +26,7 @@ def test_grid_points_are_named_family_settings_in_grid_order():
     assert [v.name for v in got.variants] == ["hybrid~k=10~query=and", "hybrid~k=60~query=and",
                                               "hybrid~k=10~query=or", "hybrid~k=60~query=or"]
     assert got.variants[3].params == {"k": 60, "query": "or", "pool": None, "weights": [1.0, 1.0]}
-    assert all(v.lane == "reference" and v.use == "hybrid" for v in got.variants)
+    assert all(v.kind is Kind.ARMS and v.use == "hybrid" for v in got.variants)
     assert got.measure == "recall_any@5" and got.select_on == "dev" and got.confirm_on == "test"
     # a configured family setting as the base: its other parameters are kept
     assert lab({"query": ["or"]}, base="h60").variants[0].params["k"] == 60

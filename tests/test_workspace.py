@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,21 @@ time.sleep(60)
     holder.kill()
     holder.wait()
     hold_lock(results).close()  # a kill -9 leaves no lock behind
+
+
+def test_every_kind_of_retriever_has_a_search_rule_that_runs_its_command():
+    """One vocabulary for kinds of run (issue 28): the table says which rule searches each kind,
+    and that rule's shell line runs the table's command, a command of the CLI."""
+    import re
+
+    from vipune_eval.cli import COMMANDS
+    from vipune_eval.plan.workspace import SEARCHES
+    from vipune_eval.registry.retrievers import Kind
+
+    rules = (Path(__file__).resolve().parents[1] / "workflow" / "rules" / "search.smk").read_text()
+    assert set(SEARCHES) == set(Kind)
+    for kind, search in SEARCHES.items():
+        block = re.search(rf"^rule {search.rule}:\n(.*?)(?=^rule |\Z)", rules, re.M | re.S)
+        assert block, f"no rule {search.rule} for {kind}"
+        assert f'"vipune-eval {search.command} ' in block.group(1), search
+        assert search.command in COMMANDS

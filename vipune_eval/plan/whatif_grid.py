@@ -62,15 +62,15 @@ def variant_name(base: str, point: dict[str, Any]) -> str:
 
 
 def _base(name: Any, specs: Sequence[registry.Spec]) -> registry.Spec:
-    families = [s.name for s in specs if s.lane == "reference" and not s.plugin]
-    presets = [p.name for p in registry.PRESETS.values() if p.lane == "reference"]
+    families = [s.name for s in specs if s.family]
+    presets = [p.name for p in registry.PRESETS.values() if not p.binary]
     known = f"(configured family settings: {', '.join(families) or 'none'}; reference presets: {', '.join(presets)})"
     configured = next((s for s in specs if s.name == name), None)
     if configured is None and name in registry.PRESETS:
         configured = registry.spec(name)
-    if configured is None or configured.lane != "reference" or configured.plugin:
+    if configured is None or not configured.family:
         why = ("is the vipune binary, which the lab cannot vary: use its mirror, e.g. 'hybrid'"
-               if configured is not None and configured.lane == "vipune"
+               if configured is not None and configured.kind is registry.Kind.VIPUNE
                else "is a plugin, which has no parameters" if configured is not None
                else "is neither a configured retriever nor a preset")
         raise EvalError(f"whatif.base {name!r} {why} {known}")
@@ -107,7 +107,7 @@ def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec],
         if name in names:
             raise EvalError(f"whatif.grid: the point {point} is listed twice (variant {name})")
         names.add(name)
-        variants.append(registry.Spec(name, "reference", base.use, params,
+        variants.append(registry.Spec(name, base.kind, base.use, params,
                                       f"what-if variant of {base.name}: {family.description}"))
     return Lab(base, tuple(variants), {k: list(v) for k, v in grid.items()}, measure,
                block.get("select_on", "dev"))

@@ -24,7 +24,24 @@ from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.plan import whatif_grid
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.core.io import write_json_if_changed
+from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
+
+
+@dataclass(frozen=True)
+class Search:
+    """The rule that searches one kind of retriever, and the command its shell line runs."""
+
+    rule: str
+    command: str
+
+
+SEARCHES = {
+    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_reference
+    Kind.PERSONA: Search("search_family", "search-family"),
+    Kind.PLUGIN: Search("search_plugin", "search-plugin"),
+    Kind.VIPUNE: Search("search_vipune", "search-vipune"),
+}
 
 
 @dataclass(frozen=True)
@@ -37,8 +54,8 @@ class Run:
     spec: retrievers.Spec | None = None  # what a reference run runs (family setting or plugin)
 
     @property
-    def lane(self) -> str:
-        return "vipune" if self.binary is not None else "reference"
+    def kind(self) -> Kind:
+        return Kind.VIPUNE if self.binary is not None else self.spec.kind
 
     @property
     def status_run(self) -> str | None:
@@ -66,15 +83,11 @@ class Workspace:
     def retrievers(self) -> list[str]:
         return [s.name for s in self.specs]
 
-    @property
-    def reference(self) -> list[str]:
-        return [s.name for s in retrievers.reference(self.specs)]
-
     def runs(self) -> dict[str, Run]:
         """Run name → Run, for every retriever of every build that is scored."""
         out: dict[str, Run] = {}
         for s in self.specs:
-            if s.lane == "reference":
+            if s.reference:
                 out[s.name] = Run(s.name, s.name, spec=s)
             else:
                 out[self.run_of(s.name)] = Run(self.run_of(s.name), s.name, self.primary)
@@ -88,7 +101,7 @@ class Workspace:
     def run_of(self, retriever: str) -> str:
         """The run name of a configured retriever (the primary build for the vipune lane)."""
         spec = next(s for s in self.specs if s.name == retriever)
-        if spec.lane == "reference":
+        if spec.reference:
             return retriever
         return paths.vipune_run(self.primary, semantic=spec.mirror["use"] == "dense")
 
@@ -98,8 +111,6 @@ class Workspace:
                 return view
         raise EvalError(f"no configured view has the folder {folder!r}")
 
-    def binaries_to_search(self) -> list[str]:
-        return ([self.primary] if self.primary else []) + [b for b in self.builds if b != self.primary]
 
 
 def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +318,7 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
         "roles": retrievers.roles(ws.specs),
-        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.lane == "vipune"},
+        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.kind is Kind.VIPUNE},
         "primary": ws.primary, "builds": ws.builds,
         "baseline": ws.baseline,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},

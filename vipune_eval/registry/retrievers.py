@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Callable
 
 import numpy as np
@@ -47,9 +48,35 @@ def _weights(value: Any) -> tuple[float, float]:
     return (float(value[0]), float(value[1]))
 
 
+# ------------------------------------------------------------------ kinds of retriever and arms
+
+
+class Kind(Enum):
+    """What a configured retriever is; it decides the search rule that runs it
+    (vipune_eval.plan.workspace.SEARCHES)."""
+
+    ARMS = "arms"        # a family setting ranked from a persona's shared arms, fused per run
+    PERSONA = "persona"  # a family that ranks from the persona's own texts, per shard
+    PLUGIN = "plugin"    # a user's function, called per persona
+    VIPUNE = "vipune"    # the binary
+
+
+# The shared arms every ARMS family ranks from (vipune_eval.stages.search.arms computes them
+# once per persona): the dense arm and one bm25 arm per query form.
+DENSE_ARM = "dense"
+BM25_QUERIES = ("and", "or")  # and: every word quoted, vipune's implicit AND; or: the words OR-ed
+
+
+def bm25_arm(query: str) -> str:
+    return f"bm25-{query}"
+
+
+ARMS = (DENSE_ARM, *(bm25_arm(q) for q in BM25_QUERIES))
+
+
 # ------------------------------------------------------------------ how each family ranks
-# Each takes a persona's shared arms (vipune_eval.reference.Arms: row indices best first and
-# their scores, per arm), the family's parameters, the search limit and whether a single arm
+# Each takes a persona's shared arms (vipune_eval.stages.search.arms.Arms: row indices best first
+# and their scores, per arm), the family's parameters, the search limit and whether a single arm
 # ranks every row; it returns (row indices, scores), best first.
 
 
@@ -66,7 +93,7 @@ def _fusion(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.nda
     pool = params["pool"] or candidate_pool(limit)
     scores = np.zeros(len(arms.row_ids))
     member = np.zeros(len(arms.row_ids), bool)
-    for arm, weight in zip(("dense", f"bm25-{params['query']}"), params["weights"]):
+    for arm, weight in zip((DENSE_ARM, bm25_arm(params["query"])), params["weights"]):
         top = arms.ranked[arm][0][:pool]
         scores[top] += weight / (params["k"] + np.arange(1, len(top) + 1))
         member[top] = True
@@ -105,24 +132,22 @@ class Family:
     description: str
     rank: Callable[..., tuple[np.ndarray, np.ndarray]]
     params: dict[str, Param] = field(default_factory=dict)
-    # "arms": ranks from a persona's shared arms (fused per run from the arms files);
-    # "persona": ranks from the persona itself (its texts), searched per shard
-    source: str = "arms"
+    kind: Kind = Kind.ARMS  # ARMS (fused from the arms files) or PERSONA (searched per shard)
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("dense", "cosine over the cached vectors, vipune's semantic arm", _arm(lambda p: "dense")),
-    Family("bm25", "SQLite FTS5 bm25, one index per persona", _arm(lambda p: f"bm25-{p['query']}"), {
-        "query": Param(_choice("and", "or"), "and",
+    Family("dense", "cosine over the cached vectors, vipune's semantic arm", _arm(lambda p: DENSE_ARM)),
+    Family("bm25", "SQLite FTS5 bm25, one index per persona", _arm(lambda p: bm25_arm(p["query"])), {
+        "query": Param(_choice(*BM25_QUERIES), "and",
                        "and: every word quoted, vipune's implicit AND; or: the words OR-ed")}),
     Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", _fusion, {
         "k": Param(_int(1), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
-        "query": Param(_choice("and", "or"), "and", "the bm25 arm's query"),
+        "query": Param(_choice(*BM25_QUERIES), "and", "the bm25 arm's query"),
         "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
                       "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),
         "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
     Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
-                       "run_retrieval.py flat-bm25)", _bm25_lme, source="persona"),
+                       "run_retrieval.py flat-bm25)", _bm25_lme, kind=Kind.PERSONA),
 )}
 
 
@@ -131,23 +156,24 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 
 @dataclass(frozen=True)
 class Spec:
-    """One configured retriever: its run name, lane and what it runs."""
+    """One configured retriever: its run name, kind and what it runs."""
 
     name: str
-    lane: str                       # "reference" (family or plugin) or "vipune" (the binary)
+    kind: Kind
     use: str                        # a family name, a plugin "target:function", or "vipune"
     params: dict[str, Any] = field(default_factory=dict)  # every family parameter, defaults filled
     description: str = ""
     mirror: dict[str, Any] | None = None  # the family setting a vipune-lane retriever must agree with
 
     @property
-    def plugin(self) -> bool:
-        return ":" in self.use
+    def family(self) -> bool:
+        """A family setting (ranked from the arms or from the persona): it has parameters."""
+        return self.kind in (Kind.ARMS, Kind.PERSONA)
 
     @property
-    def from_arms(self) -> bool:
-        """A family setting fused from the shared arms (not a plugin, not a persona family)."""
-        return self.lane == "reference" and not self.plugin and FAMILIES[self.use].source == "arms"
+    def reference(self) -> bool:
+        """Runs on the cached vectors without the binary."""
+        return self.kind is not Kind.VIPUNE
 
     def canonical(self) -> str:
         """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
@@ -162,21 +188,21 @@ class Spec:
 @dataclass(frozen=True)
 class Preset:
     name: str
-    lane: str
+    binary: bool  # the vipune binary (its setting is the one it mirrors) or a reference family
     description: str
     setting: dict[str, Any]  # the family setting (reference) or the setting it mirrors (vipune)
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("vipune", "vipune", "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
-    Preset("vipune-semantic", "vipune",
+    Preset("vipune", True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
+    Preset("vipune-semantic", True,
            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
-    Preset("dense", "reference", "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
-    Preset("bm25", "reference", "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
-    Preset("bm25-or", "reference", "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
-    Preset("hybrid", "reference", "RRF (k = 25) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
-    Preset("hybrid-or", "reference", "RRF (k = 25) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
-    Preset("bm25-lme", "reference", "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
+    Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
+    Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
+    Preset("bm25-or", False, "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
+    Preset("hybrid", False, "RRF (k = 25) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
+    Preset("hybrid-or", False, "RRF (k = 25) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
+    Preset("bm25-lme", False, "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
            {"use": "bm25-lme"}),
 )}
 NAMES = tuple(PRESETS)
@@ -215,9 +241,9 @@ def _preset(name: str) -> Spec:
     setting = dict(preset.setting)
     family = setting.pop("use")
     params = family_params(family, setting, f"preset {name!r}")
-    if preset.lane == "vipune":
-        return Spec(name, "vipune", "vipune", {}, preset.description, {"use": family, **params})
-    return Spec(name, "reference", family, params, preset.description)
+    if preset.binary:
+        return Spec(name, Kind.VIPUNE, "vipune", {}, preset.description, {"use": family, **params})
+    return Spec(name, FAMILIES[family].kind, family, params, preset.description)
 
 
 def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
@@ -250,8 +276,9 @@ def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
             # parse specs with check_plugin=False), so their code versions do not include plugins.py.
             import importlib
             importlib.import_module("vipune_eval.stages.search.plugin").load(use)
-        return Spec(name, "reference", use, {}, f"plugin {use}")
-    return Spec(name, "reference", use, family_params(use, entry, where), FAMILIES.get(use).description)
+        return Spec(name, Kind.PLUGIN, use, {}, f"plugin {use}")
+    params = family_params(use, entry, where)
+    return Spec(name, FAMILIES[use].kind, use, params, FAMILIES[use].description)
 
 
 def resolve(entries: list[Any], check_plugins: bool = True) -> list[Spec]:
@@ -288,12 +315,8 @@ def rank(arms: Any, s: Spec, limit: int, rank_all: bool = False) -> tuple[np.nda
     return FAMILIES[s.use].rank(arms, s.params, limit, rank_all)
 
 
-def reference(specs: list[Spec]) -> list[Spec]:
-    return [s for s in specs if s.lane == "reference"]
-
-
 def uses_binary(specs: list[Spec]) -> bool:
-    return any(s.lane == "vipune" for s in specs)
+    return any(s.kind is Kind.VIPUNE for s in specs)
 
 
 def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:
@@ -301,7 +324,7 @@ def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:
     setting = dict(setting)
     family = setting.pop("use")
     full = {"use": family, **family_params(family, setting, "setting")}
-    return next((s.name for s in specs if s.lane == "reference" and not s.plugin and s.setting() == full), None)
+    return next((s.name for s in specs if s.family and s.setting() == full), None)
 
 
 def mirror_of(binary: Spec, specs: list[Spec]) -> str | None:

@@ -11,6 +11,7 @@ from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
+from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
 
 try:
@@ -32,16 +33,13 @@ VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
     View("official", g).folder for g in OFFICIAL_GRANULARITIES
 ]
 RUNS = WS.runs()
-# Reference runs by kind: family settings fuse the shared arms, plugins run per shard.
-FAMILY_RUNS = [r for r in RUNS.values() if r.spec and r.spec.from_arms]
-# Families that rank from the persona itself (bm25-lme) search per shard.
-PERSONA_RUNS = [
-    r for r in RUNS.values() if r.spec and not r.spec.plugin and not r.spec.from_arms
-]
-PLUGIN_RUNS = [r for r in RUNS.values() if r.spec and r.spec.plugin]
+# The runs of each kind of retriever (W.SEARCHES names the search job that makes them).
+RUNS_OF = {kind: [r for r in RUNS.values() if r.kind is kind] for kind in W.SEARCHES}
 try:
     # A plugin's source bytes are its search jobs' code version (editing it reruns them only).
-    PLUGIN_SOURCES = {r.name: W.plugin_source_digest(r.spec) for r in PLUGIN_RUNS}
+    PLUGIN_SOURCES = {
+        r.name: W.plugin_source_digest(r.spec) for r in RUNS_OF[Kind.PLUGIN]
+    }
 except EvalError as exc:
     sys.exit(f"vipune-eval: {exc}")
 

@@ -47,7 +47,7 @@ rule fuse_reference:
     benchmark:
         "results/benchmarks/{view}fuse_reference/{run}.tsv"
     wildcard_constraints:
-        run=runs_pattern(FAMILY_RUNS),
+        run=runs_pattern(RUNS_OF[Kind.ARMS]),
     conda:
         ENV
     threads: 1
@@ -55,7 +55,7 @@ rule fuse_reference:
         mem_mb=2000,
         runtime=30,
     params:
-        code=code_version("fuse-reference"),
+        code=code_version(W.SEARCHES[Kind.ARMS].command),
         retriever=retriever_spec,
         options=search_options,
         rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
@@ -77,7 +77,7 @@ rule search_family:
     benchmark:
         "results/benchmarks/{view}search_family/{run}/shard-{shard}-of-{shards}.tsv"
     wildcard_constraints:
-        run=runs_pattern(PERSONA_RUNS),
+        run=runs_pattern(RUNS_OF[Kind.PERSONA]),
     conda:
         ENV
     threads: 1
@@ -85,14 +85,14 @@ rule search_family:
         mem_mb=3000,
         runtime=60,
     params:
-        code=code_version("search-reference"),
+        code=code_version(W.SEARCHES[Kind.PERSONA].command),
         retriever=retriever_spec,
         options=search_options,
         rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
     shell:
-        "vipune-eval search-reference --rows {input.rows} --texts {input.texts}"
+        "vipune-eval search-family --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} {params.rank_all} --retrievers {params.retriever:q} --outputs {output} 2> {log}"
+        " {params.options} {params.rank_all} --retriever {params.retriever:q} --out {output} 2> {log}"
 
 
 # A plugin retriever (a user's function) over one shard of personas.
@@ -108,7 +108,7 @@ rule search_plugin:
     benchmark:
         "results/benchmarks/{view}search_plugin/{run}/shard-{shard}-of-{shards}.tsv"
     wildcard_constraints:
-        run=runs_pattern(PLUGIN_RUNS),
+        run=runs_pattern(RUNS_OF[Kind.PLUGIN]),
     conda:
         ENV
     threads: 1
@@ -116,7 +116,7 @@ rule search_plugin:
         mem_mb=3000,
         runtime=60,
     params:
-        code=code_version("search-plugin"),
+        code=code_version(W.SEARCHES[Kind.PLUGIN].command),
         plugin=lambda wildcards: PLUGIN_SOURCES[wildcards.run],
         retriever=retriever_spec,
         options=search_options,
@@ -186,7 +186,7 @@ rule search_vipune:
         mem_mb=3000,
         runtime=120,
     params:
-        code=code_version("search-vipune"),
+        code=code_version(W.SEARCHES[Kind.VIPUNE].command),
         binary=binary_path,
         options=search_options,
         timeout=config["vipune"]["timeout"],

@@ -165,10 +165,10 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str) -> Rankin
 
 def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
     """A plugin's run over one shard of personas: ``k`` = the search limit."""
-    from vipune_eval.registry.retrievers import from_argument
+    from vipune_eval.registry.retrievers import Kind, from_argument
 
     spec = from_argument(retriever)
-    if not spec.plugin:
+    if spec.kind is not Kind.PLUGIN:
         raise EvalError(f"search-plugin: {retriever} is not a plugin")
     fn = load(spec.use)
     runs: list[tuple[str, list[str]]] = []
