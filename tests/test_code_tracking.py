@@ -54,8 +54,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                                   "vipune.import_format", "vipune.contract"},
     "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included)
-    "report": {"stages.report.report", "stages.report.diagnostics", "stages.report.whatif",
-               "stages.report.projection", "stages.embed.tally", "registry.measures", "registry.views",
+    "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
+               "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection", "stages.embed.tally", "registry.measures", "registry.views",
                "registry.granularities", "core.paths", "core.stats", "core.trec"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
@@ -153,7 +153,7 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "stages.filter.split": {"filter"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "registry.measures": {"score", "report", "plots"},
-    "stages.report.report": {"report"},  # the report's Markdown
+    "stages.report.markdown": {"report"},  # the report's Markdown
     "core.io": RULES,  # shared by every stage: legitimately everything
 }
 

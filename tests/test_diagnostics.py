@@ -1,7 +1,5 @@
 """Diagnostics on hand-built metrics: truncation split, empty AND query, agreement, gold ranks."""
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from vipune_eval.stages.report import diagnostics
@@ -12,13 +10,12 @@ def per_query(rows):
                           for q, (r, ranked) in rows.items()}}
 
 
-def test_truncation_splits_recall_by_truncated_gold(tmp_path):
-    path = tmp_path / "e.parquet"
-    pq.write_table(pa.table({"text_id": ["t1", "t2", "t3"], "truncated": [True, False, False]}), path)
+def test_truncation_splits_recall_by_truncated_gold():
+    truncated = {"t1": True, "t2": False, "t3": False}
     pairs = [{"question_id": "a", "gold": ["s1"], "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
              {"question_id": "b", "gold": ["s3"], "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]}]
     metrics = {"x": per_query({"a": (0.0, []), "b": (1.0, ["s3"])})}
-    out = diagnostics.truncation(pairs, [path], metrics, 1)
+    out = diagnostics.truncation(pairs, truncated, metrics, 1)
     assert out["truncated_share"] == pytest.approx(1 / 3) and out["pairs_with_truncated_gold"] == 1
     assert out["recall@1"]["x"] == {"truncated_gold": 0.0, "untruncated_gold": 1.0}
 
@@ -45,7 +42,7 @@ def test_gold_ranks_worst_first():
 
 def test_report_text_when_every_gold_session_is_truncated():
     """Regression: the Markdown crashed when no pair was left without a truncated gold session."""
-    from vipune_eval.stages.report.report import diagnostics_markdown
+    from vipune_eval.stages.report.markdown import diagnostics_markdown
 
     report = {"diagnostics": {
         "truncation": {"truncated_share": 1.0, "session_texts": 2, "pairs_with_truncated_gold": 1,

@@ -288,7 +288,7 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
     from vipune_eval.stages.report.plots import run_plots
-    from vipune_eval.stages.report.report import markdown
+    from vipune_eval.stages.report.markdown import render
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -298,4 +298,4 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     path.write_text(json.dumps(report))
     run_plots(path, tmp_path / "plots")
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
-    assert "| vipune |" in markdown(report)
+    assert "| vipune |" in render(report)

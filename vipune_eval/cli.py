@@ -164,7 +164,7 @@ COMMANDS: dict[str, Command] = {
                           (["--turn-to-session"], {"action": "store_true",
                                                    "help": "LongMemEval's turn→session scoring"}),
                           (["--name"], {"required": True}), (["--run-out"], P), (["--metrics-out"], P))),
-    "report": Command("stages.report.report:run_report", "collect metrics and provenance into report.json / report.md",
+    "report": Command("stages.report.build:run_report", "collect metrics and provenance into report.json / report.md",
                       (), _opt((["--manifest"], P), (["--out-json"], P), (["--out-md"], P))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P))),

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pyarrow.parquet as pq
 
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def truncation(pairs: list[dict[str, Any]], embeddings: list[Path], metrics: dict[str, dict[str, Any]],
+def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics: dict[str, dict[str, Any]],
                k: int) -> dict[str, Any]:
     """Share of row texts over the model's 512 tokens, and recall@k with and without them.
 
-    ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``)."""
-    truncated: dict[str, bool] = {}
-    for path in embeddings:
-        table = pq.read_table(path, columns=["text_id", "truncated"])
-        truncated.update(zip(table.column("text_id").to_pylist(), table.column("truncated").to_pylist()))
+    ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``);
+    ``truncated``: text id → cut at the model's limit when embedded."""
     rows = {t for p in pairs for t in p["row_text_ids"]}
     hit = {p["question_id"] for p in pairs
            if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])}

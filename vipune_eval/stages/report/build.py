@@ -1,0 +1,280 @@
+"""report: the numbers, their intervals, paired comparisons, diagnostics and provenance, as
+report.json for scripts and report.md for people.
+
+Its inputs come from a manifest (written at parse time, plan.workspace.report_manifest) that names
+every view, every run's metrics and every build. ``load`` reads every file the report needs, once;
+``build`` turns what was loaded into the report (pure: no file is read there, so it is tested on
+hand-made inputs); stages.report.markdown renders it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from vipune_eval import __version__
+from vipune_eval.core.io import atomic_path, read_json, write_json
+from vipune_eval.core.stats import adjust_family, compare_runs
+from vipune_eval.core.trec import read_qrels
+from vipune_eval.registry import measures
+from vipune_eval.registry.views import PRIMARY
+from vipune_eval.stages.embed.tally import Tally, read_tallies
+from vipune_eval.stages.report import diagnostics, projection, whatif
+from vipune_eval.stages.report.markdown import render
+from vipune_eval.stages.report.published import PUBLISHED, beside_published
+
+
+@dataclass
+class View:
+    """One view as the report needs it: its manifest entry and what its files hold."""
+
+    entry: dict[str, Any]               # the manifest's entry (names, paths, ks, measures)
+    summary: dict[str, Any]             # the filter's summary.json
+    metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
+    counts: dict[str, int]              # rows, unique texts, tokens embedded
+
+
+@dataclass
+class Loaded:
+    """Everything the report reads, read once (``load``)."""
+
+    manifest: dict[str, Any]
+    views: list[View]                   # the primary first
+    gold: dict[str, set[str]]           # the primary view's qrels
+    rows_with_gold: list[dict[str, Any]]  # the primary view's rows, with each pair's gold
+    truncated: dict[str, bool]          # text id → cut at the model's limit (the primary's texts)
+    tallies: list[Tally]                # the embed jobs' tallies, every view's shards
+    builds: dict[str, dict[str, Any]]   # build id → its primary-view metrics (vipune.compare)
+    lab: dict[str, dict[str, Any]]      # what-if run name → its metrics (runs not configured)
+    fingerprints: dict[str, dict[str, Any]]  # build id → fingerprint
+    preflights: dict[str, dict[str, Any]]    # build id → preflight result
+    dataset: dict[str, Any]
+    model: dict[str, Any]
+    config: dict[str, Any]
+
+
+def _view_counts(view: dict[str, Any]) -> dict[str, int]:
+    rows = pq.read_table(view["rows"], columns=["row_keys"]).column("row_keys")
+    tokens = texts = 0
+    for path in view["embeddings"]:
+        column = pq.read_table(path, columns=["tokens"]).column("tokens")
+        tokens += int(sum(column.to_pylist()))
+        texts += len(column)
+    return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
+
+
+def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = pq.read_table(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
+    gold = {p["question_id"]: p["gold"] for p in
+            pq.read_table(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
+    return [{**r, "gold": gold[r["question_id"]]} for r in rows]
+
+
+def _truncated(embeddings: list[str]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for path in embeddings:
+        table = pq.read_table(path, columns=["text_id", "truncated"])
+        out.update(zip(table.column("text_id").to_pylist(), table.column("truncated").to_pylist()))
+    return out
+
+
+def load(manifest: dict[str, Any]) -> Loaded:
+    views = [View(v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()},
+                  _view_counts(v)) for v in manifest["views"]]
+    primary = manifest["views"][0]
+    lab = manifest.get("whatif")
+    lab_runs = [lab["base"], *lab["variants"]] if lab else []
+    return Loaded(
+        manifest=manifest, views=views,
+        gold={qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()},
+        rows_with_gold=_rows_with_gold(primary), truncated=_truncated(primary["embeddings"]),
+        tallies=read_tallies(list(dict.fromkeys(p for v in manifest["views"] for p in v["embeddings"]))),
+        builds={b: read_json(path) for b, path in primary["builds"].items()},
+        lab={e["name"]: read_json(e["metrics"]) for e in lab_runs if e["name"] not in views[0].metrics},
+        fingerprints={b: read_json(path) for b, path in manifest["fingerprints"].items()},
+        preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
+        dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
+        config=read_json(manifest["config"]))
+
+
+def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
+            ks: list[int]) -> list[dict[str, Any]]:
+    """Pairs whose gold sessions in the top k differ between the baseline and the current run."""
+    out = []
+    for qid in sorted(set(current["per_query"]) & set(baseline["per_query"])):
+        relevant = gold[qid]
+        now, before = current["per_query"][qid]["ranked"], baseline["per_query"][qid]["ranked"]
+        entry: dict[str, Any] = {}
+        for k in ks:
+            found_now, found_before = relevant & set(now[:k]), relevant & set(before[:k])
+            if found_now != found_before:
+                entry[f"gained@{k}"] = sorted(found_now - found_before)
+                entry[f"lost@{k}"] = sorted(found_before - found_now)
+                entry[f"recall@{k}"] = [len(found_before) / len(relevant), len(found_now) / len(relevant)]
+        if entry:
+            out.append({"question_id": qid, "question_type": current["per_query"][qid]["question_type"],
+                        **entry})
+    return out
+
+
+def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> dict[str, Any]:
+    """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
+    shared = sorted(set(a["per_query"]) & set(b["per_query"]))
+    rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
+    rows_b = {q: {k: b["per_query"][q][k] for k in keys} for q in shared}
+    categories = {q: a["per_query"][q]["question_type"] for q in shared}
+    return compare_runs(rows_a, rows_b, keys, categories, name_a=name_a, name_b=name_b)
+
+
+def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
+    entry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
+             "intervals": m["intervals"], "per_category": m["per_category"],
+             "short_lists": m["short_lists"]}
+    if "metrics_all" in m:  # the official protocol's second question set
+        entry.update({k: m[k] for k in ("pairs_all", "metrics_all", "intervals_all")})
+    if "search_seconds" in m:
+        entry["search_seconds"] = m["search_seconds"]
+    return entry
+
+
+def _view_block(view: View) -> dict[str, Any]:
+    e = view.entry
+    return {"protocol": e["protocol"], "granularity": e["granularity"],
+            "description": e["description"], "ks": e["ks"], "pairs": view.summary["pairs"],
+            "qrels": e["qrels"], "summary": view.summary, "measures": measures.definitions(e["measures"]),
+            **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
+
+
+def build(loaded: Loaded) -> dict[str, Any]:
+    """The report from what ``load`` read (no file is read here)."""
+    manifest = loaded.manifest
+    primary = loaded.views[0]
+    ks = primary.entry["ks"]
+    keys = measures.keys(ks, primary.entry["measures"])
+    k = measures.primary_k(ks)
+    summary = primary.summary
+    metrics = primary.metrics
+    report: dict[str, Any] = {
+        "pairs": summary["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
+        "measures": measures.definitions(primary.entry["measures"]), "dataset": summary,
+        "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
+        "retriever_settings": manifest.get("settings", {}),
+        "corpus": manifest.get("corpus"),
+    }
+    subject = "vipune" if "vipune" in metrics else next(iter(metrics))
+    report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
+                             for other in metrics if other != subject}
+    report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
+    report["builds"] = builds(loaded, keys, ks)
+    entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
+    if entry:
+        report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}
+    report["splits"] = {name: {"pairs": summary["split"][name], "retrievers": {
+        r: {"metrics": {key: m["per_split"][name][key] for key in keys},
+            "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
+        for name in ("dev", "test")}
+    report["granularities"] = granularities(loaded.views, keys)
+    if manifest.get("whatif"):
+        report["whatif"] = whatif_block(manifest["whatif"], {**loaded.lab, **metrics})
+    official = [v for v in loaded.views if v.entry["protocol"] == "official"]
+    if official and official[0].entry["granularity"] == PRIMARY.granularity:
+        view = official[0].entry
+        block = report["views"][view["name"]]
+        report["official"] = {"protocol": view["description"], "pairs": block["pairs"],
+                              "skipped_without_user_side_evidence": block["summary"]["skipped_without_user_side_evidence"],
+                              "pairs_with_empty_gold": block["summary"]["pairs_with_empty_gold"],
+                              "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
+                              "pairs_all": block["summary"]["pairs_all"],
+                              "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
+                              "published": PUBLISHED,
+                              "beside_published": beside_published(block["retrievers"], report.get("corpus"))}
+    mirrors, roles = manifest["mirrors"], manifest["roles"]
+    report["diagnostics"] = {
+        "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
+        "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
+        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
+        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
+                                                          mirrors.get("vipune-semantic")),
+        "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
+    }
+    report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
+    report["provenance"] = {
+        "dataset": loaded.dataset, "model": loaded.model,
+        "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
+        "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
+        "builds": loaded.fingerprints,
+        "split": {"seed": summary["split"]["seed"], "dev_fraction": summary["split"]["dev_fraction"],
+                  "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
+                          "round(dev_fraction × n) are dev"},
+        "views": {view.entry["name"]: view.entry["description"] for view in loaded.views},
+        "config": loaded.config,
+        "package": {"name": "vipune-eval", "version": __version__},
+    }
+    return report
+
+
+def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        return {"name": entry["name"], "params": entry["params"], "run": entry["run"],
+                "per_query": metrics[entry["name"]]["per_query"]}
+
+    block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]),
+                           [run(v) for v in lab["variants"]])
+    return {**block, "grid": lab["grid"]}
+
+
+def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any]]:
+    """One entry per vipune build, the primary first; the others compared with the primary, Holm
+    over every comparison of every build."""
+    manifest, metrics = loaded.manifest, loaded.views[0].metrics
+    if not manifest.get("primary") or "vipune" not in metrics:
+        return []
+    # the order is the configuration's (vipune.compare)
+    runs = {manifest["primary"]: metrics["vipune"], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    out = []
+    for build_id, m in runs.items():
+        fingerprint = loaded.fingerprints[build_id]
+        entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
+                 **retriever_entry(m)}
+        if build_id in loaded.preflights:
+            preflight = loaded.preflights[build_id]
+            entry["follows_contract"] = preflight.get("follows_contract", True)
+            entry["failed_checks"] = preflight.get("failed_checks", [])
+        out.append(entry)
+    primary = runs[manifest["primary"]]
+    compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])
+                              for b, m in runs.items() if b != manifest["primary"]})
+    for entry in out[1:]:
+        entry["comparison"] = compared[entry["id"]]
+        entry["changes"] = changes(runs[entry["id"]], primary, loaded.gold, ks)
+    return out
+
+
+def granularities(views: list[View], keys: list[str]) -> dict[str, Any]:
+    """The seed protocol's granularities side by side; each against session, per retriever."""
+    seed = [v for v in views if v.entry["protocol"] == "seed"]
+    if len(seed) < 2:
+        return {}
+    session = seed[0].metrics
+    out: dict[str, Any] = {}
+    for view in seed:
+        g = view.entry["granularity"]
+        out[g] = {"pairs": view.summary["pairs"], **view.counts,
+                  "retrievers": {name: retriever_entry(e) for name, e in view.metrics.items()}}
+        if g != PRIMARY.granularity:
+            out[g]["vs_session"] = {
+                name: comparison(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
+                for name, e in view.metrics.items() if name in session}
+    return out
+
+
+def run_report(manifest: Path, out_json: Path, out_md: Path) -> dict[str, Any]:
+    report = build(load(read_json(manifest)))
+    write_json(out_json, report)
+    with atomic_path(out_md) as tmp:
+        tmp.write_text(render(report), encoding="utf-8")
+    return report
