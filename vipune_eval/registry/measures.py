@@ -1,6 +1,7 @@
 """The table of measures: every metric key, what computes it and its definition (one owner).
 
-Score, report, diagnostics and plots read this table; nothing else spells a metric name.
+Score, report, diagnostics and plots read this table and build metric keys with ``key``; the
+captions of the HTML report get ``primary_k`` through the plots rule's params.
 """
 
 from __future__ import annotations
@@ -47,23 +48,29 @@ def primary_k(ks: Sequence[int]) -> int:
     return PRIMARY_K if PRIMARY_K in ks else max(ks)
 
 
-def primary_key(ks: Sequence[int]) -> str:
-    return f"{PRIMARY}@{primary_k(ks)}"
+def key(name: str, k: int | None = None) -> str:
+    """The metric key of measure ``name`` at cut-off ``k``: recall, 5 → recall@5; mrr → mrr."""
+    return f"{name}@{k}" if BY_NAME[name].at_k else name
+
+
+def cutoff(metric_key: str) -> int | None:
+    """The k of a metric key (recall@5 → 5; mrr → None)."""
+    return int(metric_key.split("@", 1)[1]) if "@" in metric_key else None
 
 
 def keys(ks: Sequence[int], names: Sequence[str] = SEED) -> list[str]:
     """Metric keys in table order: every at-k measure at every k, then the others."""
-    out = [f"{name}@{k}" for name in names if BY_NAME[name].at_k for k in ks]
-    return out + [name for name in names if not BY_NAME[name].at_k]
+    out = [key(name, k) for name in names if BY_NAME[name].at_k for k in ks]
+    return out + [key(name) for name in names if not BY_NAME[name].at_k]
 
 
-def measure_of(key: str) -> Measure:
-    return BY_NAME[key.split("@", 1)[0]]
+def measure_of(metric_key: str) -> Measure:
+    return BY_NAME[metric_key.split("@", 1)[0]]
 
 
-def is_binary(key: str) -> bool:
+def is_binary(metric_key: str) -> bool:
     """True for metric keys whose per-pair values are 0/1 (recall_any@k, recall_all@k)."""
-    return measure_of(key).binary
+    return measure_of(metric_key).binary
 
 
 def definitions(names: Sequence[str]) -> dict[str, str]:

@@ -59,10 +59,10 @@ def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int]
             if official and (turn_to_session or "recall_any" in names):
                 scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
                           else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
-                row.update({f"{name}@{k}": scores[name] for name in LONGMEMEVAL
-                            if f"{name}@{k}" in row})
-            elif f"recall_all@{k}" in row:
-                row[f"recall_all@{k}"] = 1.0 if row[f"recall@{k}"] >= 1.0 - 1e-9 else 0.0
+                row.update({measures.key(name, k): scores[name] for name in LONGMEMEVAL
+                            if measures.key(name, k) in row})
+            elif measures.key("recall_all", k) in row:
+                row[measures.key("recall_all", k)] = 1.0 if row[measures.key("recall", k)] >= 1.0 - 1e-9 else 0.0
     return values
 
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from vipune_eval.core.io import atomic_path, log, text_id
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import granularities
-from vipune_eval.stages.filter.chunking import make_chunker
+from vipune_eval.stages.filter.chunking import Chunker
 from vipune_eval.stages.filter.official import official_rows
 from vipune_eval.stages.filter.reader import Instance, Row, created_at_of, usable_instances
 
@@ -88,7 +88,7 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
     granularity = kind.name
     if kind.needs_tokenizer and tokenizer is None:
         raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")
-    chunker = make_chunker(tokenizer) if kind.needs_tokenizer else None
+    chunker = Chunker(tokenizer) if kind.needs_tokenizer else None
     counts: Counter = Counter()
     with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
         texts = _TextWriter(tmp_texts)

@@ -113,7 +113,7 @@ def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, s
             if found_now != found_before:
                 entry[f"gained@{k}"] = sorted(found_now - found_before)
                 entry[f"lost@{k}"] = sorted(found_before - found_now)
-                entry[f"recall@{k}"] = [len(found_before) / len(relevant), len(found_now) / len(relevant)]
+                entry[measures.key(measures.PRIMARY, k)] = [len(found_before) / len(relevant), len(found_now) / len(relevant)]
         if entry:
             out.append({"question_id": qid, "question_type": current["per_query"][qid]["question_type"],
                         **entry})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vipune_eval.registry import measures
+
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
@@ -15,6 +17,7 @@ def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics:
 
     ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``);
     ``truncated``: text id → cut at the model's limit when embedded."""
+    key = measures.key(measures.PRIMARY, k)
     rows = {t for p in pairs for t in p["row_text_ids"]}
     hit = {p["question_id"] for p in pairs
            if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])}
@@ -22,13 +25,13 @@ def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics:
         "session_texts": len(rows),
         "truncated_share": sum(truncated[t] for t in rows) / len(rows),
         "pairs_with_truncated_gold": len(hit),
-        f"recall@{k}": {},
+        key: {},
     }
     for name, entry in metrics.items():
         rows = entry["per_query"]
-        out[f"recall@{k}"][name] = {
-            "truncated_gold": _mean([r[f"recall@{k}"] for q, r in rows.items() if q in hit]),
-            "untruncated_gold": _mean([r[f"recall@{k}"] for q, r in rows.items() if q not in hit]),
+        out[key][name] = {
+            "truncated_gold": _mean([r[key] for q, r in rows.items() if q in hit]),
+            "untruncated_gold": _mean([r[key] for q, r in rows.items() if q not in hit]),
         }
     return out
 
@@ -48,7 +51,7 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
         hybrid, hybrid_or = metrics[hybrid_name]["per_query"], metrics[or_name]["per_query"]
         differ = [q for q in hybrid if hybrid[q]["ranked"][:k] != hybrid_or[q]["ranked"][:k]]
         out[f"hybrid_vs_hybrid_or_top{k}_differs"] = len(differ)
-        key = f"recall@{k}"
+        key = measures.key(measures.PRIMARY, k)
         out[f"{key}_on_empty_and_pairs"] = {
             hybrid_name: _mean([hybrid[q][key] for q in empty]),
             or_name: _mean([hybrid_or[q][key] for q in empty])}
@@ -76,11 +79,12 @@ def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
 
 def gold_ranks(entry: dict[str, Any], gold: dict[str, set[str]], k: int) -> list[dict[str, Any]]:
     """Per pair, the rank of each gold session (None: not in the results), worst pairs first."""
+    recall, mrr = measures.key(measures.PRIMARY, k), measures.key("mrr")
     rows = []
     for qid, row in entry["per_query"].items():
         ranked = row["ranked"]
         ranks = {g: (ranked.index(g) + 1 if g in ranked else None) for g in sorted(gold[qid])}
         rows.append({"question_id": qid, "question_type": row["question_type"],
-                     f"recall@{k}": row[f"recall@{k}"], "mrr": row["mrr"], "gold_ranks": ranks})
-    rows.sort(key=lambda r: (r[f"recall@{k}"], r["mrr"], r["question_id"]))
+                     recall: row[recall], mrr: row[mrr], "gold_ranks": ranks})
+    rows.sort(key=lambda r: (r[recall], r[mrr], r["question_id"]))
     return rows

@@ -52,7 +52,7 @@ def render(report: dict[str, Any]) -> str:
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
     categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
-    for key in [f"recall@{kk}" for kk in ks]:
+    for key in [measures.key(measures.PRIMARY, kk) for kk in ks]:
         lines += ["", f"## {key} per category", "",
                   "| retriever | " + " | ".join(categories) + " |", "|---|" + "---:|" * len(categories)]
         for name, entry in report["retrievers"].items():
@@ -107,10 +107,10 @@ def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str
         lines += ["", f"**{b['id']} vs {builds[0]['id']}** ({b['comparison']['correction']})"]
         lines += [f"- {sentence}" for sentence in b["comparison"]["summary"]]
         lines += [f"- {len(b['changes'])} pairs gained or lost gold sessions in the top "
-                  f"{max(int(kk.split('@')[1]) for kk in keys if '@' in kk)}"]
+                  f"{max(measures.cutoff(kk) or 0 for kk in keys)}"]
         for change in b["changes"][:20]:
-            cells = ", ".join(f"recall@{kk} {v[0]:.2f} → {v[1]:.2f}" for kk, v in
-                              ((key.split("@")[1], change[key]) for key in change if key.startswith("recall@")))
+            cells = ", ".join(f"{key} {change[key][0]:.2f} → {change[key][1]:.2f}" for key in change
+                              if measures.cutoff(key) and measures.measure_of(key).name == measures.PRIMARY)
             lines.append(f"  - {change['question_id']} ({change['question_type']}): {cells}")
     return lines
 
@@ -120,7 +120,7 @@ def granularities_markdown(report: dict[str, Any], k: int) -> list[str]:
     if not grains:
         return []
     names = list(next(iter(grains.values()))["retrievers"])
-    key = f"recall@{k}"
+    key = measures.key(measures.PRIMARY, k)
     lines = ["## Granularities (seed protocol, scored per session)", "",
              "| granularity | rows | unique texts | tokens embedded | " + " | ".join(names) + " |",
              "|---|---:|---:|---:|" + "---:|" * len(names)]
@@ -173,7 +173,7 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
     for name, view in report["views"].items():
         if view["protocol"] != "official":
             continue
-        shown = measures.keys(view["ks"], [m for m in view["measures"] if m != "mrr"])
+        shown = measures.keys(view["ks"], [m for m in view["measures"] if measures.BY_NAME[m].at_k])
         s = view["summary"]
         lines += [f"## View {name}: LongMemEval's own protocol", "", f"{view['description']}. "
                   f"Every one of the {s.get('pairs_all', view['pairs'])} non-abstention pairs is searched; "
@@ -220,19 +220,20 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
              f"- {t['truncated_share']:.1%} of the {t['session_texts']} session texts are over 512 tokens "
              f"(embedded truncated; vipune's own `add` would refuse them); {t['pairs_with_truncated_gold']} "
              f"pairs have a truncated gold session."]
-    for name, split in t[f"recall@{k}"].items():
+    recall = measures.key(measures.PRIMARY, k)
+    for name, split in t[recall].items():
         if split["truncated_gold"] is not None:
-            lines.append(f"  - {name}: recall@{k} {_opt(split['truncated_gold'])} with truncated gold, "
+            lines.append(f"  - {name}: {recall} {_opt(split['truncated_gold'])} with truncated gold, "
                          f"{_opt(split['untruncated_gold'])} without")
     bm25 = d["bm25_and_query"]
     if bm25:
         lines.append(f"- vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "
                      f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.")
         if f"hybrid_vs_hybrid_or_top{k}_differs" in bm25:
-            (and_name, and_value), (or_name, or_value) = bm25[f"recall@{k}_on_empty_and_pairs"].items()
+            (and_name, and_value), (or_name, or_value) = bm25[f"{recall}_on_empty_and_pairs"].items()
             lines.append(f"  - {and_name} and {or_name} differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
-                         f"recall@{k} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
+                         f"{recall} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
     for key, binary in (("vipune_vs_hybrid", "vipune"), ("vipune_semantic_vs_dense", "vipune-semantic")):
         agree = d.get(key)
         if agree:
@@ -246,12 +247,12 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
         lines.append(f"- vipune search latency (per query, subprocess included): p50 {seconds['p50']:.3f} s, "
                      f"p95 {seconds['p95']:.3f} s, max {seconds['max']:.3f} s over {seconds['calls']} calls")
     ranks = d["gold_ranks"]
-    misses = [r for r in ranks["pairs"] if r[f"recall@{k}"] < 1][:20]
+    misses = [r for r in ranks["pairs"] if r[recall] < 1][:20]
     lines += ["", f"### Worst pairs for {ranks['retriever']} (gold session ranks; – = not retrieved)", "",
-              f"| question | category | recall@{k} | gold ranks |", "|---|---|---:|---|"]
+              f"| question | category | {recall} | gold ranks |", "|---|---|---:|---|"]
     for r in misses:
         ranked = ", ".join(f"{g}: {rank or '–'}" for g, rank in r["gold_ranks"].items())
-        lines.append(f"| {r['question_id']} | {r['question_type']} | {r[f'recall@{k}']:.2f} | {ranked} |")
+        lines.append(f"| {r['question_id']} | {r['question_type']} | {r[recall]:.2f} | {ranked} |")
     return lines
 
 

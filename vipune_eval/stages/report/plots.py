@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from vipune_eval.core.io import atomic_path, read_json  # noqa: E402
-from vipune_eval.registry.measures import primary_k  # noqa: E402
+from vipune_eval.registry import measures  # noqa: E402
 from vipune_eval.registry.views import PRIMARY  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(ks)
     for i, k in enumerate(ks):
-        key = f"recall@{k}"
+        key = measures.key(measures.PRIMARY, k)
         values = [report["retrievers"][n]["metrics"][key] for n in names]
         lows = [v - report["retrievers"][n]["intervals"][key][0] for n, v in zip(names, values)]
         highs = [report["retrievers"][n]["intervals"][key][1] - v for n, v in zip(names, values)]
@@ -57,7 +57,7 @@ def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
 def per_category(report: dict[str, Any], k: int, out: Path) -> None:
     names = retriever_order(report)
     categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
-    key = f"recall@{k}"
+    key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(2 + 1.6 * len(categories), 4.5))
     width = 0.8 / len(names)
     for i, name in enumerate(names):
@@ -94,7 +94,7 @@ def granularities(report: dict[str, Any], k: int, out: Path) -> None:
     """recall@k of each retriever at each granularity (the session bar alone with one)."""
     grains = report["granularities"] or {PRIMARY.granularity: {"retrievers": report["retrievers"]}}
     names = retriever_order(report)
-    key = f"recall@{k}"
+    key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(grains)
     for i, (g, block) in enumerate(grains.items()):
@@ -116,7 +116,7 @@ def granularities(report: dict[str, Any], k: int, out: Path) -> None:
 
 def latency(report: dict[str, Any], k: int, out: Path) -> None:
     """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
-    key = f"recall@{k}"
+    key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for build in report["builds"]:
         seconds = build.get("search_seconds")
@@ -181,7 +181,7 @@ def run_plots(report: Path, out_dir: Path) -> None:
     data = read_json(report)
     primary = data["views"][PRIMARY.name]
     ks = primary["ks"]
-    k = primary_k(ks)
+    k = measures.primary_k(ks)
     recall_at_k(data, ks, out_dir / "recall_at_k.png")
     per_category(data, k, out_dir / "recall_per_category.png")
     gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out_dir / "gold_ranks.png")
