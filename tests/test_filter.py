@@ -10,11 +10,15 @@ from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 from vipune_eval.registry.granularities import session_text
 from vipune_eval.stages.filter.chunking import Chunker
-from vipune_eval.stages.filter.pairs import read_pairs, run_pairs
+from vipune_eval.stages.filter.pairs import run_pairs
 from vipune_eval.stages.filter.rows import run_rows
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import text_id
 from vipune_eval.core.tokens import load_tokenizer, tokens_end_at_line_breaks
+
+
+def read_pairs(path):
+    return pq.read_table(path).to_pylist()
 
 
 def pairs_of(path, out, expected=None, protocol="seed", granularity="session", **kw):

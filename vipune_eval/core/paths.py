@@ -16,7 +16,6 @@ RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
-LOCK = f"{RESULTS}/.lock"
 CONFIG_JSON = f"{RESULTS}/config.json"
 DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
 MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"

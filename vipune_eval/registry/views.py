@@ -18,13 +18,12 @@ collapse to sessions by first occurrence (seed protocol) or by LongMemEval's tur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from vipune_eval.registry import granularities, measures
 from vipune_eval.errors import EvalError
 from vipune_eval.core.paths import view_folder
 
-PROTOCOLS = ("seed", "official")
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
 OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
@@ -105,16 +104,3 @@ def configured(config: dict[str, Any]) -> list[View]:
     return views
 
 
-def by_folder(folder: str, config: dict[str, Any]) -> View:
-    for view in configured(config):
-        if view.folder == folder:
-            return view
-    raise KeyError(folder)
-
-
-def keys(view: View, config: dict[str, Any]) -> list[str]:
-    return measures.keys(view.ks(config), view.measure_names())
-
-
-def folders(views: Sequence[View]) -> list[str]:
-    return [v.folder for v in views]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from vipune_eval.core import paths
+from vipune_eval.registry import measures
 from vipune_eval.plan import cluster, failures
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version

@@ -70,5 +70,6 @@ rule plots:
         runtime=10,
     params:
         code=code_version("plots"),
+        primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
     shell:
         "vipune-eval plots --report {input} --out-dir results/plots 2> {log}"

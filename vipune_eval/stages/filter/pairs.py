@@ -119,5 +119,3 @@ def check_expected(dataset: Path, summary: dict[str, Any], usable: int,
                             "purpose, set dataset.expected to its counts, or to null to skip the check")
 
 
-def read_pairs(path: Path) -> list[dict[str, Any]]:
-    return pq.read_table(path).to_pylist()
