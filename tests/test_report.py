@@ -113,3 +113,15 @@ def test_render_of_an_embed_stage_that_computed_nothing(loaded):
     loaded.tallies = [Tally(threads=2, job_seconds=1.5)]
     text = render(build(loaded))
     assert "no embed job timed a text" in text and "1.5 s" in text
+
+
+def test_the_documents_have_the_declared_shapes(loaded):
+    """The metrics file and report.json hold the keys their TypedDicts declare (issue 28)."""
+    from vipune_eval.stages.report.build import Report
+    from vipune_eval.stages.score import Metrics
+
+    metrics = loaded.views[0].metrics["vipune"]
+    assert Metrics.__required_keys__ <= set(metrics) <= set(Metrics.__annotations__)
+    report = build(loaded)
+    assert set(report) <= set(Report.__annotations__)
+    assert set(Report.__annotations__) - set(report) == {"baseline", "whatif", "official"}

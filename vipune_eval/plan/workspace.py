@@ -15,7 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from vipune_eval.registry import datasets, granularities, measures, retrievers, views
 from vipune_eval.core import paths
@@ -295,9 +295,63 @@ def filter_file(view: View, name: str) -> str:
     return paths.fill(paths.FILTER, view=view.folder, name=name)
 
 
-def report_manifest(ws: Workspace) -> dict[str, Any]:
+class LabRun(TypedDict):
+    name: str
+    params: dict[str, Any]
+    metrics: str  # its metrics file (primary view)
+    run: str      # its merged run file
+
+
+class LabManifest(TypedDict):
+    measure: str
+    select_on: str
+    grid: dict[str, list[Any]]
+    base: LabRun
+    variants: list[LabRun]
+
+
+class ManifestView(TypedDict):
+    """One view's entry: what it is and where each of its inputs lives under results/."""
+
+    name: str
+    folder: str
+    protocol: str
+    granularity: str
+    description: str
+    ks: list[int]
+    measures: list[str]
+    summary: str
+    qrels: str
+    pairs: str
+    rows: str
+    embeddings: list[str]
+    metrics: dict[str, str]  # configured retriever → its metrics file
+    builds: dict[str, str]   # vipune.compare build id → its metrics file (primary view only)
+
+
+class Manifest(TypedDict):
+    """results/report-inputs.json: every input of the report (stages.report.build reads it)."""
+
+    config: str
+    dataset_fp: str
+    model_fp: str
+    retrievers: list[str]
+    corpus: dict[str, Any] | None
+    settings: dict[str, dict[str, Any]]
+    roles: dict[str, str | None]
+    mirrors: dict[str, str | None]
+    primary: str | None
+    builds: list[str]
+    baseline: str | None
+    fingerprints: dict[str, str]
+    preflight: dict[str, str]
+    views: list[ManifestView]
+    whatif: LabManifest | None
+
+
+def report_manifest(ws: Workspace) -> Manifest:
     """Every input of the report, with the structure it needs (views, runs, builds)."""
-    entries = []
+    entries: list[ManifestView] = []
     for view in ws.views:
         entries.append({
             "name": view.name, "folder": view.folder, "protocol": view.protocol,
@@ -330,13 +384,13 @@ def report_manifest(ws: Workspace) -> dict[str, Any]:
     }
 
 
-def whatif_manifest(ws: Workspace) -> dict[str, Any] | None:
+def whatif_manifest(ws: Workspace) -> LabManifest | None:
     """The what-if grid's runs, scored in the primary view only."""
     lab = ws.lab
     if not lab:
         return None
 
-    def entry(s: retrievers.Spec) -> dict[str, Any]:
+    def entry(s: retrievers.Spec) -> LabRun:
         return {"name": s.name, "params": s.params, "metrics": metrics_file(views.PRIMARY, s.name),
                 "run": paths.fill(paths.RUN, view=views.PRIMARY.folder, run=s.name)}
 
@@ -344,7 +398,7 @@ def whatif_manifest(ws: Workspace) -> dict[str, Any] | None:
             "base": entry(lab.base), "variants": [entry(s) for s in lab.variants]}
 
 
-def manifest_files(manifest: dict[str, Any]) -> list[str]:
+def manifest_files(manifest: Manifest) -> list[str]:
     """Every file the report reads (the report rule's inputs), but the config: it holds
     machine-specific paths, and moving a file must not rerun anything (what the config changes
     that matters reaches the report through these inputs)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import ir_measures
 import numpy as np
@@ -102,9 +102,40 @@ def read_status(paths: Sequence[Path]) -> tuple[dict[str, str], dict[str, float]
     return failed, seconds
 
 
+class Summary(TypedDict):
+    """Means of a group of pairs (every metric key) with ``pairs`` and ``intervals``."""
+
+    pairs: int
+    intervals: dict[str, list[float]]
+
+
+class _Scored(TypedDict):
+    retriever: str
+    pairs: int                           # pairs averaged (failed pairs left out)
+    run: str                             # the merged run file
+    failed: dict[str, str]               # question id → why the vipune lane failed it
+    metrics: dict[str, float]            # metric key → mean over the averaged pairs
+    intervals: dict[str, list[float]]    # metric key → 95% interval
+    per_category: dict[str, Summary]
+    per_split: dict[str, Summary]
+    short_lists: int                     # pairs whose run lists fewer documents than the largest k
+    per_query: dict[str, dict[str, Any]]  # metric values, question_type, split, ranked documents
+
+
+class Metrics(_Scored, total=False):
+    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.build reads it); the
+    keys below are written only for the official protocol (its second question set,
+    print_retrieval_metrics.py's) and the vipune lane (search latencies)."""
+
+    pairs_all: int
+    metrics_all: dict[str, float]
+    intervals_all: dict[str, list[float]]
+    search_seconds: dict[str, float]  # p50, p95, max, calls
+
+
 def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure_names: list[str],
               name: str, run_out: Path, metrics_out: Path, status: list[Path] | None = None,
-              turn_to_session: bool = False) -> dict[str, Any]:
+              turn_to_session: bool = False) -> Metrics:
     """Metrics of one run. Pairs that failed in the vipune lane (status files) are left out of
     every average and listed, never scored as 0."""
     names = tuple(measure_names)
@@ -137,12 +168,12 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
         groups["per_category"][info[qid]["question_type"]].append(row)
         groups["per_split"][info[qid]["split"]].append(row)
     rows = list(averaged.values())
-    sets = {}
+    sets: dict[str, Any] = {}
     if official:
         every = list(values.values())
         sets = {"pairs_all": len(every), "metrics_all": mean_metrics(every, keys),
                 "intervals_all": metric_intervals(every, keys)}
-    result = {
+    result: Metrics = {
         "retriever": name, "pairs": len(averaged), "run": str(run_out), "failed": failed,
         "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys), **sets,
         **{group: {g: summarise(r, keys) for g, r in sorted(by.items())} for group, by in groups.items()},

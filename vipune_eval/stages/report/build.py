@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow.parquet as pq
 
@@ -25,6 +25,32 @@ from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, projection, whatif
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
+
+
+class Report(TypedDict, total=False):
+    """report.json (stages.report.markdown and plots read it). Every key is always written but
+    ``baseline`` (a vipune.baseline is set), ``whatif`` (the lab is configured) and ``official``
+    (the official protocol at session granularity is configured)."""
+
+    pairs: int
+    qrels: str
+    protocol: str
+    measures: dict[str, str]           # measure → definition
+    dataset: dict[str, Any]            # the primary view's filter summary
+    retrievers: dict[str, dict[str, Any]]  # the primary view's entries (retriever_entry)
+    retriever_settings: dict[str, dict[str, Any]]
+    corpus: dict[str, Any] | None
+    comparisons: dict[str, dict[str, Any]]
+    views: dict[str, dict[str, Any]]
+    builds: list[dict[str, Any]]
+    baseline: dict[str, Any]
+    splits: dict[str, dict[str, Any]]
+    granularities: dict[str, Any]
+    whatif: dict[str, Any]
+    official: dict[str, Any]
+    diagnostics: dict[str, Any]
+    embed: dict[str, Any]
+    provenance: dict[str, Any]
 
 
 @dataclass
@@ -148,7 +174,7 @@ def _view_block(view: View) -> dict[str, Any]:
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
 
 
-def build(loaded: Loaded) -> dict[str, Any]:
+def build(loaded: Loaded) -> Report:
     """The report from what ``load`` read (no file is read here)."""
     manifest = loaded.manifest
     primary = loaded.views[0]
@@ -157,7 +183,7 @@ def build(loaded: Loaded) -> dict[str, Any]:
     k = measures.primary_k(ks)
     summary = primary.summary
     metrics = primary.metrics
-    report: dict[str, Any] = {
+    report: Report = {
         "pairs": summary["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
         "measures": measures.definitions(primary.entry["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
@@ -272,7 +298,7 @@ def granularities(views: list[View], keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def run_report(manifest: Path, out_json: Path, out_md: Path) -> dict[str, Any]:
+def run_report(manifest: Path, out_json: Path, out_md: Path) -> Report:
     report = build(load(read_json(manifest)))
     write_json(out_json, report)
     with atomic_path(out_md) as tmp:

@@ -3,7 +3,7 @@ computed here that build.py did not put in the report)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
@@ -26,7 +26,7 @@ def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool 
     return lines
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: Mapping[str, Any]) -> str:
     primary = report["views"][PRIMARY.name]
     ks = primary["ks"]
     keys = measures.keys(ks, list(report["measures"]))
