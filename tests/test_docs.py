@@ -73,3 +73,35 @@ def test_the_readme_is_short_and_starts_with_the_commands_ci_runs():
     assert tests in head
     ci = (REPO / ".ci" / "run").read_text()  # the README's test command is CI's
     assert re.search(r"pip install (-q )?-e '\.\[test\]' && pytest$", ci, re.M)
+
+
+def test_the_registry_page_is_generated_from_the_registries():
+    """Issue 28: docs/registry.md cannot drift from the registries (regenerate it with
+    `python tests/support/generated_docs.py`)."""
+    from support.generated_docs import PAGE, render
+
+    assert PAGE.read_text(encoding="utf-8") == render(), "run: python tests/support/generated_docs.py"
+
+
+def test_the_package_map_in_contributing_is_generated_from_the_modules():
+    from support.generated_docs import CONTRIBUTING, contributing_with_map
+
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    assert text == contributing_with_map(text), "run: python tests/support/generated_docs.py"
+
+
+def test_every_package_path_the_docs_name_exists():
+    """A doc naming `vipune_eval/<...>.py` points at a file that is there (the restructuring of
+    issue 28 moved every module)."""
+    missing = {m for page in PAGES for m in re.findall(r"vipune_eval/[\w/]+\.py", page.read_text(encoding="utf-8"))
+               if not (REPO / m).exists()}
+    assert not missing
+
+
+def test_the_schemas_default_retrievers_are_the_registrys():
+    import yaml
+
+    from vipune_eval.registry import retrievers
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert schema["properties"]["retrievers"]["default"] == list(retrievers.DEFAULT)
