@@ -25,6 +25,29 @@ BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
 
+def _cgroup_limit(name: str) -> float | None:
+    """A cgroup v2 limit of this process (cpu.max as CPUs, memory.max in bytes); None when unset."""
+    try:
+        text = Path(f"/sys/fs/cgroup/{name}").read_text().split()
+    except OSError:
+        return None
+    if not text or text[0] == "max":
+        return None
+    return int(text[0]) / int(text[1]) if name == "cpu.max" else int(text[0])
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` as the CPUs this run may really use: xdist asks psutil for the host's cores, which
+    in a container on a large host is far more than its CPU quota (every worker then runs Snakemake
+    workflows side by side on the same two cores). One worker per usable CPU, and per 3 GiB."""
+    cpus = len(os.sched_getaffinity(0))
+    quota = _cgroup_limit("cpu.max")
+    if quota:
+        cpus = min(cpus, max(1, int(quota)))
+    memory = _cgroup_limit("memory.max") or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(cpus, int(memory // 3 * 2**-30)))
+
+
 @pytest.fixture(scope="session")
 def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ``vipune`` executable (shell wrapper around tests/fake_vipune.py).
