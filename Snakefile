@@ -2,7 +2,8 @@
 import os
 import sys
 
-from snakemake.utils import min_version, validate
+import yaml
+from snakemake.utils import min_version
 
 min_version("9.0")
 # Import, and hash for the rules' code versions, the package that sits beside this Snakefile.
@@ -12,7 +13,13 @@ sys.path.insert(0, workflow.basedir)
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# The config's shapes and defaults. workspace.prepare (workflow/rules/common.smk) checks the config
+# against it and what it cannot say, and names every problem in one message (Snakemake's own
+# validate stops at the first and prints the whole config).
+with open(
+    os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
+) as f:
+    SCHEMA = yaml.safe_load(f)
 
 
 include: "workflow/rules/common.smk"

@@ -10,12 +10,16 @@ tested) without Snakemake.
 
 from __future__ import annotations
 
+import copy
+import difflib
 import fcntl
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
+
+import jsonschema
 
 from vipune_eval.registry import datasets, granularities, measures, retrievers, views
 from vipune_eval.core import paths
@@ -139,8 +143,38 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})") from None
 
 
-def check_config(config: dict[str, Any]) -> None:
-    """What the schema cannot say, every bad value named at once, before any job runs."""
+def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Every way ``config`` breaks ``schema``, worded for a person: (problems, unknown keys as
+    (dotted key, its nearest valid dotted key or None)). Sets the schema's defaults in ``config``
+    as Snakemake's ``validate`` does (``validate`` stops at the first error and prints the config)."""
+    base = jsonschema.validators.validator_for(schema)
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, props, instance, subschema)
+
+    validator = jsonschema.validators.extend(base, {"properties": properties})(schema)
+    problems: list[str] = []
+    unknown: list[tuple[str, str | None]] = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(map(str, error.absolute_path))
+        if error.validator == "additionalProperties" and error.validator_value is False:
+            known = list(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(known)):
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                prefix = f"{where}." if where else ""
+                unknown.append((prefix + str(key), prefix + close[0] if close else None))
+        else:
+            problems.append(f"{where or 'the config'}: {error.message}")
+    return problems, unknown
+
+
+def _cross_key_problems(config: dict[str, Any]) -> list[str]:
+    """What a schema cannot say: limits against each other, the primary granularity, NaN."""
     problems = []
     if max(config["ks"]) > config["search_limit"]:
         problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k "
@@ -152,34 +186,87 @@ def check_config(config: dict[str, Any]) -> None:
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
-    if problems:
-        raise EvalError("bad configuration: " + "; ".join(problems),
-                        fix="fix these keys in your config file (docs/configuration.md)")
+    return problems
 
 
-def prepare(config: dict[str, Any]) -> Workspace:
-    """Check the configuration, write the fingerprints and the config, name the builds."""
-    specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
-    lab = whatif_grid.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
-    clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
-    if clash:
-        raise EvalError(f"whatif: the variant names {clash} are taken by configured retrievers")
-    check_config(config)
-    config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
-    if config["dataset"]["path"]:
+def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()) -> EvalError:
+    """One error naming every problem of the configuration; unknown keys come last, and the fix
+    renames each to its nearest valid name, so the last line a user reads says what to type."""
+    lines = list(problems)
+    for key, close in unknown:
+        lines.append(f"{key}: not a config key" + (f"; did you mean {close}?" if close else ""))
+    renames = [f"{key} → {close}" for key, close in unknown if close]
+    others = [key for key, close in unknown if not close]
+    fix = "fix these keys in your config file (every key: docs/configuration.md)"
+    if others:
+        fix = f"remove {', '.join(others)}, or " + fix
+    if renames:
+        fix = f"{fix}; rename {', '.join(renames)}"
+    head = "bad configuration: " if len(lines) == 1 else f"bad configuration, {len(lines)} problems:\n  - "
+    return EvalError(head + "\n  - ".join(lines), fix=fix)
+
+
+def check_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> None:
+    """Every problem of the configuration in one message, before any job runs: the schema's
+    (shapes, bounds, each unknown key with its nearest valid name) and what the schema cannot
+    say (``_cross_key_problems``). With ``schema``, its defaults are set in ``config``."""
+    problems, unknown = schema_problems(config, schema) if schema is not None else ([], [])
+    problems += _attempt(problems, _cross_key_problems, config) or []
+    if problems or unknown:
+        raise config_error(problems, unknown)
+
+
+def _attempt(problems: list[str], step, *args):
+    """``step(*args)``, its EvalError kept as one more problem (so every problem is named at
+    once); None when it failed."""
+    try:
+        return step(*args)
+    except EvalError as exc:
+        problems.append(str(exc))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        if not problems:  # a shape the schema's own problems do not explain
+            raise
+    return None
+
+
+def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Workspace:
+    """Check the configuration (every problem in one message), write the fingerprints and the
+    config, name the builds. With ``schema``, the config is checked against it and its defaults
+    are set first (the Snakefile passes the workflow's schema)."""
+    problems, unknown = schema_problems(config, schema) if schema is not None else ([], [])
+    problems += _attempt(problems, _cross_key_problems, config) or []
+    specs = _attempt(problems, retrievers.resolve, config["retrievers"])
+    lab = None
+    if specs is not None:
+        lab = _attempt(problems, whatif_grid.resolve, config.get("whatif"), specs,
+                       measures.keys(config["ks"], measures.SEED))
+        clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
+        if clash:
+            problems.append(f"whatif: the variant names {clash} are taken by configured retrievers")
+    resolved = _attempt(problems, datasets.resolve, config["dataset"])
+    if resolved is not None:
+        config["dataset"] = resolved  # the rules read the resolved block
+    dataset_file = ""
+    if config["dataset"].get("path"):
         dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
-        write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
-            Path(dataset_file), config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
-    else:
-        dataset_file = f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
-    if config["model"]["path"]:
+        fingerprint = _attempt(problems, fingerprints.local_dataset_fingerprint, Path(dataset_file),
+                               config["dataset"].get("sha256"), Path(paths.CACHE) / "sha256.json")
+        if fingerprint is not None:
+            write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprint)
+    elif resolved is not None:
+        dataset_file = f"{paths.RESULTS}/data/download/{resolved['filename']}"
+    if config["model"].get("path"):
         model_dir = str(Path(os.path.expanduser(config["model"]["path"])).resolve())
-        write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
+        fingerprint = _attempt(problems, lambda: fingerprints.model_fingerprint(
             Path(model_dir), repo_id=config["model"]["repo_id"], revision=config["model"]["revision"],
             file=config["model"]["file"], pooling=config["model"]["pooling"],
             cache_file=Path(paths.CACHE) / "sha256.json"))
+        if fingerprint is not None:
+            write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprint)
     else:
         model_dir = f"{paths.RESULTS}/model/download"
+    if problems or unknown:
+        raise config_error(problems, unknown)
     workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
                           views=views.configured(config), primary=None, builds=[], specs=specs,
                           lab=lab)

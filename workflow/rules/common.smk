@@ -19,7 +19,7 @@ try:
     if workflow.is_main_process and not workflow.dryrun:
         RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
         W.clear_tmp()
-    WS = W.prepare(config)
+    WS = W.prepare(config, SCHEMA)
     if workflow.is_main_process:
         for note in WS.notes:
             print(f"vipune-eval: note: {note}", file=sys.stderr)
@@ -27,7 +27,11 @@ try:
     MANIFEST = W.report_manifest(WS)
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
-    sys.exit(f"vipune-eval: {exc}")
+    # the fix on a line of its own, last: what to do is what a user reads last
+    sys.exit(
+        f"vipune-eval: {exc.message}"
+        + (f"\nvipune-eval: fix: {exc.fix}" if exc.fix else "")
+    )
 
 ENV = "../envs/vipune-eval.yaml"
 VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
