@@ -234,7 +234,6 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
     config, name the builds. With ``schema``, the config is checked against it and its defaults
     are set first (the Snakefile passes the workflow's schema)."""
     problems, unknown = schema_problems(config, schema) if schema is not None else ([], [])
-    problems += _attempt(problems, _cross_key_problems, config) or []
     specs = _attempt(problems, retrievers.resolve, config["retrievers"])
     lab = None
     if specs is not None:
@@ -243,6 +242,7 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
         clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
         if clash:
             problems.append(f"whatif: the variant names {clash} are taken by configured retrievers")
+    problems += _attempt(problems, _cross_key_problems, config) or []
     resolved = _attempt(problems, datasets.resolve, config["dataset"])
     if resolved is not None:
         config["dataset"] = resolved  # the rules read the resolved block
