@@ -125,3 +125,71 @@ def test_the_documents_have_the_declared_shapes(loaded):
     report = build(loaded)
     assert set(report) <= set(Report.__annotations__)
     assert set(Report.__annotations__) - set(report) == {"baseline", "whatif", "official"}
+
+
+def test_fewer_than_ten_pairs_get_no_bootstrap_interval_and_the_report_says_so(loaded):
+    """Issue 31: 2 pairs of 1.0 used to read 1.000 [1.00, 1.00]. The score stage writes no
+    interval for a fractional metric over fewer than 10 pairs; Wilson intervals stay."""
+    vipune = loaded.views[0].metrics["vipune"]
+    multi = vipune["per_category"]["multi-session"]
+    assert multi["pairs"] == 2 and multi["recall@10"] == 1.0
+    assert multi["intervals"]["recall@10"] is None and multi["intervals"]["mrr"] is None
+    low, high = multi["intervals"]["recall_any@10"]  # Wilson on 2 of 2: wide, not [1, 1]
+    assert low < 0.5 and high == 1.0
+    assert vipune["intervals"]["recall@1"] is None  # 8 pairs overall
+    text = render(build(loaded))
+    table = text[text.index("## recall@10 per category"):text.index("## Held-out split")]
+    assert "| retriever | multi-session (2 pairs) | temporal-reasoning (6 pairs) |" in table
+    assert "| vipune | 1.000 [no CI] |" in table
+    assert "fewer than 10 pairs, too few for a bootstrap interval" in table
+
+
+def test_ten_pairs_get_their_bootstrap_interval(tmp_path):
+    from vipune_eval.stages.score import metric_intervals
+
+    rows = [{"recall@5": v, "recall_any@5": v} for v in [1.0, 0.5] * 5]
+    intervals = metric_intervals(rows, ["recall@5", "recall_any@5"])
+    low, high = intervals["recall@5"]
+    assert low < 0.75 < high
+    assert metric_intervals(rows[:9], ["recall@5"]) == {"recall@5": None}
+
+
+def test_each_build_is_named_with_where_it_came_from(loaded):
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other], sources={
+        primary: "vipune.binary 'vipune' = /usr/local/bin/vipune",
+        other: "vipune.compare '/opt/k60/vipune'"})
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {"follows_contract": True, "failed_checks": []}}
+    report = build(loaded)
+    assert [b["source"] for b in report["builds"]] == [loaded.manifest["sources"][primary],
+                                                       loaded.manifest["sources"][other]]
+    text = render(report)
+    assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
+            in text)
+    assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
+    # the pairs whose gold moved, each with its recall@k before and after (q0: rank 1 → 2)
+    assert "  - q0 (temporal-reasoning): recall@1 1.00 → 0.00" in text
+
+
+def test_the_embed_projection_says_what_it_rests_on(loaded):
+    text = render(build(loaded))
+    line = next(line for line in text.splitlines() if line.startswith("- what this projection rests on"))
+    assert "this run's texts (mean 100 tokens; LongMemEval_M's session texts average 501" in line
+    assert "calm 2-core machine" in line and "plan a LongMemEval_M run with that one" in line
+
+
+def test_the_official_views_recall_all_convention_is_explained(loaded):
+    report = build(loaded)
+    session = report["views"]["session"]
+    official = {**session, "protocol": "official", "description": "LongMemEval's protocol",
+                "measures": {"recall_any": "…", "recall_all": "…"},
+                "summary": {**session["summary"], "pairs_all": 8, "skipped_without_user_side_evidence": 3,
+                            "skip_rule": "run_retrieval.py's", "pairs_with_empty_gold": 0},
+                "retrievers": {n: {**e, "metrics_all": e["metrics"], "intervals_all": e["intervals"], "pairs_all": 8}
+                               for n, e in session["retrievers"].items()}}
+    report["views"]["official"] = official
+    text = render(report)
+    assert "`metrics_all` holds the 3 pairs without user-side evidence, every one with no gold, so there " \
+           "recall_all can exceed recall_any" in text

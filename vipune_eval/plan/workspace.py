@@ -80,6 +80,7 @@ class Workspace:
     fingerprints: dict[str, dict] = field(default_factory=dict)
     specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
     notes: list[str] = field(default_factory=list)  # printed at parse time: what was not done
+    sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from, in words
     lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
 
     # ------------------------------------------------------------ names
@@ -128,6 +129,13 @@ def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
                                              cache, extra)
     write_json_if_changed(paths.binary_fingerprint(fingerprint["id"]), fingerprint)
     return {**fingerprint, "path": str(path)}
+
+
+def _source(key: str, entry: str, build: dict[str, Any]) -> str:
+    """Where a build came from, for the report: the config entry and the file it named."""
+    if "path" not in build:
+        return f"{key} {entry!r}: evaluated in this directory before"
+    return f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
 
 
 def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -281,6 +289,7 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
             workspace.primary = primary["id"]
             workspace.binaries[primary["id"]] = primary["path"]
             workspace.fingerprints[primary["id"]] = primary
+            workspace.sources[primary["id"]] = _source("vipune.binary", config["vipune"]["binary"], primary)
         entries = list(config["vipune"].get("compare") or [])
         if config["vipune"].get("baseline"):
             entries.append(config["vipune"]["baseline"])
@@ -294,6 +303,8 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
                                        "dropped: every build is compared with vipune.binary")
             elif build["id"] not in workspace.builds:
                 workspace.builds.append(build["id"])
+                key = "vipune.baseline" if entry == config["vipune"].get("baseline") else "vipune.compare"
+                workspace.sources[build["id"]] = _source(key, entry, build)
             workspace.fingerprints[build["id"]] = build
             if "path" in build:
                 workspace.binaries[build["id"]] = build["path"]
@@ -430,6 +441,7 @@ class Manifest(TypedDict):
     primary: str | None
     builds: list[str]
     baseline: str | None
+    sources: dict[str, str]  # build id → where it came from (Workspace.sources)
     fingerprints: dict[str, str]
     preflight: dict[str, str]
     views: list[ManifestView]
@@ -461,7 +473,7 @@ def report_manifest(ws: Workspace) -> Manifest:
         "roles": retrievers.roles(ws.specs),
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.kind is Kind.VIPUNE},
         "primary": ws.primary, "builds": ws.builds,
-        "baseline": ws.baseline,
+        "baseline": ws.baseline, "sources": ws.sources,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here
         "preflight": {b: paths.preflight(b) for b in binary

@@ -265,7 +265,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
         entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                 **retriever_entry(m)}
+                 "source": manifest.get("sources", {}).get(build_id), **retriever_entry(m)}
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
