@@ -31,11 +31,18 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/report.smk"
 
 
+# The HTML report's first page: the headline table and the provenance (results/html/front.html).
+report: "workflow/report/workflow.rst"
+
+
 rule all:
     input:
         paths.REPORT_JSON,
         paths.REPORT_MD,
-        [paths.fill(paths.PLOT, plot=p) for p in paths.PLOTS],
+        paths.SUMMARY,
+        paths.REPORT_PAGE,
+        paths.REPORT_FRONT,
+        [paths.fill(paths.PLOT, plot=p) for p in PLOTS],
 
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.

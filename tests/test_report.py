@@ -55,7 +55,8 @@ def loaded(tmp_path) -> Loaded:
              "qrels": "results/filter/qrels.txt", "builds": {}}
     summary = {"pairs": 8, "instances": 9, "abstention": 1, "per_category": {"multi-session": 2, "temporal-reasoning": 6},
                "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}
-    manifest = {"views": [entry], "settings": {}, "corpus": None, "primary": None, "builds": [], "baseline": None,
+    manifest = {"views": [entry], "retrievers": ["dense", "hybrid", "vipune"], "settings": {}, "corpus": None,
+                "primary": None, "builds": [], "baseline": None,
                 "whatif": None, "mirrors": {"vipune": "hybrid"},
                 "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
     rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
@@ -193,3 +194,83 @@ def test_the_official_views_recall_all_convention_is_explained(loaded):
     text = render(report)
     assert "`metrics_all` holds the 3 pairs without user-side evidence, every one with no gold, so there " \
            "recall_all can exceed recall_any" in text
+
+
+def test_the_summary_a_finished_run_prints_last(loaded):
+    """Issue 31: about 30 lines a person reads: the headline table (vipune first), warnings that
+    change the reading, and where the files are; not report.json."""
+    from vipune_eval.stages.report import summary
+
+    report = build(loaded)
+    lines = summary.render(report).splitlines()
+    assert len(lines) <= 30
+    start = lines.index("retriever  pairs       recall@1       recall@5      recall@10")
+    assert [line.split()[0] for line in lines[start + 1:start + 4]] == ["vipune", "dense", "hybrid"]
+    recall = report["retrievers"]["vipune"]["metrics"]
+    assert lines[start + 1].split()[1:3] == ["8", f"{recall['recall@1']:.3f}"]
+    warnings = lines[lines.index("warnings:") + 1:lines.index("files:") - 1]
+    assert any("1 pairs have a truncated gold session" in w for w in warnings)
+    assert any("fewer than 10 pairs, too few for a bootstrap interval" in w for w in warnings)
+    assert lines[-3:] == [f"  {path:<22} {what}" for path, what in summary.FILES]
+
+
+def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
+    from vipune_eval.stages.report import summary
+
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other], sources={other: "vipune.compare '/opt/k60/vipune'"})
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"]}}
+    report = build(loaded)
+    text = summary.render(report)
+    r = report["builds"][1]["comparison"]["overall"]["recall@5"]
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
+            f"({100 * r['difference']:+.1f} points") in text
+    assert f"  ! {other} fails its preflight (rrf_k25_ranks_from_1)" in text
+
+
+def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
+    from vipune_eval.stages.report import html
+
+    report = build(loaded)
+    text = render(report)
+    png = tmp_path / "recall_at_k.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    categories = tmp_path / "recall_per_category.png"
+    categories.write_bytes(b"\x89PNG\r\n\x1a\n")
+    page = html.page(report, text, {"recall_at_k": png, "recall_per_category": categories})
+    overall = page[page.index("<h2>Overall"):page.index("<h2>recall@1 per category")]
+    assert '<div class="beside"><div class="numbers">' in overall and overall.count("data:image/png") == 1
+    assert "<th class=num>recall@1</th>" in overall and "<tr class=vipune><td>vipune</td><td class=num>8</td>" in overall
+    per_category = page[page.index("<h2>recall@5 per category"):page.index("<h2>recall@10 per category")]
+    assert per_category.count("data:image/png") == 1  # the primary k's table
+    assert page.count("data:image/png") == 2
+    for heading in ("Held-out split", "Paired comparisons", "Diagnostics", "Embed throughput"):
+        assert f"<h2>{heading}" in page
+    assert "<strong>vipune vs dense</strong>" in page and "<code>" in page
+
+
+def test_the_html_reports_first_page_holds_the_headline_and_what_was_scored(loaded, tmp_path):
+    from vipune_eval.stages.report import html, summary
+
+    report = build(loaded)
+    png = tmp_path / "recall_at_k.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    front = html.front(report, render(report), {"recall_at_k": png})
+    first_table = front[front.index("<table>"):front.index("</table>")]
+    rows = summary.headline(report)[1]
+    assert first_table.index(f"<td>{rows[0][0]}</td>") < first_table.index(f"<td>{rows[1][0]}</td>")
+    assert f"<td class=num>{rows[0][2]}</td>" in first_table
+    assert "<h3>What was scored</h3>" in front and "dataset" in front and "model: files from /models/x" in front
+    assert "<h3>Warnings</h3>" in front and "vipune-eval report" not in front  # report.md's title is left out
+
+
+def test_markdown_to_html_knows_report_mds_marks():
+    from vipune_eval.stages.report.html import markdown_to_html
+
+    out = markdown_to_html("# T\n\n- a `x` <b>\n  - sub\n- b\n\n| h | n |\n|---|---:|\n| r | 1 |\n\n**bold** line\nnext")
+    assert out == ("<h1>T</h1>\n<ul><li>a <code>x</code> &lt;b&gt;<ul><li>sub</li></ul></li><li>b</li></ul>\n"
+                   "<div class=scroll><table><thead><tr><th>h</th><th class=num>n</th></tr></thead>"
+                   "<tbody><tr><td>r</td><td class=num>1</td></tr></tbody></table></div>\n"
+                   "<p><strong>bold</strong> line next</p>")

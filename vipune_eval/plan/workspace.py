@@ -356,6 +356,19 @@ def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
 # ---------------------------------------------------------------- files of the plan
 
 
+def plots(ws: Workspace) -> list[str]:
+    """The plots of this run, in paths.PLOTS's order: each one that has something to show (a
+    placeholder would only say what is not there)."""
+    shown = {"recall_at_k", "recall_per_category", "gold_ranks"}
+    if sum(view.protocol == "seed" for view in ws.views) > 1:
+        shown.add("granularities")
+    if ws.primary and "vipune" in ws.retrievers:  # the builds' search latencies
+        shown.add("latency")
+    if ws.lab:
+        shown.add("whatif")
+    return [p for p in paths.PLOTS if p in shown]
+
+
 def embed_shards(ws: Workspace, view: View) -> list[str]:
     n = ws.config["embed"]["shards"]
     return [paths.fill(paths.EMBED_SHARD, view=view.folder, shard=i, shards=n) for i in range(n)]

@@ -40,6 +40,8 @@ def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool 
 
 
 def render(report: Mapping[str, Any]) -> str:
+    # tables in the report's order (vipune's lane first), not report.json's sorted keys
+    report = {**report, "retrievers": {n: report["retrievers"][n] for n in report["retriever_order"]}}
     primary = report["views"][PRIMARY.name]
     ks = primary["ks"]
     keys = measures.keys(ks, list(report["measures"]))
@@ -71,7 +73,8 @@ def render(report: Mapping[str, Any]) -> str:
                   f"({splits['test']['pairs']} pairs)", "",
               f"Split seed {prov['split']['seed']}, dev fraction {prov['split']['dev_fraction']} "
               f"({prov['split']['rule']}). Test:", "",
-              *_table({n: {**e, "pairs": splits["test"]["pairs"]} for n, e in splits["test"]["retrievers"].items()}, keys)]
+              *_table({n: {**splits["test"]["retrievers"][n], "pairs": splits["test"]["pairs"]}
+                       for n in report["retriever_order"] if n in splits["test"]["retrievers"]}, keys)]
     lines += ["", "## Paired comparisons", "",
               "Differences on the same pairs, with paired-bootstrap intervals; exact McNemar tests for "
               "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
