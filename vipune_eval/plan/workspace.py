@@ -237,6 +237,30 @@ def _attempt(problems: list[str], step, *args):
     return None
 
 
+def _dataset_file(config: dict[str, Any]) -> str:
+    """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
+    fingerprinted now, a download names the file it will write."""
+    config["dataset"] = datasets.resolve(config["dataset"])
+    if not config["dataset"]["path"]:
+        return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
+    path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
+    write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
+        path, config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
+    return str(path)
+
+
+def _model_dir(config: dict[str, Any]) -> str:
+    """A local model folder, fingerprinted now, or the folder the download will fill."""
+    model = config["model"]
+    if not model["path"]:
+        return f"{paths.RESULTS}/model/download"
+    path = Path(os.path.expanduser(model["path"])).resolve()
+    write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
+        path, repo_id=model["repo_id"], revision=model["revision"], file=model["file"],
+        pooling=model["pooling"], cache_file=Path(paths.CACHE) / "sha256.json"))
+    return str(path)
+
+
 def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Workspace:
     """Check the configuration (every problem in one message), write the fingerprints and the
     config, name the builds. With ``schema``, the config is checked against it and its defaults
@@ -245,34 +269,14 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
     specs = _attempt(problems, retrievers.resolve, config["retrievers"])
     lab = None
     if specs is not None:
-        lab = _attempt(problems, whatif_grid.resolve, config.get("whatif"), specs,
-                       measures.keys(config["ks"], measures.SEED))
+        lab = _attempt(problems, lambda: whatif_grid.resolve(config.get("whatif"), specs,
+                                                             measures.keys(config["ks"], measures.SEED)))
         clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
         if clash:
             problems.append(f"whatif: the variant names {clash} are taken by configured retrievers")
     problems += _attempt(problems, _cross_key_problems, config) or []
-    resolved = _attempt(problems, datasets.resolve, config["dataset"])
-    if resolved is not None:
-        config["dataset"] = resolved  # the rules read the resolved block
-    dataset_file = ""
-    if config["dataset"].get("path"):
-        dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
-        fingerprint = _attempt(problems, fingerprints.local_dataset_fingerprint, Path(dataset_file),
-                               config["dataset"].get("sha256"), Path(paths.CACHE) / "sha256.json")
-        if fingerprint is not None:
-            write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprint)
-    elif resolved is not None:
-        dataset_file = f"{paths.RESULTS}/data/download/{resolved['filename']}"
-    if config["model"].get("path"):
-        model_dir = str(Path(os.path.expanduser(config["model"]["path"])).resolve())
-        fingerprint = _attempt(problems, lambda: fingerprints.model_fingerprint(
-            Path(model_dir), repo_id=config["model"]["repo_id"], revision=config["model"]["revision"],
-            file=config["model"]["file"], pooling=config["model"]["pooling"],
-            cache_file=Path(paths.CACHE) / "sha256.json"))
-        if fingerprint is not None:
-            write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprint)
-    else:
-        model_dir = f"{paths.RESULTS}/model/download"
+    dataset_file = _attempt(problems, _dataset_file, config)
+    model_dir = _attempt(problems, _model_dir, config)
     if problems or unknown:
         raise config_error(problems, unknown)
     workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
