@@ -157,15 +157,14 @@ def test_ten_pairs_get_their_bootstrap_interval(tmp_path):
 
 def test_each_build_is_named_with_where_it_came_from(loaded):
     primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
-    loaded.manifest.update(primary=primary, builds=[other], sources={
-        primary: "vipune.binary 'vipune' = /usr/local/bin/vipune",
-        other: "vipune.compare '/opt/k60/vipune'"})
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {primary: "vipune.binary 'vipune' = /usr/local/bin/vipune",
+                      other: "vipune.compare '/opt/k60/vipune'"}
     loaded.builds = {other: loaded.views[0].metrics["dense"]}
     loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
     loaded.preflights = {primary: {"follows_contract": True, "failed_checks": []}}
     report = build(loaded)
-    assert [b["source"] for b in report["builds"]] == [loaded.manifest["sources"][primary],
-                                                       loaded.manifest["sources"][other]]
+    assert [b["source"] for b in report["builds"]] == [loaded.sources[primary], loaded.sources[other]]
     text = render(report)
     assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
             in text)
@@ -218,7 +217,8 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     from vipune_eval.stages.report import summary
 
     primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
-    loaded.manifest.update(primary=primary, builds=[other], sources={other: "vipune.compare '/opt/k60/vipune'"})
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {other: "vipune.compare '/opt/k60/vipune'"}
     loaded.builds = {other: loaded.views[0].metrics["dense"]}
     loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
     loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"]}}

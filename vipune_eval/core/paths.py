@@ -17,6 +17,9 @@ CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
 CONFIG_JSON = f"{RESULTS}/config.json"
+# Where each vipune build came from (config entry, file): read by the report, not its input, as
+# the config: moving a binary must rerun nothing (plan.workspace writes it at parse time)
+BUILD_SOURCES = f"{RESULTS}/fingerprints/sources.json"
 DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
 MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
 VIPUNE_HF_HOME = f"{RESULTS}/model/vipune-home"

@@ -313,6 +313,7 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
             if "path" in build:
                 workspace.binaries[build["id"]] = build["path"]
     write_json_if_changed(paths.CONFIG_JSON, config)
+    write_json_if_changed(paths.BUILD_SOURCES, workspace.sources)
     return workspace
 
 
@@ -458,7 +459,7 @@ class Manifest(TypedDict):
     primary: str | None
     builds: list[str]
     baseline: str | None
-    sources: dict[str, str]  # build id → where it came from (Workspace.sources)
+    sources: str  # paths.BUILD_SOURCES: build id → where it came from (not an input of the report)
     fingerprints: dict[str, str]
     preflight: dict[str, str]
     views: list[ManifestView]
@@ -490,7 +491,7 @@ def report_manifest(ws: Workspace) -> Manifest:
         "roles": retrievers.roles(ws.specs),
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.kind is Kind.VIPUNE},
         "primary": ws.primary, "builds": ws.builds,
-        "baseline": ws.baseline, "sources": ws.sources,
+        "baseline": ws.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here
         "preflight": {b: paths.preflight(b) for b in binary

@@ -9,7 +9,7 @@ hand-made inputs); stages.report.markdown renders it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -81,6 +81,7 @@ class Loaded:
     dataset: dict[str, Any]
     model: dict[str, Any]
     config: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -124,7 +125,8 @@ def load(manifest: dict[str, Any]) -> Loaded:
         fingerprints={b: read_json(path) for b, path in manifest["fingerprints"].items()},
         preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
         dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
-        config=read_json(manifest["config"]))
+        config=read_json(manifest["config"]),
+        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {})
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -269,7 +271,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
         entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                 "source": manifest.get("sources", {}).get(build_id), **retriever_entry(m)}
+                 "source": loaded.sources.get(build_id), **retriever_entry(m)}
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
