@@ -2,7 +2,8 @@
 import os
 import sys
 
-from snakemake.utils import min_version, validate
+import yaml
+from snakemake.utils import min_version
 
 min_version("9.0")
 # Import, and hash for the rules' code versions, the package that sits beside this Snakefile.
@@ -12,7 +13,13 @@ sys.path.insert(0, workflow.basedir)
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# The config's shapes and defaults. workspace.prepare (workflow/rules/common.smk) checks the config
+# against it and what it cannot say, and names every problem in one message (Snakemake's own
+# validate stops at the first and prints the whole config).
+with open(
+    os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
+) as f:
+    SCHEMA = yaml.safe_load(f)
 
 
 include: "workflow/rules/common.smk"
@@ -24,11 +31,18 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/report.smk"
 
 
+# The HTML report's first page: the headline table and the provenance (results/html/front.html).
+report: "workflow/report/workflow.rst"
+
+
 rule all:
     input:
         paths.REPORT_JSON,
         paths.REPORT_MD,
-        [paths.fill(paths.PLOT, plot=p) for p in paths.PLOTS],
+        paths.SUMMARY,
+        paths.REPORT_PAGE,
+        paths.REPORT_FRONT,
+        [paths.fill(paths.PLOT, plot=p) for p in PLOTS],
 
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.

@@ -82,10 +82,10 @@ def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(
     more = {**config, "vipune": {**config["vipune"], "compare": [*config["vipune"]["compare"], str(fourth)]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(more))
     assert planned(workdir, workflow_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1,
-                                              "report": 1, "plots": 1, "all": 1}
+                                              "report": 1, "plots": 1, "report_page": 1, "all": 1}
     fewer = {**config, "vipune": {**config["vipune"], "compare": config["vipune"]["compare"][:1]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(fewer))
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
     # A build evaluated here before can be named by its fingerprint id alone.
     changed_id = report(workdir)["builds"][2]["id"]
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}

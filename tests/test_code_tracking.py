@@ -55,10 +55,17 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
-               "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection", "stages.embed.tally", "registry.measures", "registry.views",
+               "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
+               "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
                "registry.granularities", "core.paths", "core.stats", "core.trec"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
+    # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
+    "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
+                    "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
+                    "core.paths", "core.stats"},
+    # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
+    "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
          "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "preflight", "score")
@@ -140,20 +147,20 @@ def test_a_package_init_counts_for_every_module_below_it(tmp_path):
 
 RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
 RULES = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference",
-         "fuse_reference", "search_vipune", "score", "report", "plots"}  # the tracking scenario's
+         "fuse_reference", "search_vipune", "score", "report", "plots", "report_page"}  # the tracking scenario's
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
     "filter": {"score", "report"}, "filter_rows": {"embed", "search_reference", "search_vipune", "report"},
     "embed": {"search_reference", "search_vipune", "report"}, "vipune_home": {"preflight", "search_vipune"},
     "preflight": {"search_vipune", "report"}, "search_reference": {"fuse_reference"},
     "fuse_reference": {"score"}, "search_vipune": {"score"},
-    "score": {"report"}, "report": {"plots"}, "plots": set(),
+    "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
     "stages.report.projection": {"report"},  # the projection's text
     "stages.filter.split": {"filter"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
-    "registry.measures": {"score", "report", "plots"},
-    "stages.report.markdown": {"report"},  # the report's Markdown
+    "registry.measures": {"score", "report", "plots", "report_page"},
+    "stages.report.markdown": {"report", "report_page"},  # the report's Markdown (and its HTML)
     "core.io": RULES,  # shared by every stage: legitimately everything
 }
 

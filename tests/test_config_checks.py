@@ -56,17 +56,62 @@ def test_a_nan_dev_fraction_is_refused_with_the_other_bad_values():
     assert "search_limit (3) must be at least the largest k (10)" in message
 
 
+def test_a_misspelt_key_is_named_with_its_nearest_valid_name_and_the_defaults_are_set():
+    bad = copy.deepcopy(DEFAULTS)
+    bad["granularity"] = ["session", "turn"]
+    bad["search"] = {"shard": 2}
+    del bad["ks"]
+    problems, unknown = workspace.schema_problems(bad, SCHEMA)
+    assert problems == []
+    assert unknown == [("granularity", "granularities"), ("search.shard", "search.shards")]
+    assert bad["ks"] == [1, 5, 10] and bad["search"]["row_limit"] == 1000  # the schema's defaults
+
+
+def test_every_problem_of_the_config_is_in_one_message_the_renames_last():
+    bad = config(search_limit=3, split__dev_fraction=math.nan, embed={"shards": 0})
+    bad["granularites"] = ["session"]
+    bad["zzz"] = 1
+    with pytest.raises(EvalError) as info:
+        workspace.check_config(bad, SCHEMA)
+    message, fix = info.value.message, info.value.fix
+    assert message.startswith("bad configuration, 5 problems:")
+    for part in ("embed.shards: 0 is less than the minimum of 1", "search_limit (3) must be at least the largest k",
+                 "split.dev_fraction must be a number from 0 to 1, got nan",
+                 "granularites: not a config key; did you mean granularities?", "zzz: not a config key"):
+        assert part in message
+    assert message.splitlines()[-1] == "  - zzz: not a config key"
+    assert fix.startswith("remove zzz") and fix.endswith("rename granularites → granularities")
+
+
+def test_a_wrong_dataset_path_and_model_path_are_named_in_one_message(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(tmp_path / "nothere.json")},
+                 model={**DEFAULTS["model"], "path": str(tmp_path / "nomodel")}, search_limit=3)
+    with pytest.raises(EvalError) as info:
+        workspace.prepare(cfg, SCHEMA)
+    message = info.value.message
+    assert f"dataset.path {tmp_path / 'nothere.json'} does not exist" in message
+    assert f"model file {tmp_path / 'nomodel' / 'onnx' / 'model.onnx'} not found" in message
+    assert "search_limit (3) must be at least the largest k (10)" in message
+
+
 @pytest.mark.slow
 def test_bad_values_stop_the_run_before_any_job(tmp_path):
-    (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\n")
+    (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\ngranularity: [session]\n")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
                            "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 1
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("vipune-eval: bad configuration: granularities ['turn'] has no session"), proc.stderr
-    assert "split.dev_fraction must be a number from 0 to 1, got nan" in last
-    assert "does not contain items" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    start = lines.index("vipune-eval: bad configuration, 3 problems:")
+    assert lines[start + 1:] == [
+        "  - granularities ['turn'] has no session: session is required (the primary result, the one the "
+        "others are compared with); use ['session', 'turn']",
+        "  - split.dev_fraction must be a number from 0 to 1, got nan",
+        "  - granularity: not a config key; did you mean granularities?",
+        "vipune-eval: fix: fix these keys in your config file (every key: docs/configuration.md); "
+        "rename granularity → granularities"], proc.stderr
+    assert "does not contain items" not in proc.stderr and "Failed validating" not in proc.stderr
     assert not (tmp_path / "results" / "logs").exists()
 
 

@@ -157,7 +157,7 @@ def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env, scena
 
     (workdir / "mine" / "plug.py").write_text(PLUGIN + "\n# a comment changes the bytes\n")
     out = snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout
-    assert planned(out) == {"search_plugin": 2, "score": 1, "report": 1, "plots": 1, "all": 1}
+    assert planned(out) == {"search_plugin": 2, "score": 1, "report": 1, "plots": 1, "report_page": 1, "all": 1}
     summary = snakemake(workdir, "--summary", env=workflow_env).stdout
     stale = {line.split("\t")[0] for line in summary.splitlines()[1:]
              if line.split("\t")[-1:] != ["-"] and "\t" in line and line.split("\t")[-1] != "no update"}
@@ -168,7 +168,7 @@ def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env, scena
     config["retrievers"][2]["k"] = 61
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert planned(snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout) == {
-        "fuse_reference": 1, "search_plugin": 2, "score": 2, "report": 1, "plots": 1, "all": 1}
+        "fuse_reference": 1, "search_plugin": 2, "score": 2, "report": 1, "plots": 1, "report_page": 1, "all": 1}
 
     (workdir / "mine" / "plug.py").write_text("def newest_first(:\n")
     proc = snakemake(workdir, "-n", env=workflow_env, check=False)

@@ -55,7 +55,8 @@ def loaded(tmp_path) -> Loaded:
              "qrels": "results/filter/qrels.txt", "builds": {}}
     summary = {"pairs": 8, "instances": 9, "abstention": 1, "per_category": {"multi-session": 2, "temporal-reasoning": 6},
                "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}
-    manifest = {"views": [entry], "settings": {}, "corpus": None, "primary": None, "builds": [], "baseline": None,
+    manifest = {"views": [entry], "retrievers": ["dense", "hybrid", "vipune"], "settings": {}, "corpus": None,
+                "primary": None, "builds": [], "baseline": None,
                 "whatif": None, "mirrors": {"vipune": "hybrid"},
                 "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
     rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
@@ -125,3 +126,151 @@ def test_the_documents_have_the_declared_shapes(loaded):
     report = build(loaded)
     assert set(report) <= set(Report.__annotations__)
     assert set(Report.__annotations__) - set(report) == {"baseline", "whatif", "official"}
+
+
+def test_fewer_than_ten_pairs_get_no_bootstrap_interval_and_the_report_says_so(loaded):
+    """Issue 31: 2 pairs of 1.0 used to read 1.000 [1.00, 1.00]. The score stage writes no
+    interval for a fractional metric over fewer than 10 pairs; Wilson intervals stay."""
+    vipune = loaded.views[0].metrics["vipune"]
+    multi = vipune["per_category"]["multi-session"]
+    assert multi["pairs"] == 2 and multi["recall@10"] == 1.0
+    assert multi["intervals"]["recall@10"] is None and multi["intervals"]["mrr"] is None
+    low, high = multi["intervals"]["recall_any@10"]  # Wilson on 2 of 2: wide, not [1, 1]
+    assert low < 0.5 and high == 1.0
+    assert vipune["intervals"]["recall@1"] is None  # 8 pairs overall
+    text = render(build(loaded))
+    table = text[text.index("## recall@10 per category"):text.index("## Held-out split")]
+    assert "| retriever | multi-session (2 pairs) | temporal-reasoning (6 pairs) |" in table
+    assert "| vipune | 1.000 [no CI] |" in table
+    assert "fewer than 10 pairs, too few for a bootstrap interval" in table
+
+
+def test_ten_pairs_get_their_bootstrap_interval(tmp_path):
+    from vipune_eval.stages.score import metric_intervals
+
+    rows = [{"recall@5": v, "recall_any@5": v} for v in [1.0, 0.5] * 5]
+    intervals = metric_intervals(rows, ["recall@5", "recall_any@5"])
+    low, high = intervals["recall@5"]
+    assert low < 0.75 < high
+    assert metric_intervals(rows[:9], ["recall@5"]) == {"recall@5": None}
+
+
+def test_each_build_is_named_with_where_it_came_from(loaded):
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {primary: "vipune.binary 'vipune' = /usr/local/bin/vipune",
+                      other: "vipune.compare '/opt/k60/vipune'"}
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {"follows_contract": True, "failed_checks": []}}
+    report = build(loaded)
+    assert [b["source"] for b in report["builds"]] == [loaded.sources[primary], loaded.sources[other]]
+    text = render(report)
+    assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
+            in text)
+    assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
+    # the pairs whose gold moved, each with its recall@k before and after (q0: rank 1 → 2)
+    assert "  - q0 (temporal-reasoning): recall@1 1.00 → 0.00" in text
+
+
+def test_the_embed_projection_says_what_it_rests_on(loaded):
+    text = render(build(loaded))
+    line = next(line for line in text.splitlines() if line.startswith("- what this projection rests on"))
+    assert "this run's texts (mean 100 tokens; LongMemEval_M's session texts average 501" in line
+    assert "calm 2-core machine" in line and "plan a LongMemEval_M run with that one" in line
+
+
+def test_the_official_views_recall_all_convention_is_explained(loaded):
+    report = build(loaded)
+    session = report["views"]["session"]
+    official = {**session, "protocol": "official", "description": "LongMemEval's protocol",
+                "measures": {"recall_any": "…", "recall_all": "…"},
+                "summary": {**session["summary"], "pairs_all": 8, "skipped_without_user_side_evidence": 3,
+                            "skip_rule": "run_retrieval.py's", "pairs_with_empty_gold": 0},
+                "retrievers": {n: {**e, "metrics_all": e["metrics"], "intervals_all": e["intervals"], "pairs_all": 8}
+                               for n, e in session["retrievers"].items()}}
+    report["views"]["official"] = official
+    text = render(report)
+    assert "`metrics_all` holds the 3 pairs without user-side evidence, every one with no gold, so there " \
+           "recall_all can exceed recall_any" in text
+
+
+def test_the_summary_a_finished_run_prints_last(loaded):
+    """Issue 31: about 30 lines a person reads: the headline table (vipune first), warnings that
+    change the reading, and where the files are; not report.json."""
+    from vipune_eval.stages.report import summary
+
+    report = build(loaded)
+    lines = summary.render(report).splitlines()
+    assert len(lines) <= 30
+    start = lines.index("retriever  pairs       recall@1       recall@5      recall@10")
+    assert [line.split()[0] for line in lines[start + 1:start + 4]] == ["vipune", "dense", "hybrid"]
+    recall = report["retrievers"]["vipune"]["metrics"]
+    assert lines[start + 1].split()[1:3] == ["8", f"{recall['recall@1']:.3f}"]
+    warnings = lines[lines.index("warnings:") + 1:lines.index("files:") - 1]
+    assert any("1 pairs have a truncated gold session" in w for w in warnings)
+    assert any("fewer than 10 pairs, too few for a bootstrap interval" in w for w in warnings)
+    assert lines[-3:] == [f"  {path:<22} {what}" for path, what in summary.FILES]
+
+
+def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
+    from vipune_eval.stages.report import summary
+
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {other: "vipune.compare '/opt/k60/vipune'"}
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"]}}
+    report = build(loaded)
+    text = summary.render(report)
+    r = report["builds"][1]["comparison"]["overall"]["recall@5"]
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
+            f"({100 * r['difference']:+.1f} points") in text
+    assert f"  ! {other} fails its preflight (rrf_k25_ranks_from_1)" in text
+
+
+def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
+    from vipune_eval.stages.report import html
+
+    report = build(loaded)
+    text = render(report)
+    png = tmp_path / "recall_at_k.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    categories = tmp_path / "recall_per_category.png"
+    categories.write_bytes(b"\x89PNG\r\n\x1a\n")
+    page = html.page(report, text, {"recall_at_k": png, "recall_per_category": categories})
+    overall = page[page.index("<h2>Overall"):page.index("<h2>recall@1 per category")]
+    assert '<div class="beside"><div class="numbers">' in overall and overall.count("data:image/png") == 1
+    assert "<th class=num>recall@1</th>" in overall and "<tr class=vipune><td>vipune</td><td class=num>8</td>" in overall
+    per_category = page[page.index("<h2>recall@5 per category"):page.index("<h2>recall@10 per category")]
+    assert per_category.count("data:image/png") == 1  # the primary k's table
+    assert page.count("data:image/png") == 2
+    for heading in ("Held-out split", "Paired comparisons", "Diagnostics", "Embed throughput"):
+        assert f"<h2>{heading}" in page
+    assert "<strong>vipune vs dense</strong>" in page and "<code>" in page
+
+
+def test_the_html_reports_first_page_holds_the_headline_and_what_was_scored(loaded, tmp_path):
+    from vipune_eval.stages.report import html, summary
+
+    report = build(loaded)
+    png = tmp_path / "recall_at_k.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    front = html.front(report, render(report), {"recall_at_k": png})
+    first_table = front[front.index("<table>"):front.index("</table>")]
+    rows = summary.headline(report)[1]
+    assert first_table.index(f"<td>{rows[0][0]}</td>") < first_table.index(f"<td>{rows[1][0]}</td>")
+    assert f"<td class=num>{rows[0][2]}</td>" in first_table
+    assert "<h3>What was scored</h3>" in front and "dataset" in front and "model: files from /models/x" in front
+    assert "<h3>Warnings</h3>" in front and "vipune-eval report" not in front  # report.md's title is left out
+
+
+def test_markdown_to_html_knows_report_mds_marks():
+    from vipune_eval.stages.report.html import markdown_to_html
+
+    out = markdown_to_html("# T\n\n- a `x` <b>\n  - sub\n- b\n\n| h | n |\n|---|---:|\n| r | 1 |\n\n**bold** line\nnext")
+    assert out == ("<h1>T</h1>\n<ul><li>a <code>x</code> &lt;b&gt;<ul><li>sub</li></ul></li><li>b</li></ul>\n"
+                   "<div class=scroll><table><thead><tr><th>h</th><th class=num>n</th></tr></thead>"
+                   "<tbody><tr><td>r</td><td class=num>1</td></tr></tbody></table></div>\n"
+                   "<p><strong>bold</strong> line next</p>")

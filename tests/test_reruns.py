@@ -46,7 +46,7 @@ def report(workdir):
 
 
 VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 2, "report": 1, "plots": 1,
-               "all": 1}  # score: the hybrid and the --no-hybrid run of the binary
+               "report_page": 1, "all": 1}  # score: the hybrid and the --no-hybrid run of the binary
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -79,7 +79,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     # Back to the first binary: its results are kept under its fingerprint; nothing is searched.
     binary.write_bytes(original)
     jobs = planned(workdir, workflow_env)
-    assert set(jobs) <= {"score", "report", "plots", "all"}
+    assert set(jobs) <= {"score", "report", "plots", "report_page", "all"}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     again = report(workdir)
     assert again["provenance"]["vipune"] == first["provenance"]["vipune"]
@@ -87,7 +87,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
     # The second binary as a baseline, by fingerprint id: only the report reruns.
     set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     compared = report(workdir)
     assert compared["baseline"]["vipune"]["id"] == second_id
@@ -103,7 +103,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
 
 EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune",
-                   "score", "report", "plots", "all"}
+                   "score", "report", "plots", "report_page", "all"}
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -143,10 +143,10 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
     set_config(workdir, config)
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     set_config(workdir, with_turns)
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "all": 1}  # its results were kept
+    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}  # its results were kept
     set_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)
 
@@ -155,6 +155,6 @@ def test_changing_the_split_reruns_no_search(setup, workflow_env):
     """The dev/test label lives in pairs.parquet; the rows the searches read do not change."""
     workdir, config, _, _, _ = setup
     set_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
-    assert planned(workdir, workflow_env) == {"filter": 1, "score": 7, "report": 1, "plots": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"filter": 1, "score": 7, "report": 1, "plots": 1, "report_page": 1, "all": 1}
     set_config(workdir, config)
     assert planned(workdir, workflow_env) == {}

@@ -203,7 +203,8 @@ def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     config = {"retrievers": ["dense", {"name": "x", "use": "hybird"}], "ks": [1], "search_limit": 10,
-              "search": {"row_limit": 100}, "dataset": {"path": str(tmp_path / "none.json")}}
+              "search": {"row_limit": 100}, "dataset": {"path": str(tmp_path / "none.json")},
+              "model": {"path": None}}
     with pytest.raises(EvalError, match="unknown family 'hybird'"):
         workspace.prepare(config)
     assert not os.listdir(tmp_path)

@@ -227,8 +227,9 @@ def test_compare_runs_flags_only_the_better_category():
         for r in group.values():
             assert r["p"] <= r["p_holm"] <= min(1.0, 16 * r["p"]) + 1e-12
     sentences = result["summary"]
-    assert any(s.startswith("recall@5 (y): vipune") for s in sentences)
-    assert not any("(x)" in s or "(z)" in s for s in sentences)
+    pairs = result["per_category"]["y"]["recall@5"]["pairs"]
+    assert any(s.startswith(f"recall@5 (y, {pairs} pairs): vipune") for s in sentences)  # the count beside it
+    assert not any("(x," in s or "(z," in s for s in sentences)
     y = result["per_category"]["y"]["recall@5"]
     expected = f"{100 * y['difference']:+.1f} points"
     assert any(expected in s and "95% CI" in s and "p_holm" in s for s in sentences)

@@ -3,6 +3,7 @@
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -83,8 +84,10 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert set(report["views"]) == {"session", "turn", "chunk", "official", "official-turn"}
     for view in report["views"].values():
         assert set(view["retrievers"]) == RETRIEVERS and view["description"]
-    # The same JSON is printed at the end of the run, and a Markdown table is written for people.
-    assert json.loads(proc.stdout[proc.stdout.index("{"):proc.stdout.rindex("}") + 1]) == report
+    # The run ends with a summary a person reads (issue 31), not the JSON; Markdown tables too.
+    summary = (workdir / "results/summary.txt").read_text()
+    assert proc.stdout.rstrip().endswith(summary.rstrip()) and '"provenance"' not in proc.stdout
+    assert len(summary.splitlines()) <= 35
     assert "| vipune |" in (workdir / "results/report.md").read_text()
     # Every unique text of every view was embedded once, by some job, and timed there (issue 23).
     unique = {row["text_id"] for path in (workdir / "results").glob("**/filter/texts.parquet")
@@ -224,15 +227,47 @@ def test_intervals_comparisons_and_diagnostics(full_run):
 
 
 @pytest.mark.slow
-def test_plots_and_the_html_report(full_run, workflow_env):
+def test_plots_and_the_html_report(full_run):
+    """Issue 31: the run writes the HTML report at its end, from its own config: only jobs that
+    ran (no download, no vipune_missing), no missing metadata, no placeholder plot, and the page
+    with report.md's tables in it."""
     workdir, _ = full_run
     names = ["recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency"]
+    assert sorted(p.stem for p in (workdir / "results/plots").glob("*.png")) == sorted(names)  # no whatif
     for name in names:
         assert (workdir / f"results/plots/{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    snakemake(workdir, "--report", "results/report.html", env=workflow_env)
     html = (workdir / "results/report.html").read_text()
-    for name in [*(f"{n}.png" for n in names), "report.json"]:
+    for name in [*(f"{n}.png" for n in names), "report.html"]:
         assert name in html
+    assert "download_dataset" not in html and "vipune_missing" not in html and "whatif.png" not in html
+    assert "Missing metadata" not in (workdir / "results/logs/report_html.log").read_text()
+    page = (workdir / "results/html/report.html").read_text()
+    assert "<h2>Overall (95% intervals in brackets)</h2>" in page and page.count("data:image/png;base64") == len(names)
+
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install chromium): the "
+                                             "HTML report is not opened in a real browser")
+def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
+    """Issue 31: in a real browser, the HTML report's first page holds the headline table with
+    report.json's numbers (vipune first) and what was scored. docs/outputs.md shows how to look."""
+    from vipune_eval.stages.report.summary import headline
+
+    workdir, _ = full_run
+    report = json.loads((workdir / "results/report.json").read_text())
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
+                           (workdir / "results/report.html").as_uri()], capture_output=True, text=True, timeout=300)
+    dom = proc.stdout
+    assert 'id="vipune-eval"' in dom, proc.stderr[-2000:]  # the React app put the first page in
+    front = dom[dom.index('id="vipune-eval"'):]
+    body = re.search(r"<tbody>(.*?)</tbody>", front, re.S).group(1)
+    shown = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
+    assert shown == headline(report)[1] and shown[0][0] == "vipune"
+    assert f"{report['pairs']} pairs scored" in front and "What was scored" in front
 
 
 @pytest.mark.slow
@@ -296,6 +331,6 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
                        **{k: v for k, v in report["views"].items() if k != "official"}}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
-    run_plots(path, tmp_path / "plots")
+    run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)

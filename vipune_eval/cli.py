@@ -165,9 +165,22 @@ COMMANDS: dict[str, Command] = {
                                                    "help": "LongMemEval's turn→session scoring"}),
                           (["--name"], {"required": True}), (["--run-out"], P), (["--metrics-out"], P))),
     "report": Command("stages.report.build:run_report", "collect metrics and provenance into report.json / report.md",
-                      (), _opt((["--manifest"], P), (["--out-json"], P), (["--out-md"], P))),
+                      (), _opt((["--manifest"], P), (["--out-json"], P), (["--out-md"], P),
+                               (["--out-summary"], {**P, "help": "what a finished run prints last"}))),
+    "report-page": Command("stages.report.html:run_page",
+                           "report.md as HTML with each plot beside its numbers, and the HTML report's first page",
+                           (), _opt((["--report"], P), (["--markdown"], P), (["--plots"], {"type": Path, "nargs": "*", "default": []}),
+                                    (["--out-page"], P), (["--out-front"], P))),
+    "report-html": Command("stages.report.html_report:run_report_html",
+                           "Snakemake's HTML report of a finished run, from the run's own config", (),
+                           _opt((["--directory"], {"type": Path, "default": Path("."),
+                                                   "help": "the run's working directory (default: here)"}),
+                                (["--snakefile"], {"type": Path, "default": None,
+                                                   "help": "the workflow's Snakefile (default: the one beside "
+                                                           "this package)"}))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
-                     _opt((["--report"], P), (["--out-dir"], P))),
+                     _opt((["--report"], P), (["--out-dir"], P),
+                          (["--plots"], {"nargs": "+", "required": True, "help": "names of the plots to draw"}))),
 }
 
 

@@ -82,12 +82,14 @@ def text_id(text: str) -> str:
 
 
 class Progress:
-    """Logs ``done / total`` and a rate at most every ``every`` seconds."""
+    """Logs ``done / total`` and a rate at most every ``every`` seconds, and shows the same line
+    on stdout at most every ``shown_every`` seconds: a job's stdout is Snakemake's terminal (its
+    stderr goes to the job's log), so a long stage is seen to be alive without opening a log."""
 
-    def __init__(self, what: str, total: int, every: float = 10.0) -> None:
-        self.what, self.total, self.every = what, total, every
+    def __init__(self, what: str, total: int, every: float = 10.0, shown_every: float = 60.0) -> None:
+        self.what, self.total, self.every, self.shown_every = what, total, every, shown_every
         self.done = 0
-        self.start = self.last = time.monotonic()
+        self.start = self.last = self.shown = time.monotonic()
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -96,7 +98,11 @@ class Progress:
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
             eta = f", ETA {(self.total - self.done) / rate / 60:.1f} min" if self.total and rate else ""
-            log.info("%s: %d / %d (%.1f/s%s)", self.what, self.done, self.total, rate, eta)
+            line = f"{self.what}: {self.done} / {self.total} ({rate:.1f}/s{eta})"
+            log.info("%s", line)
+            if now - self.shown >= self.shown_every:
+                self.shown = now
+                print(f"vipune-eval: {line}", flush=True)
 
 
 def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):

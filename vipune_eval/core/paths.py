@@ -17,11 +17,18 @@ CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
 CONFIG_JSON = f"{RESULTS}/config.json"
+# Where each vipune build came from (config entry, file): read by the report, not its input, as
+# the config: moving a binary must rerun nothing (plan.workspace writes it at parse time)
+BUILD_SOURCES = f"{RESULTS}/fingerprints/sources.json"
 DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
 MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
 VIPUNE_HF_HOME = f"{RESULTS}/model/vipune-home"
 REPORT_JSON = f"{RESULTS}/report.json"
 REPORT_MD = f"{RESULTS}/report.md"
+SUMMARY = f"{RESULTS}/summary.txt"  # what a finished run prints last
+REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at the end of a run
+REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
+REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
 PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency", "whatif")
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
 

@@ -26,6 +26,11 @@ from vipune_eval.registry.measures import is_binary as metric_is_binary
 
 
 
+# A percentile bootstrap over fewer pairs than this gives no honest interval (2 pairs of 1.0
+# resample to [1.00, 1.00]): the score stage writes none, and the report says so.
+MIN_BOOTSTRAP_PAIRS = 10
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -334,7 +339,8 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
     for i, k in enumerate(order):
         results[k]["p_holm"] = adjusted[str(i)]
         results[k]["significant"] = bool(adjusted[str(i)] < alpha)
-    labels = {(cat, key): key if cat is None else f"{key} ({cat})" for cat, key in order}
+    labels = {(cat, key): key if cat is None else f"{key} ({cat}, {len(by_category[cat])} pairs)"
+              for cat, key in order}
 
     summary = [_sentence(labels[k], r, name_a, name_b, confidence)
                for k, r in results.items() if r["significant"]]
@@ -356,7 +362,8 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
 
 def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = [(key, r) for key, r in result["overall"].items()]
-    out += [(f"{key} ({cat})", r) for cat, rows in result["per_category"].items() for key, r in rows.items()]
+    out += [(f"{key} ({cat}, {r['pairs']} pairs)", r) for cat, rows in result["per_category"].items()
+            for key, r in rows.items()]
     return out
 
 

@@ -10,12 +10,16 @@ tested) without Snakemake.
 
 from __future__ import annotations
 
+import copy
+import difflib
 import fcntl
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
+
+import jsonschema
 
 from vipune_eval.registry import datasets, granularities, measures, retrievers, views
 from vipune_eval.core import paths
@@ -76,6 +80,7 @@ class Workspace:
     fingerprints: dict[str, dict] = field(default_factory=dict)
     specs: list[retrievers.Spec] = field(default_factory=list)  # the checked retrievers entries
     notes: list[str] = field(default_factory=list)  # printed at parse time: what was not done
+    sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from, in words
     lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
 
     # ------------------------------------------------------------ names
@@ -126,6 +131,13 @@ def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     return {**fingerprint, "path": str(path)}
 
 
+def _source(key: str, entry: str, build: dict[str, Any]) -> str:
+    """Where a build came from, for the report: the config entry and the file it named."""
+    if "path" not in build:
+        return f"{key} {entry!r}: evaluated in this directory before"
+    return f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
+
+
 def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
     """A vipune.compare entry: the fingerprint id of a build evaluated here before, or a binary."""
     known = paths.fingerprinted_binaries()
@@ -139,8 +151,38 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})") from None
 
 
-def check_config(config: dict[str, Any]) -> None:
-    """What the schema cannot say, every bad value named at once, before any job runs."""
+def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Every way ``config`` breaks ``schema``, worded for a person: (problems, unknown keys as
+    (dotted key, its nearest valid dotted key or None)). Sets the schema's defaults in ``config``
+    as Snakemake's ``validate`` does (``validate`` stops at the first error and prints the config)."""
+    base = jsonschema.validators.validator_for(schema)
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, props, instance, subschema)
+
+    validator = jsonschema.validators.extend(base, {"properties": properties})(schema)
+    problems: list[str] = []
+    unknown: list[tuple[str, str | None]] = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(map(str, error.absolute_path))
+        if error.validator == "additionalProperties" and error.validator_value is False:
+            known = list(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(known)):
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                prefix = f"{where}." if where else ""
+                unknown.append((prefix + str(key), prefix + close[0] if close else None))
+        else:
+            problems.append(f"{where or 'the config'}: {error.message}")
+    return problems, unknown
+
+
+def _cross_key_problems(config: dict[str, Any]) -> list[str]:
+    """What a schema cannot say: limits against each other, the primary granularity, NaN."""
     problems = []
     if max(config["ks"]) > config["search_limit"]:
         problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k "
@@ -152,34 +194,91 @@ def check_config(config: dict[str, Any]) -> None:
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
-    if problems:
-        raise EvalError("bad configuration: " + "; ".join(problems),
-                        fix="fix these keys in your config file (docs/configuration.md)")
+    return problems
 
 
-def prepare(config: dict[str, Any]) -> Workspace:
-    """Check the configuration, write the fingerprints and the config, name the builds."""
-    specs = retrievers.resolve(config["retrievers"])  # first: an unknown name stops here
-    lab = whatif_grid.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
-    clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
-    if clash:
-        raise EvalError(f"whatif: the variant names {clash} are taken by configured retrievers")
-    check_config(config)
-    config["dataset"] = datasets.resolve(config["dataset"])  # the rules read the resolved block
-    if config["dataset"]["path"]:
-        dataset_file = str(Path(os.path.expanduser(config["dataset"]["path"])).resolve())
-        write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
-            Path(dataset_file), config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
-    else:
-        dataset_file = f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
-    if config["model"]["path"]:
-        model_dir = str(Path(os.path.expanduser(config["model"]["path"])).resolve())
-        write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
-            Path(model_dir), repo_id=config["model"]["repo_id"], revision=config["model"]["revision"],
-            file=config["model"]["file"], pooling=config["model"]["pooling"],
-            cache_file=Path(paths.CACHE) / "sha256.json"))
-    else:
-        model_dir = f"{paths.RESULTS}/model/download"
+def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()) -> EvalError:
+    """One error naming every problem of the configuration; unknown keys come last, and the fix
+    renames each to its nearest valid name, so the last line a user reads says what to type."""
+    lines = list(problems)
+    for key, close in unknown:
+        lines.append(f"{key}: not a config key" + (f"; did you mean {close}?" if close else ""))
+    renames = [f"{key} → {close}" for key, close in unknown if close]
+    others = [key for key, close in unknown if not close]
+    fix = "fix these keys in your config file (every key: docs/configuration.md)"
+    if others:
+        fix = f"remove {', '.join(others)}, or " + fix
+    if renames:
+        fix = f"{fix}; rename {', '.join(renames)}"
+    head = "bad configuration: " if len(lines) == 1 else f"bad configuration, {len(lines)} problems:\n  - "
+    return EvalError(head + "\n  - ".join(lines), fix=fix)
+
+
+def check_config(config: dict[str, Any], schema: dict[str, Any] | None = None) -> None:
+    """Every problem of the configuration in one message, before any job runs: the schema's
+    (shapes, bounds, each unknown key with its nearest valid name) and what the schema cannot
+    say (``_cross_key_problems``). With ``schema``, its defaults are set in ``config``."""
+    problems, unknown = schema_problems(config, schema) if schema is not None else ([], [])
+    problems += _attempt(problems, _cross_key_problems, config) or []
+    if problems or unknown:
+        raise config_error(problems, unknown)
+
+
+def _attempt(problems: list[str], step, *args):
+    """``step(*args)``, its EvalError kept as one more problem (so every problem is named at
+    once); None when it failed."""
+    try:
+        return step(*args)
+    except EvalError as exc:
+        problems.append(str(exc))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        if not problems:  # a shape the schema's own problems do not explain
+            raise
+    return None
+
+
+def _dataset_file(config: dict[str, Any]) -> str:
+    """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
+    fingerprinted now, a download names the file it will write."""
+    config["dataset"] = datasets.resolve(config["dataset"])
+    if not config["dataset"]["path"]:
+        return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
+    path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
+    write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
+        path, config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
+    return str(path)
+
+
+def _model_dir(config: dict[str, Any]) -> str:
+    """A local model folder, fingerprinted now, or the folder the download will fill."""
+    model = config["model"]
+    if not model["path"]:
+        return f"{paths.RESULTS}/model/download"
+    path = Path(os.path.expanduser(model["path"])).resolve()
+    write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
+        path, repo_id=model["repo_id"], revision=model["revision"], file=model["file"],
+        pooling=model["pooling"], cache_file=Path(paths.CACHE) / "sha256.json"))
+    return str(path)
+
+
+def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Workspace:
+    """Check the configuration (every problem in one message), write the fingerprints and the
+    config, name the builds. With ``schema``, the config is checked against it and its defaults
+    are set first (the Snakefile passes the workflow's schema)."""
+    problems, unknown = schema_problems(config, schema) if schema is not None else ([], [])
+    specs = _attempt(problems, retrievers.resolve, config["retrievers"])
+    lab = None
+    if specs is not None:
+        lab = _attempt(problems, lambda: whatif_grid.resolve(config.get("whatif"), specs,
+                                                             measures.keys(config["ks"], measures.SEED)))
+        clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
+        if clash:
+            problems.append(f"whatif: the variant names {clash} are taken by configured retrievers")
+    problems += _attempt(problems, _cross_key_problems, config) or []
+    dataset_file = _attempt(problems, _dataset_file, config)
+    model_dir = _attempt(problems, _model_dir, config)
+    if problems or unknown:
+        raise config_error(problems, unknown)
     workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
                           views=views.configured(config), primary=None, builds=[], specs=specs,
                           lab=lab)
@@ -194,6 +293,7 @@ def prepare(config: dict[str, Any]) -> Workspace:
             workspace.primary = primary["id"]
             workspace.binaries[primary["id"]] = primary["path"]
             workspace.fingerprints[primary["id"]] = primary
+            workspace.sources[primary["id"]] = _source("vipune.binary", config["vipune"]["binary"], primary)
         entries = list(config["vipune"].get("compare") or [])
         if config["vipune"].get("baseline"):
             entries.append(config["vipune"]["baseline"])
@@ -207,10 +307,13 @@ def prepare(config: dict[str, Any]) -> Workspace:
                                        "dropped: every build is compared with vipune.binary")
             elif build["id"] not in workspace.builds:
                 workspace.builds.append(build["id"])
+                key = "vipune.baseline" if entry == config["vipune"].get("baseline") else "vipune.compare"
+                workspace.sources[build["id"]] = _source(key, entry, build)
             workspace.fingerprints[build["id"]] = build
             if "path" in build:
                 workspace.binaries[build["id"]] = build["path"]
     write_json_if_changed(paths.CONFIG_JSON, config)
+    write_json_if_changed(paths.BUILD_SOURCES, workspace.sources)
     return workspace
 
 
@@ -256,6 +359,19 @@ def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
 
 
 # ---------------------------------------------------------------- files of the plan
+
+
+def plots(ws: Workspace) -> list[str]:
+    """The plots of this run, in paths.PLOTS's order: each one that has something to show (a
+    placeholder would only say what is not there)."""
+    shown = {"recall_at_k", "recall_per_category", "gold_ranks"}
+    if sum(view.protocol == "seed" for view in ws.views) > 1:
+        shown.add("granularities")
+    if ws.primary and "vipune" in ws.retrievers:  # the builds' search latencies
+        shown.add("latency")
+    if ws.lab:
+        shown.add("whatif")
+    return [p for p in paths.PLOTS if p in shown]
 
 
 def embed_shards(ws: Workspace, view: View) -> list[str]:
@@ -343,6 +459,7 @@ class Manifest(TypedDict):
     primary: str | None
     builds: list[str]
     baseline: str | None
+    sources: str  # paths.BUILD_SOURCES: build id → where it came from (not an input of the report)
     fingerprints: dict[str, str]
     preflight: dict[str, str]
     views: list[ManifestView]
@@ -374,7 +491,7 @@ def report_manifest(ws: Workspace) -> Manifest:
         "roles": retrievers.roles(ws.specs),
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.kind is Kind.VIPUNE},
         "primary": ws.primary, "builds": ws.builds,
-        "baseline": ws.baseline,
+        "baseline": ws.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here
         "preflight": {b: paths.preflight(b) for b in binary

@@ -22,7 +22,7 @@ from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_json, write_json
-from vipune_eval.core.stats import bootstrap_intervals, wilson_interval
+from vipune_eval.core.stats import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 
 LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
 
@@ -70,17 +70,20 @@ def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str,
     return {key: sum(r[key] for r in rows) / len(rows) for key in keys}
 
 
-def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float]]:
-    """95% intervals: Wilson for the per-pair binary metrics, a seeded bootstrap otherwise (every
-    fractional metric from one resample matrix: the same resamples, so the same intervals, as
-    one bootstrap per metric)."""
-    out = {}
+def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, list[float] | None]:
+    """95% intervals: Wilson for the per-pair binary metrics (sound on few pairs too), a seeded
+    bootstrap otherwise (every fractional metric from one resample matrix: the same resamples, so
+    the same intervals, as one bootstrap per metric). None for a fractional metric over fewer than
+    ``MIN_BOOTSTRAP_PAIRS`` pairs: resampling so few values gives no honest interval."""
+    out: dict[str, list[float] | None] = {}
     fractional = [key for key in keys if not measures.is_binary(key)]
     for key in keys:
         if measures.is_binary(key):
             lo, hi = wilson_interval(int(round(sum(r[key] for r in rows))), len(rows))
             out[key] = [lo, hi]
-    if fractional:
+    if fractional and len(rows) < MIN_BOOTSTRAP_PAIRS:
+        out.update(dict.fromkeys(fractional))
+    elif fractional:
         matrix = np.array([[r[key] for key in fractional] for r in rows], dtype=np.float64).reshape(-1, len(fractional))
         for key, (lo, hi) in zip(fractional, bootstrap_intervals(matrix, seed=0)):
             out[key] = [float(lo), float(hi)]
@@ -106,7 +109,7 @@ class Summary(TypedDict):
     """Means of a group of pairs (every metric key) with ``pairs`` and ``intervals``."""
 
     pairs: int
-    intervals: dict[str, list[float]]
+    intervals: dict[str, list[float] | None]  # None: too few pairs for a bootstrap (metric_intervals)
 
 
 class _Scored(TypedDict):
@@ -115,7 +118,7 @@ class _Scored(TypedDict):
     run: str                             # the merged run file
     failed: dict[str, str]               # question id → why the vipune lane failed it
     metrics: dict[str, float]            # metric key → mean over the averaged pairs
-    intervals: dict[str, list[float]]    # metric key → 95% interval
+    intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
     per_category: dict[str, Summary]
     per_split: dict[str, Summary]
     short_lists: int                     # pairs whose run lists fewer documents than the largest k
@@ -129,7 +132,7 @@ class Metrics(_Scored, total=False):
 
     pairs_all: int
     metrics_all: dict[str, float]
-    intervals_all: dict[str, list[float]]
+    intervals_all: dict[str, list[float] | None]
     search_seconds: dict[str, float]  # p50, p95, max, calls
 
 

@@ -10,6 +10,7 @@ from vipune_eval.registry import measures
 from vipune_eval.plan import cluster, failures
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
+from vipune_eval.stages.report import html_report
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
@@ -19,7 +20,7 @@ try:
     if workflow.is_main_process and not workflow.dryrun:
         RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
         W.clear_tmp()
-    WS = W.prepare(config)
+    WS = W.prepare(config, SCHEMA)
     if workflow.is_main_process:
         for note in WS.notes:
             print(f"vipune-eval: note: {note}", file=sys.stderr)
@@ -27,13 +28,18 @@ try:
     MANIFEST = W.report_manifest(WS)
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
-    sys.exit(f"vipune-eval: {exc}")
+    # the fix on a line of its own, last: what to do is what a user reads last
+    sys.exit(
+        f"vipune-eval: {exc.message}"
+        + (f"\nvipune-eval: fix: {exc.fix}" if exc.fix else "")
+    )
 
 ENV = "../envs/vipune-eval.yaml"
 VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
     View("official", g).folder for g in OFFICIAL_GRANULARITIES
 ]
 RUNS = WS.runs()
+PLOTS = W.plots(WS)  # only those with something to show in this run
 # The runs of each kind of retriever (W.SEARCHES names the search job that makes them).
 RUNS_OF = {kind: [r for r in RUNS.values() if r.kind is kind] for kind in W.SEARCHES}
 try:
@@ -152,8 +158,19 @@ def failed_jobs():
 
 def print_report(path, failed=False):
     if not failed:
-        if Path(path).exists():
-            print(Path(path).read_text(), end="")
+        # The HTML report's own Snakemake process reads this workflow too: the run is over, so
+        # its lock is released first. The summary is printed last, after Snakemake's own lines.
+        RUN_LOCK.close()
+        lines = []
+        why = html_report.build(Path(workflow.main_snakefile), Path("."))
+        if Path(paths.SUMMARY).exists():
+            lines.append(Path(paths.SUMMARY).read_text().rstrip("\n"))
+        if why:
+            lines.append(
+                f"vipune-eval: the HTML report was not built: {why}; "
+                "`vipune-eval report-html` builds it again"
+            )
+        atexit.register(print, "\n".join(lines), flush=True)
         return
     lines = failures.failed_jobs(failed_jobs(), config, WS.primary)
     if Path(path).exists():

@@ -2,10 +2,9 @@ rule report:
     input:
         get_report_inputs,
     output:
-        json=report(
-            paths.REPORT_JSON, caption="../report/report.rst", category="Report"
-        ),
-        md=report(paths.REPORT_MD, caption="../report/report_md.rst", category="Report"),
+        json=paths.REPORT_JSON,
+        md=paths.REPORT_MD,
+        summary=paths.SUMMARY,
     log:
         "results/logs/report.log",
     benchmark:
@@ -21,43 +20,22 @@ rule report:
         manifest=paths.REPORT_MANIFEST,
     shell:
         "vipune-eval report --manifest {params.manifest} --out-json {output.json}"
-        " --out-md {output.md} 2> {log}"
+        " --out-md {output.md} --out-summary {output.summary} 2> {log}"
 
 
+# Only the plots that have something to show in this run (workspace.plots): no placeholder.
 rule plots:
     input:
         paths.REPORT_JSON,
     output:
-        recall=report(
-            paths.fill(paths.PLOT, plot="recall_at_k"),
-            caption="../report/recall_at_k.rst",
-            category="Plots",
-        ),
-        categories=report(
-            paths.fill(paths.PLOT, plot="recall_per_category"),
-            caption="../report/recall_per_category.rst",
-            category="Plots",
-        ),
-        ranks=report(
-            paths.fill(paths.PLOT, plot="gold_ranks"),
-            caption="../report/gold_ranks.rst",
-            category="Plots",
-        ),
-        granularities=report(
-            paths.fill(paths.PLOT, plot="granularities"),
-            caption="../report/granularities.rst",
-            category="Plots",
-        ),
-        latency=report(
-            paths.fill(paths.PLOT, plot="latency"),
-            caption="../report/latency.rst",
-            category="Plots",
-        ),
-        whatif=report(
-            paths.fill(paths.PLOT, plot="whatif"),
-            caption="../report/whatif.rst",
-            category="Plots",
-        ),
+        **{
+            p: report(
+                paths.fill(paths.PLOT, plot=p),
+                caption=f"../report/{p}.rst",
+                category="Plots",
+            )
+            for p in PLOTS
+        },
     log:
         "results/logs/plots.log",
     benchmark:
@@ -71,5 +49,33 @@ rule plots:
     params:
         code=code_version("plots"),
         primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
+        plots=" ".join(PLOTS),
     shell:
-        "vipune-eval plots --report {input} --out-dir results/plots 2> {log}"
+        "vipune-eval plots --report {input} --out-dir results/plots --plots {params.plots} 2> {log}"
+
+
+# report.md as HTML with each plot beside its numbers, and the HTML report's first page
+# (workflow/report/workflow.rst includes it): the HTML report opens on the numbers.
+rule report_page:
+    input:
+        report=paths.REPORT_JSON,
+        md=paths.REPORT_MD,
+        plots=[paths.fill(paths.PLOT, plot=p) for p in PLOTS],
+    output:
+        page=report(
+            paths.REPORT_PAGE, caption="../report/report_page.rst", category="Report"
+        ),
+        front=paths.REPORT_FRONT,
+    log:
+        "results/logs/report_page.log",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        code=code_version("report-page"),
+    shell:
+        "vipune-eval report-page --report {input.report} --markdown {input.md}"
+        " --plots {input.plots} --out-page {output.page} --out-front {output.front} 2> {log}"

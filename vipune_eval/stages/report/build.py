@@ -9,20 +9,20 @@ hand-made inputs); stages.report.markdown renders it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pyarrow.parquet as pq
 
 from vipune_eval import __version__
-from vipune_eval.core.io import atomic_path, read_json, write_json
+from vipune_eval.core.io import read_json, write_json, write_text
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
-from vipune_eval.stages.report import diagnostics, projection, whatif
+from vipune_eval.stages.report import diagnostics, projection, summary, whatif
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 
@@ -38,6 +38,7 @@ class Report(TypedDict, total=False):
     measures: dict[str, str]           # measure → definition
     dataset: dict[str, Any]            # the primary view's filter summary
     retrievers: dict[str, dict[str, Any]]  # the primary view's entries (retriever_entry)
+    retriever_order: list[str]         # the order tables and plots show them: vipune's lane first
     retriever_settings: dict[str, dict[str, Any]]
     corpus: dict[str, Any] | None
     comparisons: dict[str, dict[str, Any]]
@@ -80,6 +81,7 @@ class Loaded:
     dataset: dict[str, Any]
     model: dict[str, Any]
     config: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -123,7 +125,8 @@ def load(manifest: dict[str, Any]) -> Loaded:
         fingerprints={b: read_json(path) for b, path in manifest["fingerprints"].items()},
         preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
         dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
-        config=read_json(manifest["config"]))
+        config=read_json(manifest["config"]),
+        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {})
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -187,6 +190,9 @@ def build(loaded: Loaded) -> Report:
         "pairs": summary["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
         "measures": measures.definitions(primary.entry["measures"]), "dataset": summary,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
+        # report.json's keys are sorted: the configured order, the vipune lane first, is kept here
+        "retriever_order": sorted([n for n in manifest["retrievers"] if n in metrics],
+                                  key=lambda name: name not in manifest["mirrors"]),
         "retriever_settings": manifest.get("settings", {}),
         "corpus": manifest.get("corpus"),
     }
@@ -265,7 +271,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
         entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                 **retriever_entry(m)}
+                 "source": loaded.sources.get(build_id), **retriever_entry(m)}
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
@@ -298,9 +304,9 @@ def granularities(views: list[View], keys: list[str]) -> dict[str, Any]:
     return out
 
 
-def run_report(manifest: Path, out_json: Path, out_md: Path) -> Report:
+def run_report(manifest: Path, out_json: Path, out_md: Path, out_summary: Path) -> Report:
     report = build(load(read_json(manifest)))
     write_json(out_json, report)
-    with atomic_path(out_md) as tmp:
-        tmp.write_text(render(report), encoding="utf-8")
+    write_text(out_md, render(report))
+    write_text(out_summary, summary.render(report))
     return report

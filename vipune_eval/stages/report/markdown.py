@@ -5,15 +5,28 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from vipune_eval.core.stats import MIN_BOOTSTRAP_PAIRS
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report import whatif
 
 
-def _cell(value: float, interval: list[float] | None = None) -> str:
+NO_INTERVAL = "no CI"
+NO_INTERVAL_NOTE = (f"`{NO_INTERVAL}`: fewer than {MIN_BOOTSTRAP_PAIRS} pairs, too few for a bootstrap interval "
+                    "(resampling so few values gives none worth the name; recall_any and recall_all keep "
+                    "their Wilson intervals).")
+
+
+def _cell(value: float, interval: list[float] | None) -> str:
+    """A value with its 95% interval; None: the score stage gave none (too few pairs)."""
     if interval is None:
-        return f"{value:.3f}"
+        return f"{value:.3f} [{NO_INTERVAL}]"
     return f"{value:.3f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def _without_interval(rows: list[str]) -> list[str]:
+    """The note that explains ``no CI``, after a table that shows it."""
+    return ["", NO_INTERVAL_NOTE] if any(f"[{NO_INTERVAL}]" in row for row in rows) else []
 
 
 def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool = True) -> list[str]:
@@ -23,10 +36,12 @@ def _table(rows: dict[str, dict[str, Any]], keys: list[str], pairs_column: bool 
         failed = f" ({len(entry['failed'])} failed)" if entry.get("failed") else ""
         cells = [_cell(entry["metrics"][key], entry["intervals"][key]) for key in keys]
         lines.append(f"| {name} | " + (f"{entry['pairs']}{failed} | " if pairs_column else "") + " | ".join(cells) + " |")
-    return lines
+    return lines + _without_interval(lines)
 
 
 def render(report: Mapping[str, Any]) -> str:
+    # tables in the report's order (vipune's lane first), not report.json's sorted keys
+    report = {**report, "retrievers": {n: report["retrievers"][n] for n in report["retriever_order"]}}
     primary = report["views"][PRIMARY.name]
     ks = primary["ks"]
     keys = measures.keys(ks, list(report["measures"]))
@@ -51,20 +66,15 @@ def render(report: Mapping[str, Any]) -> str:
     lines.append(f"- protocol: {report['protocol']}")
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
-    categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
     for key in [measures.key(measures.PRIMARY, kk) for kk in ks]:
-        lines += ["", f"## {key} per category", "",
-                  "| retriever | " + " | ".join(categories) + " |", "|---|" + "---:|" * len(categories)]
-        for name, entry in report["retrievers"].items():
-            cells = [_cell(entry["per_category"][c][key], entry["per_category"][c]["intervals"][key])
-                     if c in entry["per_category"] else "–" for c in categories]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines += ["", f"## {key} per category", "", *per_category_table(report["retrievers"], key)]
     splits = report["splits"]
     lines += ["", f"## Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
                   f"({splits['test']['pairs']} pairs)", "",
               f"Split seed {prov['split']['seed']}, dev fraction {prov['split']['dev_fraction']} "
               f"({prov['split']['rule']}). Test:", "",
-              *_table({n: {**e, "pairs": splits["test"]["pairs"]} for n, e in splits["test"]["retrievers"].items()}, keys)]
+              *_table({n: {**splits["test"]["retrievers"][n], "pairs": splits["test"]["pairs"]}
+                       for n in report["retriever_order"] if n in splits["test"]["retrievers"]}, keys)]
     lines += ["", "## Paired comparisons", "",
               "Differences on the same pairs, with paired-bootstrap intervals; exact McNemar tests for "
               "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
@@ -85,13 +95,34 @@ def render(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def per_category_table(retrievers: Mapping[str, Any], key: str) -> list[str]:
+    """``key`` per category, each category's pair count in its heading (and in a cell whose
+    retriever scored fewer pairs there: failed pairs are left out)."""
+    categories = sorted({c for e in retrievers.values() for c in e["per_category"]})
+    pairs = {c: max(e["per_category"][c]["pairs"] for e in retrievers.values() if c in e["per_category"])
+             for c in categories}
+    lines = ["| retriever | " + " | ".join(f"{c} ({pairs[c]} pairs)" for c in categories) + " |",
+             "|---|" + "---:|" * len(categories)]
+    for name, entry in retrievers.items():
+        cells = []
+        for c in categories:
+            group = entry["per_category"].get(c)
+            if group is None:
+                cells.append("–")
+                continue
+            fewer = f" ({group['pairs']} pairs)" if group["pairs"] != pairs[c] else ""
+            cells.append(_cell(group[key], group["intervals"][key]) + fewer)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + _without_interval(lines)
+
+
 def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str]:
     builds = report["builds"]
     if not builds:
         return []
     lines = ["", "## vipune builds", "",
-             "| build | version | sha256 | pairs | " + " | ".join(keys) + " | latency p50 / p95 (s) |",
-             "|---|---|---|---:|" + "---:|" * len(keys) + "---:|"]
+             "| build | version | sha256 | from | pairs | " + " | ".join(keys) + " | latency p50 / p95 (s) |",
+             "|---|---|---|---|---:|" + "---:|" * len(keys) + "---:|"]
     for i, b in enumerate(builds):
         label = f"{b['id']} (primary)" if i == 0 else b["id"]
         if b.get("failed_checks"):
@@ -101,16 +132,17 @@ def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str
         seconds = b.get("search_seconds")
         latency = f"{seconds['p50']:.3f} / {seconds['p95']:.3f}" if seconds else "–"
         cells = [_cell(b["metrics"][key], b["intervals"][key]) for key in keys]
-        lines.append(f"| {label} | {b['version']} | {b['sha256'][:12]} | {b['pairs']} | " + " | ".join(cells)
-                     + f" | {latency} |")
+        lines.append(f"| {label} | {b['version']} | {b['sha256'][:12]} | {b.get('source') or '–'} | {b['pairs']} | "
+                     + " | ".join(cells) + f" | {latency} |")
+    lines += _without_interval(lines)
     for b in builds[1:]:
         lines += ["", f"**{b['id']} vs {builds[0]['id']}** ({b['comparison']['correction']})"]
         lines += [f"- {sentence}" for sentence in b["comparison"]["summary"]]
         lines += [f"- {len(b['changes'])} pairs gained or lost gold sessions in the top "
                   f"{max(measures.cutoff(kk) or 0 for kk in keys)}"]
         for change in b["changes"][:20]:
-            cells = ", ".join(f"{key} {change[key][0]:.2f} → {change[key][1]:.2f}" for key in change
-                              if measures.cutoff(key) and measures.measure_of(key).name == measures.PRIMARY)
+            # a change holds gained@k / lost@k and the primary measure's key at each k that changed
+            cells = ", ".join(f"{key} {change[key][0]:.2f} → {change[key][1]:.2f}" for key in keys if key in change)
             lines.append(f"  - {change['question_id']} ({change['question_type']}): {cells}")
     return lines
 
@@ -129,6 +161,7 @@ def granularities_markdown(report: dict[str, Any], k: int) -> list[str]:
                  if n in block["retrievers"] else "–" for n in names]
         lines.append(f"| {g} | {block['rows']} | {block['unique_texts']} | {block['tokens_embedded']} | "
                      + " | ".join(cells) + " |")
+    lines += _without_interval(lines)
     lines += ["", f"Cells: {key}. Rankings of turn and chunk rows collapse to sessions by first occurrence."]
     for g, block in grains.items():
         for name, result in block.get("vs_session", {}).items():
@@ -185,7 +218,14 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
                  for n, e in view["retrievers"].items() if "metrics_all" in e}
         if every:
             lines += [f"`metrics_all`: every non-abstention pair, the set print_retrieval_metrics.py "
-                      f"averages ({s.get('pairs_all')} pairs):", "", *_table(every, shown), ""]
+                      f"averages ({s.get('pairs_all')} pairs):", "", *_table(every, shown), "",
+                      "recall_all and recall_any follow LongMemEval's code, where a pair with no gold "
+                      "session (its gold keeps only sessions with a user-side `has_answer` turn) scores "
+                      "recall_all = 1 (none of its no gold sessions is missing) and recall_any = ndcg_any "
+                      f"= 0. `metrics_all` holds the {s['skipped_without_user_side_evidence']} pairs without "
+                      "user-side evidence, every one with no gold, so there recall_all can exceed "
+                      "recall_any; `metrics` leaves them out, as run_retrieval.py does "
+                      f"({s['pairs_with_empty_gold']} pairs with empty gold remain in it).", ""]
         lines += [f"- {m}: {text}" for m, text in view["measures"].items()]
         lines.append("")
     if "official" in report:
@@ -271,7 +311,16 @@ def embed_markdown(embed: dict[str, Any]) -> list[str]:
     if projection is None:
         return lines + [f"- no projection: {embed['why']}"]
     minutes = ", ".join(f"{g} rows {m:.0f} min" for g, m in projection["minutes"].items())
-    return lines + [f"- projected: {projection['what']}: {minutes}"]
+    session = projection["workload"].get("session")
+    theirs = (f"; LongMemEval_M's session texts average {session['tokens'] / session['texts']:.0f}"
+              if session else "")
+    return lines + [f"- projected: {projection['what']}: {minutes}",
+                    f"- what this projection rests on: this run's texts (mean {embed['tokens'] / embed['texts']:.0f} "
+                    f"tokens{theirs}; on short texts each model call's overhead weighs more, so the rate "
+                    "is lower) and this machine's load while the embed jobs ran. The README's figure "
+                    "(docs/performance.md) was measured on a calm 2-core machine on texts of LongMemEval_M's "
+                    "lengths: plan a LongMemEval_M run with that one; this one holds only for texts of "
+                    "M's lengths on a machine as loaded as this one was."]
 
 
 def _opt(value: float | None) -> str:

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from vipune_eval.core.io import atomic_path, read_json  # noqa: E402
+from vipune_eval.errors import EvalError  # noqa: E402
 from vipune_eval.registry import measures  # noqa: E402
 from vipune_eval.registry.views import PRIMARY  # noqa: E402
 
@@ -23,10 +24,14 @@ def _save(fig, path: Path) -> None:
 
 
 def retriever_order(report: dict[str, Any]) -> list[str]:
-    """The configured order (vipune first by default), not the JSON file's sorted keys."""
-    configured = [e if isinstance(e, str) else e.get("name")
-                  for e in report["provenance"]["config"].get("retrievers", [])]
-    return [n for n in configured if n in report["retrievers"]] or sorted(report["retrievers"])
+    """The report's order (vipune's lane first, then as configured), not the JSON's sorted keys."""
+    return report["retriever_order"]
+
+
+def error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]]:
+    """Matplotlib's yerr from 95% intervals; none drawn where there is none (too few pairs)."""
+    return [[v - i[0] if i else 0.0 for v, i in zip(values, intervals)],
+            [i[1] - v if i else 0.0 for v, i in zip(values, intervals)]]
 
 
 def category_label(category: str, pairs: int) -> str:
@@ -41,10 +46,9 @@ def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
     for i, k in enumerate(ks):
         key = measures.key(measures.PRIMARY, k)
         values = [report["retrievers"][n]["metrics"][key] for n in names]
-        lows = [v - report["retrievers"][n]["intervals"][key][0] for n, v in zip(names, values)]
-        highs = [report["retrievers"][n]["intervals"][key][1] - v for n, v in zip(names, values)]
+        intervals = [report["retrievers"][n]["intervals"][key] for n in names]
         xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(names))]
-        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=key)
+        ax.bar(xs, values, width, yerr=error_bars(values, intervals), capsize=3, label=key)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("recall@k (95% interval)")
@@ -91,20 +95,17 @@ def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> Non
 
 
 def granularities(report: dict[str, Any], k: int, out: Path) -> None:
-    """recall@k of each retriever at each granularity (the session bar alone with one)."""
-    grains = report["granularities"] or {PRIMARY.granularity: {"retrievers": report["retrievers"]}}
+    """recall@k of each retriever at each granularity (drawn when more than one is configured)."""
+    grains = report["granularities"]
     names = retriever_order(report)
     key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(grains)
     for i, (g, block) in enumerate(grains.items()):
         values = [block["retrievers"][n]["metrics"][key] if n in block["retrievers"] else 0.0 for n in names]
-        lows = [v - block["retrievers"][n]["intervals"][key][0] if n in block["retrievers"] else 0
-                for n, v in zip(names, values)]
-        highs = [block["retrievers"][n]["intervals"][key][1] - v if n in block["retrievers"] else 0
-                 for n, v in zip(names, values)]
+        intervals = [block["retrievers"][n]["intervals"][key] if n in block["retrievers"] else None for n in names]
         xs = [j + (i - (len(grains) - 1) / 2) * width for j in range(len(names))]
-        ax.bar(xs, values, width, yerr=[lows, highs], capsize=3, label=g)
+        ax.bar(xs, values, width, yerr=error_bars(values, intervals), capsize=3, label=g)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(f"{key} (95% interval)")
@@ -136,13 +137,7 @@ def latency(report: dict[str, Any], k: int, out: Path) -> None:
 def whatif(report: dict[str, Any], out: Path) -> None:
     """The what-if measure against each numeric grid parameter, one line per setting of the
     others, solid on the selection split and dashed on the confirmation split."""
-    block = report.get("whatif")
-    if not block:
-        fig, ax = plt.subplots(figsize=(6, 1.5))
-        ax.axis("off")
-        ax.text(0.5, 0.5, "no what-if grid configured (config key whatif)", ha="center", va="center")
-        _save(fig, out)
-        return
+    block = report["whatif"]
     grid, rows = block["grid"], block["variants"]
     numeric = [p for p, values in grid.items()
                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)]
@@ -177,14 +172,20 @@ def whatif(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def run_plots(report: Path, out_dir: Path) -> None:
+def run_plots(report: Path, out_dir: Path, plots: list[str]) -> None:
+    """Draw ``plots`` (names of paths.PLOTS): the workflow asks for those that have something to
+    show in this run (plan.workspace.plots), so no plot is a placeholder."""
     data = read_json(report)
-    primary = data["views"][PRIMARY.name]
-    ks = primary["ks"]
+    ks = data["views"][PRIMARY.name]["ks"]
     k = measures.primary_k(ks)
-    recall_at_k(data, ks, out_dir / "recall_at_k.png")
-    per_category(data, k, out_dir / "recall_per_category.png")
-    gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out_dir / "gold_ranks.png")
-    granularities(data, k, out_dir / "granularities.png")
-    latency(data, k, out_dir / "latency.png")
-    whatif(data, out_dir / "whatif.png")
+    draw = {"recall_at_k": lambda out: recall_at_k(data, ks, out),
+            "recall_per_category": lambda out: per_category(data, k, out),
+            "gold_ranks": lambda out: gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out),
+            "granularities": lambda out: granularities(data, k, out),
+            "latency": lambda out: latency(data, k, out),
+            "whatif": lambda out: whatif(data, out)}
+    unknown = sorted(set(plots) - set(draw))
+    if unknown:
+        raise EvalError(f"no plot named {', '.join(unknown)} (plots: {', '.join(draw)})")
+    for name in plots:
+        draw[name](out_dir / f"{name}.png")

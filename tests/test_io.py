@@ -1,0 +1,21 @@
+"""vipune_eval.core.io's progress: a long stage shows it is alive in the terminal (issue 31)."""
+
+import logging
+
+from vipune_eval.core import io
+
+
+def test_progress_is_logged_often_and_shown_on_stdout_every_minute(monkeypatch, capsys, caplog):
+    clock = iter([0.0, 5.0, 12.0, 61.0, 70.0, 125.0])  # the start, then one reading per advance
+    monkeypatch.setattr(io.time, "monotonic", lambda: next(clock))
+    progress = io.Progress("embed shard-0-of-2: texts", total=100)
+    with caplog.at_level(logging.INFO, logger="vipune_eval"):
+        for _ in range(5):
+            progress.advance(10)
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged[0] == "embed shard-0-of-2: texts: 20 / 100 (1.7/s, ETA 0.8 min)"  # at 12 s
+    assert len(logged) == 3  # at 12, 61 and 125 s: not at 5 or 70 (under 10 s since the last)
+    shown = capsys.readouterr().out.splitlines()
+    # on stdout (Snakemake's terminal) at 61 s and 125 s, not at 12 s
+    assert shown == ["vipune-eval: embed shard-0-of-2: texts: 30 / 100 (0.5/s, ETA 2.4 min)",
+                     "vipune-eval: embed shard-0-of-2: texts: 50 / 100 (0.4/s, ETA 2.1 min)"]
