@@ -195,7 +195,7 @@ def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, 
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("no-import", r"vipune 0.20.0 has no import or export command.*cargo install vipune"),
+    ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
     ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
     ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: expected .*preflight-rrf::002 0.074"),
     ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
