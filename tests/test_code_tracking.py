@@ -55,7 +55,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the report reads every stage's outputs (the embed tally's format included)
     "report": {"stages.report.report", "stages.report.diagnostics", "stages.report.whatif",
                "stages.report.projection", "stages.embed.tally", "registry.measures", "registry.views",
-               "registry.granularities", "core.paths", "core.stats", "core.trec"},
+               "registry.granularities", "core.paths", "core.stats", "core.trec", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
 }

@@ -107,7 +107,7 @@ def test_an_error_without_an_error_key_shows_what_was_printed(tmp_path):
 
 def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, tmp_path, persona):
     persona.question = "garden " * 10_000  # 10 kB+ of text, over 512 tokens
-    with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: Content too long") as info:
+    with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: content exceeds 512-token embedding limit") as info:
         evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
     assert "persona q1" in str(info.value)
 
@@ -171,13 +171,14 @@ def test_the_fake_like_vipune_touches_home_without_isolation(fake_vipune_bin, tm
     assert denied.returncode == 1 and "cannot create" in denied.stdout
 
 
-def preflight(binary, hf_home, model_dir, tmp_path, **env):
+def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
     fingerprint = tmp_path / "fp.json"
     os.environ.update(env)
     try:
         fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
         vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
-        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json")
+        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json",
+                             mode)
     finally:
         for key in env:
             del os.environ[key]
@@ -197,7 +198,8 @@ def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, 
 @pytest.mark.parametrize("fault, message", [
     ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
     ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
-    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: expected .*preflight-rrf::002 0.074"),
+    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: RRF k differs: same order, other scores \(vipune's "
+                r"fused scores fit k = 60; .*expected .*preflight-rrf::002 0.074"),
     ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
     ("pool-all", r"check 'candidate_pool_10x_limit_and_fused_ties_to_smaller_id' failed"),
     ("ties-by-id", r"check 'semantic_ties_newer_then_import_order' failed: expected "
@@ -209,6 +211,19 @@ def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vi
     with pytest.raises(EvalError, match=message):
         preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, FAKE_VIPUNE_FAULT=fault)
     assert not (tmp_path / "preflight.json").exists()
+
+
+@pytest.mark.parametrize("fault, failed, drift", [
+    # Only the fused scores differ: one finding, in words; the AND and pool checks pass at k = 60.
+    ("rrf-k60", ["rrf_k25_ranks_from_1"], ["RRF k differs: same order, other scores (vipune's fused "
+                                           "scores fit k = 60; the contract and the hybrid mirrors use k = 25)"]),
+    ("bm25-or", ["bm25_is_and_of_every_word"] * 2, ["bm25_is_and_of_every_word"]),
+])
+def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
+                                                tmp_path, fault, failed, drift):
+    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, "record",
+                         FAKE_VIPUNE_FAULT=fault)
+    assert (findings["failed_checks"], findings["drift"]) == (failed, drift)
 
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):

@@ -22,6 +22,7 @@ from vipune_eval.core.io import atomic_path, read_json, write_json
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.vipune.release import RELEASE
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
@@ -159,6 +160,7 @@ def build_report(manifest: dict[str, Any]) -> dict[str, Any]:
         "vipune": read_json(manifest["fingerprints"][manifest["primary"]]) if manifest.get("primary") else None,
         "preflight": read_json(manifest["preflight"][manifest["primary"]]) if manifest.get("primary") else None,
         "builds": {b: read_json(path) for b, path in manifest["fingerprints"].items()},
+        "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
         "split": {"seed": summary["split"]["seed"], "dev_fraction": summary["split"]["dev_fraction"],
                   "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
                           "round(dev_fraction × n) are dev"},
@@ -205,6 +207,7 @@ def builds(manifest: dict[str, Any], metrics: dict[str, dict[str, Any]], keys: l
             preflight = read_json(manifest["preflight"][build])
             entry["follows_contract"] = preflight.get("follows_contract", True)
             entry["failed_checks"] = preflight.get("failed_checks", [])
+            entry["drift"] = preflight.get("drift", entry["failed_checks"])
         out.append(entry)
     primary = runs[manifest["primary"]]
     compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])
@@ -259,7 +262,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = ["# vipune-eval report", ""]
     vipune = prov.get("vipune")
     if vipune:
-        lines.append(f"- vipune {vipune['version']} (binary sha256 {vipune['sha256'][:12]})")
+        lines.append(f"- vipune {vipune['version']} (binary sha256 {vipune['sha256']}; the contract "
+                     f"was checked against {prov.get('contract_release', RELEASE)})")
     model = prov["model"]
     local = prov["config"].get("model", {}).get("path")
     source = f"files from {local} laid out as " if local else ""
@@ -319,7 +323,7 @@ def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str
     for i, b in enumerate(builds):
         label = f"{b['id']} (primary)" if i == 0 else b["id"]
         if b.get("failed_checks"):
-            label += " — fails preflight: " + ", ".join(b["failed_checks"])
+            label += " — fails preflight: " + "; ".join(b.get("drift") or b["failed_checks"])
         if report.get("baseline") and report["baseline"]["id"] == b["id"]:
             label += " (vipune baseline)"
         seconds = b.get("search_seconds")
