@@ -217,7 +217,7 @@ def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vi
     # Only the fused scores differ: one finding, in words; the AND and pool checks pass at k = 60.
     ("rrf-k60", ["rrf_k25_ranks_from_1"], ["RRF k differs: same order, other scores (vipune's fused "
                                            "scores fit k = 60; the contract and the hybrid mirrors use k = 25)"]),
-    ("bm25-or", ["bm25_is_and_of_every_word"] * 2, ["bm25_is_and_of_every_word"]),
+    ("bm25-or", ["bm25_is_and_of_every_word"], ["bm25_is_and_of_every_word"]),
 ])
 def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
                                                 tmp_path, fault, failed, drift):
