@@ -241,7 +241,8 @@ def prepare_home() -> None:
     try:
         (Path.home() / ".vipune").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise VipuneError(f"Configuration error: cannot create {Path.home() / '.vipune'}: {exc}") from exc
+        raise VipuneError(f"Configuration error: Failed to create database directory "
+                          f"{Path.home() / '.vipune'}: {exc}") from exc
 
 
 def open_db(db_path: str | None, busy_timeout: float = 5.0) -> sqlite3.Connection:

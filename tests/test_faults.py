@@ -32,6 +32,13 @@ def persona(model):
                    np.array(list(model.embed([question])), np.float32)[0])
 
 
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
+def any_vipune(request):
+    """The fake vipune, and the real one at the pinned release (skipped where it is not built):
+    what the harness does to a binary must work on both."""
+    return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
+
+
 def client(binary, hf_home, tmp_path, timeout=30.0, **env):
     os.environ.update(env)
     try:
@@ -41,19 +48,19 @@ def client(binary, hf_home, tmp_path, timeout=30.0, **env):
             del os.environ[key]
 
 
-def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(fake_vipune_bin, vipune_hf_home,
+def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(any_vipune, vipune_hf_home,
                                                                        tmp_path, persona):
-    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), persona, 10, tmp_path)
     assert [rid for rid, _ in result["hybrid"]["ranking"]][0] == "q1::s0"
     assert len(result["hybrid"]["ranking"]) == 3 and len(result["semantic"]["ranking"]) == 3
 
 
-def test_question_id_starting_with_dash_is_passed_as_project_value(fake_vipune_bin, vipune_hf_home,
+def test_question_id_starting_with_dash_is_passed_as_project_value(any_vipune, vipune_hf_home,
                                                                    tmp_path, persona):
     """Regression: `--project -abc` read as a flag; the client passes --project=ID."""
     dashed = Persona("-abc", persona.question, ["-abc::s0", "-abc::s1", "-abc::s2"], persona.session_ids,
                      persona.created_at, persona.texts, persona.vectors, persona.query_vector)
-    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), dashed, 10, tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), dashed, 10, tmp_path)
     assert result["hybrid"]["ranking"][0][0] == "-abc::s0"
 
 
@@ -130,9 +137,9 @@ def test_import_lines_carry_both_header_keys_and_exact_vectors(persona):
     assert vector.shape == (384,) and np.array_equal(vector, persona.vectors[0])
 
 
-def test_isolation_from_hostile_user_config_environment_and_home(fake_vipune_bin, vipune_hf_home, tmp_path,
+def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vipune_hf_home, tmp_path,
                                                                  persona, monkeypatch):
-    baseline = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)
+    baseline = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)
     user_home = tmp_path / "user-home"
     for folder in (user_home / ".config" / "vipune", user_home / "Library" / "Application Support" / "vipune"):
         folder.mkdir(parents=True)
@@ -147,28 +154,28 @@ def test_isolation_from_hostile_user_config_environment_and_home(fake_vipune_bin
     env = isolated_env(tmp_path / "private-home")
     assert not any(k.startswith("VIPUNE_") for k in env)
     assert env["HOME"] == env["XDG_CONFIG_HOME"].removesuffix("/.config") == str(tmp_path / "private-home")
-    again = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
+    again = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
     assert again["hybrid"]["ranking"] == baseline["hybrid"]["ranking"]
     assert sorted(p.name for p in user_home.iterdir()) == [".config", "Library"]  # no .vipune, no DB
 
 
-def test_the_fake_like_vipune_touches_home_without_isolation(fake_vipune_bin, tmp_path):
-    """The test double is as awkward as the real binary: without isolation, `version` alone
-    creates ~/.vipune and the user's store (so a harness regression fails a test)."""
+def test_vipune_touches_home_without_isolation(any_vipune, tmp_path):
+    """The real binary, and the test double like it: without isolation, `version` alone creates
+    ~/.vipune and the user's store (so a harness regression fails a test)."""
     import subprocess
 
     home = tmp_path / "home"
     home.mkdir()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}, "HOME": str(home)}
     env.pop("XDG_CONFIG_HOME", None)
-    proc = subprocess.run([str(fake_vipune_bin), "--json", "version"], env=env, capture_output=True, text=True)
+    proc = subprocess.run([str(any_vipune), "--json", "version"], env=env, capture_output=True, text=True)
     assert proc.returncode == 0
     assert (home / ".vipune" / "memories.db").exists()
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("HOME is a file here: ~/.vipune cannot be created")
-    denied = subprocess.run([str(fake_vipune_bin), "--json", "version"], capture_output=True, text=True,
+    denied = subprocess.run([str(any_vipune), "--json", "version"], capture_output=True, text=True,
                             env={**env, "HOME": str(blocked)})
-    assert denied.returncode == 1 and "cannot create" in denied.stdout
+    assert denied.returncode == 1 and f"{blocked}/.vipune" in json.loads(denied.stdout)["error"]
 
 
 def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
@@ -184,8 +191,8 @@ def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
             del os.environ[key]
 
 
-def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
-    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
+def test_preflight_passes_on_a_faithful_binary(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    findings = preflight(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
     assert findings["embedding_parity"]["min_cosine"] > 0.999
     checks = {c["check"] for c in findings["checks"]}
     assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_at_least_50",

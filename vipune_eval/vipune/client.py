@@ -86,7 +86,7 @@ class Vipune:
     """One binary, run with an isolated environment rooted at ``home``."""
 
     def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None) -> None:
-        self.binary, self.home, self.timeout = Path(binary), Path(home), timeout
+        self.binary, self.home, self.timeout, self.hf_home = Path(binary), Path(home), timeout, hf_home
         self.env = isolated_env(self.home, hf_home)
 
     # ------------------------------------------------------------ running
@@ -130,7 +130,13 @@ class Vipune:
                 message = out["error"]
             else:
                 message = f"stdout: {proc.stdout.strip()[:500]!r}"
-            raise VipuneError(f"{head}: {message}; stderr: {stderr}")
+            fix = None
+            if self.hf_home is not None and "download" in message.lower():
+                fix = (f"vipune did not find its model where the harness laid it out ({self.hf_home}, "
+                       "also linked as HOME/.cache/huggingface) and went to the hub, which every "
+                       "evaluation call is kept from: does this vipune embed with another model or "
+                       "revision than model.repo_id / model.revision name? (docs/vipune-contract.md)")
+            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix)
         if not isinstance(out, dict):
             raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
                               f"stderr: {stderr}")
