@@ -14,7 +14,10 @@ Sides, interleaved per rep:
   one after another from a prepared JSONL, nothing else;
 - ``parts``: per persona, each call timed alone, and the pieces that tell them apart: ``version``
   (process start and opening a database, no model), a search on a one-row database (start, model
-  load, one query embedding), ``import`` with ``--project`` (no git look-up for the project).
+  load, one query embedding), ``import`` with ``--project`` (no git look-up for the project);
+- ``mcp``: what the harness could do instead: per persona the same ``import``, then both searches
+  through one ``vipune mcp`` process (its stdio server, ``search_memories``), so one model load
+  instead of two; its rankings must equal the CLI's (checked on the way).
 
 Every side is timed in wall and CPU seconds (vipune's own CPU included): on a loaded machine the
 wall times of one call swell, the CPU times much less, so the parts are told apart in CPU time.
@@ -128,6 +131,42 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
             out["one_row"].append(search(one_row / "memories.db", personas[0], "--no-hybrid"))
         return {k: (mean([w for w, _ in v]), mean([c for _, c in v])) for k, v in out.items()}
 
+    def mcp_searches(db, p) -> list[list[str]]:
+        """Both searches of a persona through one `vipune mcp` process (JSON-RPC over stdio)."""
+        proc = subprocess.Popen([str(real_vipune), "--db-path", str(db), f"--project={p.question_id}", "mcp"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=client.env, cwd=dest)
+
+        def ask(message: dict) -> dict | None:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+            proc.stdin.flush()
+            return json.loads(proc.stdout.readline()) if "id" in message else None
+
+        ask({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                         "clientInfo": {"name": "vipune-eval", "version": "0"}}})
+        ask({"method": "notifications/initialized"})
+        ranked = []
+        for i, hybrid in enumerate((True, False), start=1):
+            answer = ask({"id": i, "method": "tools/call", "params": {"name": "search_memories", "arguments": {
+                "query": p.question, "limit": LIMIT, "hybrid": hybrid, "recency_weight": 0.0, "no_touch": True}}})
+            ranked.append([hit["id"] for hit in json.loads(answer["result"]["content"][0]["text"])])
+        proc.stdin.close()
+        proc.wait()
+        return ranked
+
+    def mcp(rep: int) -> dict:
+        start, start_cpu = time.perf_counter(), cpu()
+        for folder, p in jobs:
+            db = folder / "mcp.db"
+            db.unlink(missing_ok=True)
+            call("--db-path", db, "--json", "import", folder / "import.jsonl")
+            ranked = mcp_searches(db, p)
+            if rep == 0:
+                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, LIMIT, hybrid, "")[0]]
+                              for hybrid in (True, False)]
+                assert ranked == cli_ranked, (p.question_id, ranked, cli_ranked)
+        return {"wall_s": time.perf_counter() - start, "cpu_s": cpu() - start_cpu}
+
     def harness(threads: int):
         def side(rep: int):
             cache = dest / "cache-lane"  # finished personas are cached: every pass starts empty
@@ -141,10 +180,12 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
                              dest / f"harness-{threads}-{rep}.log")
         return side
 
-    runs = interleaved(benchmark, {"harness": harness(1), "harness-2": harness(2), "bare": bare, "parts": parts})
+    runs = interleaved(benchmark, {"harness": harness(1), "harness-2": harness(2), "bare": bare, "parts": parts,
+                                   "mcp": mcp})
     side = {name: (mean([r.wall_s for r in runs[name]]) / n, mean([r.cpu_s for r in runs[name]]) / n)
             for name in ("harness", "harness-2")}
-    side["bare"] = (mean([r["wall_s"] for r in runs["bare"]]) / n, mean([r["cpu_s"] for r in runs["bare"]]) / n)
+    for name in ("bare", "mcp"):
+        side[name] = (mean([r["wall_s"] for r in runs[name]]) / n, mean([r["cpu_s"] for r in runs[name]]) / n)
     part = {k: tuple(mean([r[k][i] for r in runs["parts"]]) for i in (0, 1)) for k in runs["parts"][0]}
     fig = Figures(f"vipune lane, real vipune at the pinned release: {n} personas of {rows:.0f} rows, model "
                   f"{embed_model.name}", ["", "wall ms / persona", "CPU ms / persona", f"{M_PERSONAS} personas, CPU min"])
@@ -159,6 +200,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     row("harness: search-vipune, 1 call at a time", *side["harness"])
     row("harness: search-vipune, 2 calls at a time", *side["harness-2"])
     row("bare: import + 2 searches, one after another", *side["bare"])
+    row("bare, searches through one `vipune mcp` process: import + 1 model load", *side["mcp"])
     row("  import (no model)", *part["import"])
     row("  search --hybrid", *part["hybrid"])
     row("  search --no-hybrid", *part["semantic"])
@@ -173,6 +215,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     fig.ratio("harness wall (2 at a time) / bare wall", side["harness-2"][0], side["bare"][0])
     fig.ratio("model loads (2 per persona) / bare CPU", 2 * load, side["bare"][1])
     fig.ratio("process starts (3 per persona) / bare CPU", 3 * part["version"][1], side["bare"][1])
+    fig.ratio("searches through `vipune mcp` / bare CPU", side["mcp"][1], side["bare"][1])
     fig.note(f"{M_PERSONAS} personas on 2 cores: about {side['harness'][1] * M_PERSONAS / 2 / 60:.1f} min of "
              f"harness CPU per core (wall here, loaded machine: {side['harness-2'][0] * M_PERSONAS / 60:.1f} min "
              f"with 2 calls at a time); of that, vipune's two model loads per persona are "

@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,6 +158,21 @@ def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vip
     again = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
     assert again["hybrid"]["ranking"] == baseline["hybrid"]["ranking"]
     assert sorted(p.name for p in user_home.iterdir()) == [".config", "Library"]  # no .vipune, no DB
+
+
+def test_every_release_finds_the_model_and_none_reaches_the_network(tmp_path, monkeypatch):
+    """$HF_HOME for 0.20.2, $HOME/.cache/huggingface (a link to it) for 0.20.1 and older; the hub
+    client's proxy is a closed local port, and NO_PROXY cannot exempt the hub."""
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    hf_home = tmp_path / "hf"
+    hf_home.mkdir()
+    for _ in range(2):  # a second client on the same HOME keeps the link
+        env = isolated_env(tmp_path / "home", hf_home)
+    legacy = tmp_path / "home" / ".cache" / "huggingface"
+    assert legacy.is_symlink() and legacy.resolve() == hf_home.resolve() == Path(env["HF_HOME"])
+    assert {env[k] for k in ("ALL_PROXY", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY")} == {"http://127.0.0.1:9"}
+    assert "NO_PROXY" not in env and "no_proxy" not in env
 
 
 def test_vipune_touches_home_without_isolation(any_vipune, tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -47,6 +48,8 @@ def isolated_env(home: Path, hf_home: Path | None = None) -> dict[str, str]:
         legacy = home / ".cache" / "huggingface"
         if not (legacy.is_symlink() and legacy.resolve() == hf_home):
             legacy.parent.mkdir(parents=True, exist_ok=True)
+            if legacy.is_dir() and not legacy.is_symlink():  # a private HOME's leftovers
+                shutil.rmtree(legacy)
             legacy.unlink(missing_ok=True)
             legacy.symlink_to(hf_home, target_is_directory=True)
         env.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", **dict.fromkeys(PROXY_VARIABLES, NO_NETWORK_PROXY))
