@@ -59,11 +59,8 @@ def env(tmp_path: Path, binary: str, request, vipune_hf_home: Path) -> dict[str,
     }
 
 
-@pytest.fixture
-def fake_only(binary: str) -> None:
-    """For tests of the fake's own knobs (fault injection, its version variable)."""
-    if binary != "fake":
-        pytest.skip("a test of the fake's fault injection")
+# Tests of the fake's own knobs (fault injection, its version variable): the fake only.
+fake_only = pytest.mark.parametrize("binary", ["fake"])
 
 
 @pytest.fixture
@@ -161,7 +158,8 @@ def test_version_json(env) -> None:
     assert vipune(env, "--version").returncode == 64  # no such flag: the subcommand only
 
 
-def test_the_fake_takes_its_version_from_the_environment(env, fake_only) -> None:
+@fake_only
+def test_the_fake_takes_its_version_from_the_environment(env) -> None:
     assert ok_json(vipune(env, "version", "--json", FAKE_VIPUNE_VERSION="9.9.9")) == {
         "name": "vipune", "version": "9.9.9"}
 
@@ -527,7 +525,8 @@ def test_add_without_force_reports_conflicts(env, db) -> None:
 
 
 # --------------------------------------------------------------------------- faults
-def test_fault_modes(env, db, tmp_path, qvec, fake_only) -> None:
+@fake_only
+def test_fault_modes(env, db, tmp_path, qvec) -> None:
     import_rows(env, db, tmp_path, [row("a", qvec)])
     base = ["--db-path", str(db), "-p", "p1", "--json", "search", "--no-touch", "--", QUERY]
 
