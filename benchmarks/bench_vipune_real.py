@@ -35,7 +35,7 @@ import time
 import pytest
 
 from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, Figures, cli, embed_cmd, filter_view, generate,
-                               interleaved, mean, run_child, sized)
+                               import_files, interleaved, mean, run_child, sized)
 
 PERSONAS = {"small": 6, "M": 24}
 DATA = dict(abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=6,
@@ -74,12 +74,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     personas = list(personas_of_shard(view / "rows.parquet", view / "texts.parquet", [embeddings], 0, 1))
     assert len(personas) == n
     rows = mean([len(p.row_ids) for p in personas])
-    jobs = []
-    for i, p in enumerate(personas):  # prepared beforehand, not timed
-        folder = dest / "bare" / f"p{i}"
-        folder.mkdir(parents=True)
-        (folder / "import.jsonl").write_text("\n".join(import_lines(p)) + "\n", encoding="utf-8")
-        jobs.append((folder, p))
+    jobs = import_files(personas, dest / "bare")  # prepared beforehand, not timed
     one_row = dest / "one-row"  # a database of one row: a search there is start-up + model load
     one_row.mkdir()
     (one_row / "import.jsonl").write_text("\n".join(import_lines(personas[0])[:2]) + "\n", encoding="utf-8")
