@@ -17,7 +17,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from benchmarks.common import Figures, cli, interleaved, mean, run_child, sized
+from benchmarks.common import Figures, cli, import_files, interleaved, mean, run_child, sized
 
 SHARDS = {"small": 10, "M": 24}  # shard 0 of this many: 6 personas (small), 20 (M)
 LIMIT = DEPTH = 10
@@ -26,18 +26,12 @@ LIMIT = DEPTH = 10
 def bench_search_vipune(benchmark, work, search_view, fake_vipune, vipune_home, vipune_fingerprint):
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.client import isolated_env
-    from vipune_eval.vipune.import_format import import_lines
 
     v = search_view
     shards = sized(SHARDS)
     dest = work / "search-vipune"
     personas = list(personas_of_shard(v["rows"], v["texts"], [v["embeddings"]], 0, shards))
-    jobs = []
-    for i, p in enumerate(personas):  # prepared beforehand, not timed
-        folder = dest / "bare" / f"p{i}"
-        folder.mkdir(parents=True)
-        (folder / "import.jsonl").write_text("\n".join(import_lines(p)) + "\n", encoding="utf-8")
-        jobs.append((folder, p))
+    jobs = import_files(personas, dest / "bare")  # prepared beforehand, not timed
     env = isolated_env(dest / "bare" / "home", vipune_home.resolve())
 
     def call(argv: list) -> str:

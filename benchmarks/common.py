@@ -300,6 +300,20 @@ def filter_view(dataset: Path, dest: Path, granularity: str = "session",
     }
 
 
+def import_files(personas: list, dest: Path) -> list[tuple[Path, Any]]:
+    """(folder, persona) per persona, each folder holding the persona's vipune import JSONL
+    (prepared before a bare loop's timing starts)."""
+    from vipune_eval.vipune.import_format import import_lines
+
+    jobs = []
+    for i, p in enumerate(personas):
+        folder = dest / f"p{i}"
+        folder.mkdir(parents=True)
+        (folder / "import.jsonl").write_text("\n".join(import_lines(p)) + "\n", encoding="utf-8")
+        jobs.append((folder, p))
+    return jobs
+
+
 def model_fingerprint(model: Model, dest: Path) -> Path:
     """A stand-in model fingerprint for ``embed`` (its hash labels the shard)."""
     path = dest / "model-fingerprint.json"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from vipune_eval.vipune.model_cache import build_vipune_hf_home
-from support import scenarios
+from support import real_vipune, scenarios
 from support.tinymodel import build_tiny_model
 
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
@@ -58,6 +58,27 @@ def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     wrapper.chmod(0o755)
     return wrapper
+
+
+def _real_build(version: str) -> Path:
+    binary, why = real_vipune.find(version)
+    if binary is None:
+        if real_vipune.required():
+            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
+        pytest.skip(why)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def real_vipune_bin() -> Path:
+    """The real vipune at the release the contract pins (skipped where it is not built)."""
+    return _real_build(real_vipune.RELEASE)
+
+
+@pytest.fixture(scope="session")
+def older_vipune_bin() -> Path:
+    """An earlier real release, for comparing two builds (skipped where it is not built)."""
+    return _real_build(real_vipune.OLDER)
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""A contract-faithful fake of the ``vipune`` binary, for the project's tests.
+"""A contract-faithful fake of the ``vipune`` binary, for the project's fast tests.
 
-The real vipune (Rust, github.com/randomm/vipune) cannot be built on these machines.
-This script re-implements the part of its CLI the harness relies on, independently of
-the harness code (stdlib + numpy + onnxruntime + tokenizers only, no fastembed), so
-that tests can run the workflow end to end and use it as a differential check.
+The real vipune (Rust, github.com/randomm/vipune) is built from crates.io by
+.ci/vipune/build.sh; this script re-implements the part of its CLI the harness relies on, as the
+real 0.20.2 does it, independently of the harness code (stdlib + numpy + onnxruntime + tokenizers
+only, no fastembed), so that tests run the workflow end to end in seconds and use it as a
+differential check. tests/test_fake_vipune.py runs every test of it on the real binary too.
 See docs/vipune-contract.md for the contract it follows.
 
 Implemented: global ``--json``, ``-p/--project``, ``--db-path`` (anywhere, as clap's
-global args); ``version`` (and ``--version``); ``import FILE|-``; ``search``;
-``add TEXT``; ``export OUT|-``; ``doctor --fts [--repair]``.
+global args); ``version`` (there is no ``--version`` flag: a usage error, as in the real one);
+``import FILE|-``; ``search``; ``add TEXT``; ``export OUT`` (``-`` is a file named ``-``, as in
+the real one); ``doctor --fts [--repair]``.
 
 Exit codes: 0 ok, 1 error (``{"error": ...}`` on stdout with --json), 2 add conflicts,
 3 text over 512 tokens, 64 usage error.
@@ -61,7 +63,7 @@ DECAY_LAMBDA = 1e-6  # per second, exponential decay (src/temporal.rs default)
 IMPORTANCE_SCALE = {"low": 1.0, "medium": 0.5, "high": 0.25, "critical": 0.0}
 MODEL_ID = "BAAI/bge-small-en-v1.5"
 MODEL_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
-DEFAULT_VERSION = "0.20.0"
+DEFAULT_VERSION = "0.20.2"
 DEFAULT_RECENCY_WEIGHT = 0.3
 DEFAULT_SIMILARITY_THRESHOLD = 0.85
 IMPORT_BUSY_TIMEOUT_S = 30.0
@@ -163,8 +165,8 @@ def config_path() -> Path:
 def load_config() -> dict:
     """Defaults < config.toml in the platform config directory < VIPUNE_* env vars.
 
-    Read: the keys that change results (recency_weight, hybrid, similarity_threshold,
-    embedding_model) and database_path.
+    Read: the keys that change results (recency_weight, similarity_threshold, embedding_model)
+    and database_path; hybrid only from VIPUNE_HYBRID (the file has no such key).
     """
     import tomllib
 
@@ -186,10 +188,8 @@ def load_config() -> dict:
                 if isinstance(data[key], bool) or not isinstance(data[key], (int, float)):
                     raise VipuneError(f"Configuration error: {key} in {path} must be a number")
                 config[key] = float(data[key])
-        if "hybrid" in data:
-            if not isinstance(data["hybrid"], bool):
-                raise VipuneError(f"Configuration error: hybrid in {path} must be a boolean")
-            config["hybrid"] = data["hybrid"]
+        # `hybrid` is not a key of vipune's config file (src/config/loader.rs): only
+        # VIPUNE_HYBRID and the flags choose hybrid search.
         for key in ("embedding_model", "database_path"):
             if key in data:
                 if not isinstance(data[key], str):
@@ -221,6 +221,16 @@ def load_config() -> dict:
     return config
 
 
+def project_of(args) -> str:
+    """src/project.rs: --project trimmed, else VIPUNE_PROJECT, else (the real one asks git for
+    the origin remote and the repository root first; the fake skips git) the working folder's
+    name."""
+    for value in (args.project, os.environ.get("VIPUNE_PROJECT")):
+        if value and value.strip():
+            return value.strip()
+    return Path.cwd().name or "unknown"
+
+
 # --------------------------------------------------------------------------- database
 def default_db_path() -> Path:
     return Path.home() / ".vipune" / "memories.db"
@@ -231,7 +241,8 @@ def prepare_home() -> None:
     try:
         (Path.home() / ".vipune").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise VipuneError(f"Configuration error: cannot create {Path.home() / '.vipune'}: {exc}") from exc
+        raise VipuneError(f"Configuration error: Failed to create database directory "
+                          f"{Path.home() / '.vipune'}: {exc}") from exc
 
 
 def open_db(db_path: str | None, busy_timeout: float = 5.0) -> sqlite3.Connection:
@@ -337,8 +348,8 @@ class Embedder:
         count = self.token_count(text)
         if count > MAX_EMBEDDING_TOKENS:
             raise VipuneError(
-                f"Content too long: {count} tokens exceeds the maximum of "
-                f"{MAX_EMBEDDING_TOKENS} tokens", EXIT_TOO_LONG)
+                f"content exceeds {MAX_EMBEDDING_TOKENS}-token embedding limit (measured: {count} "
+                "tokens)", EXIT_TOO_LONG)
         enc = self.tokenizer.encode(text, add_special_tokens=True)
         if not enc.ids:
             return np.zeros(EMBEDDING_DIMS, dtype=np.float32)
@@ -362,9 +373,9 @@ class Embedder:
 # --------------------------------------------------------------------------- search
 def validate_limit(limit: int) -> None:
     if limit == 0:
-        raise VipuneError("Invalid limit: Limit must be greater than 0")
+        raise VipuneError("Invalid input: Limit must be greater than 0")
     if limit > MAX_SEARCH_LIMIT:
-        raise VipuneError(f"Invalid limit: Limit {limit} exceeds maximum allowed "
+        raise VipuneError(f"Invalid input: Limit {limit} exceeds maximum allowed "
                           f"({MAX_SEARCH_LIMIT})")
 
 
@@ -481,7 +492,7 @@ def cmd_version(args) -> int:
             time.sleep(3600)
     version = os.environ.get("FAKE_VIPUNE_VERSION", DEFAULT_VERSION)
     if args.json:
-        print_json({"version": version, "name": "vipune"})
+        print_json({"name": "vipune", "version": version})
     else:
         print(f"vipune {version}")
     return EXIT_OK
@@ -529,7 +540,7 @@ def cmd_search(args) -> int:
     validate_limit(args.limit)
     conn = open_db(args.db_path)
     query_vec = Embedder().embed(query)
-    project = args.project or "default"
+    project = project_of(args)
     if use_hybrid:
         pool = min(max(args.limit * 10, 50), MAX_SEARCH_LIMIT)
         if os.environ.get("FAKE_VIPUNE_FAULT") == "pool-all":
@@ -562,11 +573,9 @@ def cmd_search(args) -> int:
     if args.json:
         print_json({"results": [
             {"id": r["id"], "content": r["content"], "similarity": r["similarity"],
-             "created_at": r["created_at"], "updated_at": r["updated_at"],
-             "project_id": r["project_id"], "metadata": r["metadata"],
-             "memory_type": r["memory_type"], "status": r["status"],
-             "retrieval_count": r["retrieval_count"], "last_retrieved_at": r["last_retrieved_at"],
-             "importance": r["importance"]}
+             "created_at": r["created_at"], "retrieval_count": r["retrieval_count"],
+             "last_retrieved_at": r["last_retrieved_at"], "memory_type": r["memory_type"],
+             "status": r["status"], "importance": r["importance"]}
             for r in results]})
     else:
         for r in results:
@@ -587,10 +596,18 @@ def _check_row(obj, line_no: int) -> tuple[dict, bytes]:
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`"
                               if key not in obj else
                               f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
-    for key in OPTIONAL_STR + ("importance",):
+    for key in OPTIONAL_STR:
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a "
                               "string or null")
+    if "importance" in obj and obj["importance"] is None:
+        raise VipuneError(f"Invalid input: line {line_no}: importance must be one of low, medium, "
+                          "high, critical (got null)")
+    importance = obj.get("importance", "medium")
+    if not isinstance(importance, str) or importance.lower() not in IMPORTANCE_SCALE:
+        raise VipuneError(f"Invalid input: line {line_no}: Invalid importance '{importance}'. Must be "
+                          "one of: low, medium, high, critical")
+    obj = {**obj, "importance": importance.lower()}
     if "retrieval_count" not in obj:
         raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field "
                           "`retrieval_count`")
@@ -612,6 +629,8 @@ def _check_row(obj, line_no: int) -> tuple[dict, bytes]:
 
 
 def _check_header(line: str) -> None:
+    """What 0.20.2's importer checks of line 1: type, a version key (either name, any value),
+    rows (any count), and the model it names (default: bge-small) against the database's."""
     try:
         header = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -620,28 +639,38 @@ def _check_header(line: str) -> None:
         raise VipuneError("Invalid input: line 1: header must be a JSON object")
     if header.get("type") != "export":
         raise VipuneError("Invalid input: line 1: not an export file (missing type=export)")
-    key = "format_version" if "format_version" in header else "version"  # newer / older importers
-    if key not in header:
-        raise VipuneError("Invalid input: line 1: header missing version")
-    if header[key] != 1 or isinstance(header[key], bool):
-        raise VipuneError(f"Invalid input: line 1: unsupported {key} {header[key]!r} (expected 1)")
-    configured = load_config()["embedding_model"]
-    for field_name, want in (("model_id", configured), ("model_revision", MODEL_REVISION)):
-        if field_name in header and header[field_name] != want:
-            raise VipuneError(f"Invalid input: line 1: import refused: the export's {field_name} {header[field_name]!r} "
-                              f"differs from this vipune's embedding model ({want!r})")
-    if header.get("embedding_dims") != EMBEDDING_DIMS:
-        raise VipuneError(f"Invalid input: line 1: embedding_dims "
-                          f"{header.get('embedding_dims')!r} does not match {EMBEDDING_DIMS}")
+    if "format_version" not in header and "version" not in header:
+        raise VipuneError('Invalid input: line 1: header missing format_version (or the legacy alias "version")')
     rows = header.get("rows")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise VipuneError("Invalid input: line 1: header missing rows")
+    # A fresh database records no model: it counts as the default, bge-small at its revision.
+    source = (header.get("model_id") if isinstance(header.get("model_id"), str) else MODEL_ID,
+              header.get("model_revision") if isinstance(header.get("model_revision"), str) else MODEL_REVISION)
+    if source != (MODEL_ID, MODEL_REVISION):
+        raise VipuneError(
+            f"Invalid input: import refused: export was produced with model {source[0]}@{source[1]} "
+            f"but the destination database uses {MODEL_ID}@{MODEL_REVISION}. Re-import into a store "
+            "embedded with the same model, or complete the migration with `vipune reindex --force`.")
 
 
 def cmd_import(args) -> int:
-    if args.project is not None:
-        print(f"warning: --project ({args.project}) is ignored for import; import restores all "
-              "projects in the file", file=sys.stderr)
+    # The real import is handed the detected project, so it always warns.
+    print(f"warning: --project ({project_of(args)}) is ignored for import; import restores all "
+          "projects in the file", file=sys.stderr)
+    try:
+        inserted, skipped = _import(args)
+    except VipuneError as exc:
+        print(f"Import failed: {exc}", file=sys.stderr)
+        raise VipuneError(f"Invalid input: {exc}") from None  # wrapped once more, as vipune does
+    if args.json:
+        print_json({"inserted": inserted, "skipped": skipped})
+    else:
+        print(f"Import complete: {inserted} inserted, {skipped} skipped (already present)")
+    return EXIT_OK
+
+
+def _import(args) -> tuple[int, int]:
     conn = open_db(args.db_path, busy_timeout=IMPORT_BUSY_TIMEOUT_S)
     skip = {r[0] for r in conn.execute("SELECT id FROM memories")}
 
@@ -663,7 +692,6 @@ def cmd_import(args) -> int:
     _check_header(lines[0].rstrip("\r"))
 
     parsed: list[tuple[int, dict, bytes]] = []
-    first_seen: dict[str, int] = {}
     for idx, line in enumerate(lines[1:], start=2):
         line = line.rstrip("\r")
         if not line.strip():
@@ -673,12 +701,10 @@ def cmd_import(args) -> int:
         except json.JSONDecodeError as exc:
             raise VipuneError(f"Invalid input: line {idx}: malformed JSON: {exc}") from exc
         row, blob = _check_row(obj, idx)
-        if row["id"] in first_seen:
-            raise VipuneError(f"Invalid input: line {idx}: duplicate id {row['id']} (first seen "
-                              f"on line {first_seen[row['id']]})")
-        first_seen[row["id"]] = idx
         parsed.append((idx, row, blob))
 
+    # Every line was read before the transaction; an id twice in the file fails its INSERT
+    # (the primary key), which rolls the whole import back.
     inserted = skipped = 0
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -691,23 +717,18 @@ def cmd_import(args) -> int:
                 "updated_at, memory_type, status, superseded_by, retrieval_count, "
                 "last_retrieved_at, importance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (row["id"], row["project_id"], row["content"], row.get("metadata"), blob,
-                 row["created_at"], row["updated_at"], row.get("memory_type") or "fact",
-                 row.get("status") or "active", row.get("superseded_by"),
-                 row["retrieval_count"], row.get("last_retrieved_at"),
-                 row.get("importance") or "medium"))
+                 row["created_at"], row["updated_at"], row["memory_type"], row["status"],
+                 row.get("superseded_by"), row["retrieval_count"], row.get("last_retrieved_at"),
+                 row["importance"]))
             inserted += 1
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         conn.execute("ROLLBACK")
-        raise VipuneError(f"Database error: import aborted, nothing written: {exc}") from exc
+        raise VipuneError(f"Database error: {exc}") from exc
 
     if os.environ.get("FAKE_VIPUNE_FAULT") == "short-import":
         inserted = max(inserted - 1, 0)
-    if args.json:
-        print_json({"inserted": inserted, "skipped": skipped})
-    else:
-        print(f"Import complete: {inserted} inserted, {skipped} skipped (already present)")
-    return EXIT_OK
+    return inserted, skipped
 
 
 def cmd_add(args) -> int:
@@ -715,7 +736,7 @@ def cmd_add(args) -> int:
     text = args.text
     validate_query(text)
     conn = open_db(args.db_path)
-    project = args.project or "default"
+    project = project_of(args)
     vec = Embedder().embed(text)
     if not args.force:
         conflicts = [r for r in semantic_search(conn, project, vec, MAX_SEARCH_LIMIT)
@@ -743,23 +764,19 @@ def cmd_add(args) -> int:
 
 
 def cmd_export(args) -> int:
-    if args.project is not None:
-        print(f"Note: --project '{args.project}' is ignored for export — export covers ALL "
-              "projects.", file=sys.stderr)
+    """Rows in the import format, keys sorted (serde_json's map), the header without the legacy
+    ``version``. ``-`` is not stdout: the real one creates a file named ``-``."""
     conn = open_db(args.db_path)
     rows = conn.execute(f"SELECT {', '.join(ROW_FIELDS)} FROM memories ORDER BY rowid").fetchall()
-    header = {"type": "export", "version": 1, "format_version": 1,
-              "embedding_dims": EMBEDDING_DIMS, "model_id": MODEL_ID,
-              "model_revision": MODEL_REVISION, "exported_at": now_rfc3339(), "rows": len(rows)}
-    out_lines = [json.dumps(header, ensure_ascii=False)]
+    header = {"type": "export", "format_version": 1, "embedding_dims": EMBEDDING_DIMS,
+              "model_id": MODEL_ID, "model_revision": MODEL_REVISION, "exported_at": now_rfc3339(),
+              "rows": len(rows)}
+    out_lines = [json.dumps(header, ensure_ascii=False, sort_keys=True, separators=(",", ":"))]
     for values in rows:
         row = dict(zip(ROW_FIELDS, values))
         row["embedding"] = base64.b64encode(row["embedding"] or b"").decode("ascii")
-        out_lines.append(json.dumps(row, ensure_ascii=False))
+        out_lines.append(json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
     data = "\n".join(out_lines) + "\n"
-    if args.output_path == "-":
-        sys.stdout.write(data)
-        return EXIT_OK
     try:
         Path(args.output_path).write_text(data, encoding="utf-8")
     except OSError as exc:
@@ -772,25 +789,21 @@ def cmd_export(args) -> int:
 
 
 def fts_report(conn) -> dict:
-    """Compare memories with the FTS index itself (memories_fts_docsize holds one row per
-    indexed document; SELECT count(*) FROM memories_fts would read the content table)."""
-    memories = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-    fts = conn.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0]
-    missing = conn.execute(
-        "SELECT count(*) FROM memories m WHERE NOT EXISTS "
-        "(SELECT 1 FROM memories_fts_docsize d WHERE d.id = m.rowid)").fetchone()[0]
-    orphans = conn.execute(
-        "SELECT count(*) FROM memories_fts_docsize d WHERE NOT EXISTS "
-        "(SELECT 1 FROM memories m WHERE m.rowid = d.id)").fetchone()[0]
-    try:
-        conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES('integrity-check', 1)")
-        integrity_ok = True
-    except sqlite3.Error:
-        integrity_ok = False
-    in_sync = missing == 0 and orphans == 0 and integrity_ok
-    return {"in_sync": in_sync, "memories": memories, "fts": fts, "integrity_ok": integrity_ok,
-            "missing_from_fts": missing, "orphan_rows": orphans,
-            "total_desynced": missing + orphans}
+    """src/sqlite/fts.rs detect_fts_desync, query for query. On an external-content FTS5 table a
+    rowid look-up reads the content table, so neither direction sees an index emptied or
+    filled behind vipune's back: the real `doctor --fts` is blind to that, and so is this."""
+    missing = dict(conn.execute(
+        "SELECT m.project_id, COUNT(*) AS c FROM memories m WHERE m.rowid IS NOT "
+        "(SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid = m.rowid) GROUP BY m.project_id"))
+    orphans = len(conn.execute(
+        "SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid IS NOT "
+        "(SELECT m.rowid FROM memories m WHERE m.rowid = fts.rowid)").fetchall())
+    counts = dict(conn.execute("SELECT project_id, COUNT(*) FROM memories GROUP BY project_id"))
+    total = sum(missing.values()) + orphans
+    return {"in_sync": total == 0,
+            "underpopulated_by_project": [{"project_id": p, "memory_rows": counts.get(p, 0),
+                                           "missing_from_fts": n} for p, n in sorted(missing.items())],
+            "orphan_rows": orphans, "total_desynced": total}
 
 
 def cmd_doctor(args) -> int:
@@ -804,16 +817,17 @@ def cmd_doctor(args) -> int:
     actions = 0
     if args.repair and not report["in_sync"]:
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
-        actions = max(report["total_desynced"], 1)
+        before = report["total_desynced"]
         report = fts_report(conn)
+        actions = report["total_desynced"] + before
     report.update(repaired=bool(args.repair), actions=actions)
     if args.json:
         print_json(report)
     elif report["in_sync"]:
         print("FTS index is in sync with the memories table.")
     else:
-        print(f"Warning: FTS index is desynced: {report['memories']} memories rows, "
-              f"{report['fts']} indexed. Run 'vipune doctor --fts --repair' to rebuild.")
+        print(f"Warning: FTS index is desynced: {report['total_desynced']} rows. Run "
+              "'vipune doctor --fts --repair' to rebuild.")
     return EXIT_OK
 
 
@@ -848,7 +862,6 @@ def add_globals(parser: argparse.ArgumentParser, top: bool) -> None:
 def build_parser() -> Parser:
     parser = Parser(prog="vipune", description="Minimal memory layer for AI agents (fake)")
     add_globals(parser, top=True)
-    parser.add_argument("--version", action="store_true", dest="show_version")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
 
     p = sub.add_parser("version")
@@ -898,9 +911,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.show_version:
-            print(f"vipune {os.environ.get('FAKE_VIPUNE_VERSION', DEFAULT_VERSION)}")
-            return EXIT_OK
         if args.command is None:
             raise UsageError("vipune: error: a subcommand is required")
     except UsageError as exc:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import make_workdir, snakemake
+from support.scenarios import REPO, make_workdir, snakemake
 from test_reruns import planned
 
 pytestmark = pytest.mark.slow
@@ -115,3 +115,45 @@ def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow
     assert set(result["splits"]["test"]["retrievers"]) == set(result["retrievers"])
     assert result["provenance"]["split"]["seed"] == 0 and result["provenance"]["split"]["dev_fraction"] == 0.2
     assert re.search(r"tune on dev \(\d+ pairs\), report test", (workdir / "results/report.md").read_text())
+
+
+def test_the_maintainers_loop_as_documented_reruns_only_the_new_builds_jobs(finished_run, workflow_env, tmp_path):
+    """docs/reruns.md's loop, typed as it stands there, on a finished run (vipune.preflight:
+    enforce, the default): the mode is no parameter of the searches, so turning `record` on plans
+    only the new build's preflight, searches and score (issue 31, 5); a build whose only change is
+    RRF k = 60 is reported as fusion drift, not as AND-query or pool failures (issue 31, 6); and
+    back under enforce, that recorded build is refused before any job."""
+    from support.scenarios import clone
+
+    source, _ = finished_run("standard")
+    workdir = clone(source, tmp_path / "loop")
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    shards = config["search"]["shards"]
+    primary = report(workdir)["provenance"]["vipune"]["id"]
+    k60 = build(tmp_path, "k60", "FAKE_VIPUNE_FAULT=rrf-k60 export FAKE_VIPUNE_FAULT\n")
+    loop = (REPO / "docs/reruns.md").read_text()
+    assert "preflight: record}'" in loop and "--config vipune='{binary: " in loop
+    binary = shutil.which("vipune", path=workflow_env["PATH"])
+
+    def with_vipune(value):
+        return ["--config", f"vipune={value}"]
+
+    the_loop = with_vipune(f"{{binary: {binary}, compare: [{primary}, {k60}], preflight: record}}")
+    assert planned(workdir, workflow_env, *the_loop) == {"preflight": 1, "search_vipune": shards, "score": 1,
+                                                         "report": 1, "plots": 1, "all": 1}
+    assert planned(workdir, workflow_env, *with_vipune("{preflight: record}")) == {}
+    snakemake(workdir, "--cores", "2", *the_loop, env=workflow_env)
+    result = report(workdir)
+    drifted = result["builds"][1]
+    assert drifted["failed_checks"] == ["rrf_k25_ranks_from_1"]
+    assert drifted["drift"] == ["RRF k differs: same order, other scores (vipune's fused scores fit k = 60; "
+                                "the contract and the hybrid mirrors use k = 25)"]
+    md = (workdir / "results/report.md").read_text()
+    assert "fails preflight: RRF k differs: same order, other scores" in md
+    assert "bm25_is_and_of_every_word" not in md and "candidate_pool" not in md
+    assert planned(workdir, workflow_env, *the_loop) == {}
+    refused = snakemake(workdir, "-n", *with_vipune(f"{{compare: [{k60}], preflight: enforce}}"),
+                        env=workflow_env, check=False)
+    assert refused.returncode != 0
+    assert re.search(r"vipune.preflight is enforce, and the preflight of \S+ \(RRF k differs: same order",
+                     refused.stdout + refused.stderr)

@@ -105,3 +105,26 @@ def test_the_schemas_default_retrievers_are_the_registrys():
 
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     assert schema["properties"]["retrievers"]["default"] == list(retrievers.DEFAULT)
+
+
+def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
+    """vipune_eval/vipune/release.py is the pin; the CI build script reads it (a copy of the
+    script beside another pin builds that one), the config docs, the README and the contract name
+    it, and the report's provenance carries it (test_real_vipune checks a report of a real build)."""
+    import shutil
+    import subprocess
+
+    from vipune_eval.vipune.release import RELEASE
+
+    script = tmp_path / ".ci" / "vipune" / "build.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(REPO / ".ci" / "vipune" / "build.sh", script)
+    (tmp_path / "vipune_eval" / "vipune").mkdir(parents=True)
+    for pin in (RELEASE, "0.20.9"):
+        (tmp_path / "vipune_eval" / "vipune" / "release.py").write_text(f'RELEASE = "{pin}"\n')
+        proc = subprocess.run(["bash", str(script), "--cached"], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "VIPUNE_EVAL_CACHE": str(tmp_path)})
+        assert proc.returncode == 3 and f"vipune {pin} is not built" in proc.stderr
+    assert f"vipune **{RELEASE}**" in (REPO / "docs" / "configuration.md").read_text()
+    assert f"**vipune {RELEASE}**" in (REPO / "docs" / "vipune-contract.md").read_text()
+    assert f"`{RELEASE}`" in (REPO / "README.md").read_text() or f"vipune {RELEASE}" in (REPO / "README.md").read_text()

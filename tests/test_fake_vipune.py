@@ -1,7 +1,12 @@
-"""The fake vipune (tests/fake_vipune.py) keeps the contract in docs/vipune-contract.md.
+"""The fake vipune (tests/fake_vipune.py) keeps the contract in docs/vipune-contract.md, and
+does what the real vipune does.
 
-Every test runs the fake as a subprocess through its ``vipune`` wrapper, the way the
-harness runs the real binary, with a private XDG_CONFIG_HOME and no VIPUNE_* variables.
+Every test runs as a subprocess through a ``vipune`` on PATH, the way the harness runs the
+binary, with a private HOME and XDG_CONFIG_HOME, no VIPUNE_* variables and no network; and every
+test runs twice: on the fake and on the real vipune at the pinned release (built by
+.ci/vipune/build.sh; that half is marked ``real_vipune`` and skipped, saying why, where it is not
+built). The real binary is the reference: where the two differ, the fake is wrong. Tests of the
+fake's fault injection run on the fake only.
 """
 
 from __future__ import annotations
@@ -18,24 +23,44 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from vipune_eval.vipune.release import RELEASE
+
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 DIM = 384
 QUERY = "tomato garden"
 
 
 # --------------------------------------------------------------------------- helpers
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
+def binary(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def env(tmp_path: Path, fake_vipune_bin: Path, vipune_hf_home: Path) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("VIPUNE_", "FAKE_VIPUNE_"))}
-    xdg = tmp_path / "xdg"
+def env(tmp_path: Path, binary: str, request, vipune_hf_home: Path) -> dict[str, str]:
+    """The environment of a call: ``vipune`` (the fake or the real one) first on PATH, a private
+    HOME (the calls' working directory too), the tiny model where vipune looks, no network (a hub
+    request is refused at once: the proxy is a closed port)."""
+    executable = request.getfixturevalue("fake_vipune_bin" if binary == "fake" else "real_vipune_bin")
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("VIPUNE_", "FAKE_VIPUNE_")) and k.lower() != "no_proxy"}
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    home.mkdir()
     xdg.mkdir()
     return {
         **base,
-        "PATH": f"{fake_vipune_bin.parent}{os.pathsep}{base.get('PATH', '')}",
+        "PATH": f"{executable.parent}{os.pathsep}{base.get('PATH', '')}",
+        "HOME": str(home),
         "HF_HOME": str(vipune_hf_home),
         "HF_HUB_OFFLINE": "1",
+        "ALL_PROXY": "http://127.0.0.1:9",
         "XDG_CONFIG_HOME": str(xdg),
+        "XDG_CACHE_HOME": str(home / ".cache"),
     }
+
+
+# Tests of the fake's own knobs (fault injection, its version variable): the fake only.
+fake_only = pytest.mark.parametrize("binary", ["fake"])
 
 
 @pytest.fixture
@@ -45,7 +70,7 @@ def db(tmp_path: Path) -> Path:
 
 def vipune(env: dict[str, str], *args: str, stdin: str | None = None,
            timeout: float = 60, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["vipune", *args], env={**env, **extra_env}, input=stdin,
+    return subprocess.run(["vipune", *args], env={**env, **extra_env}, input=stdin, cwd=env["HOME"],
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -127,10 +152,16 @@ def at_cosine(q: np.ndarray, cos: float, seed: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- version, CLI
 def test_version_json(env) -> None:
-    assert ok_json(vipune(env, "--json", "version")) == {"version": "0.20.0", "name": "vipune"}
+    proc = vipune(env, "--json", "version")
+    assert proc.stdout == '{\n  "name": "vipune",\n  "version": "%s"\n}\n' % RELEASE
+    assert vipune(env, "version").stdout == f"vipune {RELEASE}\n"
+    assert vipune(env, "--version").returncode == 64  # no such flag: the subcommand only
+
+
+@fake_only
+def test_the_fake_takes_its_version_from_the_environment(env) -> None:
     assert ok_json(vipune(env, "version", "--json", FAKE_VIPUNE_VERSION="9.9.9")) == {
-        "version": "9.9.9", "name": "vipune"}
-    assert vipune(env, "--version").returncode == 0
+        "name": "vipune", "version": "9.9.9"}
 
 
 @pytest.mark.parametrize("args", [
@@ -198,25 +229,41 @@ def test_import_bad_line_aborts_everything(env, db, tmp_path, qvec, kind) -> Non
     src.write_text("\n".join(lines) + "\n")
     proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
     assert proc.returncode == 1
-    assert "line 3" in json.loads(proc.stdout)["error"]
+    error = json.loads(proc.stdout)["error"]
+    # A duplicate id passes every line's check and fails its INSERT, naming no line.
+    assert ("UNIQUE constraint failed: memories.id" if kind == "duplicate-id" else "line 3") in error
+    assert error.startswith("Invalid input: ") and f"Import failed: {error[15:]}" in proc.stderr
     assert db_count(db) == 0
 
 
-@pytest.mark.parametrize("hdr", [
-    {k: v for k, v in header().items() if k not in ("version", "format_version")},
-    {k: v for k, v in header(version=2).items() if k != "format_version"},
-    header(format_version=2),
-    header(model_id="intfloat/e5-small-v2"),
-    header(model_revision="0" * 40),
-    header(embedding_dims=768),
-    header(type="backup"),
+@pytest.mark.parametrize("hdr, message", [
+    ({k: v for k, v in header().items() if k not in ("version", "format_version")},
+     'line 1: header missing format_version (or the legacy alias "version")'),
+    ({k: v for k, v in header().items() if k != "rows"}, "line 1: header missing rows"),
+    (header(type="backup"), "line 1: not an export file (missing type=export)"),
+    (header(model_id="intfloat/e5-small-v2"), "import refused: export was produced with model "
+     f"intfloat/e5-small-v2@{BGE_REVISION} but the destination database uses "
+     f"BAAI/bge-small-en-v1.5@{BGE_REVISION}"),
+    (header(model_revision="0" * 40), "import refused: export was produced with model "
+     f"BAAI/bge-small-en-v1.5@{'0' * 40} but the destination database uses "),
 ])
-def test_import_bad_header_refused(env, db, tmp_path, qvec, hdr) -> None:
+def test_import_bad_header_refused(env, db, tmp_path, qvec, hdr, message) -> None:
     src = write_jsonl(tmp_path / "bad.jsonl", [row("a", qvec)], hdr=hdr)
     proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
     assert proc.returncode == 1
-    assert "line 1" in json.loads(proc.stdout)["error"]
+    # The message is wrapped twice over ("Invalid input: Invalid input: …"), and said on stderr.
+    assert json.loads(proc.stdout)["error"].startswith(f"Invalid input: Invalid input: {message}")
+    assert f"Import failed: Invalid input: {message}" in proc.stderr
     assert db_count(db) == 0
+
+
+@pytest.mark.parametrize("hdr", [header(format_version=2), header(version=2, format_version=7),
+                                 header(embedding_dims=768), header(rows=99)])
+def test_import_does_not_check_the_version_value_the_dims_or_the_row_count(env, db, tmp_path, qvec, hdr) -> None:
+    """0.20.2 reads only the presence of a version key, and rows as a number: the harness may not
+    rely on the header to catch wrong vectors (the rows' byte length is checked)."""
+    src = write_jsonl(tmp_path / "odd.jsonl", [row("a", qvec)], hdr=hdr)
+    assert ok_json(vipune(env, "--db-path", str(db), "--json", "import", str(src)))["inserted"] == 1
 
 
 # --------------------------------------------------------------------------- search
@@ -229,9 +276,10 @@ def test_search_output_shape(env, db, tmp_path, qvec) -> None:
     (hit,) = ok_json(proc)["results"]
     assert hit == {"id": "a", "content": "tomato garden notes",
                    "similarity": pytest.approx(2 / 26), "created_at": "2024-01-01T00:00:00Z",
-                   "updated_at": "2024-01-01T00:00:00Z", "project_id": "p1",
-                   "metadata": '{"k": 1}', "memory_type": "fact", "status": "active",
-                   "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium"}
+                   "retrieval_count": 0, "last_retrieved_at": None, "memory_type": "fact",
+                   "status": "active", "importance": "medium"}
+    assert list(hit) == ["id", "content", "similarity", "created_at", "retrieval_count",
+                         "last_retrieved_at", "memory_type", "status", "importance"]
 
 
 @pytest.mark.parametrize("hdr", [
@@ -268,6 +316,26 @@ def test_query_starting_with_dash_needs_double_dash(env, db, tmp_path, qvec) -> 
     assert [r["id"] for r in search(env, db, "-tomato garden")] == ["a"]
     proc = vipune(env, "--db-path", str(db), "--json", "search", "-tomato")
     assert proc.returncode == 64
+
+
+def test_the_project_flag_is_trimmed(env, db, tmp_path, qvec) -> None:
+    """--project " p1 " searches p1; a row whose project_id has outer spaces is out of reach."""
+    import_rows(env, db, tmp_path, [row("a", qvec), row("b", qvec, project=" p2")])
+    assert [h["id"] for h in search(env, db, QUERY, project="  p1 ")] == ["a"]
+    assert search(env, db, QUERY, project=" p2") == []
+
+
+@pytest.mark.parametrize("importance, error", [("HIGH", None), (None, "(got null)"),
+                                               ("normal", "Invalid importance 'normal'")])
+def test_import_reads_importance_case_blind_and_refuses_others(env, db, tmp_path, qvec, importance, error) -> None:
+    src = write_jsonl(tmp_path / "i.jsonl", [row("a", qvec, importance=importance)])
+    proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
+    if error is None:
+        assert ok_json(proc)["inserted"] == 1
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT importance FROM memories").fetchone()[0] == "high"
+    else:
+        assert proc.returncode == 1 and error in json.loads(proc.stdout)["error"]
 
 
 def test_rows_visible_only_under_their_project(env, db, tmp_path, qvec) -> None:
@@ -343,7 +411,9 @@ def test_config_and_env_are_defaults_that_flags_override(env, db, tmp_path, qvec
     config = Path(env["XDG_CONFIG_HOME"]) / "vipune" / "config.toml"
     config.parent.mkdir()
     config.write_text("recency_weight = 0.0\nhybrid = true\n")
-    hits = search(env, db, QUERY)  # hybrid, no recency: exact RRF scores
+    # `hybrid` is no key of the config file (ignored): semantic, no recency, exact cosines.
+    assert [h["similarity"] for h in search(env, db, QUERY)] == pytest.approx([1.0, 0.8], abs=1e-5)
+    hits = search(env, db, QUERY, VIPUNE_HYBRID="true")  # hybrid, no recency: exact RRF scores
     assert hits[0]["similarity"] == pytest.approx(1 / 26 + 1 / 27)
     assert [h["id"] for h in search(env, db, QUERY, "--no-hybrid", VIPUNE_HYBRID="false",
                                     VIPUNE_RECENCY_WEIGHT="0.9")] == ["new", "old"]
@@ -399,17 +469,23 @@ def test_missing_model_names_the_path(env, db, tmp_path) -> None:
 
 
 # --------------------------------------------------------------------------- doctor, add, export
-def test_doctor_fts_detects_and_repairs_desync(env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [row("a", qvec), row("b", qvec)])
+def test_doctor_fts_cannot_see_an_index_emptied_behind_its_back(env, db, tmp_path, qvec) -> None:
+    """0.20.2's desync queries look rowids up through the external-content table, which answers
+    for the index: an emptied index reads as in sync, and --repair then rebuilds nothing. The
+    preflight's BM25 probes, not `doctor`, are what shows imported rows are indexed."""
+    import_rows(env, db, tmp_path, [row("a", qvec, content=QUERY), row("b", qvec)])
     doctor = ["--db-path", str(db), "--json", "doctor", "--fts"]
-    report = ok_json(vipune(env, *doctor))
-    assert (report["in_sync"], report["memories"], report["fts"]) == (True, 2, 2)
+    in_sync = {"in_sync": True, "underpopulated_by_project": [], "orphan_rows": 0, "total_desynced": 0,
+               "repaired": False, "actions": 0}
+    assert ok_json(vipune(env, *doctor)) == in_sync
+    assert len(search(env, db, QUERY, "--hybrid", "--recency", "0")) == 2
     with sqlite3.connect(db) as conn:  # empty the index behind vipune's back
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('delete-all')")
-    report = ok_json(vipune(env, *doctor))
-    assert (report["in_sync"], report["memories"], report["fts"]) == (False, 2, 0)
-    report = ok_json(vipune(env, *doctor, "--repair"))
-    assert (report["in_sync"], report["fts"]) == (True, 2)
+    assert ok_json(vipune(env, *doctor)) == in_sync
+    assert ok_json(vipune(env, *doctor, "--repair")) == {**in_sync, "repaired": True}
+    # BM25 finds nothing now: the hybrid scores are the semantic arm's alone, 1 / (25 + rank).
+    hits = search(env, db, QUERY, "--hybrid", "--recency", "0")
+    assert [h["similarity"] for h in hits] == pytest.approx([1 / 26, 1 / 27])
 
 
 def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
@@ -420,9 +496,13 @@ def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
     assert added["status"] == "added"
     out = tmp_path / "out.jsonl"
     assert ok_json(vipune(env, "--db-path", str(db), "--json", "export", str(out)))["rows"] == 1
-    hdr, exported = (json.loads(line) for line in out.read_text().splitlines())
-    assert (hdr["type"], hdr["version"], hdr["format_version"], hdr["embedding_dims"],
-            hdr["model_revision"], hdr["rows"]) == ("export", 1, 1, DIM, BGE_REVISION, 1)
+    first, second = out.read_text().splitlines()
+    hdr, exported = json.loads(first), json.loads(second)
+    # Compact, keys sorted, no legacy "version" in the header (its importer takes either key).
+    assert first == json.dumps(hdr, sort_keys=True, separators=(",", ":"))
+    assert list(exported) == sorted(exported) and "version" not in hdr
+    assert (hdr["type"], hdr["format_version"], hdr["embedding_dims"], hdr["model_id"],
+            hdr["model_revision"], hdr["rows"]) == ("export", 1, DIM, "BAAI/bge-small-en-v1.5", BGE_REVISION, 1)
     assert (exported["id"], exported["project_id"], exported["content"]) == (
         added["id"], "probe", text)
     vec = np.frombuffer(base64.b64decode(exported["embedding"]), "<f4")
@@ -430,9 +510,10 @@ def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
     # The export is valid import input.
     proc = vipune(env, "--db-path", str(tmp_path / "copy.db"), "--json", "import", str(out))
     assert ok_json(proc) == {"inserted": 1, "skipped": 0}
-    # To stdout with "-".
+    # "-" is not stdout: a file of that name in the working folder.
     proc = vipune(env, "--db-path", str(db), "--json", "export", "-")
-    assert json.loads(proc.stdout.splitlines()[1])["embedding"] == exported["embedding"]
+    assert ok_json(proc) == {"rows": 1, "format_version": 1, "path": "-"}
+    assert json.loads((Path(env["HOME"]) / "-").read_text().splitlines()[1])["embedding"] == exported["embedding"]
 
 
 def test_add_without_force_reports_conflicts(env, db) -> None:
@@ -444,6 +525,7 @@ def test_add_without_force_reports_conflicts(env, db) -> None:
 
 
 # --------------------------------------------------------------------------- faults
+@fake_only
 def test_fault_modes(env, db, tmp_path, qvec) -> None:
     import_rows(env, db, tmp_path, [row("a", qvec)])
     base = ["--db-path", str(db), "-p", "p1", "--json", "search", "--no-touch", "--", QUERY]

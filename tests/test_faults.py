@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +33,13 @@ def persona(model):
                    np.array(list(model.embed([question])), np.float32)[0])
 
 
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
+def any_vipune(request):
+    """The fake vipune, and the real one at the pinned release (skipped where it is not built):
+    what the harness does to a binary must work on both."""
+    return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
+
+
 def client(binary, hf_home, tmp_path, timeout=30.0, **env):
     os.environ.update(env)
     try:
@@ -41,19 +49,19 @@ def client(binary, hf_home, tmp_path, timeout=30.0, **env):
             del os.environ[key]
 
 
-def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(fake_vipune_bin, vipune_hf_home,
+def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(any_vipune, vipune_hf_home,
                                                                        tmp_path, persona):
-    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), persona, 10, tmp_path)
     assert [rid for rid, _ in result["hybrid"]["ranking"]][0] == "q1::s0"
     assert len(result["hybrid"]["ranking"]) == 3 and len(result["semantic"]["ranking"]) == 3
 
 
-def test_question_id_starting_with_dash_is_passed_as_project_value(fake_vipune_bin, vipune_hf_home,
+def test_question_id_starting_with_dash_is_passed_as_project_value(any_vipune, vipune_hf_home,
                                                                    tmp_path, persona):
     """Regression: `--project -abc` read as a flag; the client passes --project=ID."""
     dashed = Persona("-abc", persona.question, ["-abc::s0", "-abc::s1", "-abc::s2"], persona.session_ids,
                      persona.created_at, persona.texts, persona.vectors, persona.query_vector)
-    result = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), dashed, 10, tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), dashed, 10, tmp_path)
     assert result["hybrid"]["ranking"][0][0] == "-abc::s0"
 
 
@@ -107,7 +115,7 @@ def test_an_error_without_an_error_key_shows_what_was_printed(tmp_path):
 
 def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, tmp_path, persona):
     persona.question = "garden " * 10_000  # 10 kB+ of text, over 512 tokens
-    with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: Content too long") as info:
+    with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: content exceeds 512-token embedding limit") as info:
         evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, 10, tmp_path)
     assert "persona q1" in str(info.value)
 
@@ -130,9 +138,9 @@ def test_import_lines_carry_both_header_keys_and_exact_vectors(persona):
     assert vector.shape == (384,) and np.array_equal(vector, persona.vectors[0])
 
 
-def test_isolation_from_hostile_user_config_environment_and_home(fake_vipune_bin, vipune_hf_home, tmp_path,
+def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vipune_hf_home, tmp_path,
                                                                  persona, monkeypatch):
-    baseline = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)
+    baseline = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)
     user_home = tmp_path / "user-home"
     for folder in (user_home / ".config" / "vipune", user_home / "Library" / "Application Support" / "vipune"):
         folder.mkdir(parents=True)
@@ -147,44 +155,60 @@ def test_isolation_from_hostile_user_config_environment_and_home(fake_vipune_bin
     env = isolated_env(tmp_path / "private-home")
     assert not any(k.startswith("VIPUNE_") for k in env)
     assert env["HOME"] == env["XDG_CONFIG_HOME"].removesuffix("/.config") == str(tmp_path / "private-home")
-    again = evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
+    again = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "b"), persona, 10, tmp_path)
     assert again["hybrid"]["ranking"] == baseline["hybrid"]["ranking"]
     assert sorted(p.name for p in user_home.iterdir()) == [".config", "Library"]  # no .vipune, no DB
 
 
-def test_the_fake_like_vipune_touches_home_without_isolation(fake_vipune_bin, tmp_path):
-    """The test double is as awkward as the real binary: without isolation, `version` alone
-    creates ~/.vipune and the user's store (so a harness regression fails a test)."""
+def test_every_release_finds_the_model_and_none_reaches_the_network(tmp_path, monkeypatch):
+    """$HF_HOME for 0.20.2, $HOME/.cache/huggingface (a link to it) for 0.20.1 and older; the hub
+    client's proxy is a closed local port, and NO_PROXY cannot exempt the hub."""
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    hf_home = tmp_path / "hf"
+    hf_home.mkdir()
+    for _ in range(2):  # a second client on the same HOME keeps the link
+        env = isolated_env(tmp_path / "home", hf_home)
+    legacy = tmp_path / "home" / ".cache" / "huggingface"
+    assert legacy.is_symlink() and legacy.resolve() == hf_home.resolve() == Path(env["HF_HOME"])
+    assert {env[k] for k in ("ALL_PROXY", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY")} == {"http://127.0.0.1:9"}
+    assert "NO_PROXY" not in env and "no_proxy" not in env
+
+
+def test_vipune_touches_home_without_isolation(any_vipune, tmp_path):
+    """The real binary, and the test double like it: without isolation, `version` alone creates
+    ~/.vipune and the user's store (so a harness regression fails a test)."""
     import subprocess
 
     home = tmp_path / "home"
     home.mkdir()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}, "HOME": str(home)}
     env.pop("XDG_CONFIG_HOME", None)
-    proc = subprocess.run([str(fake_vipune_bin), "--json", "version"], env=env, capture_output=True, text=True)
+    proc = subprocess.run([str(any_vipune), "--json", "version"], env=env, capture_output=True, text=True)
     assert proc.returncode == 0
     assert (home / ".vipune" / "memories.db").exists()
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("HOME is a file here: ~/.vipune cannot be created")
-    denied = subprocess.run([str(fake_vipune_bin), "--json", "version"], capture_output=True, text=True,
+    denied = subprocess.run([str(any_vipune), "--json", "version"], capture_output=True, text=True,
                             env={**env, "HOME": str(blocked)})
-    assert denied.returncode == 1 and "cannot create" in denied.stdout
+    assert denied.returncode == 1 and f"{blocked}/.vipune" in json.loads(denied.stdout)["error"]
 
 
-def preflight(binary, hf_home, model_dir, tmp_path, **env):
+def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
     fingerprint = tmp_path / "fp.json"
     os.environ.update(env)
     try:
         fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
         vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
-        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json")
+        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json",
+                             mode)
     finally:
         for key in env:
             del os.environ[key]
 
 
-def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
-    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
+def test_preflight_passes_on_a_faithful_binary(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    findings = preflight(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
     assert findings["embedding_parity"]["min_cosine"] > 0.999
     checks = {c["check"] for c in findings["checks"]}
     assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_at_least_50",
@@ -195,9 +219,10 @@ def test_preflight_passes_on_a_faithful_binary(fake_vipune_bin, vipune_hf_home, 
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("no-import", r"vipune 0.20.0 has no import or export command.*cargo install vipune"),
+    ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
     ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
-    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: expected .*preflight-rrf::002 0.074"),
+    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: RRF k differs: same order, other scores \(vipune's "
+                r"fused scores fit k = 60; .*expected .*preflight-rrf::002 0.074"),
     ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
     ("pool-all", r"check 'candidate_pool_10x_limit_and_fused_ties_to_smaller_id' failed"),
     ("ties-by-id", r"check 'semantic_ties_newer_then_import_order' failed: expected "
@@ -209,6 +234,19 @@ def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vi
     with pytest.raises(EvalError, match=message):
         preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, FAKE_VIPUNE_FAULT=fault)
     assert not (tmp_path / "preflight.json").exists()
+
+
+@pytest.mark.parametrize("fault, failed, drift", [
+    # Only the fused scores differ: one finding, in words; the AND and pool checks pass at k = 60.
+    ("rrf-k60", ["rrf_k25_ranks_from_1"], ["RRF k differs: same order, other scores (vipune's fused "
+                                           "scores fit k = 60; the contract and the hybrid mirrors use k = 25)"]),
+    ("bm25-or", ["bm25_is_and_of_every_word"], ["bm25_is_and_of_every_word"]),
+])
+def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
+                                                tmp_path, fault, failed, drift):
+    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, "record",
+                         FAKE_VIPUNE_FAULT=fault)
+    assert (findings["failed_checks"], findings["drift"]) == (failed, drift)
 
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):

@@ -166,3 +166,14 @@ def test_dataset_checksum_cache_sees_an_edit_that_restores_size_and_mtime(tmp_pa
     data.write_text("[1, 2, 4]")  # same size
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the old mtime
     assert fingerprints.cached_sha256(data, cache) != first
+
+
+def test_vipune_hf_home_puts_the_onnx_file_where_vipune_asks_first(tmp_path):
+    """vipune asks hf-hub for onnx/model.onnx first and for model.onnx only after that request
+    failed: a model folder's root model.onnx is laid out at onnx/model.onnx (no request)."""
+    model = build_tiny_model(tmp_path / "m")
+    home = model_cache.build_vipune_hf_home(model, "model.onnx", "BAAI/bge-small-en-v1.5", "abc123",
+                                            tmp_path / "home")
+    snapshot = home / "hub" / "models--BAAI--bge-small-en-v1.5" / "snapshots" / "abc123"
+    assert sha256_file(snapshot / "onnx" / "model.onnx") == sha256_file(model / "model.onnx")
+    assert not (snapshot / "model.onnx").exists()

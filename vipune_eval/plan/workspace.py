@@ -27,7 +27,7 @@ from vipune_eval.core import fingerprints
 from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.plan import whatif_grid
 from vipune_eval.errors import BinaryNotFound, EvalError
-from vipune_eval.core.io import write_json_if_changed
+from vipune_eval.core.io import read_json, write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
 
@@ -312,9 +312,30 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
             workspace.fingerprints[build["id"]] = build
             if "path" in build:
                 workspace.binaries[build["id"]] = build["path"]
+        if config["vipune"]["preflight"] == "enforce":
+            refuse_recorded_failures(workspace)
     write_json_if_changed(paths.CONFIG_JSON, config)
     write_json_if_changed(paths.BUILD_SOURCES, workspace.sources)
     return workspace
+
+
+def refuse_recorded_failures(ws: Workspace) -> None:
+    """``vipune.preflight`` is not a parameter of the preflight or the searches (both modes run
+    the same checks; enforce stops at the first failure), so switching it reruns nothing. Enforce
+    still holds for a build whose failed checks were recorded under ``record``: it is refused
+    here, before any job, as its preflight job would have been."""
+    refused = []
+    for build in ([ws.primary] if ws.primary else []) + ws.builds:
+        path = Path(paths.preflight(build))
+        found = read_json(path) if path.exists() else {}
+        if found.get("failed_checks"):
+            refused.append(f"{build} ({'; '.join(found.get('drift') or found['failed_checks'])})")
+    if refused:
+        raise EvalError(
+            f"vipune.preflight is enforce, and the preflight of {', '.join(refused)} failed (recorded "
+            "under vipune.preflight: record)",
+            fix="set vipune.preflight: record to evaluate these builds anyway, their failed checks "
+                "named in the report; or drop them from vipune.compare")
 
 
 def job_environment() -> dict[str, str]:

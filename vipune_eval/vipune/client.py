@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -24,16 +25,34 @@ class VipuneError(EvalError):
     """A vipune call failed; the message names the caller, the command line and stderr."""
 
 
+# vipune's hub client (Rust hf-hub over ureq) has no offline switch but honours the proxy
+# variables: pointed at a closed local port, a request for a file the cache lacks fails at once
+# ("Connection refused") instead of downloading, or waiting on DNS.
+NO_NETWORK_PROXY = "http://127.0.0.1:9"
+PROXY_VARIABLES = ("ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+
+
 def isolated_env(home: Path, hf_home: Path | None = None) -> dict[str, str]:
-    """vipune's environment: a private HOME and XDG folders, no VIPUNE_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_")}
+    """vipune's environment: a private HOME and XDG folders, no VIPUNE_* variables, and with
+    ``hf_home`` the model cache where every release looks (``$HF_HOME`` from 0.20.2, and
+    ``$HOME/.cache/huggingface`` before it, linked to the same folder) and no network."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("VIPUNE_") and k not in ("NO_PROXY", "no_proxy")}
     home = home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
                XDG_STATE_HOME=str(home / ".local" / "state"))
     if hf_home is not None:
-        env.update(HF_HOME=str(hf_home.resolve()), HF_HUB_OFFLINE="1")
+        hf_home = hf_home.resolve()
+        legacy = home / ".cache" / "huggingface"
+        if not (legacy.is_symlink() and legacy.resolve() == hf_home):
+            legacy.parent.mkdir(parents=True, exist_ok=True)
+            if legacy.is_dir() and not legacy.is_symlink():  # a private HOME's leftovers
+                shutil.rmtree(legacy)
+            legacy.unlink(missing_ok=True)
+            legacy.symlink_to(hf_home, target_is_directory=True)
+        env.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", **dict.fromkeys(PROXY_VARIABLES, NO_NETWORK_PROXY))
     return env
 
 
@@ -70,7 +89,7 @@ class Vipune:
     """One binary, run with an isolated environment rooted at ``home``."""
 
     def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None) -> None:
-        self.binary, self.home, self.timeout = Path(binary), Path(home), timeout
+        self.binary, self.home, self.timeout, self.hf_home = Path(binary), Path(home), timeout, hf_home
         self.env = isolated_env(self.home, hf_home)
 
     # ------------------------------------------------------------ running
@@ -114,7 +133,13 @@ class Vipune:
                 message = out["error"]
             else:
                 message = f"stdout: {proc.stdout.strip()[:500]!r}"
-            raise VipuneError(f"{head}: {message}; stderr: {stderr}")
+            fix = None
+            if self.hf_home is not None and "download" in message.lower():
+                fix = (f"vipune did not find its model where the harness laid it out ({self.hf_home}, "
+                       "also linked as HOME/.cache/huggingface) and went to the hub, which every "
+                       "evaluation call is kept from: does this vipune embed with another model or "
+                       "revision than model.repo_id / model.revision name? (docs/vipune-contract.md)")
+            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix)
         if not isinstance(out, dict):
             raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
                               f"stderr: {stderr}")

@@ -149,7 +149,8 @@ rule preflight:
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],
         timeout=config["vipune"]["timeout"],
-        mode=config["vipune"]["preflight"],
+        # not a rerun trigger: record and enforce run the same checks (see workspace.prepare)
+        mode=untracked(config["vipune"]["preflight"]),
         tmp=lambda wildcards: paths.job_tmp(
             "preflight", paths.vipune_run(wildcards.binary)
         ),

@@ -25,6 +25,7 @@ from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, projection, summary, whatif
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
+from vipune_eval.vipune.release import RELEASE
 
 
 class Report(TypedDict, total=False):
@@ -238,6 +239,7 @@ def build(loaded: Loaded) -> Report:
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
         "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
+        "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
         "split": {"seed": summary["split"]["seed"], "dev_fraction": summary["split"]["dev_fraction"],
                   "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
                           "round(dev_fraction × n) are dev"},
@@ -276,6 +278,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
             entry["failed_checks"] = preflight.get("failed_checks", [])
+            entry["drift"] = preflight.get("drift", entry["failed_checks"])
         out.append(entry)
     primary = runs[manifest["primary"]]
     compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])

@@ -50,7 +50,8 @@ def render(report: Mapping[str, Any]) -> str:
     lines = ["# vipune-eval report", ""]
     vipune = prov.get("vipune")
     if vipune:
-        lines.append(f"- vipune {vipune['version']} (binary sha256 {vipune['sha256'][:12]})")
+        lines.append(f"- vipune {vipune['version']} (binary sha256 {vipune['sha256']}; the contract "
+                     f"was checked against {prov['contract_release']})")
     model = prov["model"]
     local = prov["config"].get("model", {}).get("path")
     source = f"files from {local} laid out as " if local else ""
@@ -126,7 +127,7 @@ def builds_markdown(report: dict[str, Any], keys: list[str], k: int) -> list[str
     for i, b in enumerate(builds):
         label = f"{b['id']} (primary)" if i == 0 else b["id"]
         if b.get("failed_checks"):
-            label += " — fails preflight: " + ", ".join(b["failed_checks"])
+            label += " — fails preflight: " + "; ".join(b.get("drift") or b["failed_checks"])
         if report.get("baseline") and report["baseline"]["id"] == b["id"]:
             label += " (vipune baseline)"
         seconds = b.get("search_seconds")

@@ -8,6 +8,10 @@ for the harness's query vector q and one fixed direction u orthogonal to it, wit
 π − 0.1. vipune's own query vector may differ from q by the parity tolerance (cosine ≥ 0.999, an
 angle under 0.045), which shifts every θ by the same amount and so keeps the semantic ranks, and
 therefore the exact RRF scores, known.
+
+A build whose fused scores all fit one other RRF k is named for that (fusion drift: "RRF k
+differs"), and the later checks expect that k's scores, so they test only what they are about
+(the AND query, the candidate pools, the ties) rather than failing on every score.
 """
 
 from __future__ import annotations
@@ -88,8 +92,18 @@ def probe_personas(probes: list[Probe], query_vector: np.ndarray) -> list[Person
     return out
 
 
-def rrf(*ranks: int | None) -> float:
-    return sum(1.0 / (RRF_K + r) for r in ranks if r is not None)
+def rrf(*ranks: int | None, k: float = RRF_K) -> float:
+    return sum(1.0 / (k + r) for r in ranks if r is not None)
+
+
+def fitted_k(seen: list[tuple[str, float]], semantic_only: dict[str, int]) -> float | None:
+    """The one RRF k that the scores of rows ranked by the semantic arm alone fit
+    (score = 1 / (k + rank)), or None when they fit none."""
+    ks = [1.0 / s - semantic_only[rid] for rid, s in seen
+          if rid in semantic_only and isinstance(s, (int, float)) and s > 0]
+    if len(ks) < 2 or max(ks) - min(ks) > 1e-3:
+        return None
+    return round(sum(ks) / len(ks), 3)
 
 
 class Preflight:
@@ -100,11 +114,19 @@ class Preflight:
     def __init__(self, vipune: Vipune, db: Path, enforce: bool = True) -> None:
         self.vipune, self.db, self.enforce = vipune, db, enforce
         self.findings: list[dict[str, Any]] = []
+        self.k: float = RRF_K  # the RRF k the fused scores are expected to fit
 
-    def record(self, check: str, expected: Any, seen: Any, passed: bool, always: bool = False) -> None:
-        self.findings.append({"check": check, "expected": expected, "seen": seen, "passed": passed})
+    def record(self, check: str, expected: Any, seen: Any, passed: bool, always: bool = False,
+               drift: str | None = None) -> None:
+        """One check's finding; ``drift`` names what a failure is, in words, when that is known."""
+        self.findings.append({"check": check, "expected": expected, "seen": seen, "passed": passed,
+                              **({"drift": drift} if drift and not passed else {})})
         if not passed and (self.enforce or always):
-            raise CheckFailed(f"check {check!r} failed: expected {expected}, seen {seen}")
+            raise CheckFailed(f"check {check!r} failed: " + (f"{drift}; " if drift else "")
+                              + f"expected {expected}, seen {seen}")
+
+    def rrf(self, *ranks: int | None) -> float:
+        return rrf(*ranks, k=self.k)
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
         hits, _ = self.vipune.search(self.db, project, QUERY, limit, hybrid, "preflight")
@@ -113,10 +135,7 @@ class Preflight:
     def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
                      hybrid: bool = True) -> None:
         seen = self.search(project, limit, hybrid)
-        ok = len(seen) == len(expected) and all(
-            a == b and isinstance(s, (int, float)) and abs(s - t) <= TOLERANCE
-            for (a, s), (b, t) in zip(seen, expected))
-        self.record(check, _show(expected), _show(seen), ok)
+        self.record(check, _show(expected), _show(seen), _same(seen, expected))
 
 
 def _show(ranking: list[tuple[str, float]]) -> list[str]:
@@ -149,13 +168,40 @@ def check_import(pre: Preflight, personas: list[Persona], jsonl: Path) -> None:
                doctor.get("in_sync") is True, always=True)
 
 
+def check_rrf_k(pre: Preflight, probe: Probe) -> None:
+    """RRF k = 25, ranks from 1: the row at semantic rank 3 that BM25 ranks 1 scores 1/28 + 1/26,
+    every other row 1/(25 + its semantic rank). Scores that all fit another k are fusion drift:
+    named so, and the later checks expect that k's scores."""
+    n = len(probe.texts)
+
+    def fused(k: float) -> list[tuple[str, float]]:
+        return sorted([(probe.row(i), rrf(i + 1, 1 if i == 2 else None, k=k)) for i in range(n)],
+                      key=lambda item: (-item[1], item[0]))
+
+    expected = fused(RRF_K)
+    seen = pre.search(probe.project, n)
+    if _same(seen, expected):
+        pre.record("rrf_k25_ranks_from_1", _show(expected), _show(seen), True)
+        return
+    k = fitted_k(seen, {probe.row(i): i + 1 for i in range(n) if i != 2})
+    drift = None
+    if k is not None and _same(seen, fused(k)):
+        order = "same order" if [r for r, _ in seen] == [r for r, _ in expected] else "another order"
+        drift = (f"RRF k differs: {order}, other scores (vipune's fused scores fit k = {k:g}; the "
+                 f"contract and the hybrid mirrors use k = {RRF_K})")
+        pre.k = k
+    pre.record("rrf_k25_ranks_from_1", _show(expected), _show(seen), False, drift=drift)
+
+
+def _same(seen: list[tuple[str, float]], expected: list[tuple[str, float]]) -> bool:
+    return len(seen) == len(expected) and all(
+        a == b and isinstance(s, (int, float)) and abs(s - t) <= TOLERANCE
+        for (a, s), (b, t) in zip(seen, expected))
+
+
 def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Probe, pool_b: Probe,
                  ties: Probe) -> None:
-    # RRF k = 25, ranks from 1: the row at semantic rank 3 that BM25 ranks 1 scores 1/28 + 1/26.
-    n = len(rrf_probe.texts)
-    expected = sorted([(rrf_probe.row(i), rrf(i + 1, 1 if i == 2 else None)) for i in range(n)],
-                      key=lambda item: (-item[1], item[0]))
-    pre.scores_match("rrf_k25_ranks_from_1", rrf_probe.project, n, expected)
+    check_rrf_k(pre, rrf_probe)
     # AND of every query word: the words sit in two different rows, so BM25 finds nothing and the
     # hybrid order is the semantic (--no-hybrid) order, each row scoring 1/(25 + rank).
     n = len(and_probe.texts)
@@ -163,23 +209,23 @@ def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Pro
     pre.record("bm25_is_and_of_every_word", [and_probe.row(i) for i in range(n)], semantic,
                semantic == [and_probe.row(i) for i in range(n)])
     pre.scores_match("bm25_is_and_of_every_word", and_probe.project, n,
-                     [(and_probe.row(i), rrf(i + 1)) for i in range(n)])
+                     [(and_probe.row(i), pre.rrf(i + 1)) for i in range(n)])
     # Candidate pool clamp(10 × limit, 50, 10000): with --limit 1 the pool is 50, so the BM25 row
     # at semantic rank 30 scores 1/26 + 1/55; with --limit 5 the pool is 50 and the one at rank
     # 60 is outside it (1/26); with --limit 6 the pool is 60 and it is inside (1/26 + 1/85).
     hit = pre.search(pool_a.project, 1)
-    pre.record("candidate_pool_at_least_50", _show([(pool_a.row(29), rrf(30, 1))]), _show(hit),
-               len(hit) == 1 and hit[0][0] == pool_a.row(29) and abs(hit[0][1] - rrf(30, 1)) <= TOLERANCE)
+    pre.record("candidate_pool_at_least_50", _show([(pool_a.row(29), pre.rrf(30, 1))]), _show(hit),
+               len(hit) == 1 and hit[0][0] == pool_a.row(29) and abs(hit[0][1] - pre.rrf(30, 1)) <= TOLERANCE)
     # Fused ties go to the smaller id: at --limit 5 the BM25 row (semantic rank 60, id …000)
     # and the semantic first row (id …001, newer) both score exactly 1/26.
     top = pre.search(pool_b.project, 5)[:2]
-    expected = [(pool_b.row(59), rrf(1)), (pool_b.row(0), rrf(1))]
+    expected = [(pool_b.row(59), pre.rrf(1)), (pool_b.row(0), pre.rrf(1))]
     pre.record("candidate_pool_10x_limit_and_fused_ties_to_smaller_id", _show(expected), _show(top),
                [r for r, _ in top] == [r for r, _ in expected]
-               and all(abs(s - rrf(1)) <= TOLERANCE for _, s in top))
+               and all(abs(s - pre.rrf(1)) <= TOLERANCE for _, s in top))
     hit = pre.search(pool_b.project, 6)[:1]
-    pre.record("candidate_pool_10x_limit", _show([(pool_b.row(59), rrf(60, 1))]), _show(hit),
-               bool(hit) and hit[0][0] == pool_b.row(59) and abs(hit[0][1] - rrf(60, 1)) <= TOLERANCE)
+    pre.record("candidate_pool_10x_limit", _show([(pool_b.row(59), pre.rrf(60, 1))]), _show(hit),
+               bool(hit) and hit[0][0] == pool_b.row(59) and abs(hit[0][1] - pre.rrf(60, 1)) <= TOLERANCE)
     # Semantic ties: equal vectors keep the newer row first, then import order (not the id).
     seen = [rid for rid, _ in pre.search(ties.project, 3, hybrid=False)]
     want = [ties.row(1), ties.row(2), ties.row(0)]
@@ -270,7 +316,10 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
     failed = [c["check"] for c in pre.findings if not c["passed"]]
     findings = {"binary": expected, "mode": mode, "checks": pre.findings, "embedding_parity": parity,
-                "follows_contract": not failed, "failed_checks": failed}
+                "follows_contract": not failed, "failed_checks": failed,
+                # each failure in words: the drift it is, when known, else the check's name
+                "drift": list(dict.fromkeys(c.get("drift") or c["check"] for c in pre.findings
+                                            if not c["passed"]))}
     write_json(out, findings)
     log.info("preflight of vipune %s: %d checks, failed: %s", expected["version"], len(pre.findings),
              ", ".join(failed) or "none")
