@@ -186,3 +186,27 @@ def test_cuda_is_asked_for_and_a_session_without_it_is_refused(model_dir, monkey
         with pytest.raises(EvalError, match="the session runs on CPUExecutionProvider"):
             load_model(model_dir, FILE, "mean", threads=1, cuda=True)
     assert asked["providers"][0] == "CUDAExecutionProvider"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_damaged_part_is_set_aside_named_and_its_texts_embedded_again(model_dir, tmp_path, caplog, damage):
+    """Issue 32, item 3: a part cut short (a crash before its bytes reached the disk, a full disk,
+    a partial copy) stopped every later embed job with pyarrow's ArrowInvalid, for ever."""
+    texts = texts_of(30, seed=5)
+    path = write_texts(tmp_path / "texts.parquet", texts)
+    fp, root = fingerprint(tmp_path), tmp_path / "store"
+    files = ModelFiles(model_dir, FILE, "mean")
+    assert run_embed(path, files, 0, 1, tmp_path / "first.parquet", 1, 64, fp, root) == len(set(texts))
+    parts = root / f"{model_hash(fp)}-r{RECIPE_VERSION}" / "parts"
+    (part,) = parts.glob("*.parquet")
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with caplog.at_level("WARNING", logger="vipune_eval"):
+        again = run_embed(path, files, 0, 1, tmp_path / "again.parquet", 1, 64, fp, root)
+    assert again == len(set(texts))  # the part's texts are embedded again
+    assert any(part.name in r.getMessage() and "damaged" in r.getMessage() for r in caplog.records)
+    assert (parts.parent / "damaged" / part.name).exists() and not part.exists()  # set aside, kept to look at
+    first, second = vectors_of(tmp_path / "first.parquet"), vectors_of(tmp_path / "again.parquet")
+    assert first.keys() == second.keys()
+    assert all(first[t].tobytes() == second[t].tobytes() for t in first)
+    assert run_embed(path, files, 0, 1, tmp_path / "third.parquet", 1, 64, fp, root) == 0  # repaired for good

@@ -3,6 +3,7 @@
 Layout under the store root (``results/vectors`` in the workflow)::
 
     <model key>/parts/<job>-<n>.parquet   immutable: text_id, embedding, tokens
+    <model key>/damaged/<job>-<n>.parquet a part that could not be read, set aside (kept to look at)
     <model key>/claims/<job>.json         ids a running job is embedding (flock held while it runs)
     <model key>/.lock                     held for the moment a job reads the store and claims
 
@@ -13,6 +14,11 @@ an flock on the claim file, so a killed job's claim lapses by itself and its tex
 again. Each unique text is therefore embedded once whatever the job order, and because batches
 hold only texts of one token length (see ``embed.token_batches``), a stored vector does not
 depend on which job computed it.
+
+A part is read whole and checked against the store's schema the first time a job opens it. A
+damaged one (cut short by a crash before its bytes reached the disk, a full disk, a partial copy)
+is moved to ``damaged/`` with a warning naming it, and its texts count as not stored: the job
+claims and embeds them again, so a rerun repairs the store instead of failing on it for ever.
 
 flock works on local disks and on NFS (Linux maps it to POSIX locks there); a file system without
 locks makes ``fcntl.flock`` raise, which names the store folder.
@@ -77,8 +83,32 @@ class VectorStore:
     def stored_ids(self) -> set[str]:
         for part in sorted(self.parts.glob("*.parquet")):
             if part.name not in self._part_ids:
-                self._part_ids[part.name] = set(pq.read_table(part, columns=["text_id"]).column("text_id").to_pylist())
+                ids = self._open_part(part)
+                if ids is not None:
+                    self._part_ids[part.name] = ids
         return set().union(*self._part_ids.values())
+
+    def _open_part(self, part: Path) -> set[str] | None:
+        """The text ids of a part, read whole and checked; None for a damaged part, set aside."""
+        try:
+            table = pq.read_table(part)
+            vectors = table.schema.field("embedding").type if "embedding" in table.schema.names else None
+            fits = (table.schema.names == PART_COLUMNS and pa.types.is_fixed_size_list(vectors)
+                    and vectors.list_size == self.dim and vectors.value_type == pa.float32())
+            problem = None if fits else f"its columns are not the store's: {table.schema.remove_metadata()}"
+        except FileNotFoundError:  # another job set it aside a moment ago
+            return None
+        except (OSError, pa.ArrowException) as exc:  # ArrowInvalid: no Parquet footer, bad pages...
+            problem = str(exc).splitlines()[0][:300]
+        if problem is None:
+            return set(table.column("text_id").to_pylist())
+        aside = self.folder / "damaged" / part.name
+        aside.parent.mkdir(exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            part.replace(aside)
+        log.warning("vector store %s: part %s is damaged (%s); set aside as %s, its texts are embedded "
+                    "again", self.folder, part.name, problem, aside)
+        return None
 
     def _live_claims(self) -> dict[Path, set[str]]:
         """Claims of running jobs; a claim whose job died (its flock free) is removed."""
