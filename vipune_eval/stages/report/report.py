@@ -301,7 +301,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += whatif_markdown(report)
     lines += official_markdown(report)
     lines += diagnostics_markdown(report, ks, k)
-    lines += embed_markdown(report["embed"])
+    lines += projection.markdown(report["embed"])
     counts = report["dataset"]["per_category"]
     lines += ["", "Pairs per category: " + ", ".join(f"{c} {n}" for c, n in counts.items()), "",
               "Measures: " + "; ".join(f"{name}: {text}" for name, text in report["measures"].items()) + ". "
@@ -501,24 +501,6 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
         ranked = ", ".join(f"{g}: {rank or '–'}" for g, rank in r["gold_ranks"].items())
         lines.append(f"| {r['question_id']} | {r['question_type']} | {r[f'recall@{k}']:.2f} | {ranked} |")
     return lines
-
-
-def embed_markdown(embed: dict[str, Any]) -> list[str]:
-    lines = ["", "## Embed throughput", "", f"{embed['definition']}.", ""]
-    if not embed["texts"]:
-        return lines + [f"- {embed['why']}; the embed jobs' own time, summed: {embed['job_seconds']:.1f} s."]
-    threads = "/".join(map(str, embed["threads"]))
-    rate = f", {embed['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in embed else ""
-    lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls "
-                 f"by {embed['jobs']} job(s) of {threads} thread(s): {embed['texts_per_s']:.1f} texts/s{rate}")
-    lines.append(f"- the embed jobs' own time, summed: {embed['job_seconds']:.1f} s, of it {embed['seconds']:.1f} s "
-                 f"model calls and {embed['load_seconds']:.1f} s loading the model; the rest is counting tokens, "
-                 "reading texts and waiting on texts other jobs had claimed")
-    projection = embed["projection"]
-    if projection is None:
-        return lines + [f"- no projection: {embed['why']}"]
-    minutes = ", ".join(f"{g} rows {m:.0f} min" for g, m in projection["minutes"].items())
-    return lines + [f"- projected: {projection['what']}: {minutes}"]
 
 
 def _opt(value: float | None) -> str:
