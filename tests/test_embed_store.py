@@ -197,10 +197,21 @@ def test_cuda_is_asked_for_and_a_session_without_it_is_refused(model_dir, monkey
     assert asked["providers"][0] == "CUDAExecutionProvider"
 
 
-@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def damaged(data: bytes, damage: str) -> bytes:
+    if damage == "truncated":
+        return data[: len(data) // 2]
+    if damage == "empty":
+        return b""
+    flipped = bytearray(data)  # one bit in the vectors' pages, the footer intact
+    flipped[len(data) // 2] ^= 0x10
+    return bytes(flipped)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "flipped"])
 def test_a_damaged_part_is_set_aside_named_and_its_texts_embedded_again(model_dir, tmp_path, caplog, damage):
     """Issue 32, item 3: a part cut short (a crash before its bytes reached the disk, a full disk,
-    a partial copy) stopped every later embed job with pyarrow's ArrowInvalid, for ever."""
+    a partial copy) stopped every later embed job with pyarrow's ArrowInvalid, for ever; a flipped
+    bit was served as a vector."""
     texts = texts_of(30, seed=5)
     path = write_texts(tmp_path / "texts.parquet", texts)
     fp, root = fingerprint(tmp_path), tmp_path / "store"
@@ -209,7 +220,7 @@ def test_a_damaged_part_is_set_aside_named_and_its_texts_embedded_again(model_di
     parts = root / f"{model_hash(fp)}-r{RECIPE_VERSION}" / "parts"
     (part,) = parts.glob("*.parquet")
     data = part.read_bytes()
-    part.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    part.write_bytes(damaged(data, damage))
     with caplog.at_level("WARNING", logger="vipune_eval"):
         again = run_embed(path, files, 0, 1, tmp_path / "again.parquet", 1, 64, fp, root)
     assert again == len(set(texts))  # the part's texts are embedded again

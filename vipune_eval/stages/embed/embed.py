@@ -34,7 +34,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, log
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
 from vipune_eval.stages.embed.provider import Provider, batch_rows, no_cuda, resolve
-from vipune_eval.stages.embed.store import VectorStore
+from vipune_eval.stages.embed.store import DamagedPart, VectorStore
 from vipune_eval.stages.embed.tally import Tally, encoder_shape
 from vipune_eval.core.tokens import count_tokens, load_tokenizer
 
@@ -254,6 +254,8 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     loaded, computed, already, pending = None, 0, None, set(wanted)
     tally = Tally(threads=threads, shape=encoder_shape(model.model_dir), provider=provider.name,
                   device=provider.device, batch_tokens=budget)
+    order = [t for t in ids if t in wanted]
+    found, counted = np.zeros((0, dim), np.float32), np.zeros(0, np.int32)
     while pending:
         mine, stored, others = vectors_store.claim(pending)
         already = len(stored) if already is None else already
@@ -269,10 +271,13 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
             vectors_store.release()
         vectors_store.wait_for(others)  # a job that died leaves its texts unclaimed: next round
         pending = pending - vectors_store.stored_ids()
+        if not pending and order:
+            try:
+                found, counted = vectors_store.get(order)
+            except DamagedPart:  # set aside while read: its texts are not stored any more
+                pending = wanted - vectors_store.stored_ids()
     vectors_store.report(computed, already or 0, len(wanted) - computed - (already or 0))
     tally.job_seconds = time.perf_counter() - started
-    order = [t for t in ids if t in wanted]
-    found, counted = vectors_store.get(order) if order else (np.zeros((0, dim), np.float32), np.zeros(0, np.int32))
     vectors = np.zeros((len(ids), dim), dtype=np.float32)
     tokens = np.zeros(len(ids), dtype=np.int32)
     rows = [i for i, t in enumerate(ids) if t in wanted]
