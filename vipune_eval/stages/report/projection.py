@@ -127,6 +127,6 @@ def markdown(embed: dict) -> list[str]:
         if p["projection"] is None:
             lines.append(f"  - no projection: {p['why']}")
         else:
-            minutes = ", ".join(f"{g} rows {m:.0f} min" for g, m in p["projection"]["minutes"].items())
+            minutes = ", ".join(f"{g} rows {m:.{1 if m < 10 else 0}f} min" for g, m in p["projection"]["minutes"].items())
             lines.append(f"  - projected: {p['projection']['what']}: {minutes}")
     return lines
