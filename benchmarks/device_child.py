@@ -64,11 +64,13 @@ def in_claims(model, texts, lengths, budget, fixed, seed=0, claims=3) -> np.ndar
     return out
 
 
-def placement(model_dir: Path, file: str, dest: Path, rows: int, length: int, calls: int) -> dict:
-    """Where onnxruntime puts the graph's nodes under the CUDA provider, and what its Memcpy nodes cost."""
+def placement(model_dir: Path, file: str, dest: Path, text: str, rows: int, calls: int) -> dict:
+    """Where onnxruntime puts the graph's nodes under the CUDA provider, and what its Memcpy nodes
+    cost: ``calls`` calls of ``rows`` copies of ``text`` (cut at 512 tokens) in a profiled session."""
     import onnx
     import onnxruntime as ort
 
+    from vipune_eval.core.tokens import load_tokenizer
     from vipune_eval.stages.embed.onnx_graph import runnable_folder
 
     ort.set_default_logger_severity(0)  # verbose: the node placements go to stderr (the child's .err)
@@ -90,9 +92,10 @@ def placement(model_dir: Path, file: str, dest: Path, rows: int, length: int, ca
             memcpy.append({"op": node.op_type, "tensor": node.input[0],
                            "from": f"{source.op_type} {source.name}" if source else "a graph input",
                            "to": readers})
-    rng = np.random.default_rng(0)
-    feeds = {"input_ids": rng.integers(1000, 20000, (rows, length), dtype=np.int64),
-             "attention_mask": np.ones((rows, length), np.int64), "token_type_ids": np.zeros((rows, length), np.int64)}
+    ids = np.array(load_tokenizer(model_dir / "tokenizer.json").encode(text).ids[:512], np.int64)
+    length = len(ids)
+    feeds = {"input_ids": np.tile(ids, (rows, 1)), "attention_mask": np.ones((rows, length), np.int64),
+             "token_type_ids": np.zeros((rows, length), np.int64)}
     feeds = {k: v for k, v in feeds.items() if k in {i.name for i in session.get_inputs()}}
     for _ in range(calls):
         session.run(None, feeds)
@@ -147,8 +150,9 @@ def main(spec: dict) -> dict:
         once = embed_all(model, sample, sample_lengths, auto, cuda)
         out["claims"][name] = {"budget": auto, **bit_equal(once, in_claims(model, sample, sample_lengths, auto, cuda))}
     if cuda:
-        rows = max(1, auto // 512)
-        out["placement"] = placement(model_dir, spec["file"], dest, rows, 512, spec["profile_calls"])
+        longest = texts[int(np.argmax(lengths))]
+        out["placement"] = placement(model_dir, spec["file"], dest, longest, max(1, auto // int(lengths.max())),
+                                     spec["profile_calls"])
     return out
 
 
