@@ -26,7 +26,8 @@ PACKAGE = REPO / "vipune_eval"
 # What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).
 ENTRY = {"__init__", "__main__", "cli", "errors", "core.io"}
 FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.granularities", "core.longmemeval"}
-EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally", "core.tokens"}
+EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally",
+         "stages.embed.provider", "core.tokens"}
 SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files out
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage

@@ -82,7 +82,8 @@ def test_build_takes_every_number_from_what_was_loaded(loaded):
     assert report["diagnostics"]["vipune_vs_hybrid"]["same_top1_share"] == 1.0
     truncation = report["diagnostics"]["truncation"]
     assert truncation["pairs_with_truncated_gold"] == 1 and truncation["session_texts"] == 9
-    assert report["embed"]["texts"] == 9 and report["embed"]["texts_per_s"] == 4.5
+    [cpu] = report["embed"]["providers"]
+    assert report["embed"]["texts"] == 9 and cpu["provider"] == "cpu" and cpu["texts_per_s"] == 4.5
     assert report["provenance"]["dataset"] is loaded.dataset and report["builds"] == []
     assert report["splits"]["test"]["pairs"] == 6 and "dev" in report["splits"]
 
@@ -175,7 +176,7 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
 
 def test_the_embed_projection_says_what_it_rests_on(loaded):
     text = render(build(loaded))
-    line = next(line for line in text.splitlines() if line.startswith("- what this projection rests on"))
+    line = next(line for line in text.splitlines() if line.strip().startswith("- what this projection rests on"))
     assert "this run's texts (mean 100 tokens; LongMemEval_M's session texts average 501" in line
     assert "calm 2-core machine" in line and "plan a LongMemEval_M run with that one" in line
 

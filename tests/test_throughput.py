@@ -9,6 +9,7 @@ import pytest
 
 from support.tinymodel import build_tiny_model
 from vipune_eval.stages.report import projection
+from vipune_eval.stages.report.markdown import embed_markdown
 from vipune_eval.stages.embed.embed import ModelFiles, run_embed
 from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 from vipune_eval.registry.granularities import NAMES
@@ -44,15 +45,44 @@ def test_summary_rate_and_projection_by_hand(monkeypatch):
             Tally(threads=2, shape=TINY_BERT)]  # a job whose texts were all in the store
     out = summary(jobs, {"session": {"texts": 1, "tokens": 10, "squares": 100}})
     rate = (424 + 3 * (64 + 24)) / 2.0  # FLOPs over the seconds of both computing jobs
-    assert out["jobs"] == 2 and out["texts"] == 3 and out["texts_per_s"] == 1.5
-    assert out["useful_gflops_per_s"] == pytest.approx(rate / 1e9)
-    assert out["projection"]["minutes"]["session"] == pytest.approx((64 * 10 + 8 * 100) / rate / 60)
+    assert out["jobs"] == 2 and out["texts"] == 3
+    (cpu,) = out["providers"]
+    assert cpu["provider"] == "cpu" and cpu["jobs"] == 2 and cpu["texts_per_s"] == 1.5
+    assert cpu["useful_gflops_per_s"] == pytest.approx(rate / 1e9)
+    assert cpu["projection"]["minutes"]["session"] == pytest.approx((64 * 10 + 8 * 100) / rate / 60)
 
 
 def test_no_projection_without_layer_shapes_or_without_computed_texts():
-    assert "config.json" in summary([Tally(texts=1, tokens=5, squares=25, seconds=1.0, threads=1)], LONGMEMEVAL_M)["why"]
+    (cpu,) = summary([Tally(texts=1, tokens=5, squares=25, seconds=1.0, threads=1)], LONGMEMEVAL_M)["providers"]
+    assert cpu["projection"] is None and "config.json" in cpu["why"]
     nothing = summary([Tally(threads=1)], LONGMEMEVAL_M)
-    assert nothing["projection"] is None and "vector store" in nothing["why"]
+    assert nothing["providers"] == [] and "vector store" in nothing["why"]
+    assert "every text was in the vector store" in "\n".join(embed_markdown(nothing))
+
+
+def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monkeypatch):
+    """Issue 33: a run embedded partly on the CPU and partly on a GPU (two machines, one store
+    root) reports each apart, names the device, and says what each guarantees about the bytes."""
+    monkeypatch.setattr(projection, "BGE_SMALL", TINY_BERT)
+    cpu = Tally(texts=2, tokens=5, squares=13, seconds=2.0, threads=2, shape=TINY_BERT, provider="cpu",
+                device="Intel Xeon", batch_tokens=512)
+    gpu = Tally(texts=3, tokens=9, squares=27, seconds=0.5, threads=2, shape=TINY_BERT, provider="cuda",
+                device="NVIDIA H200", batch_tokens=16384, filler_tokens=3, rows_alike=True)
+    out = summary([cpu, gpu], {"session": {"texts": 1, "tokens": 10, "squares": 100}})
+    by = {p["provider"]: p for p in out["providers"]}
+    assert by["cpu"]["device"] == "Intel Xeon" and by["cuda"]["device"] == "NVIDIA H200"
+    assert by["cpu"]["texts_per_s"] == 1.0 and by["cuda"]["texts_per_s"] == 6.0
+    assert by["cuda"]["useful_gflops_per_s"] == pytest.approx(workload_flops(TINY_BERT, 9, 27) / 0.5 / 1e9)
+    assert by["cuda"]["projection"]["minutes"]["session"] < by["cpu"]["projection"]["minutes"]["session"]
+    assert "any batch size" in by["cpu"]["reproducibility"]
+    assert "25% of the tokens computed" in by["cuda"]["reproducibility"]  # 3 filler of 12 computed
+    assert "the same bytes whichever job" in by["cuda"]["reproducibility"]
+    text = "\n".join(embed_markdown(out))
+    assert "**CPU** (Intel Xeon)" in text and "**CUDA** (NVIDIA H200)" in text
+    assert "batches of at most 16384 tokens: 6.0 texts/s" in text and "on NVIDIA H200 (CUDA)" in text
+    for probe, words in ((False, "can differ in their last bits"), (None, "not probed")):
+        gpu.rows_alike = probe
+        assert words in summary([gpu], LONGMEMEVAL_M)["providers"][0]["reproducibility"]
 
 
 def test_encoder_shape_reads_config_json(tmp_path):
@@ -87,8 +117,8 @@ def test_embed_shards_carry_the_jobs_tally(tmp_path):
     assert tally.texts == len(texts) and tally.tokens == sum(1 + n + 2 for n in range(1, 9))
     assert tally.shape == {"layers": 1, "hidden": 384, "intermediate": 4} and tally.threads == 1
     assert 0 < tally.load_seconds and 0 < tally.seconds and tally.load_seconds + tally.seconds < tally.job_seconds
-    assert summary([tally], LONGMEMEVAL_M)["useful_gflops_per_s"] > 0
+    assert summary([tally], LONGMEMEVAL_M)["providers"][0]["useful_gflops_per_s"] > 0
     assert run(tmp_path / "again.parquet") == 0  # every text in the store: nothing computed, nothing timed
     (again,) = read_tallies([tmp_path / "again.parquet"])
     assert again.texts == 0 and again.load_seconds == 0 and again.job_seconds > 0  # no model loaded
-    assert summary([again], LONGMEMEVAL_M)["projection"] is None
+    assert summary([again], LONGMEMEVAL_M)["providers"] == []

@@ -94,9 +94,12 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
               for row in pq.read_table(path).to_pylist() if row["text"]}  # an empty text is not embedded
     embed = report["embed"]
     assert embed["texts"] == len(unique) and embed["jobs"] >= 2
-    assert embed["seconds"] > 0 and embed["projection"] is None and "config.json" in embed["why"]
+    (cpu,) = embed["providers"]  # issue 33: per provider, with the device and what the bytes guarantee
+    assert cpu["provider"] == "cpu" and cpu["device"] and "any batch size" in cpu["reproducibility"]
+    assert embed["seconds"] > 0 and cpu["projection"] is None and "config.json" in cpu["why"]
     assert embed["job_seconds"] > embed["seconds"] + embed["load_seconds"] > embed["seconds"]
     assert "## Embed throughput" in (workdir / "results/report.md").read_text()
+    assert f"**CPU** ({cpu['device']})" in (workdir / "results/report.md").read_text()
 
 
 @pytest.mark.slow

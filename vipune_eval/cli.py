@@ -91,6 +91,14 @@ def _expected_value(text: str) -> dict[str, int] | None:
         raise argparse.ArgumentTypeError(f"--expected takes instances=N,abstention=N,pairs=N, got {text!r}")
 
 
+def _batch_tokens(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"--batch-tokens takes auto or a number of tokens above 0, got {text!r}")
+
+
 def _opt(*specs: tuple) -> Callable[[argparse.ArgumentParser], None]:
     def add(p: argparse.ArgumentParser) -> None:
         for flags, kwargs in specs:
@@ -122,8 +130,9 @@ COMMANDS: dict[str, Command] = {
     "embed": Command("stages.embed.embed:run_embed", "embed one shard of a view's unique texts to Parquet",
                      ("model", "shard"),
                      _opt((["--texts"], P), (["--out"], P), (["--threads"], {"type": int, "default": 2}),
-                          (["--batch-tokens"], {"type": int, "default": 512,
-                                                "help": "tokens per model call (texts of one length)"}),
+                          (["--batch-tokens"], {"type": _batch_tokens, "default": "auto",
+                                                "help": "tokens per model call (texts of one length); auto: "
+                                                        "the provider's measured best"}),
                           (["--cuda"], {"action": "store_true"}), (["--model-fingerprint"], P),
                           (["--store"], {**P, "help": "the vector store shared by every view"}))),
     "search-reference": Command("stages.search.arms:run_arms",

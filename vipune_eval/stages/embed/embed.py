@@ -6,13 +6,16 @@ pooling on another file, so the recipe is registered as a custom fastembed model
 local folder, its graph less the softmax NaN guards torch's export adds (``onnx_graph``: exact, and
 40 % of a 512-token text's time). An empty text gets the zero vector, as vipune gives it.
 
-Batches are cut by a token budget from texts of one token length (after the model's truncation):
-no padded position is computed, and a text's vector is bit for bit the vector it gets alone
+Batches are cut by a token budget (``embed.batch_tokens``; ``auto``: the provider's measured best,
+``provider.AUTO_BUDGET``) from texts of one token length (after the model's truncation): no padded
+position is computed. On the CPU a text's vector is then bit for bit the vector it gets alone
 (onnxruntime's CPU kernels compute each row of a batch the same way whatever the batch size or
-thread count; checked by tests/test_embed.py and benchmarks/bench_embed_flops.py). That makes the
-vectors independent of which other texts a job happened to embed, so one content-addressed store
-(``store.VectorStore``) serves every view: each unique text is embedded once, by whichever job
-claims it first, and gets the same bytes whoever that was.
+thread count; checked by tests/test_embed.py and benchmarks/bench_embed_flops.py). On a GPU the
+bits depend on the batch's shape, so every call for texts of one length has the same number of
+rows (``provider``: fixed shapes, a probe per job). Either way a text's vector does not depend on
+which other texts a job happened to embed, so one content-addressed store (``store.VectorStore``,
+one per provider) serves every view: each unique text is embedded once, by whichever job claims
+it first, and gets the same bytes whoever that was.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import pyarrow.parquet as pq
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, log
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
-from vipune_eval.stages.embed.store import VectorStore
+from vipune_eval.stages.embed.provider import Provider, batch_rows, no_cuda, resolve
+from vipune_eval.stages.embed.store import DamagedPart, VectorStore
 from vipune_eval.stages.embed.tally import Tally, encoder_shape
 from vipune_eval.core.tokens import count_tokens, load_tokenizer
 
@@ -40,9 +44,6 @@ MODEL_KEY = b"vipune_eval.model_fingerprint"
 # Part of the store's key beside the model fingerprint: bump it when a change here alters vectors,
 # so vectors stored by the older code are not served again.
 RECIPE_VERSION = 1
-CUDA_FIX = ("embed.cuda is set but onnxruntime has no CUDA provider here ({seen}); install the GPU "
-            "build (`pip install onnxruntime-gpu`, matching your CUDA) or set embed.cuda: false to "
-            "embed on the CPU")
 
 
 def embeddings_schema(dim: int, model_hash: str = "", tally: Tally | None = None) -> pa.Schema:
@@ -108,7 +109,7 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
     if pooling not in POOLINGS:
         raise EvalError(f"model.pooling must be one of {sorted(POOLINGS)}, got {pooling!r}")
     if cuda and "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        raise EvalError(CUDA_FIX.format(seen=", ".join(onnxruntime.get_available_providers())))
+        raise no_cuda(f"onnxruntime has no CUDA provider here ({', '.join(onnxruntime.get_available_providers())})")
     load_tokenizer(model_dir / "tokenizer.json")  # a damaged tokenizer is named, not the ONNX file
     dim = model_dim(model_dir)
     name = f"vipune-eval/{pooling}-{dim}/{file}"
@@ -130,35 +131,63 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
         session = getattr(getattr(model, "model", None), "model", None)
         active = session.get_providers() if session is not None else []
         if "CUDAExecutionProvider" not in active:
-            raise EvalError(CUDA_FIX.format(seen=f"the session runs on {', '.join(active) or 'nothing'}"))
+            raise no_cuda(f"the model's session runs on {', '.join(active) or 'nothing'}, not on CUDA")
     return model
 
 
 def token_batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
-    """Indices of texts cut into model calls: each batch holds texts of one token length, at most
-    ``budget`` tokens (one text when it alone is longer), shortest texts first. No padded position
-    is computed, and a text's vector does not depend on which texts share its batch."""
+    """Indices of texts cut into model calls: each batch holds texts of one token length L, at most
+    ``batch_rows(L, budget)`` of them (one text when it alone is longer than the budget), shortest
+    texts first. No padded position is computed."""
     lengths = np.asarray(lengths)
     order = np.argsort(lengths, kind="stable")
     batches: list[np.ndarray] = []
     for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
         if len(group):
-            size = max(1, budget // max(int(lengths[group[0]]), 1))
+            size = batch_rows(lengths[group[0]], budget)
             batches += [group[i:i + size] for i in range(0, len(group), size)]
     return batches
 
 
+def call_texts(texts: list[str], length: int, budget: int, fixed_shapes: bool) -> list[str]:
+    """The texts of one model call: ``texts`` (all of ``length`` tokens), and with ``fixed_shapes``
+    copies of the first one until the call has ``batch_rows(length, budget)`` rows, the shape every
+    call for that length has, whatever texts a job happened to claim."""
+    return texts + texts[:1] * (batch_rows(length, budget) - len(texts) if fixed_shapes else 0)
+
+
+def rows_alike(model, texts: list[str], lengths: np.ndarray, budget: int) -> bool | None:
+    """Whether the model computes a text's row alike wherever it sits in a batch of fixed shape:
+    one full batch of texts of one length against the same batch rotated by one row (each text at
+    another position, beside other texts), compared bit for bit. None when no two texts share a
+    length. Two model calls; run once per job on a provider with fixed shapes."""
+    values, counts = np.unique(np.asarray(lengths), return_counts=True)
+    if not len(counts) or counts.max() < 2:
+        return None
+    length = int(values[counts.argmax()])
+    group = [t for t, n in zip(texts, lengths) if n == length]
+    rows = batch_rows(length, budget)
+    if rows < 2:
+        return None
+    batch = (group * rows)[:rows]
+    first = np.stack(list(model.embed(batch, batch_size=rows)))
+    rotated = np.stack(list(model.embed(batch[1:] + batch[:1], batch_size=rows)))
+    return bool(np.array_equal(np.roll(first, -1, axis=0), rotated))
+
+
 def embed_batched(model, texts: list[str], lengths: np.ndarray, budget: int, progress: Progress,
-                  flush, every: int = 2048, tally: Tally | None = None) -> None:
-    """Embed ``texts`` in token-budget batches; ``flush(indices, vectors)`` receives them in
-    groups of about ``every`` texts (so a killed job keeps what it finished); ``tally`` times the
-    model calls."""
+                  flush, every: int = 2048, tally: Tally | None = None, fixed_shapes: bool = False) -> None:
+    """Embed ``texts`` in token-budget batches (with ``fixed_shapes``, each of the full shape for
+    its length: ``call_texts``); ``flush(indices, vectors)`` receives them in groups of about
+    ``every`` texts (so a killed job keeps what it finished); ``tally`` times the model calls."""
     done_rows: list[np.ndarray] = []
     done_vectors: list[np.ndarray] = []
     tally = tally or Tally()
     for batch in token_batches(lengths, budget):
-        with tally.timed(lengths[batch]):
-            vectors = np.stack(list(model.embed([texts[i] for i in batch], batch_size=len(batch))))
+        length = int(lengths[batch[0]])
+        call = call_texts([texts[i] for i in batch], length, budget, fixed_shapes)
+        with tally.timed(lengths[batch], filler=len(call) - len(batch)):
+            vectors = np.stack(list(model.embed(call, batch_size=len(call))))[:len(batch)]
         done_rows.append(batch)
         done_vectors.append(vectors.astype(np.float32, copy=False))
         progress.advance(len(batch))
@@ -175,11 +204,22 @@ def model_hash(fingerprint: Path) -> str:
 
 
 def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str], texts: dict[str, str],
-                   budget: int, limit: int, what: str, tally: Tally) -> None:
+                   budget: int, limit: int, what: str, tally: Tally, provider: Provider) -> None:
     """Embed the texts this job claimed and store them; ``limit``: the model's token limit."""
     strings = [texts[t] for t in claimed]
     tokens = count_tokens(model_dir, strings)
+    seen = np.minimum(tokens, limit)
     dim = store.dim
+    if provider.fixed_shapes and tally.rows_alike is None:
+        tally.rows_alike = rows_alike(model, strings, seen, budget)
+        if tally.rows_alike is False:
+            log.warning("embed on %s: a text's vector changed with its position in a batch of fixed shape "
+                        "(probe: one batch against itself rotated by a row): two runs can differ in the "
+                        "last bits; embed.batch_tokens: 1 (one text per call) gives the same bytes every "
+                        "run, at a fraction of the speed", provider.device)
+        elif tally.rows_alike:
+            log.info("embed on %s: a text's vector does not depend on its position or neighbours in a batch "
+                     "of fixed shape (probe): the same bytes whichever job embeds it", provider.device)
 
     def flush(rows: np.ndarray, vectors: np.ndarray) -> None:
         if vectors.shape[1] != dim:
@@ -187,15 +227,18 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
         store.put([claimed[i] for i in rows], vectors, tokens[rows])
 
     progress = Progress(what, total=len(claimed))
-    embed_batched(model, strings, np.minimum(tokens, limit), budget, progress, flush, tally=tally)
+    embed_batched(model, strings, seen, budget, progress, flush, tally=tally, fixed_shapes=provider.fixed_shapes)
 
 
 def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path, threads: int,
-              batch_tokens: int, model_fingerprint: Path, store: Path, cuda: bool = False) -> int:
+              batch_tokens: int | str, model_fingerprint: Path, store: Path, cuda: bool = False) -> int:
     """Embed shard ``shard`` of ``shards`` of a view's texts through the vector store at ``store``
     and write its vectors to ``out``; returns how many texts this job embedded itself (texts
-    stored already or claimed by a concurrent job are read from the store)."""
+    stored already or claimed by a concurrent job are read from the store). ``batch_tokens``: a
+    number, or ``auto`` for the provider's measured best."""
     started = time.perf_counter()
+    provider = resolve(cuda)
+    budget, source = provider.budget(batch_tokens)
     table = pq.read_table(texts)
     mask = pa.array([shard_of(t, shards) == shard for t in table.column("text_id").to_pylist()])
     table = table.filter(mask)
@@ -203,12 +246,16 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     by_id = dict(zip(ids, table.column("text").to_pylist()))
     del table
     key, dim, limit = model_hash(model_fingerprint), model_dim(model.model_dir), max_tokens(model.model_dir)
-    vectors_store = VectorStore(store, f"{key}-r{RECIPE_VERSION}", dim)
+    vectors_store = VectorStore(store, provider.store_key(f"{key}-r{RECIPE_VERSION}", budget), dim)
     wanted = {t for t, s in by_id.items() if s}  # empty texts keep the zero vector
-    log.info("embed shard %d/%d: %d texts (%d empty), %d threads, batches of at most %d tokens",
-             shard, shards, len(ids), len(ids) - len(wanted), threads, batch_tokens)
+    log.info("embed shard %d/%d: %d texts (%d empty) on %s (%s), %d threads, batches of at most %d tokens "
+             "(%s)%s", shard, shards, len(ids), len(ids) - len(wanted), provider.name.upper(), provider.device,
+             threads, budget, source, ", each of the full shape for its text length" if provider.fixed_shapes else "")
     loaded, computed, already, pending = None, 0, None, set(wanted)
-    tally = Tally(threads=threads, shape=encoder_shape(model.model_dir))
+    tally = Tally(threads=threads, shape=encoder_shape(model.model_dir), provider=provider.name,
+                  device=provider.device, batch_tokens=budget)
+    order = [t for t in ids if t in wanted]
+    found, counted = np.zeros((0, dim), np.float32), np.zeros(0, np.int32)
     while pending:
         mine, stored, others = vectors_store.claim(pending)
         already = len(stored) if already is None else already
@@ -217,17 +264,20 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
                 if loaded is None:
                     with tally.loading():
                         loaded = model.load(threads=threads, cuda=cuda)
-                _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, batch_tokens,
-                               limit, f"embed shard {shard}/{shards}: texts", tally)
+                _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, budget,
+                               limit, f"embed shard {shard}/{shards}: texts", tally, provider)
                 computed += len(mine)
         finally:
             vectors_store.release()
         vectors_store.wait_for(others)  # a job that died leaves its texts unclaimed: next round
         pending = pending - vectors_store.stored_ids()
+        if not pending and order:
+            try:
+                found, counted = vectors_store.get(order)
+            except DamagedPart:  # set aside while read: its texts are not stored any more
+                pending = wanted - vectors_store.stored_ids()
     vectors_store.report(computed, already or 0, len(wanted) - computed - (already or 0))
     tally.job_seconds = time.perf_counter() - started
-    order = [t for t in ids if t in wanted]
-    found, counted = vectors_store.get(order) if order else (np.zeros((0, dim), np.float32), np.zeros(0, np.int32))
     vectors = np.zeros((len(ids), dim), dtype=np.float32)
     tokens = np.zeros(len(ids), dtype=np.int32)
     rows = [i for i, t in enumerate(ids) if t in wanted]

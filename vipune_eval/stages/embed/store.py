@@ -3,6 +3,7 @@
 Layout under the store root (``results/vectors`` in the workflow)::
 
     <model key>/parts/<job>-<n>.parquet   immutable: text_id, embedding, tokens
+    <model key>/damaged/<job>-<n>.parquet a part that could not be read, set aside (kept to look at)
     <model key>/claims/<job>.json         ids a running job is embedding (flock held while it runs)
     <model key>/.lock                     held for the moment a job reads the store and claims
 
@@ -13,6 +14,13 @@ an flock on the claim file, so a killed job's claim lapses by itself and its tex
 again. Each unique text is therefore embedded once whatever the job order, and because batches
 hold only texts of one token length (see ``embed.token_batches``), a stored vector does not
 depend on which job computed it.
+
+Parts carry Parquet page checksums. A job checks a part when it first opens it (its footer, its
+columns, its text ids) and again when it reads its vectors (every page's checksum). A damaged one
+(cut short by a crash before its bytes reached the disk, a full disk, a partial copy, a flipped
+bit) is moved to ``damaged/`` with a warning naming it, and its texts count as not stored: the job
+claims and embeds them again, so a rerun repairs the store instead of failing on it for ever (or
+serving a wrong vector).
 
 flock works on local disks and on NFS (Linux maps it to POSIX locks there); a file system without
 locks makes ``fcntl.flock`` raise, which names the store folder.
@@ -30,12 +38,18 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vipune_eval.errors import EvalError
-from vipune_eval.core.io import atomic_path, log, read_rows_with_ids
+from vipune_eval.core.io import atomic_path, log
 
 PART_COLUMNS = ["text_id", "embedding", "tokens"]
+
+
+class DamagedPart(Exception):
+    """A part failed its checks while its vectors were read: it was set aside and its texts are
+    no longer stored (``get`` raises it after reading the others; embed them, then ask again)."""
 
 
 def part_schema(dim: int) -> pa.Schema:
@@ -77,8 +91,36 @@ class VectorStore:
     def stored_ids(self) -> set[str]:
         for part in sorted(self.parts.glob("*.parquet")):
             if part.name not in self._part_ids:
-                self._part_ids[part.name] = set(pq.read_table(part, columns=["text_id"]).column("text_id").to_pylist())
+                ids = self._open_part(part)
+                if ids is not None:
+                    self._part_ids[part.name] = ids
         return set().union(*self._part_ids.values())
+
+    def _open_part(self, part: Path) -> set[str] | None:
+        """The text ids of a part, its footer and columns checked; None for a damaged part, set aside."""
+        try:
+            opened = pq.ParquetFile(part, page_checksum_verification=True)
+            schema = opened.schema_arrow
+            vectors = schema.field("embedding").type if "embedding" in schema.names else None
+            fits = (schema.names == PART_COLUMNS and pa.types.is_fixed_size_list(vectors)
+                    and vectors.list_size == self.dim and vectors.value_type == pa.float32())
+            if fits:
+                return set(opened.read(columns=["text_id"]).column("text_id").to_pylist())
+            problem = f"its columns are not the store's: {schema.remove_metadata()}"
+        except FileNotFoundError:  # another job set it aside a moment ago
+            return None
+        except (OSError, pa.ArrowException) as exc:  # no Parquet footer, a failed page checksum...
+            problem = str(exc).splitlines()[0][:300]
+        self._set_aside(part, problem)
+        return None
+
+    def _set_aside(self, part: Path, problem: str) -> None:
+        aside = self.folder / "damaged" / part.name
+        aside.parent.mkdir(exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):  # another job was first
+            part.replace(aside)
+        log.warning("vector store %s: part %s is damaged (%s); set aside as %s, its texts are embedded "
+                    "again", self.folder, part.name, problem, aside)
 
     def _live_claims(self) -> dict[Path, set[str]]:
         """Claims of running jobs; a claim whose job died (its flock free) is removed."""
@@ -142,25 +184,37 @@ class VectorStore:
                 "embedding": pa.FixedSizeListArray.from_arrays(
                     pa.array(np.asarray(vectors, np.float32).ravel()), self.dim),
                 "tokens": pa.array(np.asarray(tokens), pa.int32()),
-            }, schema=part_schema(self.dim)), tmp)
+            }, schema=part_schema(self.dim)), tmp, write_page_checksum=True)
 
     def get(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(vectors, tokens) of ``ids``, in their order; every id must be stored."""
+        """(vectors, tokens) of ``ids``, in their order; every id must be stored. Raises
+        DamagedPart when a part failed its page checksums (it is set aside)."""
         index = {tid: i for i, tid in enumerate(ids)}
         vectors = np.zeros((len(ids), self.dim), dtype=np.float32)
         tokens = np.zeros(len(ids), dtype=np.int32)
         found = np.zeros(len(ids), dtype=bool)
+        damaged = []
         self.stored_ids()  # which part holds which ids
+        wanted = pa.array(ids, pa.string())
         for name, held in sorted(self._part_ids.items()):
             if held.isdisjoint(index):
                 continue
-            table = read_rows_with_ids(self.parts / name, PART_COLUMNS, set(index))
+            try:  # a part is a few MB: read it whole, every page's checksum verified
+                table = pq.ParquetFile(self.parts / name, page_checksum_verification=True).read(columns=PART_COLUMNS)
+            except (OSError, pa.ArrowException) as exc:
+                del self._part_ids[name]
+                self._set_aside(self.parts / name, str(exc).splitlines()[0][:300])
+                damaged.append(name)
+                continue
+            table = table.filter(pc.is_in(table.column("text_id"), wanted))
             if not table.num_rows:
                 continue
             column = table.column("embedding").combine_chunks()
             matrix = column.values.to_numpy(zero_copy_only=False).reshape(-1, self.dim)
             rows = [index[t] for t in table.column("text_id").to_pylist()]
             vectors[rows], tokens[rows], found[rows] = matrix, table.column("tokens").to_numpy(), True
+        if damaged:
+            raise DamagedPart(damaged)
         if not found.all():
             missing = [ids[i] for i in np.flatnonzero(~found)[:3]]
             raise EvalError(f"vector store {self.folder}: no vector for text(s) {missing}; a job that "

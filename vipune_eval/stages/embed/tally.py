@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 COMPUTE_KEY = b"vipune_eval.embed_compute"
+
+
 def encoder_shape(model_dir: Path) -> dict[str, int] | None:
     """A BERT encoder's layer shapes from its config.json; None when it names none."""
     try:
@@ -41,6 +43,11 @@ class Tally:
     shape: dict[str, int] | None = None  # the encoder's layer shapes (encoder_shape)
     load_seconds: float = 0.0  # loading the model
     job_seconds: float = 0.0  # the job from reading its texts to having every vector it writes
+    provider: str = "cpu"  # where the model ran (stages.embed.provider): "cpu" or "cuda"
+    device: str = ""  # the CPU's or GPU's name
+    batch_tokens: int = 0  # the token budget of a model call
+    filler_tokens: int = 0  # tokens of the copies that fill batches up to their fixed shape (CUDA)
+    rows_alike: bool | None = None  # the fixed-shape probe's answer (CUDA; embed.rows_alike)
 
     @contextlib.contextmanager
     def loading(self) -> Iterator[None]:
@@ -49,11 +56,12 @@ class Tally:
         self.load_seconds += time.perf_counter() - start
 
     @contextlib.contextmanager
-    def timed(self, lengths: np.ndarray) -> Iterator[None]:
-        """Time one model call over texts of ``lengths`` tokens."""
+    def timed(self, lengths: np.ndarray, filler: int = 0) -> Iterator[None]:
+        """Time one model call over texts of ``lengths`` tokens and ``filler`` copies of one of them."""
         start = time.perf_counter()
         yield
         self.seconds += time.perf_counter() - start
+        self.filler_tokens += filler * int(lengths[0]) if filler else 0
         self.texts += len(lengths)
         self.tokens += int(lengths.sum())
         self.squares += int((lengths.astype(np.int64) ** 2).sum())

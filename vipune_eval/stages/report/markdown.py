@@ -298,30 +298,37 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
 
 
 def embed_markdown(embed: dict[str, Any]) -> list[str]:
+    """The report's "Embed throughput" section."""
     lines = ["", "## Embed throughput", "", f"{embed['definition']}.", ""]
-    if not embed["texts"]:
+    if not embed["providers"]:
         return lines + [f"- {embed['why']}; the embed jobs' own time, summed: {embed['job_seconds']:.1f} s."]
-    threads = "/".join(map(str, embed["threads"]))
-    rate = f", {embed['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in embed else ""
-    lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls "
-                 f"by {embed['jobs']} job(s) of {threads} thread(s): {embed['texts_per_s']:.1f} texts/s{rate}")
-    lines.append(f"- the embed jobs' own time, summed: {embed['job_seconds']:.1f} s, of it {embed['seconds']:.1f} s "
-                 f"model calls and {embed['load_seconds']:.1f} s loading the model; the rest is counting tokens, "
-                 "reading texts and waiting on texts other jobs had claimed")
-    projection = embed["projection"]
-    if projection is None:
-        return lines + [f"- no projection: {embed['why']}"]
-    minutes = ", ".join(f"{g} rows {m:.0f} min" for g, m in projection["minutes"].items())
-    session = projection["workload"].get("session")
-    theirs = (f"; LongMemEval_M's session texts average {session['tokens'] / session['texts']:.0f}"
-              if session else "")
-    return lines + [f"- projected: {projection['what']}: {minutes}",
-                    f"- what this projection rests on: this run's texts (mean {embed['tokens'] / embed['texts']:.0f} "
-                    f"tokens{theirs}; on short texts each model call's overhead weighs more, so the rate "
-                    "is lower) and this machine's load while the embed jobs ran. The README's figure "
-                    "(docs/performance.md) was measured on a calm 2-core machine on texts of LongMemEval_M's "
-                    "lengths: plan a LongMemEval_M run with that one; this one holds only for texts of "
-                    "M's lengths on a machine as loaded as this one was."]
+    lines.append(f"- {embed['texts']} texts ({embed['tokens']} tokens) in {embed['seconds']:.1f} s of model calls by "
+                 f"{embed['jobs']} job(s); the embed jobs' own time, summed: {embed['job_seconds']:.1f} s, of it "
+                 f"{embed['load_seconds']:.1f} s loading the model; the rest is counting tokens, reading texts and "
+                 "waiting on texts other jobs had claimed")
+    for p in embed["providers"]:
+        rate = f", {p['useful_gflops_per_s']:.0f} useful GFLOP/s" if "useful_gflops_per_s" in p else ""
+        speed = f"{p['texts_per_s']:.1f} texts/s{rate}" if "texts_per_s" in p else "no rate"
+        budgets = "/".join(map(str, p["batch_tokens"])) or "not recorded"
+        lines.append(f"- **{p['provider'].upper()}** ({p['device']}): {p['texts']} texts by {p['jobs']} job(s) of "
+                     f"{'/'.join(map(str, p['threads']))} thread(s), batches of at most {budgets} tokens: {speed}")
+        lines.append(f"  - vectors: {p['reproducibility']}")
+        if p["projection"] is None:
+            lines.append(f"  - no projection: {p['why']}")
+        else:
+            minutes = ", ".join(f"{g} rows {m:.{1 if m < 10 else 0}f} min" for g, m in p["projection"]["minutes"].items())
+            lines.append(f"  - projected: {p['projection']['what']}: {minutes}")
+            session = p["projection"]["workload"].get("session")
+            theirs = (f"; LongMemEval_M's session texts average {session['tokens'] / session['texts']:.0f}"
+                      if session else "")
+            lines.append(f"  - what this projection rests on: this run's texts (mean {p['tokens'] / p['texts']:.0f} "
+                         f"tokens{theirs}; on short texts each model call's overhead weighs more, so the rate "
+                         "is lower) and this machine's load while the embed jobs ran. The README's figure "
+                         "(docs/performance.md) was measured on a calm 2-core machine on texts of LongMemEval_M's "
+                         "lengths: plan a LongMemEval_M run with that one; this one holds only for texts of "
+                         "M's lengths on a machine as loaded as this one was.")
+    return lines
+
 
 
 def _opt(value: float | None) -> str:

@@ -1,8 +1,10 @@
-"""The embed stage's rate and what it projects for bge-small on LongMemEval_M.
+"""The embed stage's rate per provider, what its batching guarantees about the vectors' bytes,
+and what the rate projects for bge-small on LongMemEval_M: the report's "Embed throughput".
 
 Useful FLOPs count the tokens the model sees (cut at its limit, no padding: the batches hold texts
-of one length) times a BERT encoder's layer shapes, attention at each text's own length
-(``flops_per_token``). The embed jobs' tallies (stages.embed.tally) give this run's useful FLOP/s;
+of one length; on a GPU the copies that fill a batch to its fixed shape are not counted) times a
+BERT encoder's layer shapes, attention at each text's own length (``flops_per_token``). The embed
+jobs' tallies (stages.embed.tally) give this run's useful FLOP/s per provider and device;
 LongMemEval_M's texts per granularity (``LONGMEMEVAL_M``) turn it into minutes.
 """
 
@@ -37,35 +39,72 @@ def workload_flops(shape: dict[str, int], tokens: float, squares: float) -> floa
     return flops_per_token(**shape, seq=0) * tokens + 4 * shape["layers"] * shape["hidden"] * squares
 
 
+def reproducibility(provider: str, tallies: list[Tally]) -> str:
+    """What the provider's batching guarantees about the bytes of a vector (stages.embed.provider)."""
+    if provider == "cpu":
+        return ("the same bytes whichever job embeds a text: onnxruntime's CPU kernels compute a row alike at "
+                "any batch size")
+    computed = sum(t.tokens + t.filler_tokens for t in tallies)
+    shape = (f"every call for a text length has one shape (budget // length rows; copies filling short "
+             f"batches: {sum(t.filler_tokens for t in tallies) / max(computed, 1):.0%} of the tokens computed)")
+    probes = {t.rows_alike for t in tallies}
+    if False in probes:
+        return (f"{shape}, but a job's probe found a row computed differently by its place in such a batch: "
+                "vectors can differ in their last bits between runs; embed.batch_tokens: 1 (one text per call) "
+                "gives the same bytes every run, at a fraction of the speed")
+    if probes == {True}:
+        return (f"{shape}, and each job's probe found a row computed alike wherever it sits in such a batch: "
+                "the same bytes whichever job embeds a text, on this GPU model, budget and onnxruntime")
+    return f"{shape}; not probed (no job had two texts of one length)"
+
+
 def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
-    """The run's embed rate and, from it, bge-small's time on LongMemEval_M per granularity;
+    """The run's embed jobs: totals, and per provider and device the rate, what it guarantees about
+    the vectors' bytes and, from the rate, bge-small's time on LongMemEval_M per granularity;
     ``workload``: each granularity's texts of M (``LONGMEMEVAL_M``)."""
-    texts = sum(t.texts for t in tallies)
-    seconds = sum(t.seconds for t in tallies)
-    threads = sorted({t.threads for t in tallies if t.texts})
+    computing = [t for t in tallies if t.texts]
     out = {"definition": "model calls only (load and waits on other jobs' texts excluded), summed over "
                          "the embed jobs that computed texts; useful FLOPs = unpadded tokens (cut at the "
                          "model's limit) x the encoder's layer shapes, attention at each text's length",
-           "jobs": sum(1 for t in tallies if t.texts), "texts": texts,
-           "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads,
+           "jobs": len(computing), "texts": sum(t.texts for t in tallies),
+           "tokens": sum(t.tokens for t in tallies), "seconds": round(sum(t.seconds for t in tallies), 3),
            # every job, those that found all their texts stored included: what else the stage cost
            "job_seconds": round(sum(t.job_seconds for t in tallies), 3),
            "load_seconds": round(sum(t.load_seconds for t in tallies), 3)}
-    if not texts or seconds <= 0:
-        return {**out, "projection": None, "why": "no embed job timed a text: every text was in the vector "
-                                                  "store already, or the shards predate the tally"}
+    groups: dict[tuple[str, str], list[Tally]] = {}
+    for t in computing:
+        groups.setdefault((t.provider, t.device), []).append(t)
+    out["providers"] = [provider_summary(name, device, group, workload) for (name, device), group in sorted(groups.items())]
+    if not out["providers"]:
+        out["why"] = ("no embed job timed a text: every text was in the vector store already, or the shards "
+                      "predate the tally")
+    return out
+
+
+def provider_summary(name: str, device: str, tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
+    """One provider's (and device's) share of the embed jobs: see ``summary``."""
+    texts, seconds = sum(t.texts for t in tallies), sum(t.seconds for t in tallies)
+    threads = sorted({t.threads for t in tallies})
+    out = {"provider": name, "device": device or "not recorded", "jobs": len(tallies), "texts": texts,
+           "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads,
+           "batch_tokens": sorted({t.batch_tokens for t in tallies if t.batch_tokens}),
+           "reproducibility": reproducibility(name, tallies)}
+    if seconds <= 0:
+        return {**out, "projection": None, "why": "the model calls took no measurable time"}
     out["texts_per_s"] = texts / seconds
-    if any(t.shape is None for t in tallies if t.texts):
+    if any(t.shape is None for t in tallies):
         return {**out, "projection": None, "why": "the model's config.json names no BERT layer shapes"}
-    rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies if t.texts) / seconds
+    rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies) / seconds
     out["useful_gflops_per_s"] = rate / 1e9
+    job = (f"one embed job of {'/'.join(map(str, threads))} thread(s) on {out['device']}; jobs running at once "
+           "divide it" if name == "cpu" else f"one embed job on {out['device']} (CUDA)")
     out["projection"] = {
         "what": f"bge-small-en-v1.5 ({BGE_SMALL['layers']} layers, hidden {BGE_SMALL['hidden']}) over "
-                "LongMemEval_M's texts at this run's "
-                f"useful FLOP/s, one embed job of {'/'.join(map(str, threads))} thread(s); jobs running "
-                "at once divide it (an estimate: the rate depends on text lengths)",
-        "workload": {"source": "a generated file of M's shape (projection.LONGMEMEVAL_M)",
-                     **workload},
+                f"LongMemEval_M's texts at this run's useful FLOP/s, {job} (an estimate: the rate depends on "
+                "text lengths)",
+        "workload": {"source": "a generated file of M's shape (projection.LONGMEMEVAL_M)", **workload},
         "minutes": {g: workload_flops(BGE_SMALL, w["tokens"], w["squares"]) / rate / 60
                     for g, w in workload.items()}}
     return out
+
+
