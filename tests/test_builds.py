@@ -140,7 +140,7 @@ def test_the_maintainers_loop_as_documented_reruns_only_the_new_builds_jobs(fini
 
     the_loop = with_vipune(f"{{binary: {binary}, compare: [{primary}, {k60}], preflight: record}}")
     assert planned(workdir, workflow_env, *the_loop) == {"preflight": 1, "search_vipune": shards, "score": 1,
-                                                         "report": 1, "plots": 1, "all": 1}
+                                                         "report": 1, "plots": 1, "report_page": 1, "all": 1}
     assert planned(workdir, workflow_env, *with_vipune("{preflight: record}")) == {}
     snakemake(workdir, "--cores", "2", *the_loop, env=workflow_env)
     result = report(workdir)
