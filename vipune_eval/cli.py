@@ -110,9 +110,11 @@ P = {"type": Path, "required": True}
 COMMANDS: dict[str, Command] = {
     "download-dataset": Command("stages.download:download_dataset", "fetch the LongMemEval file, verify sha256",
                                 ("repo",), _opt((["--filename"], {"required": True}), (["--sha256"], {}),
+                                                (["--size"], {"type": int}),
                                                 (["--dest"], P), (["--fingerprint-out"], P))),
     "download-model": Command("stages.download:download_model", "fetch the model files at the pinned revision",
                               ("repo",), _opt((["--file"], {"required": True}), (["--pooling"], {"required": True}),
+                                              (["--sha256"], {"action": "append", "metavar": "FILE=HASH"}),
                                               (["--dest"], P), (["--fingerprint-out"], P))),
     "vipune-home": Command("vipune.model_cache:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
                            ("repo",), _opt((["--model-dir"], P), (["--file"], {"required": True}), (["--out"], P))),

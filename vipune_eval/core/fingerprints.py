@@ -17,23 +17,35 @@ from vipune_eval.errors import EvalError
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
 
+def _stat_key(path: Path) -> str:
+    real = path.resolve()
+    stat = real.stat()
+    return f"{real}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+
+
+def _read_cache(cache_file: Path) -> dict[str, str]:
+    try:
+        return json.loads(cache_file.read_text()) if cache_file.exists() else {}
+    except json.JSONDecodeError:
+        return {}
+
+
 def cached_sha256(path: Path, cache_file: Path) -> str:
     """sha256 of ``path``, remembered by (real path, inode, size, mtime, ctime) so a 2.7 GB file
     is hashed once. ctime cannot be set back by hand, so an edit that restores size and mtime is
     still seen; deleting ``cache_file`` forces every file to be hashed again."""
-    real = path.resolve()
-    stat = real.stat()
-    key = f"{real}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
-    cache: dict[str, str] = {}
-    if cache_file.exists():
-        try:
-            cache = json.loads(cache_file.read_text())
-        except json.JSONDecodeError:
-            cache = {}
+    key, cache = _stat_key(path), _read_cache(cache_file)
     if key not in cache:
-        cache[key] = sha256_file(real)
+        cache[key] = sha256_file(path.resolve())
         write_json_if_changed(cache_file, cache)
     return cache[key]
+
+
+def remember_sha256(path: Path, sha256: str, cache_file: Path) -> None:
+    """Record the sha256 of a file just written (computed while its bytes streamed)."""
+    cache = _read_cache(cache_file)
+    cache[_stat_key(path)] = sha256
+    write_json_if_changed(cache_file, cache)
 
 
 def dataset_fingerprint(sha256: str, *, repo_id: str | None = None, filename: str | None = None,

@@ -86,8 +86,10 @@ class Progress:
     on stdout at most every ``shown_every`` seconds: a job's stdout is Snakemake's terminal (its
     stderr goes to the job's log), so a long stage is seen to be alive without opening a log."""
 
-    def __init__(self, what: str, total: int, every: float = 10.0, shown_every: float = 60.0) -> None:
+    def __init__(self, what: str, total: int, every: float = 10.0, shown_every: float = 60.0,
+                 unit: str = "") -> None:
         self.what, self.total, self.every, self.shown_every = what, total, every, shown_every
+        self.unit = f" {unit}" if unit else ""
         self.done = 0
         self.start = self.last = self.shown = time.monotonic()
 
@@ -98,7 +100,7 @@ class Progress:
             self.last = now
             rate = self.done / max(now - self.start, 1e-9)
             eta = f", ETA {(self.total - self.done) / rate / 60:.1f} min" if self.total and rate else ""
-            line = f"{self.what}: {self.done} / {self.total} ({rate:.1f}/s{eta})"
+            line = f"{self.what}: {self.done} / {self.total}{self.unit} ({rate:.1f}{self.unit}/s{eta})"
             log.info("%s", line)
             if now - self.shown >= self.shown_every:
                 self.shown = now

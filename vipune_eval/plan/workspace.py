@@ -239,13 +239,15 @@ def _attempt(problems: list[str], step, *args):
 
 def _dataset_file(config: dict[str, Any]) -> str:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
-    fingerprinted now, a download names the file it will write."""
-    config["dataset"] = datasets.resolve(config["dataset"])
-    if not config["dataset"]["path"]:
+    fingerprinted now, and identified by its bytes; a download names the file it will write."""
+    if not config["dataset"].get("path"):
+        config["dataset"] = datasets.resolve(config["dataset"])
         return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
     path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
-    write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprints.local_dataset_fingerprint(
-        path, config["dataset"]["sha256"], Path(paths.CACHE) / "sha256.json"))
+    fingerprint = fingerprints.local_dataset_fingerprint(path, config["dataset"].get("sha256"),
+                                                         Path(paths.CACHE) / "sha256.json")
+    config["dataset"] = datasets.resolve(config["dataset"], local_sha256=fingerprint["sha256"])
+    write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprint)
     return str(path)
 
 

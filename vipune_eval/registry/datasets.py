@@ -1,11 +1,14 @@
 """The datasets: LongMemEval's releases as presets, chosen by ``dataset.preset`` (one owner).
 
-``xiaowu0162/longmemeval`` is the paper's release; ``xiaowu0162/longmemeval-cleaned`` its
-cleaned re-release (the one other harnesses now download). M, S and oracle hold the same 500
-questions (30 of them abstention, ``_abs``) with different haystacks: M about 500 sessions, S
-about 48, oracle the evidence sessions only. The counts of the cleaned files are not checked
-here (``expected: None``): they were not available to verify; a run records what it found.
-A local ``dataset.path`` replaces the download and keeps the preset's expected counts.
+``xiaowu0162/longmemeval`` is the paper's release (its author now marks it deprecated); it serves
+its files without an extension. ``xiaowu0162/longmemeval-cleaned`` is the cleaned re-release the
+LongMemEval README now names the official one. M, S and oracle hold the same 500 questions (30 of
+them abstention, ``_abs``) with different haystacks: M about 500 sessions, S about 48, oracle the
+evidence sessions only. Each preset is pinned to a commit, and to the sha256 and size of its file
+there, as public projects that downloaded them recorded (docs/configuration.md names them); the
+counts of the cleaned files are not checked (``expected: None``): no run here could read them, a
+run records what it found. A local ``dataset.path`` is identified by its bytes: it is a preset's
+release only when its sha256 is that preset's.
 """
 
 from __future__ import annotations
@@ -22,27 +25,44 @@ PAPER_COUNTS = {"instances": 500, "abstention": 30, "pairs": 470}
 class Preset:
     name: str
     repo_id: str
-    filename: str
+    filename: str                     # as the hub serves it
+    revision: str                     # the pinned commit
+    sha256: str                       # of the file at that commit
+    size: int | None                  # its bytes, where a source recorded them
     corpus: str                       # "original" (the paper's) or "cleaned"
     expected: dict[str, int] | None   # counts the filter must find; None: not checked
 
 
 ORIGINAL, CLEANED = "xiaowu0162/longmemeval", "xiaowu0162/longmemeval-cleaned"
+ORIGINAL_AT = "2ec2a557f339b6c0369619b1ed5793734cc87533"
+CLEANED_AT = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
+ORACLE_SHA256 = "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c"  # same bytes in both
 PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("m", ORIGINAL, "longmemeval_m.json", "original", PAPER_COUNTS),
-    Preset("s", ORIGINAL, "longmemeval_s.json", "original", PAPER_COUNTS),
-    Preset("oracle", ORIGINAL, "longmemeval_oracle.json", "original", PAPER_COUNTS),
-    Preset("m-cleaned", CLEANED, "longmemeval_m_cleaned.json", "cleaned", None),
-    Preset("s-cleaned", CLEANED, "longmemeval_s_cleaned.json", "cleaned", None),
-    Preset("oracle-cleaned", CLEANED, "longmemeval_oracle.json", "cleaned", None),
+    Preset("m", ORIGINAL, "longmemeval_m", ORIGINAL_AT,
+           "fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9", 2_745_274_681,
+           "original", PAPER_COUNTS),
+    Preset("s", ORIGINAL, "longmemeval_s", ORIGINAL_AT,
+           "08d8dad4be43ee2049a22ff5674eb86725d0ce5ff434cde2627e5e8e7e117894", None, "original", PAPER_COUNTS),
+    Preset("oracle", ORIGINAL, "longmemeval_oracle", ORIGINAL_AT, ORACLE_SHA256, 15_388_478,
+           "original", PAPER_COUNTS),
+    Preset("m-cleaned", CLEANED, "longmemeval_m_cleaned.json", CLEANED_AT,
+           "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f", None, "cleaned", None),
+    Preset("s-cleaned", CLEANED, "longmemeval_s_cleaned.json", CLEANED_AT,
+           "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442", 277_383_467, "cleaned", None),
+    Preset("oracle-cleaned", CLEANED, "longmemeval_oracle.json", CLEANED_AT, ORACLE_SHA256, 15_388_478,
+           "cleaned", None),
 )}
 DEFAULT = "m"
 
 
-def resolve(dataset: dict[str, Any]) -> dict[str, Any]:
-    """The ``dataset:`` config block with the preset's repository, file and expected counts
+def resolve(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[str, Any]:
+    """The ``dataset:`` config block with the preset's repository, file, pins and expected counts
     filled in where the config does not set them (an explicit ``expected: null`` switches the
-    count check off)."""
+    count check off). The preset's sha256 and size apply only to its own file at its own commit:
+    a config naming another repository, file or revision pins what it names (``dataset.sha256``)
+    or nothing. A local ``dataset.path`` (whose bytes hash to ``local_sha256``) is checked only
+    against a ``dataset.sha256`` the config gives, and the preset's counts are expected of it
+    only when it has the preset's bytes."""
     name = dataset.get("preset") or DEFAULT
     if name not in PRESETS:
         raise EvalError(f"dataset.preset: unknown dataset {name!r} (presets: {', '.join(PRESETS)}; "
@@ -52,22 +72,46 @@ def resolve(dataset: dict[str, Any]) -> dict[str, Any]:
     out["preset"] = name
     out["repo_id"] = dataset.get("repo_id") or preset.repo_id
     out["filename"] = dataset.get("filename") or preset.filename
+    out["revision"] = dataset.get("revision") or preset.revision
+    own = (out["repo_id"], out["filename"], out["revision"]) == (preset.repo_id, preset.filename, preset.revision)
+    out["sha256"] = dataset.get("sha256") or (preset.sha256 if own and not dataset.get("path") else None)
+    out["size"] = preset.size if own and out["sha256"] == preset.sha256 else None
+    if dataset.get("path"):
+        out["local_sha256"] = local_sha256
     if "expected" not in dataset:
-        out["expected"] = preset.expected
+        mine = not dataset.get("path") or (local_sha256 and identify(local_sha256) == preset)
+        out["expected"] = preset.expected if mine else None
     return out
 
 
+def identify(sha256: str) -> Preset | None:
+    """The preset whose pinned file has these bytes (the oracle's two releases share theirs:
+    the paper's is named)."""
+    return next((p for p in PRESETS.values() if p.sha256 == sha256.lower()), None)
+
+
+NOTES = {"original": "the paper's release (the corpus its published numbers used)",
+         "cleaned": "the cleaned re-release: numbers published on the paper's original corpus are "
+                    "not directly comparable",
+         "custom": "a repository or file other than the presets",
+         "local": "a local file that is none of the pinned releases (its sha256 matches no "
+                  "preset): numbers are not comparable with published ones"}
+
+
 def corpus(dataset: dict[str, Any]) -> dict[str, Any]:
-    """What the report says about the data: the preset, its release, the file."""
-    preset = PRESETS[dataset["preset"]]
-    if (dataset["repo_id"], dataset["filename"]) != (preset.repo_id, preset.filename):
+    """What the report says about the data: the release (a local file's by its bytes), the file,
+    its pins, and whether the paper's published figures were measured on the same corpus."""
+    if dataset.get("path"):
+        preset = identify(dataset["local_sha256"]) if dataset.get("local_sha256") else None
+        release = preset.corpus if preset else "local"
+    else:
         preset = next((p for p in PRESETS.values()
                        if (p.repo_id, p.filename) == (dataset["repo_id"], dataset["filename"])), None)
-    release = preset.corpus if preset else "custom"
+        release = preset.corpus if preset else "custom"
     return {"preset": preset.name if preset else None, "release": release,
-            "repo_id": dataset["repo_id"], "filename": dataset["filename"],
+            "repo_id": preset.repo_id if preset else dataset["repo_id"],
+            "filename": preset.filename if preset else dataset["filename"],
+            "revision": dataset.get("revision"), "sha256": dataset.get("local_sha256") or dataset.get("sha256"),
             "local_path": bool(dataset.get("path")),
-            "note": {"original": "the paper's release (the corpus its published numbers used)",
-                     "cleaned": "the cleaned re-release: numbers published on the paper's original "
-                                "corpus are not directly comparable",
-                     "custom": "a repository or file other than the presets"}[release]}
+            "same_as_paper": preset is not None and preset.name == "m",
+            "note": NOTES[release]}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from vipune_eval.core import paths
 from vipune_eval.registry import measures
+from vipune_eval.registry.models import pins as model_pins
 from vipune_eval.plan import cluster, failures
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version

@@ -22,14 +22,14 @@ if not config["dataset"]["path"]:
             repo_id=config["dataset"]["repo_id"],
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
-            sha256=lambda wildcards: (
-                f"--sha256 {config['dataset']['sha256']}"
-                if config["dataset"]["sha256"]
-                else ""
+            pins=lambda wildcards: " ".join(
+                f"--{key} {config['dataset'][key]}"
+                for key in ("sha256", "size")
+                if config["dataset"][key]
             ),
         shell:
-            "vipune-eval download-dataset --repo-id {params.repo_id} --filename {params.filename}"
-            " --revision {params.revision} {params.sha256} --dest results/data/download"
+            "vipune-eval download-dataset --repo-id {params.repo_id:q} --filename {params.filename:q}"
+            " --revision {params.revision:q} {params.pins} --dest results/data/download"
             " --fingerprint-out {output.fingerprint} 2> {log}"
 
 
@@ -55,9 +55,13 @@ if not config["model"]["path"]:
             revision=config["model"]["revision"],
             file=config["model"]["file"],
             pooling=config["model"]["pooling"],
+            pins=" ".join(
+                f"--sha256 {name}={sha}"
+                for name, sha in model_pins(config["model"]["repo_id"], config["model"]["revision"]).items()
+            ),
         shell:
-            "vipune-eval download-model --repo-id {params.repo_id} --revision {params.revision}"
-            " --file {params.file} --pooling {params.pooling} --dest results/model/download"
+            "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
+            " --file {params.file:q} --pooling {params.pooling} {params.pins} --dest results/model/download"
             " --fingerprint-out {output.fingerprint} 2> {log}"
 
 

@@ -62,8 +62,10 @@ def render(report: Mapping[str, Any]) -> str:
                  f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
     corpus = report.get("corpus")
     if corpus:
-        lines.append(f"- corpus: {corpus['preset'] or 'custom'} ({corpus['repo_id']} "
-                     f"{corpus['filename']}{', a local copy' if corpus['local_path'] else ''}): {corpus['note']}")
+        pins = f" @{corpus['revision'][:12]}" if corpus.get("revision") and not corpus["local_path"] else ""
+        sha = f", sha256 {corpus['sha256'][:12]}…" if corpus.get("sha256") else ""
+        lines.append(f"- corpus: {corpus['preset'] or corpus['release']} ({corpus['repo_id']}{pins} "
+                     f"{corpus['filename']}{', a local copy' if corpus['local_path'] else ''}{sha}): {corpus['note']}")
     lines.append(f"- protocol: {report['protocol']}")
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]
@@ -247,7 +249,10 @@ def official_markdown(report: dict[str, Any]) -> list[str]:
                              f"{b['ours_all_pairs']} | " + " | ".join(f"{b['ours_all'][c]:.3f}" for c in cols) + " |")
                 lines.append(f"| `{b['retriever']}`, `metrics` (run_retrieval.py's set) | {b['ours_corpus']} | "
                              f"{b['ours_pairs']} | " + " | ".join(f"{b['ours'][c]:.3f}" for c in cols) + " |")
-        if not beside:
+        if not beside and not corpus.get("same_as_paper"):
+            lines.append(f"\nNot set beside our numbers: this run scored {corpus.get('preset') or 'a file'} "
+                         f"({corpus.get('note', 'an unidentified dataset')}), not the paper's corpus.")
+        elif not beside:
             lines.append("\nAdd the retriever `bm25-lme` (LongMemEval's own BM25) to put our number beside "
                          "the published BM25 row.")
         lines.append("")

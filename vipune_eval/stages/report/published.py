@@ -15,7 +15,7 @@ PUBLISHED = {
               "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
               "against the paper here; Contriever and Stella figures were not available",
     "corpus": "the paper's: LongMemEval_M of the original release (xiaowu0162/longmemeval, "
-              "longmemeval_m.json), every non-abstention pair (print_retrieval_metrics.py)",
+              "longmemeval_m), every non-abstention pair (print_retrieval_metrics.py)",
     "retrievers": {"BM25 (rank_bm25)": {"recall_all@5": 0.634, "recall_all@10": 0.710,
                                         "ndcg_any@5": 0.516, "ndcg_any@10": 0.540}},
     "ours": {"BM25 (rank_bm25)": "bm25-lme"},  # the configured retriever that reproduces each row
@@ -25,14 +25,18 @@ PUBLISHED = {
 def corpus_text(corpus: dict[str, Any] | None) -> str:
     if not corpus:
         return "this run's dataset"
-    return (f"ours: {corpus['preset'] or 'custom'} ({corpus['repo_id']} {corpus['filename']}"
+    return (f"ours: {corpus['preset'] or corpus['release']} ({corpus['repo_id']} {corpus['filename']}"
             f"{', a local copy' if corpus['local_path'] else ''}; {corpus['note']})")
 
 
 def beside_published(retrievers: dict[str, Any], corpus: dict[str, Any] | None) -> dict[str, Any]:
     """Each published row beside the configured retriever that reproduces it (its `metrics_all`,
-    the set the paper's script averages, and its `metrics`), naming the corpus of each."""
-    out = {}
+    the set the paper's script averages, and its `metrics`), naming the corpus of each; nothing
+    unless this run scored the paper's corpus (LongMemEval_M of the original release, a local
+    copy identified by its sha256)."""
+    out: dict[str, Any] = {}
+    if not (corpus or {}).get("same_as_paper"):
+        return out
     for paper, ours in PUBLISHED["ours"].items():
         if ours not in retrievers:
             continue

@@ -1,0 +1,21 @@
+"""The models' pins: the sha256 of each file of a model repository at a commit, checked when the
+model is downloaded (one owner; read at parse time, passed to the download on its command line).
+
+bge-small-en-v1.5 at the commit vipune's own model pin names (vipune_eval.vipune.contract), as a
+public project that downloaded it recorded (docs/configuration.md names it). Another repository or
+revision is downloaded unpinned, its hashes recorded in the model's fingerprint.
+"""
+
+from __future__ import annotations
+
+PINS: dict[tuple[str, str], dict[str, str]] = {
+    ("BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"): {
+        "onnx/model.onnx": "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
+        "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    },
+}
+
+
+def pins(repo_id: str, revision: str) -> dict[str, str]:
+    """``file → sha256`` for the model at that revision ({} where nothing is pinned)."""
+    return dict(PINS.get((repo_id, revision), {}))
