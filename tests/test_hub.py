@@ -1,0 +1,220 @@
+"""The downloads against the hub's protocol, offline (issue 30).
+
+tests/support/hub.py answers as the Hugging Face hub does (revision API, resolve URLs with LFS
+redirects, ETags, Range requests, errors with X-Error-Code); the download commands reach it the
+way they reach the hub, through HF_ENDPOINT (read by huggingface_hub at import, so each download
+runs as the workflow runs it: ``vipune-eval download-…`` in a process of its own). The bytes are
+generated here; the names, revisions and hashes are the real pins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support.hub import Hub
+from vipune_eval.registry import datasets, models
+
+REPO = Path(__file__).resolve().parent.parent
+PAPER_AT = datasets.ORIGINAL_AT
+DATA = b"[" + b"  " * 60_000 + b"]"  # 120 kB: served as an LFS file, in several chunks
+BGE = ("BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a")
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def hub():
+    with Hub() as served:
+        yield served
+
+
+def run(hub: Hub, tmp_path: Path, command: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env.pop("HF_HUB_OFFLINE", None)
+    return subprocess.run([sys.executable, "-m", "vipune_eval", command, *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def download_dataset(hub, tmp_path, block: dict, dest: str = "dl") -> subprocess.CompletedProcess:
+    """The download-dataset command as the workflow's rule builds it from a resolved block."""
+    pins = [a for key in ("sha256", "size") if block[key] for a in (f"--{key}", str(block[key]))]
+    return run(hub, tmp_path, "download-dataset", "--repo-id", block["repo_id"], "--filename",
+               block["filename"], "--revision", block["revision"], *pins, "--dest", str(tmp_path / dest),
+               "--fingerprint-out", str(tmp_path / "fingerprint.json"))
+
+
+def fetched(hub: Hub, name: str) -> list[tuple[str, str, str | None]]:
+    return [r for r in hub.requests if r[1].endswith(f"/{name}") and "/resolve/" in r[1]]
+
+
+def test_the_default_config_asks_for_the_served_name_at_the_pinned_commit_and_checks_its_sha256(hub, tmp_path):
+    """`vipune-eval download-dataset` with the default config: `longmemeval_m` at 2ec2a557…, its
+    bytes checked against fb5413e3…; bytes that are not the release are refused and deleted."""
+    block = datasets.resolve(yaml.safe_load((REPO / "config/config.yaml").read_text())["dataset"])
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA}, branch="main")
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert fetched(hub, "longmemeval_m")[0][1] == f"/datasets/xiaowu0162/longmemeval/resolve/{PAPER_AT}/longmemeval_m"
+    assert ("GET", f"/api/datasets/xiaowu0162/longmemeval/revision/{PAPER_AT}", None) in hub.requests
+    # the size is checked first: the served file is not 2,745,274,681 bytes
+    assert f"received {len(DATA)} bytes, the pin says 2745274681" in proc.stderr
+    assert not list((tmp_path / "dl").glob("*"))
+    assert not (tmp_path / "fingerprint.json").exists()
+
+
+def test_bytes_of_the_right_size_but_another_sha256_are_refused_naming_both(hub, tmp_path):
+    block = datasets.resolve({"preset": "m"})
+    block["size"] = len(DATA)  # as if the size matched: the sha256 must still refuse them
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 1
+    assert f"pinned {datasets.PRESETS['m'].sha256}, received {sha(DATA)}" in proc.stderr
+    assert "the bytes were deleted" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == []
+
+
+def test_a_json_name_on_the_papers_repository_gets_the_served_name_as_the_fix(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    block = datasets.resolve({"preset": "m", "filename": "longmemeval_m.json"})
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "the hub has no file 'longmemeval_m.json' in xiaowu0162/longmemeval" in proc.stderr
+    assert "set dataset.filename to 'longmemeval_m'" in proc.stderr
+
+
+def test_the_hubs_named_errors_become_messages_with_the_fix(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    revision = download_dataset(hub, tmp_path, {**datasets.resolve({"preset": "m"}), "revision": "v9", "sha256": None})
+    assert "the hub has no such revision of xiaowu0162/longmemeval" in revision.stderr
+    repo = download_dataset(hub, tmp_path, {**datasets.resolve({"preset": "m"}), "repo_id": "nobody/nothing"})
+    assert "the hub has no repository nobody/nothing" in repo.stderr
+    assert "Traceback" not in revision.stderr + repo.stderr
+
+
+def test_a_branch_resolves_to_its_commit_and_the_fingerprint_records_both(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA}, branch="main")
+    proc = download_dataset(hub, tmp_path, {**datasets.resolve({"preset": "m", "revision": "main"})})
+    assert proc.returncode == 0, proc.stderr
+    fingerprint = json.loads((tmp_path / "fingerprint.json").read_text())
+    assert fingerprint["revision"] == "main" and fingerprint["resolved_commit"] == PAPER_AT
+    assert fingerprint["sha256"] == sha(DATA) and fingerprint["size"] == len(DATA)
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+    assert f"dataset.revision: {PAPER_AT} and dataset.sha256: {sha(DATA)}" in proc.stderr  # how to pin it
+
+
+def test_a_large_download_shows_its_progress_in_mb(hub, tmp_path):
+    big = bytes(range(256)) * (3 * 4096 + 7)  # 3 MiB and a bit
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": big})
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(big), "size": len(big)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 0, proc.stderr
+    assert "downloading dataset xiaowu0162/longmemeval/longmemeval_m at 2ec2a557" in proc.stderr
+    assert ": 3 / 3 MB (" in proc.stderr and " MB/s" in proc.stderr
+
+
+def test_an_interrupted_transfer_resumes_with_a_range_request(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.cut["longmemeval_m"] = 50_000
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 0, proc.stderr
+    assert "transfer interrupted at 50000 bytes; resuming" in proc.stderr
+    ranges = [r[2] for r in hub.requests if r[1].startswith("/cdn/")]
+    assert ranges == [None, "bytes=50000-"]
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+    assert not (tmp_path / "dl/longmemeval_m.part").exists()
+
+
+def test_a_part_left_by_a_killed_job_is_continued_not_restarted(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl/longmemeval_m.part").write_bytes(DATA[:70_000])
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    assert download_dataset(hub, tmp_path, block).returncode == 0
+    assert [r[2] for r in hub.requests if r[1].startswith("/cdn/")] == ["bytes=70000-"]
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+
+
+def test_a_damaged_part_fails_its_sha256_and_is_not_kept(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl/longmemeval_m.part").write_bytes(b"x" * 70_000)
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 1 and "sha256 mismatch" in proc.stderr
+    assert list((tmp_path / "dl").iterdir()) == []
+    assert download_dataset(hub, tmp_path, block).returncode == 0  # the rerun starts afresh
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+
+
+def test_a_verified_file_already_there_is_not_fetched_again(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    assert download_dataset(hub, tmp_path, block).returncode == 0
+    before = len(fetched(hub, "longmemeval_m"))
+    assert download_dataset(hub, tmp_path, block).returncode == 0
+    assert len(fetched(hub, "longmemeval_m")) == before
+
+
+def test_the_cleaned_release_is_served_with_its_json_names(hub, tmp_path):
+    block = {**datasets.resolve({"preset": "s-cleaned"}), "sha256": sha(DATA), "size": len(DATA)}
+    assert (block["repo_id"], block["filename"], block["revision"]) == (
+        "xiaowu0162/longmemeval-cleaned", "longmemeval_s_cleaned.json", datasets.CLEANED_AT)
+    hub.add("datasets", block["repo_id"], datasets.CLEANED_AT, {"longmemeval_s_cleaned.json": DATA})
+    assert download_dataset(hub, tmp_path, block).returncode == 0
+
+
+# ---------------------------------------------------------------- the model
+
+
+def model_files(tiny_model: Path) -> dict[str, bytes]:
+    return {("onnx/model.onnx" if p.name == "model.onnx" else p.name): p.read_bytes()
+            for p in tiny_model.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def download_model(hub, tmp_path, repo_id, revision) -> subprocess.CompletedProcess:
+    pins = [a for name, h in models.pins(repo_id, revision).items() for a in ("--sha256", f"{name}={h}")]
+    return run(hub, tmp_path, "download-model", "--repo-id", repo_id, "--revision", revision,
+               "--file", "onnx/model.onnx", "--pooling", "mean", *pins, "--dest", str(tmp_path / "model"),
+               "--fingerprint-out", str(tmp_path / "model.json"))
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from support.tinymodel import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def test_bge_smalls_files_are_checked_against_their_pins(hub, tmp_path, tiny_model):
+    """Other bytes under bge-small's name at its pinned commit are refused, naming the file."""
+    hub.add("models", *BGE, model_files(tiny_model))
+    proc = download_model(hub, tmp_path, *BGE)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"pinned {models.PINS[BGE]['onnx/model.onnx']}" in proc.stderr and "onnx/model.onnx of model" in proc.stderr
+    assert not (tmp_path / "model/onnx/model.onnx").exists() and not (tmp_path / "model.json").exists()
+
+
+def test_an_unpinned_model_is_fetched_whole_and_fingerprinted(hub, tmp_path, tiny_model):
+    files = model_files(tiny_model)
+    files.pop("special_tokens_map.json", None)  # an optional file the repository lacks
+    hub.add("models", "me/tiny", "c" * 40, files)
+    proc = download_model(hub, tmp_path, "me/tiny", "main")
+    assert proc.returncode == 0, proc.stderr
+    fingerprint = json.loads((tmp_path / "model.json").read_text())
+    assert fingerprint["files"]["onnx/model.onnx"] == sha(files["onnx/model.onnx"])
+    assert fingerprint["files"]["tokenizer.json"] == sha(files["tokenizer.json"])
+    assert (tmp_path / "model/tokenizer.json").read_bytes() == files["tokenizer.json"]
+    assert ("GET", "/api/models/me/tiny/revision/main", None) in hub.requests
+    assert all(f"/resolve/{'c' * 40}/" in r[1] for r in hub.requests if "/resolve/" in r[1])
