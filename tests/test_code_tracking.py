@@ -10,6 +10,7 @@ the edits a maintainer makes most (the projection's text, the dev/test split, th
 a measure, the report's Markdown) rerun exactly the rules that reach them and their downstream.
 """
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -229,3 +230,41 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
     assert planned == closure(direct), out[-2000:]
     topmost = {r for r in direct if not any(r in DOWNSTREAM[u] for u in closure(direct) - {r})}
     assert changed == topmost, out[-2000:]
+
+
+@pytest.mark.slow
+def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
+    """Issue 28: with the default config the dataset is downloaded (here from tests/support/hub.py,
+    at the paper's pinned commit under its served name), and an edit of the vipune client reruns
+    the preflight and vipune's searches, nothing upstream. The finished run's report holds the
+    resolved commit and the sha256 the bytes were checked against (issue 30). (The model comes from
+    a local folder: the tiny model under bge-small's pinned name is refused by the pins, rightly.)"""
+    from support.hub import Hub
+    from vipune_eval.core.io import sha256_file
+    from vipune_eval.registry import datasets
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for part in ("Snakefile", "workflow", "config", "vipune_eval"):
+        source = REPO / part
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, repo / part)
+    data, model = scenario_inputs("tracking")
+    with Hub() as hub:
+        hub.add("datasets", datasets.ORIGINAL, datasets.ORIGINAL_AT, {"longmemeval_m": data.read_bytes()})
+        env = {**workflow_env, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home")}
+        env.pop("HF_HUB_OFFLINE")
+        workdir = scenarios.make_workdir(tmp_path / "run", data, model, scenario="tracking")
+        scenarios.set_config(workdir, dataset={"path": None, "preset": "m", "sha256": sha256_file(data)})
+        scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "Snakefile")
+        assert any(r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m"
+                   for r in hub.requests)
+        client = repo / "vipune_eval" / "vipune" / "client.py"
+        client.write_text(client.read_text() + "\n# an edit\n")
+        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "Snakefile").stdout
+    planned, _ = plan(out)
+    assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
+    assert not planned & {"download_dataset", "filter", "filter_rows", "embed"}
+    report = json.loads((workdir / "results/report.json").read_text())
+    assert report["provenance"]["dataset"]["resolved_commit"] == datasets.ORIGINAL_AT
+    assert report["provenance"]["dataset"]["sha256"] == sha256_file(data)
+    assert report["corpus"]["release"] == "custom" and not report["corpus"]["same_as_paper"]

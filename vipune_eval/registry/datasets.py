@@ -84,16 +84,17 @@ def resolve(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[st
     return out
 
 
-def identify(sha256: str) -> Preset | None:
-    """The preset whose pinned file has these bytes (the oracle's two releases share theirs:
-    the paper's is named)."""
-    return next((p for p in PRESETS.values() if p.sha256 == sha256.lower()), None)
+def identify(sha256: str, named: tuple[str, str] | None = None) -> Preset | None:
+    """The preset whose pinned file has these bytes; where two share them (the oracle's two
+    releases), the one ``named`` (repository, file), else the paper's."""
+    same = [p for p in PRESETS.values() if p.sha256 == sha256.lower()]
+    return next((p for p in same if (p.repo_id, p.filename) == named), same[0] if same else None)
 
 
 NOTES = {"original": "the paper's release (the corpus its published numbers used)",
          "cleaned": "the cleaned re-release: numbers published on the paper's original corpus are "
                     "not directly comparable",
-         "custom": "a repository or file other than the presets",
+         "custom": "not a pinned release (another repository, file or sha256 than the presets')",
          "local": "a local file that is none of the pinned releases (its sha256 matches no "
                   "preset): numbers are not comparable with published ones"}
 
@@ -101,17 +102,16 @@ NOTES = {"original": "the paper's release (the corpus its published numbers used
 def corpus(dataset: dict[str, Any]) -> dict[str, Any]:
     """What the report says about the data: the release (a local file's by its bytes), the file,
     its pins, and whether the paper's published figures were measured on the same corpus."""
-    if dataset.get("path"):
-        preset = identify(dataset["local_sha256"]) if dataset.get("local_sha256") else None
-        release = preset.corpus if preset else "local"
-    else:
+    pinned = dataset.get("local_sha256") if dataset.get("path") else dataset.get("sha256")
+    if pinned:
+        preset = identify(pinned, (dataset["repo_id"], dataset["filename"]))
+    else:  # a download with no pin: the file is named, its bytes are not known before the run
         preset = next((p for p in PRESETS.values()
                        if (p.repo_id, p.filename) == (dataset["repo_id"], dataset["filename"])), None)
-        release = preset.corpus if preset else "custom"
+    release = preset.corpus if preset else ("local" if dataset.get("path") else "custom")
     return {"preset": preset.name if preset else None, "release": release,
             "repo_id": preset.repo_id if preset else dataset["repo_id"],
             "filename": preset.filename if preset else dataset["filename"],
-            "revision": dataset.get("revision"), "sha256": dataset.get("local_sha256") or dataset.get("sha256"),
-            "local_path": bool(dataset.get("path")),
-            "same_as_paper": preset is not None and preset.name == "m",
-            "note": NOTES[release]}
+            "revision": dataset.get("revision"), "sha256": pinned, "local_path": bool(dataset.get("path")),
+            "same_as_paper": bool(pinned) and preset is not None and preset.name == "m",
+            "note": NOTES[release] + ("" if pinned else " (unpinned: its bytes are not checked)")}
