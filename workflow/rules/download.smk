@@ -57,7 +57,9 @@ if not config["model"]["path"]:
             pooling=config["model"]["pooling"],
             pins=" ".join(
                 f"--sha256 {name}={sha}"
-                for name, sha in model_pins(config["model"]["repo_id"], config["model"]["revision"]).items()
+                for name, sha in model_pins(
+                    config["model"]["repo_id"], config["model"]["revision"]
+                ).items()
             ),
         shell:
             "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
