@@ -375,3 +375,17 @@ def test_which_tokenizers_count_each_line_alone(tmp_path, change, alone):
     tokenizer = load_tokenizer(build_tiny_model(tmp_path / "model") / "tokenizer.json")
     change(tokenizer)
     assert tokens_end_at_line_breaks(tokenizer) is alone
+
+
+def test_integer_answers_as_in_the_real_file_are_read_in_every_view(tmp_path):
+    """The real LongMemEval files mix string and integer `answer`s (HF `datasets` fails on them):
+    both protocols' pairs and rows read them, and the answer is not what is scored."""
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([instance("q1", answer=3), instance("q2", answer="three"),
+                                instance("q3", answer=2.5)]))
+    for protocol in ("seed", "official"):
+        summary = pairs_of(path, tmp_path / protocol, {"instances": 3, "abstention": 0, "pairs": 3},
+                           protocol=protocol)
+        assert summary["pairs"] == 3
+        rows, _ = rows_of(path, tmp_path / protocol, protocol=protocol)
+        assert set(rows) == {"q1", "q2", "q3"}
