@@ -93,7 +93,8 @@ def identify(sha256: str, named: tuple[str, str] | None = None) -> Preset | None
     return next((p for p in same if (p.repo_id, p.filename) == named), same[0] if same else None)
 
 
-NOTES = {"original": "the paper's release (the corpus its published numbers used)",
+NOTES = {"original": "the paper's release (the corpus its published numbers used; its author now "
+                     "points to a cleaned re-release, the presets m-cleaned, s-cleaned, oracle-cleaned)",
          "cleaned": "the cleaned re-release: numbers published on the paper's original corpus are "
                     "not directly comparable",
          "custom": "not a pinned release (another repository, file or sha256 than the presets')",
