@@ -67,21 +67,42 @@ def test_the_default_config_asks_for_the_served_name_at_the_pinned_commit_and_ch
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert fetched(hub, "longmemeval_m")[0][1] == f"/datasets/xiaowu0162/longmemeval/resolve/{PAPER_AT}/longmemeval_m"
     assert ("GET", f"/api/datasets/xiaowu0162/longmemeval/revision/{PAPER_AT}", None) in hub.requests
-    # the size is checked first: the served file is not 2,745,274,681 bytes
-    assert f"received {len(DATA)} bytes, the pin says 2745274681" in proc.stderr
+    assert f"pinned fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9, the hub announces {sha(DATA)}" in proc.stderr
     assert not list((tmp_path / "dl").glob("*"))
     assert not (tmp_path / "fingerprint.json").exists()
 
 
-def test_bytes_of_the_right_size_but_another_sha256_are_refused_naming_both(hub, tmp_path):
-    block = datasets.resolve({"preset": "m"})
-    block["size"] = len(DATA)  # as if the size matched: the sha256 must still refuse them
+def test_a_file_the_hub_announces_as_other_bytes_is_not_downloaded(hub, tmp_path):
+    """An LFS file's redirect names its sha256 and size: other bytes than the pin are refused
+    before the 2.7 GB transfer, not after it."""
+    block = {**datasets.resolve({"preset": "m"}), "size": None}
     hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
     proc = download_dataset(hub, tmp_path, block)
     assert proc.returncode == 1
-    assert f"pinned {datasets.PRESETS['m'].sha256}, received {sha(DATA)}" in proc.stderr
+    assert f"pinned {datasets.PRESETS['m'].sha256}, the hub announces {sha(DATA)}; nothing was downloaded" in proc.stderr
+    assert not list((tmp_path / "dl").glob("*"))
+
+
+def test_bytes_damaged_in_transit_are_refused_by_their_sha256_and_deleted(hub, tmp_path):
+    """The hub announces the pinned file, other bytes of its size arrive: the sha256 computed as
+    they streamed refuses them, and nothing a rerun could take as complete is left."""
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.damaged["longmemeval_m"] = DATA[:-1] + b"x"
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode == 1
+    assert f"pinned {sha(DATA)}, received {sha(hub.damaged['longmemeval_m'])}" in proc.stderr
     assert "the bytes were deleted" in proc.stderr
-    assert sorted(p.name for p in (tmp_path / "dl").iterdir()) == []
+    assert not list((tmp_path / "dl").glob("*")) and not (tmp_path / "fingerprint.json").exists()
+
+
+def test_bytes_of_another_size_are_refused(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.damaged["longmemeval_m"] = DATA + b" "
+    block = {**datasets.resolve({"preset": "m"}), "sha256": None, "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert f"received {len(DATA) + 1} bytes, the pin says {len(DATA)}; the bytes were deleted" in proc.stderr
+    assert not list((tmp_path / "dl").glob("*"))
 
 
 def test_a_json_name_on_the_papers_repository_gets_the_served_name_as_the_fix(hub, tmp_path):

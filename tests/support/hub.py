@@ -12,7 +12,8 @@ What huggingface_hub (and our download stage) asks of the hub, served from memor
   ``RevisionNotFound`` / ``EntryNotFound``, ``X-Error-Message`` and a JSON ``{"error": ...}``
   body, which huggingface_hub maps to its named exceptions.
 Faults a test can set: ``cut[file] = n`` ends the next transfer of ``file`` after ``n`` bytes
-(the connection closes mid-body, Content-Length promising more); ``requests`` records each request
+(the connection closes mid-body, Content-Length promising more); ``damaged[file] = bytes`` sends
+those bytes instead of the file's (same headers: damage in transit); ``requests`` records each request
 (method, path, Range header) for a test to read. Tests reach it through ``HF_ENDPOINT``.
 """
 
@@ -39,10 +40,12 @@ class Hub:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.lfs_from = lfs_from
         self.cut: dict[str, int] = {}
+        self.damaged: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, str | None]] = []
         self.blobs: dict[str, bytes] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
+        self.server.handle_error = lambda request, address: None  # a client hanging up early is no error
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -167,7 +170,7 @@ class Hub:
                         self.end_headers()
                         return
                     status = 206
-                chunk = data[start:]
+                chunk = hub.damaged.get(filename, data)[start:]
                 self.send_response(status)
                 if commit:
                     self.send_header("X-Repo-Commit", commit)

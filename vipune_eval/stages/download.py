@@ -79,7 +79,7 @@ def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, 
     dest.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            digest, total = _transfer(repo_id, filename, commit, repo_type, part, what)
+            digest, total = _transfer(repo_id, filename, commit, repo_type, part, what, sha256, size)
             break
         except _Interrupted as cut:
             if attempt == ATTEMPTS:
@@ -106,8 +106,24 @@ class _Interrupted(Exception):
     """The connection ended before the response's last byte (str: the bytes kept)."""
 
 
+def _announced(response, sha256: str | None, size: int | None, what: str) -> None:
+    """Refuse before the transfer what the hub says is other bytes: an LFS file's redirect
+    carries its sha256 (``X-Linked-Etag``) and size (``X-Linked-Size``)."""
+    headers = next((r.headers for r in response.history if "X-Linked-Etag" in r.headers), response.headers)
+    etag = (headers.get("X-Linked-Etag") or "").strip('"').removeprefix("W/").strip('"').lower()
+    linked = headers.get("X-Linked-Size")
+    if sha256 and len(etag) == 64 and etag != sha256.lower():
+        raise EvalError(f"sha256 mismatch for {what}: pinned {sha256.lower()}, the hub announces {etag}; "
+                        "nothing was downloaded",
+                        fix="the revision holds another file under that name: set the pin in the config "
+                            "to the file you mean to score, or the revision to the pinned commit")
+    if size is not None and linked and int(linked) != size:
+        raise EvalError(f"{what}: the hub announces {linked} bytes, the pin says {size}; nothing was downloaded",
+                        fix="the revision holds another file under that name: set the revision to the pinned commit")
+
+
 def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Path,
-              what: str) -> tuple[str, int]:
+              what: str, sha256: str | None, size: int | None) -> tuple[str, int]:
     import httpx
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
@@ -130,6 +146,7 @@ def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Pa
             if response.status_code >= 400:
                 response.read()
             hf_raise_for_status(response)
+            _announced(response, sha256, size, what)
             if have and response.status_code != 206:  # the server sent the whole file again
                 digest, have = hashlib.sha256(), 0
             length = int(response.headers.get("Content-Length") or 0)
