@@ -151,3 +151,18 @@ def test_a_failed_run_says_the_report_left_is_the_previous_ones(small, small_run
     assert proc.returncode != 0
     assert "this run failed; results/report.json is the previous run's report" in proc.stderr
     assert "field 'haystack_dates' should be a list" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- issue 32
+
+
+def test_a_whatif_lab_with_no_dev_pairs_completes_saying_nothing_can_be_chosen(small_run, workflow_env, tmp_path):
+    """Item 2: the default dev_fraction 0.2 leaves ``small``'s 5 pairs (one or two per category)
+    all on test: the report said nothing (a TypeError in whatif.verdict deleted its outputs)."""
+    workdir = clone(small_run, tmp_path / "w")
+    set_config(workdir, whatif={"base": "hybrid", "grid": {"k": [10, 60]}})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    block = report(workdir)["whatif"]
+    assert block["base"]["pairs"] == {"dev": 0, "test": 5} and block["chosen"] is None
+    md = (workdir / "results/report.md").read_text()
+    assert "no pairs on the dev split: nothing can be chosen" in md and "no change is suggested" not in md

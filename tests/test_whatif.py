@@ -147,6 +147,35 @@ def test_selecting_on_test_confirms_on_dev():
     assert block["best_on_dev"] == "hybrid~k=90"
 
 
+def test_no_pairs_on_the_selection_split_chooses_nothing_and_says_so(tmp_path):
+    """Issue 32 item 2: on small data dev_fraction 0.2 gives 0 dev pairs (was a TypeError in
+    verdict, and the report job's outputs were deleted)."""
+    from vipune_eval.stages.report import markdown, plots
+
+    base = run("hybrid", BASE, dev=[], test=[1, 0, 0])
+    for grid in ([run("hybrid~k=10", {"k": 10}, [], [1, 0, 1]), run("hybrid~k=60", {"k": 60}, [], [1, 1, 1])],
+                 [run("hybrid~k=10", {"k": 10}, [], [1, 0, 1]), run("hybrid~k=25", BASE, [], [1, 0, 0])]):
+        block = whatif.analyse(M, "dev", base, grid, resamples=100)
+        assert block["chosen"] is None and not block["chosen_is_base_setting"] and not block["confirmed"]
+        text = " ".join(whatif.verdict(block))
+        assert "no pairs on the dev split: nothing can be chosen" in text
+        assert "no change is suggested" not in text and "scores best on test" not in text
+        report = {"whatif": {**block, "grid": {"k": [10, 60]}}}
+        assert any("nothing can be chosen" in line for line in markdown.whatif_markdown(report))
+        plots.whatif(report, tmp_path / "whatif.png")
+        assert (tmp_path / "whatif.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_pairs_on_the_confirmation_split_confirms_nothing_and_says_so():
+    base = run("hybrid", BASE, dev=[1, 0], test=[])
+    block = whatif.analyse(M, "dev", base, [run("hybrid~k=10", {"k": 10}, [1, 1], []),
+                                            run("hybrid~k=25", BASE, [1, 0], [])], resamples=100)
+    assert block["chosen"] == "hybrid~k=10" and not block["confirmed"]
+    text = " ".join(whatif.verdict(block))
+    assert "no pairs on the test split: nothing can be confirmed" in text
+    assert "not confirmed" not in text and "scores best on test" not in text
+
+
 # ---------------------------------------------------------------- the workflow (slow)
 
 

@@ -194,6 +194,14 @@ def _cross_key_problems(config: dict[str, Any]) -> list[str]:
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
+    elif isinstance(config.get("whatif"), dict) and fraction in (0, 1):
+        empty = "dev" if fraction == 0 else "test"
+        select_on = config["whatif"].get("select_on", "dev")
+        role = "chosen" if select_on == empty else "confirmed"
+        problems.append(f"split.dev_fraction {fraction} leaves the {empty} split empty, and the what-if lab "
+                        f"(whatif, select_on: {select_on}) needs pairs on both splits: nothing could be "
+                        f"{role} on {empty}; set split.dev_fraction between 0 and 1 (the default 0.2), "
+                        "or remove the whatif block")
     return problems
 
 
