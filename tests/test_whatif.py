@@ -58,6 +58,14 @@ def test_unknown_or_ill_typed_is_refused_listing_the_known(block, words):
         assert word in str(exc.value)
 
 
+def test_a_grid_of_more_than_500_points_is_refused_with_its_count():
+    """Issue 32 item 7: a 10,000-point grid kept Snakemake building its DAG for minutes."""
+    with pytest.raises(EvalError) as exc:
+        lab({"k": list(range(1, 101)), "pool": list(range(10, 110))})
+    assert "10000 points" in str(exc.value) and "500" in str(exc.value)
+    assert len(lab({"k": list(range(1, 51)), "pool": list(range(10, 20))}).variants) == 500
+
+
 def test_no_block_no_lab():
     assert whatif_grid.resolve(None, SPECS, KEYS) is None
 
