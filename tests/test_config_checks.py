@@ -75,6 +75,15 @@ def test_an_out_of_range_dev_fraction_is_refused(fraction):
         workspace.check_config(config(split__dev_fraction=fraction), SCHEMA)
 
 
+@pytest.mark.parametrize("timeout", [math.nan, math.inf])
+def test_a_non_finite_vipune_timeout_is_refused(timeout):
+    """Issue 32 item 8: the schema's exclusiveMinimum lets NaN (and infinity) through."""
+    bad = config(vipune={**DEFAULTS.get("vipune", {}), "timeout": timeout})
+    with pytest.raises(EvalError) as info:
+        workspace.check_config(bad, SCHEMA)
+    assert f"vipune.timeout must be a finite number of seconds > 0, got {timeout!r}" in info.value.message
+
+
 def test_a_misspelt_key_is_named_with_its_nearest_valid_name_and_the_defaults_are_set():
     bad = copy.deepcopy(DEFAULTS)
     bad["granularity"] = ["session", "turn"]

@@ -44,6 +44,7 @@ def test_a_grown_grid_keeps_the_earlier_names():
     ({"base": "hybrid", "grid": {"k": [0]}}, ["hybrid.k must be an integer >= 1", "got 0"]),
     ({"base": "hybrid", "grid": {"query": ["nand"]}}, ["one of and | or", "'nand'"]),
     ({"base": "hybrid", "grid": {"k": [10, 10]}}, ["listed twice"]),
+    ({"base": "hybrid", "grid": {"weights": [[1, 1], [float("inf"), 1]]}}, ["hybrid.weights", "finite"]),
     ({"base": "hybrid", "grid": {"k": []}}, ["non-empty list"]),
     ({"base": "hybrid", "grid": {"k": [10]}, "measure": "recall@7"}, ["recall@7", "recall_any@5"]),
     ({"base": "hybird", "grid": {"k": [10]}}, ["'hybird'", "hybrid-or", "h60"]),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import fcntl
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -191,6 +192,9 @@ def _cross_key_problems(config: dict[str, Any]) -> list[str]:
         problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
                         f"search_limit ({config['search_limit']})")
     problems += granularities.problems(config["granularities"])
+    timeout = config["vipune"]["timeout"]
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        problems.append(f"vipune.timeout must be a finite number of seconds > 0, got {timeout!r}")
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
