@@ -132,6 +132,18 @@ def test_a_bad_answer_is_a_named_error(plugin_dir, answer, words):
         assert word in message
 
 
+def test_a_plugin_that_unfreezes_the_haystack_cannot_slip_an_unknown_id_past_the_check(plugin_dir):
+    """Issue 32 item 5: object.__setattr__ got round the frozen Haystack, the check read the
+    plugin's row_ids and the job died later with a KeyError."""
+    def forge(h, k):
+        object.__setattr__(h, "row_ids", h.row_ids + ("q7::forged",))
+        object.__setattr__(h, "question_id", "q-other")
+        return ["q7::forged"]
+
+    message = answer_error(plugin_dir, forge)
+    assert "item 1 is not a row id of this haystack: 'q7::forged'" in message
+
+
 def test_the_source_digest_follows_the_file_bytes(plugin_dir):
     before = plugins.source_digest("mine/plug.py:newest_first")
     (plugin_dir / "mine" / "plug.py").write_text(PLUGIN + "\n# edited\n")

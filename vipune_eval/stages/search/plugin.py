@@ -123,16 +123,19 @@ def load(use: str) -> Callable[..., Any]:
     return fn
 
 
-def check_answer(answer: Any, haystack: Haystack, k: int, use: str) -> Ranking:
-    """The plugin's answer as a ranking, or an EvalError naming the plugin, question and value."""
+def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
+    """The plugin's answer as a ranking, or an EvalError naming the plugin, question and value.
+
+    Checked against the persona's own ids, never the Haystack the plugin was given: a plugin
+    can get round its freezing (``object.__setattr__``) and add ids of its own."""
     def refuse(problem: str, value: Any) -> EvalError:
-        return EvalError(f"plugin {use!r}, question {haystack.question_id}: {problem}: {value!r:.200}")
+        return EvalError(f"plugin {use!r}, question {persona.question_id}: {problem}: {value!r:.200}")
 
     if not isinstance(answer, (list, tuple)):
         raise refuse("must return a list of row ids or (row id, score) pairs", answer)
     if len(answer) > k:
         raise refuse(f"returned {len(answer)} rows, more than k = {k}", answer)
-    known = set(haystack.row_ids)
+    known = set(persona.row_ids)
     ranking: Ranking = []
     seen: set[str] = set()
     for rank, item in enumerate(answer, start=1):
@@ -160,7 +163,7 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str) -> Rankin
         log.error("%s", traceback.format_exc())
         raise EvalError(f"plugin {use!r}, question {persona.question_id}: raised "
                         f"{type(exc).__name__}: {exc}") from None
-    return check_answer(answer, haystack, k, use)
+    return check_answer(answer, persona, k, use)
 
 
 def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
