@@ -166,3 +166,48 @@ def test_a_whatif_lab_with_no_dev_pairs_completes_saying_nothing_can_be_chosen(s
     assert block["base"]["pairs"] == {"dev": 0, "test": 5} and block["chosen"] is None
     md = (workdir / "results/report.md").read_text()
     assert "no pairs on the dev split: nothing can be chosen" in md and "no change is suggested" not in md
+
+
+PLUGIN = """\
+import sys
+import time
+
+from plughelp import first  # a helper module beside the plugin file (item 6)
+
+
+def rank(haystack, k):
+    if SLEEP:
+        time.sleep(SLEEP)
+    if EXIT:
+        sys.exit(0)
+    return first(haystack, k)
+
+
+SLEEP, EXIT = 0, False
+"""
+
+
+def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_run, workflow_env, tmp_path):
+    """Items 6: ``sys.exit(0)`` in a plugin ended its job without output and Snakemake blamed
+    filesystem latency; a plugin had no time limit (search.plugin_timeout)."""
+    workdir = clone(small_run, tmp_path / "w")
+    (workdir / "mine").mkdir()
+    (workdir / "mine" / "plughelp.py").write_text("def first(h, k):\n    return list(h.row_ids[:k])\n")
+    plugin = workdir / "mine" / "plug.py"
+    plugin.write_text(PLUGIN.replace("EXIT = 0, False", "EXIT = 0, True"))
+    set_config(workdir, retrievers=["vipune", "dense", {"name": "mine", "use": "mine/plug.py:rank"}],
+               search={"shards": 1})
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "plugin 'mine/plug.py:rank' called sys.exit(0) on question" in out
+    assert "latency" not in out
+
+    plugin.write_text(PLUGIN.replace("EXIT = 0, False", "EXIT = 3, False"))
+    set_config(workdir, search={"plugin_timeout": 0.5})
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    assert "no answer within 0.5 s (search.plugin_timeout)" in proc.stdout + proc.stderr
+
+    plugin.write_text(PLUGIN)
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert report(workdir)["retrievers"]["mine"]["pairs"] == 5

@@ -76,12 +76,20 @@ def test_an_out_of_range_dev_fraction_is_refused(fraction):
 
 
 @pytest.mark.parametrize("timeout", [math.nan, math.inf])
-def test_a_non_finite_vipune_timeout_is_refused(timeout):
-    """Issue 32 item 8: the schema's exclusiveMinimum lets NaN (and infinity) through."""
-    bad = config(vipune={**DEFAULTS.get("vipune", {}), "timeout": timeout})
+@pytest.mark.parametrize("section, key", [("vipune", "timeout"), ("search", "plugin_timeout")])
+def test_a_non_finite_timeout_is_refused(section, key, timeout):
+    """Issue 32 items 6 and 8: the schema's exclusiveMinimum lets NaN (and infinity) through."""
+    bad = config(**{section: {**DEFAULTS.get(section, {}), key: timeout}})
     with pytest.raises(EvalError) as info:
         workspace.check_config(bad, SCHEMA)
-    assert f"vipune.timeout must be a finite number of seconds > 0, got {timeout!r}" in info.value.message
+    assert f"{section}.{key} must be a finite number of seconds > 0, got {timeout!r}" in info.value.message
+
+
+def test_the_plugin_timeout_defaults_to_300_seconds():
+    given = copy.deepcopy(DEFAULTS)
+    del given["search"]["plugin_timeout"]
+    workspace.check_config(given, SCHEMA)
+    assert given["search"]["plugin_timeout"] == 300
 
 
 def test_a_misspelt_key_is_named_with_its_nearest_valid_name_and_the_defaults_are_set():

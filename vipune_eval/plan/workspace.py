@@ -192,9 +192,10 @@ def _cross_key_problems(config: dict[str, Any]) -> list[str]:
         problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
                         f"search_limit ({config['search_limit']})")
     problems += granularities.problems(config["granularities"])
-    timeout = config["vipune"]["timeout"]
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        problems.append(f"vipune.timeout must be a finite number of seconds > 0, got {timeout!r}")
+    for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
+        seconds = config[section].get(key, 300)  # the schema's bounds let NaN and .inf through
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+            problems.append(f"{section}.{key} must be a finite number of seconds > 0, got {seconds!r}")
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")

@@ -120,10 +120,13 @@ rule search_plugin:
         plugin=lambda wildcards: PLUGIN_SOURCES[wildcards.run],
         retriever=retriever_spec,
         options=search_options,
+        # not a rerun trigger: a limit, not a setting of the ranking
+        timeout=untracked(config["search"]["plugin_timeout"]),
     shell:
         "vipune-eval search-plugin --rows {input.rows} --texts {input.texts}"
         " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} --retriever {params.retriever:q} --out {output} 2> {log}"
+        " {params.options} --retriever {params.retriever:q} --timeout {params.timeout}"
+        " --out {output} 2> {log}"
 
 
 rule preflight:
