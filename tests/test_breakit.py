@@ -211,3 +211,26 @@ def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_
     plugin.write_text(PLUGIN)
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert report(workdir)["retrievers"]["mine"]["pairs"] == 5
+
+
+def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, fake_vipune_bin, workflow_env, tmp_path):
+    """Item 4: the dataset and model paths reached the shell commands of filter, embed, preflight
+    and vipune-home unquoted (``error: unrecognized arguments: ace/lme.json``). Every path, in
+    every rule, is quoted: a run from a folder with spaces in its name, on a dataset, a model and
+    a vipune binary in folders with spaces (chunk rows too: the tokenizer's path)."""
+    import shutil
+
+    data, model = small
+    spaced = tmp_path / "a folder with spaces"
+    (spaced / "sp ace").mkdir(parents=True)
+    shutil.copy(data, spaced / "sp ace" / "lme.json")
+    shutil.copytree(model, spaced / "my model")
+    (spaced / "my bin").mkdir()
+    shutil.copy(fake_vipune_bin, spaced / "my bin" / "vipune")
+    workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
+                           scenario="small", granularities=["session", "chunk"],
+                           vipune={"binary": str(spaced / "my bin" / "vipune")})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    result = report(workdir)
+    assert result["pairs"] == 5 and result["retrievers"]["vipune"]["pairs"] == 5
+    assert set(result["views"]) == {"session", "chunk"} and result["views"]["chunk"]["pairs"] == 5

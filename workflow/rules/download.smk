@@ -23,14 +23,14 @@ if not config["dataset"]["path"]:
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
             sha256=lambda wildcards: (
-                f"--sha256 {config['dataset']['sha256']}"
+                f"--sha256 {shlex.quote(config['dataset']['sha256'])}"
                 if config["dataset"]["sha256"]
                 else ""
             ),
         shell:
-            "vipune-eval download-dataset --repo-id {params.repo_id} --filename {params.filename}"
-            " --revision {params.revision} {params.sha256} --dest results/data/download"
-            " --fingerprint-out {output.fingerprint} 2> {log}"
+            "vipune-eval download-dataset --repo-id {params.repo_id:q} --filename {params.filename:q}"
+            " --revision {params.revision:q} {params.sha256} --dest results/data/download"
+            " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
 if not config["model"]["path"]:
@@ -56,9 +56,9 @@ if not config["model"]["path"]:
             file=config["model"]["file"],
             pooling=config["model"]["pooling"],
         shell:
-            "vipune-eval download-model --repo-id {params.repo_id} --revision {params.revision}"
-            " --file {params.file} --pooling {params.pooling} --dest results/model/download"
-            " --fingerprint-out {output.fingerprint} 2> {log}"
+            "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
+            " --file {params.file:q} --pooling {params.pooling:q} --dest results/model/download"
+            " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
 rule vipune_home:
@@ -84,8 +84,8 @@ rule vipune_home:
         revision=config["model"]["revision"],
         file=config["model"]["file"],
     shell:
-        "vipune-eval vipune-home --model-dir {params.model_dir} --file {params.file}"
-        " --repo-id {params.repo_id} --revision {params.revision} --out {output} 2> {log}"
+        "vipune-eval vipune-home --model-dir {params.model_dir:q} --file {params.file:q}"
+        " --repo-id {params.repo_id:q} --revision {params.revision:q} --out {output:q} 2> {log:q}"
 
 
 rule vipune_missing:
@@ -105,4 +105,4 @@ rule vipune_missing:
     params:
         binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary {params.binary} 2> {log} || (cat {log} >&2; exit 1)"
+        "vipune-eval check-binary --binary {params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
