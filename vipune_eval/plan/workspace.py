@@ -193,7 +193,7 @@ def _cross_key_problems(config: dict[str, Any]) -> list[str]:
                         f"search_limit ({config['search_limit']})")
     problems += granularities.problems(config["granularities"])
     for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
-        seconds = config[section].get(key, 300)  # the schema's bounds let NaN and .inf through
+        seconds = config.get(section, {}).get(key, 300)  # the schema's bounds let NaN and .inf through
         if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
             problems.append(f"{section}.{key} must be a finite number of seconds > 0, got {seconds!r}")
     fraction = config["split"]["dev_fraction"]
