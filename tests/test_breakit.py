@@ -151,3 +151,86 @@ def test_a_failed_run_says_the_report_left_is_the_previous_ones(small, small_run
     assert proc.returncode != 0
     assert "this run failed; results/report.json is the previous run's report" in proc.stderr
     assert "field 'haystack_dates' should be a list" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- issue 32
+
+
+def test_a_whatif_lab_with_no_dev_pairs_completes_saying_nothing_can_be_chosen(small_run, workflow_env, tmp_path):
+    """Item 2: the default dev_fraction 0.2 leaves ``small``'s 5 pairs (one or two per category)
+    all on test: the report said nothing (a TypeError in whatif.verdict deleted its outputs)."""
+    workdir = clone(small_run, tmp_path / "w")
+    set_config(workdir, whatif={"base": "hybrid", "grid": {"k": [10, 60]}})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    block = report(workdir)["whatif"]
+    assert block["base"]["pairs"] == {"dev": 0, "test": 5} and block["chosen"] is None
+    md = (workdir / "results/report.md").read_text()
+    assert "no pairs on the dev split: nothing can be chosen" in md and "no change is suggested" not in md
+
+
+PLUGIN = """\
+import sys
+import time
+
+from plughelp import first  # a helper module beside the plugin file (item 6)
+
+
+def rank(haystack, k):
+    if SLEEP:
+        time.sleep(SLEEP)
+    if EXIT:
+        sys.exit(0)
+    return first(haystack, k)
+
+
+SLEEP, EXIT = 0, False
+"""
+
+
+def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_run, workflow_env, tmp_path):
+    """Items 6: ``sys.exit(0)`` in a plugin ended its job without output and Snakemake blamed
+    filesystem latency; a plugin had no time limit (search.plugin_timeout)."""
+    workdir = clone(small_run, tmp_path / "w")
+    (workdir / "mine").mkdir()
+    (workdir / "mine" / "plughelp.py").write_text("def first(h, k):\n    return list(h.row_ids[:k])\n")
+    plugin = workdir / "mine" / "plug.py"
+    plugin.write_text(PLUGIN.replace("EXIT = 0, False", "EXIT = 0, True"))
+    set_config(workdir, retrievers=["vipune", "dense", {"name": "mine", "use": "mine/plug.py:rank"}],
+               search={"shards": 1})
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "plugin 'mine/plug.py:rank' called sys.exit(0) on question" in out
+    assert "latency" not in out
+
+    plugin.write_text(PLUGIN.replace("EXIT = 0, False", "EXIT = 3, False"))
+    set_config(workdir, search={"plugin_timeout": 0.5})
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    assert "no answer within 0.5 s (search.plugin_timeout)" in proc.stdout + proc.stderr
+
+    plugin.write_text(PLUGIN)
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert report(workdir)["retrievers"]["mine"]["pairs"] == 5
+
+
+def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, fake_vipune_bin, workflow_env, tmp_path):
+    """Item 4: the dataset and model paths reached the shell commands of filter, embed, preflight
+    and vipune-home unquoted (``error: unrecognized arguments: ace/lme.json``). Every path, in
+    every rule, is quoted: a run from a folder with spaces in its name, on a dataset, a model and
+    a vipune binary in folders with spaces (chunk rows too: the tokenizer's path)."""
+    import shutil
+
+    data, model = small
+    spaced = tmp_path / "a folder with spaces"
+    (spaced / "sp ace").mkdir(parents=True)
+    shutil.copy(data, spaced / "sp ace" / "lme.json")
+    shutil.copytree(model, spaced / "my model")
+    (spaced / "my bin").mkdir()
+    shutil.copy(fake_vipune_bin, spaced / "my bin" / "vipune")
+    workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
+                           scenario="small", granularities=["session", "chunk"],
+                           vipune={"binary": str(spaced / "my bin" / "vipune")})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    result = report(workdir)
+    assert result["pairs"] == 5 and result["retrievers"]["vipune"]["pairs"] == 5
+    assert set(result["views"]) == {"session", "chunk"} and result["views"]["chunk"]["pairs"] == 5

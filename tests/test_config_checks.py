@@ -56,6 +56,42 @@ def test_a_nan_dev_fraction_is_refused_with_the_other_bad_values():
     assert "search_limit (3) must be at least the largest k (10)" in message
 
 
+@pytest.mark.parametrize("fraction, select_on, empty", [(1, "test", "test"), (1.0, "dev", "test"),
+                                                      (0, "dev", "dev"), (0.0, "test", "dev")])
+def test_a_whatif_lab_on_a_split_the_dev_fraction_leaves_empty_is_refused(fraction, select_on, empty):
+    """Issue 32 item 2: the lab selects on one split and confirms on the other: both need pairs."""
+    bad = config(split__dev_fraction=fraction, whatif={"base": "hybrid", "grid": {"k": [10]},
+                                                       "select_on": select_on})
+    with pytest.raises(EvalError) as info:
+        workspace.check_config(bad, SCHEMA)
+    assert (f"split.dev_fraction {fraction} leaves the {empty} split empty" in info.value.message
+            and "whatif" in info.value.message)
+    workspace.check_config(config(split__dev_fraction=fraction))  # without the lab: allowed
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 1.5, math.inf])
+def test_an_out_of_range_dev_fraction_is_refused(fraction):
+    with pytest.raises(EvalError, match="split.dev_fraction"):
+        workspace.check_config(config(split__dev_fraction=fraction), SCHEMA)
+
+
+@pytest.mark.parametrize("timeout", [math.nan, math.inf])
+@pytest.mark.parametrize("section, key", [("vipune", "timeout"), ("search", "plugin_timeout")])
+def test_a_non_finite_timeout_is_refused(section, key, timeout):
+    """Issue 32 items 6 and 8: the schema's exclusiveMinimum lets NaN (and infinity) through."""
+    bad = config(**{section: {**DEFAULTS.get(section, {}), key: timeout}})
+    with pytest.raises(EvalError) as info:
+        workspace.check_config(bad, SCHEMA)
+    assert f"{section}.{key} must be a finite number of seconds > 0, got {timeout!r}" in info.value.message
+
+
+def test_the_plugin_timeout_defaults_to_300_seconds():
+    given = copy.deepcopy(DEFAULTS)
+    del given["search"]["plugin_timeout"]
+    workspace.check_config(given, SCHEMA)
+    assert given["search"]["plugin_timeout"] == 300
+
+
 def test_a_misspelt_key_is_named_with_its_nearest_valid_name_and_the_defaults_are_set():
     bad = copy.deepcopy(DEFAULTS)
     bad["granularity"] = ["session", "turn"]

@@ -139,6 +139,21 @@ def test_non_utf8_in_a_later_instance_names_the_instance_without_a_parser_dump(t
     assert len(str(info.value)) < 500
 
 
+def test_a_utf8_bom_at_the_start_is_accepted(tmp_path, generated):
+    """Issue 32 item 9: the start check stripped the BOM, then ijson read from byte 0 and failed
+    with "not a valid LongMemEval JSON array (lexical error …)"."""
+    path, _ = generated
+    with_bom = tmp_path / "bom.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    pairs_of(with_bom, tmp_path / "bom")
+    pairs_of(path, tmp_path / "plain")
+    assert read_pairs(tmp_path / "bom/pairs.parquet") == read_pairs(tmp_path / "plain/pairs.parquet")
+    # only a whole BOM is skipped: a stray byte of one is still refused
+    (tmp_path / "stray.json").write_bytes(b"\xbb" + path.read_bytes())
+    with pytest.raises(EvalError, match="stray.json"):
+        pairs_of(tmp_path / "stray.json", tmp_path / "stray")
+
+
 def test_question_with_quotes_dash_and_nul_is_kept_as_data(tmp_path):
     question = '-rf "quoted" \x00 --limit 5'
     path = tmp_path / "d.json"

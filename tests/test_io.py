@@ -2,7 +2,10 @@
 
 import logging
 
+import pytest
+
 from vipune_eval.core import io
+from vipune_eval.errors import EvalError
 
 
 def test_progress_is_logged_often_and_shown_on_stdout_every_minute(monkeypatch, capsys, caplog):
@@ -19,3 +22,18 @@ def test_progress_is_logged_often_and_shown_on_stdout_every_minute(monkeypatch, 
     # on stdout (Snakemake's terminal) at 61 s and 125 s, not at 12 s
     assert shown == ["vipune-eval: embed shard-0-of-2: texts: 30 / 100 (0.5/s, ETA 2.4 min)",
                      "vipune-eval: embed shard-0-of-2: texts: 50 / 100 (0.4/s, ETA 2.1 min)"]
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_json_is_written_strict_a_non_finite_number_named_by_file_and_key(tmp_path, bad):
+    """Issue 32 item 8: report.json held the bare token Infinity, which strict parsers reject."""
+    target = tmp_path / "report.json"
+    with pytest.raises(EvalError) as info:
+        io.write_json(target, {"retrievers": {"h": {"metrics": {"recall@5": 0.5, "mrr": bad}}}, "x": [1, bad]})
+    assert str(target) in info.value.message and "retrievers.h.metrics.mrr" in info.value.message
+    assert repr(bad) in info.value.message and info.value.fix
+    assert not target.exists() and not list(tmp_path.iterdir())
+    with pytest.raises(EvalError, match=r"x\[1\]"):
+        io.write_json_if_changed(target, {"x": [1, bad]})
+    io.write_json(target, {"a": None, "b": 1.5})
+    assert target.read_text() == '{\n  "a": null,\n  "b": 1.5\n}\n'

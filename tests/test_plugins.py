@@ -132,6 +132,68 @@ def test_a_bad_answer_is_a_named_error(plugin_dir, answer, words):
         assert word in message
 
 
+def test_a_plugin_that_unfreezes_the_haystack_cannot_slip_an_unknown_id_past_the_check(plugin_dir):
+    """Issue 32 item 5: object.__setattr__ got round the frozen Haystack, the check read the
+    plugin's row_ids and the job died later with a KeyError."""
+    def forge(h, k):
+        object.__setattr__(h, "row_ids", h.row_ids + ("q7::forged",))
+        object.__setattr__(h, "question_id", "q-other")
+        return ["q7::forged"]
+
+    message = answer_error(plugin_dir, forge)
+    assert "item 1 is not a row id of this haystack: 'q7::forged'" in message
+
+
+def test_a_plugin_calling_sys_exit_is_a_named_error(plugin_dir):
+    """Issue 32 item 6: SystemExit(0) ended the job "successfully" without its output, and
+    Snakemake blamed filesystem latency."""
+    import sys
+
+    message = answer_error(plugin_dir, lambda h, k: sys.exit(0))
+    assert "plugin 'mine/plug.py:answer' called sys.exit(0)" in message
+    assert "called sys.exit(3)" in answer_error(plugin_dir, lambda h, k: sys.exit(3))
+    (plugin_dir / "mine" / "exits.py").write_text("import sys\nsys.exit(0)\n")
+    with pytest.raises(EvalError, match=r"plugin 'mine/exits.py:f' called sys.exit\(0\) while it was imported"):
+        registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])
+
+
+def test_a_helper_module_next_to_a_plugin_file_is_importable(plugin_dir):
+    """Issue 32 item 6: docs/extending.md speaks of helper modules the plugin imports."""
+    import sys
+
+    (plugin_dir / "mine" / "plughelp_xyz.py").write_text("def first(h, k):\n    return list(h.row_ids[:k])\n")
+    (plugin_dir / "mine" / "uses.py").write_text(
+        "from plughelp_xyz import first\n\n\ndef rank(h, k):\n    import plughelp_xyz\n"
+        "    return plughelp_xyz.first(h, k)\n")
+    before = list(sys.path)
+    try:
+        spec = registry.resolve([{"name": "p", "use": "mine/uses.py:rank"}])[0]
+        sys.modules.pop("plughelp_xyz")  # the call imports it again, as a fresh search job would
+        ranking = plugins.search(plugins.load(spec.use), make_persona(), 2, spec.use)
+        assert [r for r, _ in ranking] == ["q7::s0", "q7::s1"]
+        assert sys.path == before  # the plugin's folder only while the plugin runs
+    finally:
+        sys.modules.pop("plughelp_xyz", None)
+
+
+def test_a_plugin_past_its_time_limit_is_a_named_error(plugin_dir):
+    import time
+
+    fn = plugins.load("mine/plug.py:answer")
+    sys_module = next(m for n, m in __import__("sys").modules.items()
+                      if n.startswith("vipune_eval_plugin_") and getattr(m, "answer", None) is fn)
+    sys_module.ANSWER = lambda h, k: time.sleep(5)
+    began = time.monotonic()
+    with pytest.raises(EvalError) as info:
+        plugins.search(fn, make_persona(), 3, "mine/plug.py:answer", timeout=0.3)
+    assert time.monotonic() - began < 3
+    assert ("plugin 'mine/plug.py:answer', question q7: no answer within 0.3 s (search.plugin_timeout)"
+            in info.value.message) and "search.plugin_timeout" in info.value.fix
+    sys_module.ANSWER = lambda h, k: ["q7::s1"]  # in time: no timer is left behind
+    assert plugins.search(fn, make_persona(), 3, "mine/plug.py:answer", timeout=0.3) == [("q7::s1", 1.0)]
+    time.sleep(0.5)
+
+
 def test_the_source_digest_follows_the_file_bytes(plugin_dir):
     before = plugins.source_digest("mine/plug.py:newest_first")
     (plugin_dir / "mine" / "plug.py").write_text(PLUGIN + "\n# edited\n")

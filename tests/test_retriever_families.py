@@ -158,6 +158,8 @@ def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
     ({"name": "x", "use": "bm25", "query": "xor"}, ["bm25.query", "and | or", "'xor'"]),
     ({"name": "x", "use": "hybrid", "weights": [1]}, ["hybrid.weights", "[1]"]),
     ({"name": "x", "use": "hybrid", "weights": [-1, 1]}, ["hybrid.weights"]),
+    ({"name": "x", "use": "hybrid", "weights": [float("inf"), 1]}, ["hybrid.weights", "finite", "inf"]),
+    ({"name": "x", "use": "hybrid", "weights": [1, float("nan")]}, ["hybrid.weights", "finite", "nan"]),
     ({"name": "x", "use": "hybrid", "pool": 20000}, ["hybrid.pool", "1..10000"]),
     ({"use": "hybrid"}, ["'name'"]),
     ({"name": "a/b", "use": "hybrid"}, ["'name'"]),

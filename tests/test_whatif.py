@@ -44,6 +44,7 @@ def test_a_grown_grid_keeps_the_earlier_names():
     ({"base": "hybrid", "grid": {"k": [0]}}, ["hybrid.k must be an integer >= 1", "got 0"]),
     ({"base": "hybrid", "grid": {"query": ["nand"]}}, ["one of and | or", "'nand'"]),
     ({"base": "hybrid", "grid": {"k": [10, 10]}}, ["listed twice"]),
+    ({"base": "hybrid", "grid": {"weights": [[1, 1], [float("inf"), 1]]}}, ["hybrid.weights", "finite"]),
     ({"base": "hybrid", "grid": {"k": []}}, ["non-empty list"]),
     ({"base": "hybrid", "grid": {"k": [10]}, "measure": "recall@7"}, ["recall@7", "recall_any@5"]),
     ({"base": "hybird", "grid": {"k": [10]}}, ["'hybird'", "hybrid-or", "h60"]),
@@ -56,6 +57,14 @@ def test_unknown_or_ill_typed_is_refused_listing_the_known(block, words):
         whatif_grid.resolve(block, SPECS, KEYS)
     for word in words:
         assert word in str(exc.value)
+
+
+def test_a_grid_of_more_than_500_points_is_refused_with_its_count():
+    """Issue 32 item 7: a 10,000-point grid kept Snakemake building its DAG for minutes."""
+    with pytest.raises(EvalError) as exc:
+        lab({"k": list(range(1, 101)), "pool": list(range(10, 110))})
+    assert "10000 points" in str(exc.value) and "500" in str(exc.value)
+    assert len(lab({"k": list(range(1, 51)), "pool": list(range(10, 20))}).variants) == 500
 
 
 def test_no_block_no_lab():
@@ -145,6 +154,35 @@ def test_selecting_on_test_confirms_on_dev():
     block = whatif.analyse(M, "test", BASE_RUN, grid_runs(), resamples=100)
     assert block["chosen"] == "hybrid~k=60" and block["confirm_on"] == "dev"
     assert block["best_on_dev"] == "hybrid~k=90"
+
+
+def test_no_pairs_on_the_selection_split_chooses_nothing_and_says_so(tmp_path):
+    """Issue 32 item 2: on small data dev_fraction 0.2 gives 0 dev pairs (was a TypeError in
+    verdict, and the report job's outputs were deleted)."""
+    from vipune_eval.stages.report import markdown, plots
+
+    base = run("hybrid", BASE, dev=[], test=[1, 0, 0])
+    for grid in ([run("hybrid~k=10", {"k": 10}, [], [1, 0, 1]), run("hybrid~k=60", {"k": 60}, [], [1, 1, 1])],
+                 [run("hybrid~k=10", {"k": 10}, [], [1, 0, 1]), run("hybrid~k=25", BASE, [], [1, 0, 0])]):
+        block = whatif.analyse(M, "dev", base, grid, resamples=100)
+        assert block["chosen"] is None and not block["chosen_is_base_setting"] and not block["confirmed"]
+        text = " ".join(whatif.verdict(block))
+        assert "no pairs on the dev split: nothing can be chosen" in text
+        assert "no change is suggested" not in text and "scores best on test" not in text
+        report = {"whatif": {**block, "grid": {"k": [10, 60]}}}
+        assert any("nothing can be chosen" in line for line in markdown.whatif_markdown(report))
+        plots.whatif(report, tmp_path / "whatif.png")
+        assert (tmp_path / "whatif.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_pairs_on_the_confirmation_split_confirms_nothing_and_says_so():
+    base = run("hybrid", BASE, dev=[1, 0], test=[])
+    block = whatif.analyse(M, "dev", base, [run("hybrid~k=10", {"k": 10}, [1, 1], []),
+                                            run("hybrid~k=25", BASE, [1, 0], [])], resamples=100)
+    assert block["chosen"] == "hybrid~k=10" and not block["confirmed"]
+    text = " ".join(whatif.verdict(block))
+    assert "no pairs on the test split: nothing can be confirmed" in text
+    assert "not confirmed" not in text and "scores best on test" not in text
 
 
 # ---------------------------------------------------------------- the workflow (slow)

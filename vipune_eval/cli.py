@@ -157,6 +157,8 @@ COMMANDS: dict[str, Command] = {
     "search-plugin": Command("stages.search.plugin:run_plugin", "a plugin retriever over one shard of personas",
                              ("search", "shard"),
                              _opt((["--retriever"], {"required": True, "help": "the plugin's spec JSON"}),
+                                  (["--timeout"], {"type": float, "default": 300.0,
+                                                   "help": "seconds one question may take"}),
                                   (["--out"], P))),
     "search-vipune": Command("stages.search.vipune_lane:run_vipune", "the vipune binary over one shard of personas",
                              ("search", "shard", "binary"),

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import tempfile
 import time
@@ -43,17 +44,42 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def non_finite(obj: Any, where: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinity in ``obj``: (its dotted key, e.g. ``a.b[1]``, the number)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return where, obj
+    items = (obj.items() if isinstance(obj, dict) else
+             ((f"[{i}]", v) for i, v in enumerate(obj)) if isinstance(obj, (list, tuple)) else ())
+    for key, value in items:
+        key = str(key)
+        found = non_finite(value, where + key if key.startswith("[") or not where else f"{where}.{key}")
+        if found:
+            return found
+    return None
+
+
+def dump_json(obj: Any, path: str | os.PathLike = "JSON") -> str:
+    """Strict JSON (RFC 8259): a NaN or an infinity is an error naming ``path`` and its key,
+    never the bare ``NaN`` / ``Infinity`` tokens strict parsers reject."""
+    try:
+        return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:
+        found = non_finite(obj)
+        if found is None:
+            raise
+        key, value = found
+        raise EvalError(f"{path}: {key or 'the value'} is {value!r}, not a finite number: strict JSON has no "
+                        "NaN or infinity", fix="a bug of the stage that computed it (please report it); a "
+                        "non-finite config value is refused before any job runs") from None
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-    write_text(path, dump_json(obj))
+    write_text(path, dump_json(obj, path))
 
 
 def write_json_if_changed(path: str | os.PathLike, obj: Any) -> bool:
     """Write ``obj`` only when the file's text would change (keeps mtime for Snakemake)."""
-    text = dump_json(obj)
+    text = dump_json(obj, path)
     path = Path(path)
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False

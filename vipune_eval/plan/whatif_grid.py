@@ -13,6 +13,7 @@ ill-typed value, listing the known); the choice and its confirmation are vipune_
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -21,6 +22,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.stages.report.whatif import SPLITS
 
 SEPARATOR = "~"
+MAX_POINTS = 500  # each point is a fusion, a scoring and a line in the DAG
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,12 @@ def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec],
                             f"{key!r} (its parameters: {', '.join(family.params) or 'none'})")
         if not isinstance(values, list) or not values:
             raise EvalError(f"whatif.grid.{key}: a non-empty list of values, got {values!r}")
+    points = math.prod(len(values) for values in grid.values())
+    if points > MAX_POINTS:
+        sizes = " × ".join(f"{len(values)} {key}" for key, values in grid.items())
+        raise EvalError(f"whatif.grid has {points} points ({sizes}), more than the lab's cap of {MAX_POINTS}: "
+                        "each point is a run of its own; grid fewer values (a coarse grid first, then a "
+                        "finer one around the best)")
     measure = block.get("measure", "recall_any@5")
     if measure not in measure_keys:
         raise EvalError(f"whatif.measure {measure!r} is not a measure of the primary view "

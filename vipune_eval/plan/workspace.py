@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import fcntl
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -191,9 +192,21 @@ def _cross_key_problems(config: dict[str, Any]) -> list[str]:
         problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
                         f"search_limit ({config['search_limit']})")
     problems += granularities.problems(config["granularities"])
+    for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
+        seconds = config.get(section, {}).get(key, 300)  # the schema's bounds let NaN and .inf through
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+            problems.append(f"{section}.{key} must be a finite number of seconds > 0, got {seconds!r}")
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
         problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
+    elif isinstance(config.get("whatif"), dict) and fraction in (0, 1):
+        empty = "dev" if fraction == 0 else "test"
+        select_on = config["whatif"].get("select_on", "dev")
+        role = "chosen" if select_on == empty else "confirmed"
+        problems.append(f"split.dev_fraction {fraction} leaves the {empty} split empty, and the what-if lab "
+                        f"(whatif, select_on: {select_on}) needs pairs on both splits: nothing could be "
+                        f"{role} on {empty}; set split.dev_fraction between 0 and 1 (the default 0.2), "
+                        "or remove the whatif block")
     return problems
 
 

@@ -11,6 +11,7 @@ entry before any job runs and refuses what it does not know, listing what it doe
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -43,8 +44,9 @@ def _choice(*options: str) -> Callable[[Any], str]:
 
 def _weights(value: Any) -> tuple[float, float]:
     if (not isinstance(value, (list, tuple)) or len(value) != 2
-            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in value)):
-        raise ValueError("[dense, bm25]: two numbers >= 0")
+            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                       for w in value)):
+        raise ValueError("[dense, bm25]: two finite numbers >= 0")
     return (float(value[0]), float(value[1]))
 
 
@@ -177,7 +179,7 @@ class Spec:
 
     def canonical(self) -> str:
         """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
-        return json.dumps({"name": self.name, "use": self.use, **self.params}, sort_keys=True,
+        return json.dumps({"name": self.name, "use": self.use, **self.params}, sort_keys=True, allow_nan=False,
                           separators=(",", ":"))
 
     def setting(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 import atexit
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -90,14 +91,16 @@ def get_filter_rows_inputs(wildcards):
 def tokenizer_option(wildcards, input):
     if "model" not in input.keys():
         return ""
-    return f"--tokenizer {WS.model_dir}/tokenizer.json"
+    tokenizer = Path(WS.model_dir) / "tokenizer.json"
+    return f"--tokenizer {shlex.quote(str(tokenizer))}"
 
 
 def expected_option(wildcards):
     expected = config["dataset"]["expected"]
     if not expected:
         return ""
-    return "--expected " + ",".join(f"{k}={v}" for k, v in sorted(expected.items()))
+    counts = ",".join(f"{k}={v}" for k, v in sorted(expected.items()))
+    return f"--expected {shlex.quote(counts)}"
 
 
 def get_embeddings(wildcards):

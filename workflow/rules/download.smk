@@ -23,14 +23,14 @@ if not config["dataset"]["path"]:
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
             pins=lambda wildcards: " ".join(
-                f"--{key} {config['dataset'][key]}"
+                f"--{key} {shlex.quote(str(config['dataset'][key]))}"
                 for key in ("sha256", "size")
                 if config["dataset"][key]
             ),
         shell:
             "vipune-eval download-dataset --repo-id {params.repo_id:q} --filename {params.filename:q}"
             " --revision {params.revision:q} {params.pins} --dest results/data/download"
-            " --fingerprint-out {output.fingerprint} 2> {log}"
+            " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
 if not config["model"]["path"]:
@@ -56,15 +56,15 @@ if not config["model"]["path"]:
             file=config["model"]["file"],
             pooling=config["model"]["pooling"],
             pins=" ".join(
-                f"--sha256 {name}={sha}"
+                f"--sha256 {shlex.quote(f'{name}={sha}')}"
                 for name, sha in model_pins(
                     config["model"]["repo_id"], config["model"]["revision"]
                 ).items()
             ),
         shell:
             "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
-            " --file {params.file:q} --pooling {params.pooling} {params.pins} --dest results/model/download"
-            " --fingerprint-out {output.fingerprint} 2> {log}"
+            " --file {params.file:q} --pooling {params.pooling:q} {params.pins} --dest results/model/download"
+            " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
 rule vipune_home:
@@ -90,8 +90,8 @@ rule vipune_home:
         revision=config["model"]["revision"],
         file=config["model"]["file"],
     shell:
-        "vipune-eval vipune-home --model-dir {params.model_dir} --file {params.file}"
-        " --repo-id {params.repo_id} --revision {params.revision} --out {output} 2> {log}"
+        "vipune-eval vipune-home --model-dir {params.model_dir:q} --file {params.file:q}"
+        " --repo-id {params.repo_id:q} --revision {params.revision:q} --out {output:q} 2> {log:q}"
 
 
 rule vipune_missing:
@@ -111,4 +111,4 @@ rule vipune_missing:
     params:
         binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary {params.binary} 2> {log} || (cat {log} >&2; exit 1)"
+        "vipune-eval check-binary --binary {params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

@@ -23,7 +23,7 @@ rule embed:
         cuda="--cuda" if config["embed"]["cuda"] else "",
         store=paths.VECTORS,
     shell:
-        "vipune-eval embed --texts {input.texts} --model-dir {params.model_dir} --file {params.file}"
-        " --pooling {params.pooling} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --threads {threads} --batch-tokens {params.batch_tokens} {params.cuda}"
-        " --model-fingerprint {input.model} --out {output} --store {params.store} 2> {log}"
+        "vipune-eval embed --texts {input.texts:q} --model-dir {params.model_dir:q} --file {params.file:q}"
+        " --pooling {params.pooling:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " --threads {threads} --batch-tokens {params.batch_tokens:q} {params.cuda}"
+        " --model-fingerprint {input.model:q} --out {output:q} --store {params.store:q} 2> {log:q}"

@@ -28,10 +28,10 @@ rule filter:
         seed=config["split"]["seed"],
         dev_fraction=config["split"]["dev_fraction"],
     shell:
-        "vipune-eval filter --dataset {params.dataset} --protocol {params.protocol}"
-        " --granularity {params.granularity} --pairs-out {output.pairs} --qrels-out {output.qrels}"
-        " --summary-out {output.summary} {params.expected} --split-seed {params.seed}"
-        " --dev-fraction {params.dev_fraction} 2> {log}"
+        "vipune-eval filter --dataset {params.dataset:q} --protocol {params.protocol:q}"
+        " --granularity {params.granularity:q} --pairs-out {output.pairs:q} --qrels-out {output.qrels:q}"
+        " --summary-out {output.summary:q} {params.expected} --split-seed {params.seed:q}"
+        " --dev-fraction {params.dev_fraction:q} 2> {log:q}"
 
 
 rule filter_rows:
@@ -57,6 +57,6 @@ rule filter_rows:
         granularity=lambda wildcards: view_of(wildcards).granularity,
         tokenizer=tokenizer_option,
     shell:
-        "vipune-eval filter-rows --dataset {params.dataset} --protocol {params.protocol}"
-        " --granularity {params.granularity} --rows-out {output.rows} --texts-out {output.texts}"
-        " {params.tokenizer} 2> {log}"
+        "vipune-eval filter-rows --dataset {params.dataset:q} --protocol {params.protocol:q}"
+        " --granularity {params.granularity:q} --rows-out {output.rows:q} --texts-out {output.texts:q}"
+        " {params.tokenizer} 2> {log:q}"

@@ -19,8 +19,8 @@ rule report:
         code=code_version("report"),
         manifest=paths.REPORT_MANIFEST,
     shell:
-        "vipune-eval report --manifest {params.manifest} --out-json {output.json}"
-        " --out-md {output.md} --out-summary {output.summary} 2> {log}"
+        "vipune-eval report --manifest {params.manifest:q} --out-json {output.json:q}"
+        " --out-md {output.md:q} --out-summary {output.summary:q} 2> {log:q}"
 
 
 # Only the plots that have something to show in this run (workspace.plots): no placeholder.
@@ -51,7 +51,7 @@ rule plots:
         primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
         plots=" ".join(PLOTS),
     shell:
-        "vipune-eval plots --report {input} --out-dir results/plots --plots {params.plots} 2> {log}"
+        "vipune-eval plots --report {input:q} --out-dir results/plots --plots {params.plots} 2> {log:q}"
 
 
 # report.md as HTML with each plot beside its numbers, and the HTML report's first page
@@ -77,5 +77,5 @@ rule report_page:
     params:
         code=code_version("report-page"),
     shell:
-        "vipune-eval report-page --report {input.report} --markdown {input.md}"
-        " --plots {input.plots} --out-page {output.page} --out-front {output.front} 2> {log}"
+        "vipune-eval report-page --report {input.report:q} --markdown {input.md:q}"
+        " --plots {input.plots:q} --out-page {output.page:q} --out-front {output.front:q} 2> {log:q}"

@@ -21,6 +21,6 @@ rule score:
         code=code_version("score"),
         options=score_options,
     shell:
-        "vipune-eval score --qrels {input.qrels} --pairs {input.pairs} --runs {input.runs}"
-        " {params.options} --name {wildcards.run} --run-out {output.run}"
-        " --metrics-out {output.metrics} --status {input.status} 2> {log}"
+        "vipune-eval score --qrels {input.qrels:q} --pairs {input.pairs:q} --runs {input.runs:q}"
+        " {params.options} --name {wildcards.run:q} --run-out {output.run:q}"
+        " --metrics-out {output.metrics:q} --status {input.status:q} 2> {log:q}"

@@ -28,9 +28,9 @@ rule search_reference:
         code=code_version("search-reference"),
         options=search_options,
     shell:
-        "vipune-eval search-reference --rows {input.rows} --texts {input.texts}"
-        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} --arms-out {output} 2> {log}"
+        "vipune-eval search-reference --rows {input.rows:q} --texts {input.texts:q}"
+        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " {params.options} --arms-out {output:q} 2> {log:q}"
 
 
 # One family setting (a preset or a configured variant): every shard's run, fused from the arms.
@@ -60,8 +60,8 @@ rule fuse_reference:
         options=search_options,
         rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
     shell:
-        "vipune-eval fuse-reference --arms {input.arms} --retriever {params.retriever:q}"
-        " {params.options} {params.rank_all} --outputs {output} 2> {log}"
+        "vipune-eval fuse-reference --arms {input.arms:q} --retriever {params.retriever:q}"
+        " {params.options} {params.rank_all} --outputs {output:q} 2> {log:q}"
 
 
 # A family that ranks from the persona's own texts (bm25-lme), over one shard of personas.
@@ -90,9 +90,9 @@ rule search_family:
         options=search_options,
         rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
     shell:
-        "vipune-eval search-family --rows {input.rows} --texts {input.texts}"
-        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} {params.rank_all} --retriever {params.retriever:q} --out {output} 2> {log}"
+        "vipune-eval search-family --rows {input.rows:q} --texts {input.texts:q}"
+        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " {params.options} {params.rank_all} --retriever {params.retriever:q} --out {output:q} 2> {log:q}"
 
 
 # A plugin retriever (a user's function) over one shard of personas.
@@ -120,10 +120,13 @@ rule search_plugin:
         plugin=lambda wildcards: PLUGIN_SOURCES[wildcards.run],
         retriever=retriever_spec,
         options=search_options,
+        # not a rerun trigger: a limit, not a setting of the ranking
+        timeout=untracked(config["search"]["plugin_timeout"]),
     shell:
-        "vipune-eval search-plugin --rows {input.rows} --texts {input.texts}"
-        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} --retriever {params.retriever:q} --out {output} 2> {log}"
+        "vipune-eval search-plugin --rows {input.rows:q} --texts {input.texts:q}"
+        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " {params.options} --retriever {params.retriever:q} --timeout {params.timeout:q}"
+        " --out {output:q} 2> {log:q}"
 
 
 rule preflight:
@@ -156,10 +159,10 @@ rule preflight:
         ),
         code=code_version("preflight"),
     shell:
-        "vipune-eval preflight --binary '{params.binary}' --fingerprint {input.binary}"
-        " --hf-home {input.hf_home} --model-dir {params.model_dir} --file {params.file}"
-        " --pooling {params.pooling} --timeout {params.timeout} --mode {params.mode}"
-        " --tmp {params.tmp} --out {output} 2> {log}"
+        "vipune-eval preflight --binary {params.binary:q} --fingerprint {input.binary:q}"
+        " --hf-home {input.hf_home:q} --model-dir {params.model_dir:q} --file {params.file:q}"
+        " --pooling {params.pooling:q} --timeout {params.timeout:q} --mode {params.mode:q}"
+        " --tmp {params.tmp:q} --out {output:q} 2> {log:q}"
 
 
 rule search_vipune:
@@ -199,9 +202,9 @@ rule search_vipune:
             f"shard-{wildcards.shard}-of-{wildcards.shards}",
         ),
     shell:
-        "vipune-eval search-vipune --rows {input.rows} --texts {input.texts}"
-        " --embeddings {input.embeddings} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --binary '{params.binary}' --fingerprint {input.binary} --hf-home {input.hf_home}"
-        " {params.options} --threads {threads} --timeout {params.timeout}"
-        " --on-error {params.on_error} --cache {params.cache} --tmp {params.tmp}"
-        " --out {output.run} --semantic-out {output.semantic} --status-out {output.status} 2> {log}"
+        "vipune-eval search-vipune --rows {input.rows:q} --texts {input.texts:q}"
+        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " --binary {params.binary:q} --fingerprint {input.binary:q} --hf-home {input.hf_home:q}"
+        " {params.options} --threads {threads} --timeout {params.timeout:q}"
+        " --on-error {params.on_error:q} --cache {params.cache:q} --tmp {params.tmp:q}"
+        " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

@@ -67,7 +67,7 @@ class Tally:
         self.squares += int((lengths.astype(np.int64) ** 2).sum())
 
     def metadata(self) -> dict[bytes, bytes]:
-        return {COMPUTE_KEY: json.dumps(asdict(self)).encode()}
+        return {COMPUTE_KEY: json.dumps(asdict(self), allow_nan=False).encode()}
 
 
 def read_tallies(paths: list[Path]) -> list[Tally]:

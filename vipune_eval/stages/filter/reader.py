@@ -55,15 +55,19 @@ def rfc3339(date: str) -> str:
     return f"{year}-{month}-{day}T{hour}:{minute}:00Z"
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some editors write first
+
+
 def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
     done = 0
     try:
         with open(path, "rb") as handle:
-            head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-            if not head.startswith(b"["):
+            head = handle.read(4096)
+            bom = len(BOM) if head.startswith(BOM) else 0  # accepted, as JSON parsers may (RFC 8259 §8.1)
+            if not head[bom:].lstrip(b" \t\r\n").startswith(b"["):
                 raise EvalError(f"{path}: LongMemEval data is one JSON list of instances, but the "
                                 f"file starts with {head[:40]!r}")
-            handle.seek(0)
+            handle.seek(bom)
             for item in ijson.items(handle, "item", use_float=True):
                 yield item
                 done += 1

@@ -71,8 +71,10 @@ def analyse(measure: str, select_on: str, base: dict[str, Any], variants: list[d
     for i, r in enumerate(rows):
         r["p_holm"] = adjusted[str(i)]
     base_index = next((i for i, v in enumerate(variants) if v["params"] == base["params"]), None)
-    chosen = rows[choose([r[select_on] for r in rows], base_index)] if rows else None
-    best_confirm = rows[choose([r[confirm_on] for r in rows], base_index)] if rows else None
+    # No pairs on a split: nothing can be chosen (or confirmed, or named best) on it.
+    chosen = rows[choose([r[select_on] for r in rows], base_index)] if rows and base_values[select_on] else None
+    best_confirm = (rows[choose([r[confirm_on] for r in rows], base_index)]
+                    if chosen and base_values[confirm_on] else None)
     confirmed = bool(chosen and chosen["test_delta"] is not None and chosen["test_delta"] > 0
                      and chosen["p_holm"] < ALPHA)
     return {
@@ -94,12 +96,20 @@ def verdict(block: dict[str, Any]) -> list[str]:
     measure, sel, conf = block["measure"], block["select_on"], block["confirm_on"]
     rows = {r["name"]: r for r in block["variants"]}
     chosen = rows.get(block["chosen"])
-    if chosen is None:
-        return ["No variant was scored."]
     base = block["base"]
+    if not rows:
+        return ["No variant was scored."]
     out = [f"{block['tried']} variants of `{base['name']}` tried; {measure} chosen on {sel} "
            f"({base['pairs'][sel]} pairs), confirmed on {conf} ({base['pairs'][conf]} pairs); "
            f"{block['correction']}."]
+    if chosen is None:  # analyse chooses on any pairs there are
+        out.append(f"There are no pairs on the {sel} split: nothing can be chosen (set split.dev_fraction "
+                   f"so that the {sel} split holds pairs, or evaluate more pairs).")
+        return out
+    if not base["pairs"][conf]:
+        out.append(f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base {base[sel]:.3f}); "
+                   f"no pairs on the {conf} split: nothing can be confirmed.")
+        return out
     if block["chosen_is_base_setting"]:
         out.append(f"Chosen on {sel}: `{chosen['name']}`, the base's own setting — no change is suggested.")
     else:

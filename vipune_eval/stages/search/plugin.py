@@ -6,22 +6,26 @@ the working directory) or ``use: "package.module:function"`` names a function ca
 first, or ``(row id, score)`` pairs. The answer is checked (unknown id, repeat, more than k,
 wrong type: an error naming the plugin, the question and the value; nothing is scored) and
 scored like any retriever. The plugin's source bytes are part of its search job's params, so
-editing it reruns its searches and what depends on them, nothing else.
+editing it reruns its searches and what depends on them, nothing else. A call has at most
+``search.plugin_timeout`` seconds; a plugin that exits (``sys.exit``) is a named error too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import logging
 import os
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -91,6 +95,54 @@ def source_digest(use: str) -> str:
     return hashlib.sha256(source_file(use).read_bytes()).hexdigest()
 
 
+DEFAULT_TIMEOUT = 300.0  # seconds one call (one question) may take: search.plugin_timeout
+
+
+@contextlib.contextmanager
+def _folder_on_path(use: str) -> Iterator[None]:
+    """A file plugin's folder first on sys.path while it is imported and called, so a helper
+    module beside it imports (docs/extending.md); then sys.path is as it was."""
+    target, _, is_file = _split(use)
+    if not is_file:
+        yield
+        return
+    folder = str(Path(target).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+
+
+class _OutOfTime(BaseException):
+    """Raised into a plugin past its time limit (a BaseException: its ``except Exception`` lets it by)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (SIGALRM: the main thread of a job; elsewhere, as in
+    a thread, no limit)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _exit_code(exc: SystemExit) -> str:
+    return "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
+
+
 @lru_cache(maxsize=None)
 def load(use: str) -> Callable[..., Any]:
     """The plugin's function, imported; every failure is an EvalError naming the plugin."""
@@ -108,11 +160,15 @@ def load(use: str) -> Callable[..., Any]:
             found = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(found)
             sys.modules[name] = module
-            found.loader.exec_module(module)
+            with _folder_on_path(use):
+                found.loader.exec_module(module)
         else:
             module = importlib.import_module(target)
     except EvalError:
         raise
+    except SystemExit as exc:
+        raise EvalError(f"plugin {use!r} called {_exit_code(exc)} while it was imported",
+                        fix="a plugin must not exit: raise an exception instead") from None
     except BaseException as exc:  # a plugin may raise anything while importing
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -123,16 +179,19 @@ def load(use: str) -> Callable[..., Any]:
     return fn
 
 
-def check_answer(answer: Any, haystack: Haystack, k: int, use: str) -> Ranking:
-    """The plugin's answer as a ranking, or an EvalError naming the plugin, question and value."""
+def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
+    """The plugin's answer as a ranking, or an EvalError naming the plugin, question and value.
+
+    Checked against the persona's own ids, never the Haystack the plugin was given: a plugin
+    can get round its freezing (``object.__setattr__``) and add ids of its own."""
     def refuse(problem: str, value: Any) -> EvalError:
-        return EvalError(f"plugin {use!r}, question {haystack.question_id}: {problem}: {value!r:.200}")
+        return EvalError(f"plugin {use!r}, question {persona.question_id}: {problem}: {value!r:.200}")
 
     if not isinstance(answer, (list, tuple)):
         raise refuse("must return a list of row ids or (row id, score) pairs", answer)
     if len(answer) > k:
         raise refuse(f"returned {len(answer)} rows, more than k = {k}", answer)
-    known = set(haystack.row_ids)
+    known = set(persona.row_ids)
     ranking: Ranking = []
     seen: set[str] = set()
     for rank, item in enumerate(answer, start=1):
@@ -152,19 +211,30 @@ def check_answer(answer: Any, haystack: Haystack, k: int, use: str) -> Ranking:
     return ranking
 
 
-def search(fn: Callable[..., Any], persona: Persona, k: int, use: str) -> Ranking:
+def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
+           timeout: float | None = DEFAULT_TIMEOUT) -> Ranking:
+    """The plugin's checked ranking of one persona, called with at most ``timeout`` seconds."""
     haystack = Haystack.of(persona)
+    where = f"plugin {use!r}, question {persona.question_id}"
     try:
-        answer = fn(haystack, k)
+        with _folder_on_path(use), _time_limit(timeout):
+            answer = fn(haystack, k)
+    except _OutOfTime:
+        raise EvalError(f"{where}: no answer within {timeout:g} s (search.plugin_timeout)",
+                        fix="make the plugin faster, or raise search.plugin_timeout (seconds per question)") from None
+    except SystemExit as exc:
+        raise EvalError(f"plugin {use!r} called {_exit_code(exc)} on question {persona.question_id}",
+                        fix="a plugin must not exit: return a ranking, or raise an exception") from None
     except Exception as exc:
         log.error("%s", traceback.format_exc())
         raise EvalError(f"plugin {use!r}, question {persona.question_id}: raised "
                         f"{type(exc).__name__}: {exc}") from None
-    return check_answer(answer, haystack, k, use)
+    return check_answer(answer, persona, k, use)
 
 
-def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
-    """A plugin's run over one shard of personas: ``k`` = the search limit."""
+def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """A plugin's run over one shard of personas: ``k`` = the search limit, at most ``timeout``
+    seconds a persona."""
     from vipune_eval.registry.retrievers import Kind, from_argument
 
     spec = from_argument(retriever)
@@ -174,7 +244,7 @@ def run_plugin(shard: ShardSearch, retriever: str, out: Path) -> None:
     runs: list[tuple[str, list[str]]] = []
     progress = Progress(f"plugin {spec.name} {shard.name}: personas", total=shard.pair_count())
     for persona in shard.personas():
-        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.limit, spec.use),
+        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.limit, spec.use, timeout),
                                                             shard.depth, shard.collapse)))
         progress.advance()
     trec.write_run(out, runs, spec.name)
