@@ -101,11 +101,12 @@ def test_a_local_file_is_identified_by_its_bytes_not_by_the_preset(tmp_path):
     paper's LongMemEval_M and held to its 500/30/470 counts; now only the preset's own bytes are."""
     other = datasets.resolve({"preset": "m", "path": str(tmp_path / "lme.json")}, local_sha256="00" * 32)
     assert other["expected"] is None and other["sha256"] is None
-    corpus = datasets.corpus(other)
+    corpus = datasets.corpus(other, "00" * 32)
     assert corpus["release"] == "local" and corpus["preset"] is None and not corpus["same_as_paper"]
     assert "none of the pinned releases" in corpus["note"] and corpus["sha256"] == "00" * 32
-    same = datasets.resolve({"preset": "s", "path": "x"}, local_sha256=datasets.PRESETS["m"].sha256)
-    assert datasets.corpus(same)["preset"] == "m" and datasets.corpus(same)["same_as_paper"]
+    m_bytes = datasets.PRESETS["m"].sha256
+    same = datasets.resolve({"preset": "s", "path": "x"}, local_sha256=m_bytes)
+    assert datasets.corpus(same, m_bytes)["preset"] == "m" and datasets.corpus(same, m_bytes)["same_as_paper"]
     assert same["expected"] is None  # the preset says s, the bytes are m's: s's counts are not expected
     mine = {"instances": 8, "abstention": 0, "pairs": 8}
     assert datasets.resolve({"preset": "m", "path": "x", "expected": mine}, local_sha256="00" * 32)["expected"] == mine
@@ -116,7 +117,7 @@ def test_only_the_papers_corpus_is_set_beside_its_published_figures():
 
     entry = {"metrics": {"recall_all@5": 0.5, "recall_all@10": 0.6, "ndcg_any@5": 0.4, "ndcg_any@10": 0.45},
              "pairs": 8}
-    local = datasets.corpus(datasets.resolve({"preset": "m", "path": "x"}, local_sha256="00" * 32))
+    local = datasets.corpus(datasets.resolve({"preset": "m", "path": "x"}, local_sha256="00" * 32), "00" * 32)
     assert beside_published({"bm25-lme": entry}, local) == {}
     paper = datasets.corpus(datasets.resolve({"preset": "m"}))
     assert set(beside_published({"bm25-lme": entry}, paper)) == {"BM25 (rank_bm25)"}

@@ -83,6 +83,7 @@ class Workspace:
     notes: list[str] = field(default_factory=list)  # printed at parse time: what was not done
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from, in words
     lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
+    local_sha256: str | None = None             # a local dataset.path's sha256 (its identity)
 
     # ------------------------------------------------------------ names
     @property
@@ -250,18 +251,19 @@ def _attempt(problems: list[str], step, *args):
     return None
 
 
-def _dataset_file(config: dict[str, Any]) -> str:
+def _dataset_file(config: dict[str, Any]) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
-    fingerprinted now, and identified by its bytes; a download names the file it will write."""
+    fingerprinted now, and identified by its bytes (its sha256 is returned beside its path); a
+    download names the file it will write."""
     if not config["dataset"].get("path"):
         config["dataset"] = datasets.resolve(config["dataset"])
-        return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}"
+        return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}", None
     path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
     fingerprint = fingerprints.local_dataset_fingerprint(path, config["dataset"].get("sha256"),
                                                          Path(paths.CACHE) / "sha256.json")
     config["dataset"] = datasets.resolve(config["dataset"], local_sha256=fingerprint["sha256"])
     write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprint)
-    return str(path)
+    return str(path), fingerprint["sha256"]
 
 
 def _model_dir(config: dict[str, Any]) -> str:
@@ -290,11 +292,11 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
         if clash:
             problems.append(f"whatif: the variant names {clash} are taken by configured retrievers")
     problems += _attempt(problems, _cross_key_problems, config) or []
-    dataset_file = _attempt(problems, _dataset_file, config)
+    dataset_file, local_sha256 = _attempt(problems, _dataset_file, config) or (None, None)
     model_dir = _attempt(problems, _model_dir, config)
     if problems or unknown:
         raise config_error(problems, unknown)
-    workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
+    workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir, local_sha256=local_sha256,
                           views=views.configured(config), primary=None, builds=[], specs=specs,
                           lab=lab)
     if retrievers.uses_binary(specs):
@@ -521,7 +523,7 @@ def report_manifest(ws: Workspace) -> Manifest:
     return {
         "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
         "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
-        "corpus": datasets.corpus(ws.config["dataset"]),
+        "corpus": datasets.corpus(ws.config["dataset"], ws.local_sha256),
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
         "roles": retrievers.roles(ws.specs),

@@ -77,9 +77,7 @@ def resolve(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[st
     out["revision"] = dataset.get("revision") or preset.revision
     own = (out["repo_id"], out["filename"], out["revision"]) == (preset.repo_id, preset.filename, preset.revision)
     out["sha256"] = dataset.get("sha256") or (preset.sha256 if own and not dataset.get("path") else None)
-    out["size"] = preset.size if own and out["sha256"] == preset.sha256 else None
-    if dataset.get("path"):
-        out["local_sha256"] = local_sha256
+    out["size"] = dataset.get("size") or (preset.size if own and out["sha256"] == preset.sha256 else None)
     if "expected" not in dataset:
         mine = not dataset.get("path") or (local_sha256 and identify(local_sha256) == preset)
         out["expected"] = preset.expected if mine else None
@@ -102,10 +100,11 @@ NOTES = {"original": "the paper's release (the corpus its published numbers used
                   "preset): numbers are not comparable with published ones"}
 
 
-def corpus(dataset: dict[str, Any]) -> dict[str, Any]:
-    """What the report says about the data: the release (a local file's by its bytes), the file,
-    its pins, and whether the paper's published figures were measured on the same corpus."""
-    pinned = dataset.get("local_sha256") if dataset.get("path") else dataset.get("sha256")
+def corpus(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[str, Any]:
+    """What the report says about the data: the release (a local file's by its bytes,
+    ``local_sha256``), the file, its pins, and whether the paper's published figures were
+    measured on the same corpus."""
+    pinned = local_sha256 if dataset.get("path") else dataset.get("sha256")
     if pinned:
         preset = identify(pinned, (dataset["repo_id"], dataset["filename"]))
     else:  # a download with no pin: the file is named, its bytes are not known before the run
