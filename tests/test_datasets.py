@@ -104,6 +104,7 @@ def test_a_local_file_is_identified_by_its_bytes_not_by_the_preset(tmp_path):
     corpus = datasets.corpus(other, "00" * 32)
     assert corpus["release"] == "local" and corpus["preset"] is None and not corpus["same_as_paper"]
     assert "none of the pinned releases" in corpus["note"] and corpus["sha256"] == "00" * 32
+    assert corpus["source"] == "the local file lme.json" and corpus["repo_id"] is None  # not the preset's repository
     m_bytes = datasets.PRESETS["m"].sha256
     same = datasets.resolve({"preset": "s", "path": "x"}, local_sha256=m_bytes)
     assert datasets.corpus(same, m_bytes)["preset"] == "m" and datasets.corpus(same, m_bytes)["same_as_paper"]

@@ -14,6 +14,7 @@ release only when its sha256 is that preset's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vipune_eval.errors import EvalError
@@ -111,9 +112,14 @@ def corpus(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[str
         preset = next((p for p in PRESETS.values()
                        if (p.repo_id, p.filename) == (dataset["repo_id"], dataset["filename"])), None)
     release = preset.corpus if preset else ("local" if dataset.get("path") else "custom")
-    return {"preset": preset.name if preset else None, "release": release,
-            "repo_id": preset.repo_id if preset else dataset["repo_id"],
-            "filename": preset.filename if preset else dataset["filename"],
-            "revision": dataset.get("revision"), "sha256": pinned, "local_path": bool(dataset.get("path")),
+    repo_id = preset.repo_id if preset else (None if dataset.get("path") else dataset["repo_id"])
+    filename = preset.filename if preset else (Path(dataset["path"]).name if dataset.get("path") else dataset["filename"])
+    if dataset.get("path"):
+        source = f"{repo_id} {filename}, a local copy" if preset else f"the local file {filename}"
+    else:
+        source = f"{repo_id}@{str(dataset.get('revision'))[:12]} {filename}"
+    return {"preset": preset.name if preset else None, "release": release, "repo_id": repo_id,
+            "filename": filename, "revision": dataset.get("revision"), "sha256": pinned,
+            "local_path": bool(dataset.get("path")), "source": source,
             "same_as_paper": bool(pinned) and preset is not None and preset.name == "m",
             "note": NOTES[release] + ("" if pinned else " (unpinned: its bytes are not checked)")}

@@ -62,10 +62,8 @@ def render(report: Mapping[str, Any]) -> str:
                  f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
     corpus = report.get("corpus")
     if corpus:
-        pins = f" @{corpus['revision'][:12]}" if corpus.get("revision") and not corpus["local_path"] else ""
         sha = f", sha256 {corpus['sha256'][:12]}…" if corpus.get("sha256") else ""
-        lines.append(f"- corpus: {corpus['preset'] or corpus['release']} ({corpus['repo_id']}{pins} "
-                     f"{corpus['filename']}{', a local copy' if corpus['local_path'] else ''}{sha}): {corpus['note']}")
+        lines.append(f"- corpus: {corpus['preset'] or corpus['release']} ({corpus['source']}{sha}): {corpus['note']}")
     lines.append(f"- protocol: {report['protocol']}")
     lines += builds_markdown(report, keys, k)
     lines += ["", "## Overall (95% intervals in brackets)", "", *_table(report["retrievers"], keys)]

@@ -25,8 +25,7 @@ PUBLISHED = {
 def corpus_text(corpus: dict[str, Any] | None) -> str:
     if not corpus:
         return "this run's dataset"
-    return (f"ours: {corpus['preset'] or corpus['release']} ({corpus['repo_id']} {corpus['filename']}"
-            f"{', a local copy' if corpus['local_path'] else ''}; {corpus['note']})")
+    return f"ours: {corpus['preset'] or corpus['release']} ({corpus['source']}; {corpus['note']})"
 
 
 def beside_published(retrievers: dict[str, Any], corpus: dict[str, Any] | None) -> dict[str, Any]:
