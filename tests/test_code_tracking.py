@@ -51,6 +51,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
                               "vipune.import_format", "vipune.contract"},
+    # vipune's own search code through the lane: never the binary's client, import format or model
+    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
@@ -70,7 +72,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
-         "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "preflight", "score")
+         "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
 
 
 def modules(command: str) -> set[str]:
