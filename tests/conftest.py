@@ -21,6 +21,7 @@ from support.tinymodel import build_tiny_model
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 FAKE_VIPUNE = Path(__file__).resolve().parent / "fake_vipune.py"
+WORKFLOW_TESTS = Path(__file__).resolve().parent / "workflow"
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
@@ -34,6 +35,15 @@ def _cgroup_limit(name: str) -> float | None:
     if not text or text[0] == "max":
         return None
     return int(text[0]) / int(text[1]) if name == "cpu.max" else int(text[0])
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/workflow/ runs Snakemake: slow by its folder, so the fast tier
+    (`pytest -m "not slow"`) never runs one, marked or not."""
+    for item in items:
+        if WORKFLOW_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

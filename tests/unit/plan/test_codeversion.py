@@ -21,7 +21,7 @@ from support import scenarios
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
 
 # What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).

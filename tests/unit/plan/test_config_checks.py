@@ -17,7 +17,7 @@ import yaml
 from vipune_eval.plan import workspace
 from vipune_eval.errors import EvalError
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 DEFAULTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 

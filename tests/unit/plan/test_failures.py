@@ -14,7 +14,7 @@ from vipune_eval import cli
 from vipune_eval.plan import failures
 from vipune_eval.errors import EvalError
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 VIPUNE_FIX = "set vipune.binary"
 
