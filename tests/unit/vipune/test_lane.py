@@ -21,7 +21,7 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
 
 
