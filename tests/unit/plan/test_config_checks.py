@@ -12,6 +12,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from support.fakes import fake_build
 import yaml
 
 from vipune_eval.plan import workspace
@@ -151,10 +153,8 @@ def test_bad_values_stop_the_run_before_any_job(tmp_path):
     assert not (tmp_path / "results" / "logs").exists()
 
 
-def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch, fake_vipune_bin):
-    binary = tmp_path / "bin" / "vipune"
-    binary.parent.mkdir()
-    shutil.copy(fake_vipune_bin, binary)
+def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
+    binary = fake_build(tmp_path)[0]
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "model"
     model.mkdir()
