@@ -149,7 +149,10 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
     """Where a build came from, for the report: the config entry and the file it named."""
     if "path" not in build:
         return f"{key} {entry!r}: evaluated in this directory before"
-    return f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
+    moved = vipune_binary.lock_deviations(Path(build["path"]))
+    return (f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
+            + (f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(moved)})"
+               if moved else ""))
 
 
 def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
