@@ -75,7 +75,8 @@ def view_of(wildcards):
 def binary_path(wildcards, input):
     """The executable behind a fingerprint id (not a rerun trigger: the bytes are the input).
 
-    Empty for a binary evaluated before but not configured now; the stage then says so.
+    Empty for a binary evaluated before but not configured now: the job refuses it, saying so
+    (vipune.binary.planned_binary).
     """
     return WS.builds.paths.get(wildcards.binary, "")
 
