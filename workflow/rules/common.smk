@@ -67,6 +67,14 @@ def untracked(value):
     return lambda wildcards, input: value
 
 
+def hub_limits():
+    """The downloads' timeouts as options (untracked: a new limit re-downloads nothing)."""
+    download = config["download"]
+    return (
+        f"--timeout {download['timeout']} --stall-timeout {download['stall_timeout']}"
+    )
+
+
 def view_of(wildcards):
     return WS.view(wildcards.view)
 
