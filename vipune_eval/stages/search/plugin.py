@@ -59,9 +59,10 @@ class Haystack:
     @classmethod
     def of(cls, persona: Persona) -> "Haystack":
         def frozen(a: np.ndarray) -> np.ndarray:
-            a = np.array(a, dtype=np.float32)  # a copy: the plugin cannot change the persona's
-            a.flags.writeable = False
-            return a
+            # A copy in immutable bytes: unlike a copy flagged read-only, which the plugin could
+            # setflags(write=True) again, numpy refuses to make it writeable.
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            return np.frombuffer(a.tobytes(), dtype=np.float32).reshape(a.shape)
 
         return cls(persona.question_id, persona.question, frozen(persona.query_vector),
                    tuple(persona.row_ids), tuple(persona.session_ids), tuple(persona.texts),

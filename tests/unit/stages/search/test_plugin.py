@@ -158,6 +158,25 @@ def test_a_plugin_calling_sys_exit_is_a_named_error(plugin_dir):
         registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])
 
 
+def test_the_haystacks_arrays_cannot_be_made_writeable(plugin_dir):
+    """Issue 39 item 5: a read-only flag on a copy can be set back (setflags(write=True)); the
+    Haystack's arrays are views of immutable bytes, so numpy refuses."""
+    persona = make_persona()
+    before = persona.vectors.copy()
+    haystack = plugins.Haystack.of(persona)
+    for array in (haystack.vectors, haystack.question_vector, haystack.vectors.base):
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            array.setflags(write=True)
+
+    def overwrite(h, k):
+        h.vectors.setflags(write=True)
+        h.vectors[:] = 0
+        return [h.row_ids[0]]
+
+    assert "raised ValueError: cannot set WRITEABLE flag to True of this array" in answer_error(plugin_dir, overwrite)
+    assert np.array_equal(persona.vectors, before)
+
+
 def test_a_helper_module_next_to_a_plugin_file_is_importable(plugin_dir):
     """Issue 32 item 6: docs/extending.md speaks of helper modules the plugin imports."""
     import sys
