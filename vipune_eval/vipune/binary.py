@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,16 @@ def resolve_binary(binary: str) -> Path:
                 "config to its path. To run only the reference retrievers, drop 'vipune' and "
                 "'vipune-semantic' from `retrievers`.")
     return Path(found).resolve()
+
+
+def lock_deviations(binary: Path) -> list[str]:
+    """The crates .ci/vipune/build.sh moved off the build's own Cargo.lock because the registry
+    lacked the pinned version (its lock-deviations.txt beside bin/), as "crate 1.0.11 → 1.0.10"."""
+    record = Path(binary).resolve().parent.parent / "lock-deviations.txt"
+    if not record.is_file():
+        return []
+    moves = re.findall(r"(?:Downgrading|Updating|Upgrading) (\S+) v(\S+) -> v(\S+)", record.read_text(errors="replace"))
+    return [f"{crate} {old} → {new}" for crate, old, new in dict.fromkeys(moves)]
 
 
 def configured_binary(binary: str, fingerprint: Path) -> Path:

@@ -16,27 +16,13 @@ import numpy as np
 import pytest
 
 from support import real_vipune
+from support.fakes import fake_build
 from support.search import search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
-TESTS = Path(__file__).resolve().parent
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
-
-
-def fake_build(folder: Path) -> tuple[Path, Path]:
-    """A folder as build.sh leaves one: bin/vipune (the fake binary) and the fake lane beside it."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(parents=True)
-    binary = bin_dir / "vipune"
-    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{TESTS / "fake_vipune.py"}" "$@"\n')
-    lane = bin_dir / lane_source.lane_name(lane_source.source_sha256())
-    lane.write_text(f'#!/bin/sh\nFAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" '
-                    f'"{TESTS / "fake_lane.py"}" "$@"\n')
-    for path in (binary, lane):
-        path.chmod(0o755)
-    return binary, lane
 
 
 @pytest.fixture(scope="module", params=["fake", "real"])
