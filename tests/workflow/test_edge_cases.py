@@ -235,3 +235,16 @@ def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, workflow_en
     assert result["pairs"] == 5 and result["retrievers"]["vipune"]["pairs"] == 5
     assert result["retrievers"]["vipune-lib"]["pairs"] == 5
     assert set(result["views"]) == {"session", "chunk"} and result["views"]["chunk"]["pairs"] == 5
+
+
+def test_a_plugin_calling_os_exit_fails_its_job_naming_it(small, workflow_env, tmp_path):
+    """Issue 39 item 4: os._exit(0) in a plugin ended its search job with status 0: Snakemake
+    reported it done, then a MissingOutputException with advice about filesystem latency."""
+    workdir = make_workdir(tmp_path / "w", *small,
+                           retrievers=["dense", {"name": "quits", "use": "mine/quits.py:rank"}])
+    (workdir / "mine").mkdir()
+    (workdir / "mine" / "quits.py").write_text("import os\n\n\ndef rank(haystack, k):\n    os._exit(0)\n")
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "MissingOutputException" not in out
+    assert "plugin 'mine/quits.py:rank' called os._exit(0) on question" in out
