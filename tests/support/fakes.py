@@ -23,7 +23,9 @@ def fake_build(folder: Path, lane: bool = True) -> tuple[Path, Path | None]:
     binary.chmod(0o755)
     if not lane:
         return binary, None
-    wrapper = bin_dir / lane_source.lane_name(lane_source.source_sha256())
-    wrapper.write_text(f'#!/bin/sh\nFAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
+    sha = lane_source.source_sha256()
+    wrapper = bin_dir / lane_source.lane_name(sha)
+    wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n'
+                       f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
     wrapper.chmod(0o755)
     return binary, wrapper

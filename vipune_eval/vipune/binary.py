@@ -24,10 +24,11 @@ def resolve_binary(binary: str) -> Path:
     if found is None:
         raise BinaryNotFound(
             f"vipune binary {binary!r} not found or not executable",
-            fix="install vipune (`cargo install vipune`, or build it: `cargo build --release` in "
-                "a clone of randomm/vipune) and put it on PATH, or set vipune.binary in the "
-                "config to its path. To run only the reference retrievers, drop 'vipune' and "
-                "'vipune-semantic' from `retrievers`.")
+            fix="build vipune and its lane with `.ci/vipune/build.sh` (cargo, crates.io and PyPI) "
+                "and set vipune.binary to the path it prints, or put its folder on PATH (a `cargo "
+                "install vipune` has no lane: then drop 'vipune-lib' and 'vipune-lib-semantic'). To "
+                "run only the reference retrievers, drop 'vipune', 'vipune-semantic', 'vipune-lib' "
+                "and 'vipune-lib-semantic' from `retrievers`.")
     return Path(found).resolve()
 
 

@@ -45,7 +45,7 @@ def test_the_repository_defaults_pass():
 
 def test_granularities_without_session_say_that_session_is_required():
     bad = config(granularities=["turn"])
-    jsonschema.validate(bad, SCHEMA)  # the shape is fine: the message comes from check_config
+    jsonschema.validate(bad, SCHEMA)  # the shape is fine: the message comes from config_check
     with pytest.raises(EvalError, match=r"granularities \['turn'\] has no session: session is required") as info:
         check(bad)
     assert "['session', 'turn']" in str(info.value) and info.value.fix
