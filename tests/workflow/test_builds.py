@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from support.fakes import fake_lane
 from support.scenarios import REPO, make_workdir, snakemake
 from test_reruns import planned
 
@@ -21,11 +22,13 @@ SHARDS = 2
 
 
 def build(folder, name, env=""):
-    """A vipune build: a wrapper around the fake (``env``: what its search does differently)."""
+    """A vipune build: a wrapper around the fake (``env``: what its search does differently), its
+    fake lane beside it."""
     path = folder / name / "vipune"
     path.parent.mkdir(parents=True)
     path.write_text(f'#!/bin/sh\n# build {name}\n{env}exec "{sys.executable}" "{FAKE}" "$@"\n')
     path.chmod(0o755)
+    fake_lane(path.parent)
     return path
 
 
@@ -102,10 +105,14 @@ def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(
 
     _, source, config, _, _ = builds_run
     changed_id = report(source)["builds"][2]["id"]
-    workdir = clone(source, tmp_path / "by-id")
+    # its results dropped (and the report, which Snakemake would otherwise keep), so that its
+    # shards are searched again
+    workdir = clone(source, tmp_path / "by-id", drop=(f"results/search/vipune-{changed_id}/shard-0-*",
+                                                      f"results/runs/vipune-{changed_id}.run",
+                                                      f"results/metrics/vipune-{changed_id}.json",
+                                                      "results/report.json"))
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
-    (workdir / f"results/search/vipune-{changed_id}/shard-0-of-{SHARDS}.run").unlink()
     proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     log = (workdir / f"results/logs/search_vipune/vipune-{changed_id}/shard-0-of-{SHARDS}.log").read_text()

@@ -86,7 +86,8 @@ def binary_path(wildcards, input):
     """The executable behind a fingerprint id (not a rerun trigger: the bytes are the input).
 
     Empty for a binary evaluated before but not configured now: the job refuses it, saying so
-    (vipune.binary.planned_binary).
+    (vipune.binary.planned_binary). The rules pass it as --binary=VALUE: an empty value quoted
+    alone would vanish from the command line.
     """
     return WS.builds.paths.get(wildcards.binary, "")
 

@@ -115,4 +115,4 @@ rule vipune_missing:
     params:
         binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary {params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "vipune-eval check-binary --binary={params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
