@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.vipune.binary import resolve_binary
+from vipune_eval.vipune.binary import MISSING, resolve_binary
 from vipune_eval.cli import COMMANDS
 from vipune_eval.errors import EvalError
 
@@ -86,7 +86,7 @@ def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> 
                                f"put a local copy in place and set {key}.path in the config to it "
                                "(or unset HF_HUB_OFFLINE to download it)",
                                "not started"))
-    if primary == "missing" and "vipune_missing" not in seen:
+    if primary == MISSING and "vipune_missing" not in seen:
         try:
             resolve_binary(config["vipune"]["binary"])
         except EvalError as exc:

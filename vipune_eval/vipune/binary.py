@@ -17,6 +17,10 @@ from vipune_eval.core.io import read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune, VipuneSettings
 
+# The fingerprint id of a vipune.binary that is not there (and of its lane): its jobs wait on the
+# rule that reports it, so dry runs and --lint work without vipune.
+MISSING = "missing"
+
 
 def resolve_binary(binary: str) -> Path:
     """A bare name is looked up on PATH; a path must exist and be executable."""

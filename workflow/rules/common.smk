@@ -18,6 +18,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
+from vipune_eval.vipune.binary import MISSING
 
 try:
     if workflow.is_main_process and not workflow.dryrun:

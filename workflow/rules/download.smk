@@ -99,8 +99,8 @@ rule vipune_home:
 
 rule vipune_missing:
     output:
-        paths.binary_fingerprint("missing"),
-        paths.lane_fingerprint("missing"),
+        paths.binary_fingerprint(MISSING),
+        paths.lane_fingerprint(MISSING),
     log:
         "results/logs/vipune_missing.log",
     benchmark:

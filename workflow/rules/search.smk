@@ -1,8 +1,8 @@
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-    binary=r"(?!lib-)[^/]+-[0-9a-f]{12}|missing",
-    lane=r"[^/]+-[0-9a-f]{12}|missing",
+    binary=r"(?!lib-)[^/]+-[0-9a-f]{12}|" + MISSING,
+    lane=r"[^/]+-[0-9a-f]{12}|" + MISSING,
     run=r"[^/]+",
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 

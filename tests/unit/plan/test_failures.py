@@ -12,6 +12,7 @@ import yaml
 
 from vipune_eval import cli
 from vipune_eval.plan import failures
+from vipune_eval.vipune.binary import MISSING
 from vipune_eval.errors import EvalError
 
 from support.scenarios import REPO
@@ -68,11 +69,11 @@ def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_pat
     monkeypatch.chdir(tmp_path)  # no results/fingerprints here
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    found = failures.not_started(CONFIG, "missing", {"download_dataset"})
+    found = failures.not_started(CONFIG, MISSING, {"download_dataset"})
     assert [f.rule for f in found] == ["download_model", "vipune_missing"]
     assert "model.path" in found[0].fix and VIPUNE_FIX in found[1].fix
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online: a download may well work
-    assert [f.rule for f in failures.not_started(CONFIG, "missing", set())] == ["vipune_missing"]
+    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["vipune_missing"]
     assert failures.not_started(CONFIG, "0.20.0-abc", set()) == []  # vipune was found
 
 
