@@ -1,8 +1,8 @@
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-    binary=r"(?!lib-)[^/]+-[0-9a-f]{12}|" + MISSING,
-    lane=r"[^/]+-[0-9a-f]{12}|" + MISSING,
+    binary=rf"(?!lib-)[^/]+-[0-9a-f]{{12}}|{MISSING}",
+    lane=rf"[^/]+-[0-9a-f]{{12}}|{MISSING}",
     run=r"[^/]+",
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
