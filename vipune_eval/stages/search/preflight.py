@@ -111,8 +111,8 @@ class Preflight:
     is recorded (a maintainer comparing a build whose search was changed on purpose). Parity,
     the commands and the import are always enforced: without them no number means anything."""
 
-    def __init__(self, vipune: Vipune, db: Path, enforce: bool = True) -> None:
-        self.vipune, self.db, self.enforce = vipune, db, enforce
+    def __init__(self, vipune: Vipune, settings: VipuneSettings, db: Path, enforce: bool = True) -> None:
+        self.vipune, self.settings, self.db, self.enforce = vipune, settings, db, enforce
         self.findings: list[dict[str, Any]] = []
         self.k: float = RRF_K  # the RRF k the fused scores are expected to fit
 
@@ -129,7 +129,7 @@ class Preflight:
         return rrf(*ranks, k=self.k)
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
-        hits, _ = self.vipune.search(self.db, project, QUERY, limit, hybrid, "preflight")
+        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), "preflight")
         return [(h.get("id"), h.get("similarity")) for h in hits]
 
     def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
@@ -233,11 +233,12 @@ def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Pro
 
 
 def check_refusals(pre: Preflight, project: str) -> None:
-    long_query = pre.vipune.run(pre.vipune.search_args(pre.db, project, "word " * 600, 10, True),
-                                "preflight")
+    long_query = pre.vipune.run(pre.vipune.search_args(pre.db, project, "word " * 600,
+                                                       pre.settings.search_flags(10, True)), "preflight")
     pre.record("query_over_512_tokens_exits_3", f"exit {EXIT_TOO_LONG}", f"exit {long_query.returncode}",
                long_query.returncode == EXIT_TOO_LONG)
-    too_many = pre.vipune.run(pre.vipune.search_args(pre.db, project, QUERY, MAX_SEARCH_LIMIT + 1, True),
+    too_many = pre.vipune.run(pre.vipune.search_args(pre.db, project, QUERY,
+                                                     pre.settings.search_flags(MAX_SEARCH_LIMIT + 1, True)),
                               "preflight")
     pre.record("limit_over_10000_refused", "a non-zero exit", f"exit {too_many.returncode}",
                too_many.returncode != 0)
@@ -283,7 +284,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tmp = tmp.resolve()
-    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), tmp / "probes.db",
+    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), vipune, tmp / "probes.db",
                     enforce=mode == "enforce")
     recipe = str(model)
     probes = {
