@@ -122,14 +122,7 @@ def get_embeddings(wildcards):
 
 
 def search_options(wildcards):
-    view = view_of(wildcards)
-    options = [
-        f"--limit {view.search_limit(config)}",
-        f"--depth {view.depth(config) if not view.turn_level_run else config['search']['row_limit']}",
-    ]
-    if view.turn_level_run:
-        options.append("--no-collapse")
-    return " ".join(options)
+    return " ".join(view_of(wildcards).search_flags(config))
 
 
 def get_arms(wildcards):
