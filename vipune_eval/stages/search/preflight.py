@@ -273,7 +273,7 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
                          "passed": True, "min_cosine": min(cosines)})
 
 
-def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str = "enforce") -> dict[str, Any]:
+def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> dict[str, Any]:
     path, expected = planned_binary(vipune)
     tmp = vipune.tmp
     loaded = model.load(threads=1)
