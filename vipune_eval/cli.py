@@ -229,8 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stage(**kwargs)
     except EvalError as exc:
-        print(f"vipune-eval: {command}: {exc.message}", file=sys.stderr)
-        if exc.fix:
-            print(f"vipune-eval: fix: {exc.fix}", file=sys.stderr)
+        print(exc.shown(command), file=sys.stderr)
         return 1
     return 0

@@ -87,5 +87,6 @@ def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
     actual = sha256_file(binary)
     if actual != expected["sha256"]:
         raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]}); rerun snakemake so it re-plans")
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
+                        fix="rerun snakemake so it re-plans (the binary changed after the run was planned)")
     return expected

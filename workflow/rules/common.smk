@@ -35,10 +35,7 @@ try:
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
-    sys.exit(
-        f"vipune-eval: {exc.message}"
-        + (f"\nvipune-eval: fix: {exc.fix}" if exc.fix else "")
-    )
+    sys.exit(exc.shown())
 
 ENV = "../envs/vipune-eval.yaml"
 VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
@@ -54,7 +51,7 @@ try:
         r.name: W.plugin_source_digest(r.spec) for r in RUNS_OF[Kind.PLUGIN]
     }
 except EvalError as exc:
-    sys.exit(f"vipune-eval: {exc}")
+    sys.exit(exc.shown())
 
 
 def runs_pattern(runs):

@@ -147,8 +147,8 @@ def check_commands(pre: Preflight, version: str) -> None:
     missing = [c for c in ("import", "export") if not pre.vipune.has_command(c, "preflight")]
     if missing:
         raise CheckFailed(f"vipune {version} has no {' or '.join(missing)} command (they arrived after "
-                          "vipune 0.9.1) — upgrade: `cargo install vipune --force`, or build a "
-                          "current checkout of randomm/vipune")
+                          "vipune 0.9.1)", fix="upgrade: `cargo install vipune --force`, or build a "
+                                               "current checkout of randomm/vipune")
     pre.findings.append({"check": "commands", "expected": "import and export", "seen": "present",
                          "passed": True})
 
@@ -267,7 +267,8 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
             f"{min(cosines):.4f} (< {MIN_PARITY_COSINE}) with the harness's. The harness embeds with "
             f"{recipe}; vipune embeds with its built-in profile (bge-small-en-v1.5 at its pinned "
             "revision, mean pooling, L2) from HF_HOME. Passage vectors and vipune's query vectors "
-            "would not live in the same space — fix model.* in the config.")
+            "would not live in the same space",
+            fix="set model.* in the config to the files and pooling vipune embeds with")
     pre.findings.append({"check": "embedding_parity", "expected": f"cosine >= {MIN_PARITY_COSINE}",
                          "seen": f"min cosine {min(cosines):.6f} over {len(cosines)} probes",
                          "passed": True, "min_cosine": min(cosines)})
@@ -305,12 +306,14 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
         check_refusals(pre, "preflight-rrf")
     except CheckFailed as exc:
-        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc} — this binary "
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc.message}; this binary "
                         "does not do what the harness's mirrors and metrics assume, so nothing was "
-                        "searched with it (a build whose search was changed on purpose: set "
-                        "vipune.preflight: record to evaluate it anyway, its failed checks listed)") from exc
+                        "searched with it",
+                        fix=exc.fix or "a build whose search was changed on purpose: set vipune.preflight: "
+                                       "record to evaluate it anyway, its failed checks listed") from exc
     except VipuneError as exc:
-        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc}") from exc
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc.message}",
+                        fix=exc.fix) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")

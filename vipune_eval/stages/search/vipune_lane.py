@@ -128,7 +128,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"question_id": qid, "error": str(exc)}
+                    return {"question_id": qid, "error": str(exc), "exception": exc}
                 write_json(cached, result)
             progress.advance()
             return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
@@ -141,12 +141,13 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                                     window=2 * max(1, threads)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    errors = [r["error"] for r in results if "error" in r]
+    errors = [r["exception"] for r in results if "error" in r]
     if errors and on_error == "stop":
-        raise VipuneError(f"{errors[0]}" + (f" (and {len(errors) - 1} more failed personas)"
-                                            if len(errors) > 1 else "") +
-                          " — finished personas are cached: a rerun redoes only the rest; set "
-                          "vipune.on_error: record to score the other pairs anyway.")
+        raise VipuneError(errors[0].message + (f" (and {len(errors) - 1} more failed personas)"
+                                               if len(errors) > 1 else ""),
+                          fix="; ".join(filter(None, [
+                              errors[0].fix, "finished personas are cached: a rerun redoes only the rest; set "
+                              "vipune.on_error: record to score the other pairs anyway"])))
     done = [r for r in results if "documents" in r]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done],
