@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real vipune with no download but crates.io and PyPI, and prints the path of the binary.
+# Builds the real vipune, and beside it the harness's vipune-lane from the same vipune source,
+# with no download but crates.io and PyPI; prints the path of the vipune binary.
 #
 # usage: .ci/vipune/build.sh [--cached] [VERSION [ONNXRUNTIME_VERSION]]
 #        .ci/vipune/build.sh --checkout DIR [ONNXRUNTIME_VERSION]
@@ -7,12 +8,22 @@
 #   VERSION    a release on crates.io (`cargo install vipune --version VERSION --locked`); by
 #              default the one the harness's contract was checked against, read from
 #              vipune_eval/vipune/release.py (the pin's one place).
-#   --checkout a clone of randomm/vipune, built as it is now (`cargo install --path DIR --locked`),
-#              e.g. to compare your change with the last release (docs/reruns.md).
+#   --checkout a clone of randomm/vipune, built as it is now, e.g. to compare your change with
+#              the last release (docs/reruns.md). It is built from a copy (your tree is never
+#              written to: no target/, no Cargo.lock change), incrementally on every call.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
+#   --source VERSION  print the folder of that release's own sources, as crates.io ships them
+#              (cargo's registry copy, fetched when absent): what CI copies as a checkout whose
+#              Cargo.lock pins a crate the registry lacks (issue 38).
 #   ONNXRUNTIME_VERSION  the ONNX Runtime the build's ort-sys was made for; by default from the
 #              ort-sys version its Cargo.lock pins (rc.15 → 1.31.1, rc.9 → 1.20.1).
+#
+# The lane: lane/ (a Rust command linking the `vipune` library crate; docs/vipune-contract.md)
+# built against the very source and Cargo.lock the binary was built from, named after its own
+# sources' sha256 (vipune_eval/vipune/lane_source.py): bin/vipune-lane-<sha12> beside bin/vipune.
+# It records the binary's sha256, so the workflow pairs the two. A release's lane is reused
+# while it runs and names that binary; a checkout's is rebuilt (incrementally) with it.
 #
 # ort-sys's build script would fetch ONNX Runtime from pyke's CDN; instead it is pointed at the
 # libonnxruntime.so.<ver> inside PyPI's onnxruntime wheel (ORT_LIB_PATH, ORT_PREFER_DYNAMIC_LINK=1,
@@ -20,17 +31,42 @@
 # makes a missing library fail at once, and an rpath lets the binary find the library without
 # LD_LIBRARY_PATH. 0.19.x and older need Debian's libssl-dev and pkg-config.
 #
+# A registry mirror can lack a version a Cargo.lock pins (seen: webpki-roots 1.0.11 for 0.20.2).
+# Then the same sources are built with only those crates moved to the newest version the
+# registry has, in a copy, and each move is recorded in lock-deviations.txt beside bin/ (the
+# report names it in the build's row).
+#
 # Results are cached in $VIPUNE_EVAL_CACHE (default ~/.cache/vipune-eval): a release under a folder
-# keyed by its version and the ONNX Runtime version, reused while it runs and names its version;
-# a checkout under one keyed by its folder name, rebuilt incrementally on every call. Exits
+# keyed by its version and the ONNX Runtime version, a checkout under one keyed by its folder
+# name; cargo's target folder is kept per ONNX Runtime version (target-ort<ver>), shared by every
+# build against it, so a checkout and a lane reuse the release's compiled dependencies. Exits
 # non-zero, with the reason, when the build cannot be made.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 cache=${VIPUNE_EVAL_CACHE:-$HOME/.cache/vipune-eval}
+
+registry_source() { # $1: a release; prints cargo's registry copy of its sources, fetched when absent
+    local found fetcher
+    found=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$1" 2>/dev/null | head -n1)
+    if [ -z "$found" ]; then
+        fetcher=$cache/fetch-$1
+        mkdir -p "$fetcher/src" && echo 'fn main() {}' >"$fetcher/src/main.rs"
+        printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nvipune = "=%s"\n' "$1" >"$fetcher/Cargo.toml"
+        (cd "$fetcher" && cargo fetch -q) >&2
+        found=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$1" | head -n1)
+        [ -n "$found" ] || { echo "build.sh: vipune $1's sources are not in cargo's registry cache" >&2; return 1; }
+    fi
+    echo "$found"
+}
 
 cached_only=0
 checkout=
 case ${1:-} in
+--source)
+    registry_source "${2:?--source needs a release}"
+    exit
+    ;;
 --cached) cached_only=1; shift ;;
 --checkout)
     checkout=$(cd "${2:?--checkout needs the folder of a vipune clone}" && pwd)
@@ -55,7 +91,7 @@ if [ -n "$checkout" ]; then
     [ -n "$ort_version" ] || { echo "build.sh: say which ONNX Runtime $checkout's ort-sys ($(locked_ort_sys "$checkout/Cargo.lock")) needs (second argument)" >&2; exit 2; }
     home=$cache/checkout-$(basename "$checkout")-ort$ort_version
 else
-    version=${1:-$(sed -n 's/^RELEASE = "\(.*\)"$/\1/p' "$here/../../vipune_eval/vipune/release.py")}
+    version=${1:-$(sed -n 's/^RELEASE = "\(.*\)"$/\1/p' "$repo/vipune_eval/vipune/release.py")}
     case $version in
     0.20.*) default_ort=1.31.1 ;; # ort-sys 2.0.0-rc.15
     0.19.*) default_ort=1.20.1 ;; # ort-sys 2.0.0-rc.9 (ORT_API_VERSION 20)
@@ -66,6 +102,9 @@ else
     home=$cache/vipune-$version-ort$ort_version
 fi
 bin=$home/bin/vipune
+read -r lane_sha lane_name <<<"$(python3 "$repo/vipune_eval/vipune/lane_source.py")"
+[ -n "$lane_name" ] || { echo "build.sh: cannot name the lane (python3 $repo/vipune_eval/vipune/lane_source.py)" >&2; exit 1; }
+lane=$home/bin/$lane_name
 
 works() { # a build counts only if it runs and names its version; vipune has no --version flag,
     # and every command creates ~/.vipune and opens a database: a throwaway HOME
@@ -81,11 +120,22 @@ works() { # a build counts only if it runs and names its version; vipune has no 
         [[ $said =~ \"version\":\ *\"$version\" ]]
     fi
 }
-if [ "$version" != checkout ] && works; then
+lane_works() { # the lane runs and says it was built beside these very binary bytes
+    [ -x "$lane" ] || return 1
+    local said
+    said=$("$lane" version 2>/dev/null || true)
+    [[ $said == *"\"binary_sha256\":\"$(sha256sum "$bin" | cut -d' ' -f1)\""* ]]
+}
+if [ "$version" != checkout ] && works && lane_works; then
     echo "$bin"
     exit 0
 fi
 if [ $cached_only = 1 ]; then
+    if works; then # the binary without this checkout's lane: the lane's tests say so
+        echo "build.sh: vipune $version is built, but not its lane $lane_name (\`.ci/vipune/build.sh $version\` builds it)" >&2
+        echo "$bin"
+        exit 0
+    fi
     if command -v cargo >/dev/null; then
         echo "vipune $version is not built in $cache: \`.ci/vipune/build.sh $version\` builds it (cargo, crates.io and PyPI; about 8 min cold on 2 cores)" >&2
     else
@@ -95,10 +145,12 @@ if [ $cached_only = 1 ]; then
 fi
 command -v cargo >/dev/null || { echo "build.sh: cargo not found; vipune $version cannot be built" >&2; exit 1; }
 
-mkdir -p "$home/lib" "$cache/wheels"
+mkdir -p "$home/bin" "$cache/wheels"
 start=$SECONDS
-lib=$home/lib/libonnxruntime.so.$ort_version
+ort_dir=$cache/onnxruntime-$ort_version # one library per ONNX Runtime release, shared by its builds
+lib=$ort_dir/libonnxruntime.so.$ort_version
 if [ ! -f "$lib" ]; then
+    mkdir -p "$ort_dir"
     python3 -m pip download -q --no-deps --only-binary :all: -d "$cache/wheels" "onnxruntime==$ort_version" >&2
     wheel=$(ls "$cache"/wheels/onnxruntime-"$ort_version"-*.whl | head -n1)
     python3 - "$wheel" "$lib" <<'PY'
@@ -111,40 +163,72 @@ with zipfile.ZipFile(wheel) as z:
 shutil.move(out + ".part", out)
 PY
 fi
-ln -sf "libonnxruntime.so.$ort_version" "$home/lib/libonnxruntime.so"
-ln -sf "libonnxruntime.so.$ort_version" "$home/lib/libonnxruntime.so.1"
+ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so"
+ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so.1"
 
-export ORT_LIB_PATH=$home/lib ORT_LIB_LOCATION=$home/lib ORT_PREFER_DYNAMIC_LINK=1 ORT_SKIP_DOWNLOAD=1
-export RUSTFLAGS="-C link-arg=-Wl,-rpath,$home/lib"
-if [ "$version" = checkout ]; then
-    echo "build.sh: cargo install --path $checkout against ONNX Runtime $ort_version (PyPI wheel)" >&2
-    export CARGO_TARGET_DIR=$home/target # kept: the next build of the checkout is incremental
-    cargo install --path "$checkout" --locked --root "$home" --force >&2
-else
-    echo "build.sh: cargo install vipune $version against ONNX Runtime $ort_version (PyPI wheel); a cold build takes about 8 min on 2 cores" >&2
-    export CARGO_TARGET_DIR=$cache/target-$version
-    log=$cache/cargo-install-$version.log
-    if ! cargo install vipune --version "$version" --locked --root "$home" --force 2>&1 | tee "$log" >&2; then
-        # A registry mirror can lack a version the release's Cargo.lock pins (seen: webpki-roots
-        # 1.0.11 for 0.20.2). Then build the same sources with only those crates moved to the
-        # newest version the registry has, and record each move beside the binary.
-        grep -q "failed to select a version for the requirement" "$log" || exit 1
-        src=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$version" | head -n1)
-        [ -n "$src" ] || { echo "build.sh: vipune $version's sources are not in cargo's registry cache" >&2; exit 1; }
-        work=$cache/src-$version
-        rm -rf "$work" && cp -r "$src" "$work"
-        : >"$home/lock-deviations.txt"
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            if (cd "$work" && cargo fetch --locked) 2>"$log"; then break; fi
-            crate=$(sed -n 's/.*failed to select a version for the requirement `\([^ ]*\) = .*(locked to \([^)]*\)).*/\1 \2/p' "$log" | head -n1)
-            [ -n "$crate" ] || { cat "$log" >&2; exit 1; }
-            set -- $crate
-            (cd "$work" && cargo update -p "$1@$2" 2>&1 | grep -E "Downgrading|Updating $1" || true) | tee -a "$home/lock-deviations.txt" >&2
-        done
-        echo "build.sh: the registry lacks crates vipune $version's Cargo.lock pins; built with:" >&2
-        cat "$home/lock-deviations.txt" >&2
-        cargo install --path "$work" --locked --root "$home" --force >&2
+# The same flags for every build against this ONNX Runtime: cargo reuses its compiled crates.
+export ORT_LIB_PATH=$ort_dir ORT_LIB_LOCATION=$ort_dir ORT_PREFER_DYNAMIC_LINK=1 ORT_SKIP_DOWNLOAD=1
+export RUSTFLAGS="-C link-arg=-Wl,-rpath,$ort_dir"
+export CARGO_TARGET_DIR=$cache/target-ort$ort_version
+deviations=$home/lock-deviations.txt
+
+relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins that the registry
+    # lacks to the newest version the registry has, recording each move in $deviations
+    local work=$1 log=$cache/relock.log crate
+    : >"$deviations"
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        if (cd "$work" && cargo fetch --locked) 2>"$log"; then
+            echo "build.sh: the registry lacks crates this Cargo.lock pins; built with:" >&2
+            cat "$deviations" >&2
+            return 0
+        fi
+        crate=$(sed -n 's/.*failed to select a version for the requirement `\([^ ]*\) = .*(locked to \([^)]*\)).*/\1 \2/p' "$log" | head -n1)
+        [ -n "$crate" ] || { cat "$log" >&2; return 1; }
+        set -- $crate
+        (cd "$work" && cargo update -p "$1@$2" 2>&1 | grep -E "Downgrading|Updating $1" || true) | tee -a "$deviations" >&2
+    done
+    cat "$log" >&2
+    return 1
+}
+
+fetchable() { # $1: a vipune source whose Cargo.lock the registry can honour, relocked if need be
+    if ! (cd "$1" && cargo fetch --locked) 2>"$cache/fetch.log"; then
+        grep -q "failed to select a version for the requirement" "$cache/fetch.log" || { cat "$cache/fetch.log" >&2; return 1; }
+        relock "$1"
     fi
+}
+
+if [ "$version" = checkout ]; then
+    # A copy (modification times kept, so cargo rebuilds only what changed since the last call)
+    src=$home/src
+    rm -rf "$src" && mkdir -p "$src"
+    tar -C "$checkout" --exclude=./target --exclude=./.git -cf - . | tar -C "$src" -xf -
+    vipune_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$src/Cargo.toml" | head -n1)
+    described=$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo "not a git tree")
+    vipune_source="checkout $checkout ($described)"
+    rm -f "$deviations"
+    fetchable "$src"
+    echo "build.sh: cargo install --path $checkout (a copy) against ONNX Runtime $ort_version (PyPI wheel)" >&2
+    cargo install --path "$src" --locked --root "$home" --force >&2
+else
+    vipune_version=$version
+    vipune_source="vipune $version from crates.io"
+    if ! works; then
+        echo "build.sh: cargo install vipune $version against ONNX Runtime $ort_version (PyPI wheel); a cold build takes about 8 min on 2 cores" >&2
+        log=$cache/cargo-install-$version.log
+        rm -f "$deviations"
+        if ! cargo install vipune --version "$version" --locked --root "$home" --force 2>&1 | tee "$log" >&2; then
+            grep -q "failed to select a version for the requirement" "$log" || exit 1
+        fi
+    fi
+    # The lane needs the source itself: a copy of cargo's registry copy, relocked where need be.
+    src=$cache/src-$version
+    if [ ! -f "$src/Cargo.toml" ]; then
+        registry=$(registry_source "$version")
+        rm -rf "$src.part" && cp -rp "$registry" "$src.part" && mv "$src.part" "$src"
+    fi
+    fetchable "$src"
+    works || cargo install --path "$src" --locked --root "$home" --force >&2 # the release's own lock could not be honoured
 fi
 
 if ldd "$bin" | grep -q "libonnxruntime.*not found"; then
@@ -153,6 +237,19 @@ if ldd "$bin" | grep -q "libonnxruntime.*not found"; then
     exit 1
 fi
 works || { echo "build.sh: $bin was built but \`vipune --json version\` does not say $version" >&2; exit 1; }
-[ "$version" = checkout ] || rm -rf "$cache/target-$version" "$cache/src-$version" # large; the binary and library are the cache
-echo "build.sh: built vipune $version in $((SECONDS - start)) s" >&2
+if [ -f "$deviations" ]; then vipune_source="$vipune_source, with the lock moved: $(tr '\n' ';' <"$deviations")"; fi
+
+# The lane: lane/ against the same source and lock ($src), beside the binary it records.
+if [ "$version" = checkout ] || ! lane_works; then
+    echo "build.sh: building $lane_name against $vipune_source" >&2
+    work=$home/lane-src # a copy: the build writes a Cargo.lock; modification times kept
+    rm -rf "$work" && cp -rp "$repo/lane" "$work" && cp -p "$src/Cargo.lock" "$work/Cargo.lock"
+    VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipune_source \
+        VIPUNE_LANE_SOURCE_ID=$lane_sha VIPUNE_LANE_BINARY_SHA256=$(sha256sum "$bin" | cut -d' ' -f1) \
+        cargo build --release --manifest-path "$work/Cargo.toml" \
+        --config "patch.crates-io.vipune.path = \"$src\"" >&2
+    cp "$CARGO_TARGET_DIR/release/vipune-lane" "$lane.part" && mv "$lane.part" "$lane"
+    lane_works || { echo "build.sh: $lane was built but does not name $bin's sha256 (\`$lane version\`)" >&2; exit 1; }
+fi
+echo "build.sh: vipune $version and its lane ready in $((SECONDS - start)) s" >&2
 echo "$bin"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,27 @@ class Persona:
         first k distinct sessions of the row ranking), at most ``depth``; without ``collapse``
         every row keeps its own document (a turn-level run)."""
         return first_documents((self._doc_of[rid] for rid, _ in ranking), depth, collapse)
+
+
+def checked_ranking(persona: Persona, hits: Any, source: str) -> Ranking:
+    """A search's answer as (row id, score), best first, refusing what no search of this persona
+    can return: an id that is not one of its rows, an id twice, a malformed hit."""
+    if not isinstance(hits, list):
+        raise EvalError(f"persona {persona.question_id}: `{source}` answered {hits!r:.200}, not a list of hits")
+    ranking: Ranking = []
+    seen: set[str] = set()
+    for rank, hit in enumerate(hits, start=1):
+        rid, score = (hit[0], hit[1]) if isinstance(hit, (list, tuple)) and len(hit) == 2 else (None, None)
+        if not isinstance(rid, str) or not persona.knows(rid):
+            raise EvalError(f"persona {persona.question_id}: `{source}` returned {hit!r:.200} at rank {rank}, "
+                            "not a row of this persona (a contract violation)")
+        if rid in seen:
+            first = next(i for i, h in enumerate(hits, start=1) if h[0] == rid)
+            raise EvalError(f"persona {persona.question_id}: `{source}` returned id {rid!r} twice (ranks "
+                            f"{first} and {rank}; a contract violation)")
+        seen.add(rid)
+        ranking.append((rid, float(score) if isinstance(score, (int, float)) else 0.0))
+    return ranking
 
 
 def first_documents(docs: Iterable[str], depth: int, collapse: bool = True) -> list[str]:

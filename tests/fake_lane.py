@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""A contract-faithful fake of ``vipune-lane`` (lane/, the Rust lane), for the project's fast tests.
+
+It speaks the lane's protocol (lane/src/main.rs, docs/vipune-contract.md) and searches each
+persona with tests/fake_vipune.py's own database, semantic search, BM25 and fusion (the fake
+vipune is itself checked against the real binary), so a run on the fake lane ranks exactly as one
+on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real lane too.
+
+``version`` names as ``binary_sha256`` the sha256 of the ``vipune`` beside it (the binary it
+"was built with": in ``FAKE_LANE_DIR``, which its wrapper script sets to its own folder), or
+``FAKE_LANE_BINARY_SHA256``. Faults, env ``FAKE_LANE_FAULT``: ``refuse``
+(an error answer for a question containing ``FAKE_LANE_FAULT_MATCH``), ``crash`` (exit 1 with
+a message before answering such a question), ``hang`` (sleep instead of answering it),
+``foreign-id`` (its hybrid ranking holds an id of no row), ``garbage`` (a non-JSON line instead).
+``FAKE_VIPUNE_FAULT`` changes the search as it does the fake binary's (``rrf-k60``, ``bm25-or``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fake_vipune as vipune  # noqa: E402
+
+MAX_CANDIDATE_POOL = 10_000
+
+
+def version() -> dict:
+    binary = Path(os.environ.get("FAKE_LANE_DIR", Path(sys.argv[0]).parent)) / "vipune"
+    sha = os.environ.get("FAKE_LANE_BINARY_SHA256") or (
+        hashlib.sha256(binary.read_bytes()).hexdigest() if binary.is_file() else None)
+    return {"name": "vipune-lane", "lane": "0.1.0", "vipune": vipune.DEFAULT_VERSION,
+            "vipune_source": "the fake lane of the tests (tests/fake_lane.py)", "lane_source": None,
+            "binary_sha256": sha, "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search"],
+            "fusion": "fake_vipune.rrf_fusion"}
+
+
+def answer(header: dict, vectors: bytes, db_path: str) -> dict:
+    import numpy as np
+
+    qid, n, dims = header["question_id"], len(header["ids"]), header["dims"]
+    matrix = np.frombuffer(vectors, dtype="<f4").reshape(n + 1, dims)
+    limit, query = header["limit"], header["question"].strip()
+    conn = vipune.open_db(db_path)
+    try:
+        conn.execute("BEGIN")
+        for i, rid in enumerate(header["ids"]):
+            created = header["created_at"][i]
+            conn.execute("INSERT INTO memories (id, project_id, content, embedding, created_at, updated_at) "
+                         "VALUES (?,?,?,?,?,?)", (rid, qid, header["contents"][i], matrix[i].tobytes(), created, created))
+        conn.execute("COMMIT")
+        start = time.perf_counter()
+        semantic = vipune.semantic_search(conn, qid, matrix[n], limit)
+        pool = min(max(limit * 10, 50), MAX_CANDIDATE_POOL)
+        fused = vipune.rrf_fusion([vipune.semantic_search(conn, qid, matrix[n], pool),
+                                   vipune.bm25_search(conn, query, qid, pool)])[:limit]
+        seconds = time.perf_counter() - start
+    except (vipune.VipuneError, sqlite3.Error) as exc:
+        return {"question_id": qid, "error": str(exc)}
+    finally:
+        conn.close()
+    hybrid = [[r["id"], r["similarity"]] for r in fused]
+    if _faulted("foreign-id", query) and hybrid:
+        hybrid[0][0] = "no-such-row"
+    return {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
+            "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "dense_pool": seconds / 2,
+                        "bm25": 0.0, "fuse": 0.0}}
+
+
+def _faulted(fault: str, question: str) -> bool:
+    return os.environ.get("FAKE_LANE_FAULT") == fault and os.environ.get("FAKE_LANE_FAULT_MATCH", "") in question
+
+
+def search(args: list[str]) -> int:
+    if args[:1] == ["--in-memory"]:
+        folder = None
+    elif args[:1] == ["--tmp"] and len(args) > 1:
+        folder = args[1]
+    else:
+        print("vipune-lane: search needs --tmp DIR or --in-memory", file=sys.stderr)
+        return 2
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    for number, line in enumerate(iter(stdin.readline, b""), start=1):
+        header = json.loads(line)
+        size = (len(header["ids"]) + 1) * header["dims"] * 4
+        vectors = stdin.read(size)
+        if len(vectors) != size:
+            print(f"vipune-lane: persona {header['question_id']}: its vectors end early", file=sys.stderr)
+            return 2
+        question = header["question"]
+        if _faulted("crash", question):
+            print(f"vipune-lane: injected crash at persona {header['question_id']}", file=sys.stderr)
+            return 1
+        if _faulted("hang", question):
+            time.sleep(3600)
+        if _faulted("garbage", question):
+            stdout.write(b"not json\n")
+            stdout.flush()
+            continue
+        if _faulted("refuse", question):
+            result = {"question_id": header["question_id"], "error": "injected refusal"}
+        elif folder is None:
+            result = answer(header, vectors, ":memory:")
+        else:
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                result = answer(header, vectors, str(Path(tmp) / f"persona-{number}.db"))
+        stdout.write(json.dumps(result).encode() + b"\n")
+        stdout.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["version"]:
+        print(json.dumps(version()))
+        return 0
+    if argv[:1] == ["search"]:
+        return search(argv[1:])
+    print("usage: vipune-lane version | vipune-lane search [--tmp DIR | --in-memory]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

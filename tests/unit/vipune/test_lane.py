@@ -1,0 +1,190 @@
+"""vipune-lane (lane/): vipune's own search code on cached vectors, many personas per process.
+
+Every behaviour test runs on the fake lane (tests/fake_lane.py) and on the real one, built beside
+the real vipune by .ci/vipune/build.sh (skipped, saying why, where it is not built): the fake is
+checked against the real lane here, as the fake binary is against the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support import real_vipune
+from support.fakes import fake_build
+from support.search import search_persona
+from vipune_eval.core.persona import Persona
+from vipune_eval.vipune import lane_source
+from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
+
+WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
+
+
+@pytest.fixture(scope="module", params=["fake", real_vipune.RELEASE, real_vipune.OLDER])
+def build(request, tmp_path_factory) -> tuple[Path, Path]:
+    """(binary, lane) of the fake, and of each real release build.sh has built with its lane."""
+    if request.param == "fake":
+        return fake_build(tmp_path_factory.mktemp("fake-build"))
+    binary, why = real_vipune.find(request.param)
+    if binary is not None:
+        try:
+            return binary, find_lane(binary, request.param)
+        except LaneError as exc:
+            why = exc.message
+    if real_vipune.required():
+        pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
+    pytest.skip(why)
+
+
+def random_persona(seed: int, rows: int, dims: int = 384) -> Persona:
+    """Rows of a small vocabulary (so the AND query matches some), created_at and vectors with
+    exact ties (so the tie-breaks decide), and a question that may match nothing."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(rows, dims)).astype(np.float32)
+    vectors[1::7] = vectors[0]  # exact cosine ties
+    days = rng.integers(1, 4, rows)
+    qid = f"q{seed}"
+    return Persona(
+        question_id=qid, question=" " + " ".join(rng.choice(WORDS, 3)) + "? ",
+        row_ids=[f"{qid}::s{i}" for i in range(rows)], session_ids=[f"s{i}" for i in range(rows)],
+        created_at=[f"2023-01-0{d}T00:00:00Z" for d in days],
+        texts=["user: " + " ".join(rng.choice(WORDS, rng.integers(3, 12))) for _ in range(rows)],
+        vectors=vectors, query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32))
+
+
+PERSONAS = [random_persona(seed, rows) for seed, rows in enumerate([5, 40, 120, 60, 1, 300])]
+
+
+def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
+    """vipune-lib-semantic = dense and vipune-lib = hybrid, ids in order and scores, on every list:
+    the mirrors are the references the real binary is checked against (test_real_vipune)."""
+    binary, lane = build
+    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS, limit=10))
+    assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
+    for persona, answer in answers:
+        mirror = search_persona(persona, ["dense", "hybrid"], limit=10)
+        for lane_ranking, name in (("semantic", "dense"), ("hybrid", "hybrid")):
+            assert [rid for rid, _ in answer[lane_ranking]] == [rid for rid, _ in mirror[name]], (persona.question_id, name)
+            assert [s for _, s in answer[lane_ranking]] == pytest.approx([s for _, s in mirror[name]], rel=1e-6)
+        assert set(answer["seconds"]) >= {"open", "insert", "semantic", "dense_pool", "bm25", "fuse"}
+    assert not list((tmp_path / "dbs").glob("*.db"))  # every throwaway database removed
+
+
+def test_an_in_memory_database_ranks_as_a_file_does(build, tmp_path):
+    binary, lane = build
+    stream = b"".join(frame(p, 10) for p in PERSONAS)
+
+    def rankings(*where: str) -> list[dict]:
+        out = subprocess.run([str(lane), "search", *where], input=stream, capture_output=True, check=True)
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.stdout.splitlines()]
+
+    (tmp_path / "dbs").mkdir()
+    assert rankings("--in-memory") == rankings("--tmp", str(tmp_path / "dbs"))
+
+
+def test_the_lane_names_its_build_and_the_binary_beside_it(build):
+    binary, lane = build
+    fingerprint = lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, timeout=30)
+    assert fingerprint["kind"] == "vipune-lane" and fingerprint["sha256"] == _sha(lane)
+    assert fingerprint["id"].startswith(f"{fingerprint['version']}-") and fingerprint["binary"] == "x"
+    with pytest.raises(LaneError, match="built beside a vipune binary with sha256"):
+        lane_fingerprint(lane, {"id": "0.20.2-aaaaaaaaaaaa", "version": "0.20.2", "sha256": "a" * 64}, timeout=30)
+
+
+def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
+    binary, lane = build
+    said = json.loads(subprocess.run([str(lane), "version"], capture_output=True, text=True, check=True).stdout)
+    if "fake" in said["vipune_source"]:
+        pytest.skip("the fake lane has no sources of its own")
+    assert said["lane_source"] == lane_source.source_sha256()
+    assert said["calls"] == ["Database::open", "Database::insert_with_id", "Database::search", "Database::search_bm25"]
+    assert said["vipune"] in (real_vipune.RELEASE, real_vipune.OLDER)
+    assert said["binary_sha256"] == _sha(binary)
+
+
+def test_a_malformed_stream_stops_the_lane_naming_the_persona(build, tmp_path):
+    binary, lane = build
+    cut = frame(PERSONAS[1], 10)[:-100]  # its vectors end early
+    out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=frame(PERSONAS[0], 10) + cut,
+                         capture_output=True)
+    assert out.returncode == 2 and PERSONAS[1].question_id in out.stderr.decode()
+    assert json.loads(out.stdout.splitlines()[0])["question_id"] == PERSONAS[0].question_id
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- the harness's side (fake lane)
+
+
+@pytest.fixture
+def fake(tmp_path) -> tuple[Path, Path]:
+    return fake_build(tmp_path / "build")
+
+
+@pytest.mark.parametrize("fault, expected", [
+    ("crash", r"ended \(exit 1\) before answering; stderr: .*injected crash"),
+    ("garbage", "not this persona's JSON line"),
+])
+def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkeypatch, fault, expected):
+    monkeypatch.setenv("FAKE_LANE_FAULT", fault)
+    monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
+    run = LaneRun(fake[1], tmp_path / "dbs", timeout=60)
+    answered = []
+    with pytest.raises(LaneError, match=f"persona {PERSONAS[2].question_id}: .*{expected}"):
+        for persona, _ in run.search(PERSONAS, 10):
+            answered.append(persona.question_id)
+    assert answered == [p.question_id for p in PERSONAS[:2]]
+
+
+def test_a_lane_that_hangs_is_killed_after_the_timeout(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LANE_FAULT", "hang")
+    with pytest.raises(LaneError, match=f"persona {PERSONAS[0].question_id}: .*no answer within 2 s"):
+        list(LaneRun(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, 10))
+
+
+def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LANE_FAULT", "refuse")
+    monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[1].question)
+    answers = dict((p.question_id, a) for p, a in LaneRun(fake[1], tmp_path / "dbs", 60).search(PERSONAS, 10))
+    assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal"}
+    assert all("hybrid" in answers[p.question_id] for p in PERSONAS if p is not PERSONAS[1])
+
+
+def test_a_missing_lane_is_refused_with_the_command_that_builds_it(fake):
+    binary, lane = fake
+    lane.unlink()
+    with pytest.raises(LaneError) as caught:
+        find_lane(binary, "0.20.2")
+    assert str(lane) in caught.value.message and ".ci/vipune/build.sh 0.20.2" in caught.value.fix
+
+
+def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake, tmp_path):
+    binary, lane = fake
+    fingerprint = tmp_path / "lane.json"
+    fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, 30)))
+    assert check_lane(lane, fingerprint)["sha256"] == _sha(lane)
+    lane.write_text(lane.read_text() + "\n")
+    with pytest.raises(LaneError, match="is not the lane this result belongs to"):
+        check_lane(lane, fingerprint)
+
+
+def test_the_lane_is_named_after_its_sources_as_build_sh_names_it(tmp_path):
+    said = subprocess.run([sys.executable, str(Path(lane_source.__file__))], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert said == [lane_source.source_sha256(), lane_source.lane_name(lane_source.source_sha256())]
+    copy = tmp_path / "lane"
+    (copy / "src").mkdir(parents=True)
+    for path in lane_source.files():
+        (copy / path.relative_to(lane_source.LANE)).write_bytes(path.read_bytes())
+    assert lane_source.source_sha256(copy) == lane_source.source_sha256()
+    (copy / "src" / "main.rs").write_text((copy / "src" / "main.rs").read_text() + "// an edit\n")
+    assert lane_source.source_sha256(copy) != lane_source.source_sha256()

@@ -1,0 +1,187 @@
+"""vipune-lane: vipune's own search code in one process for many personas (lane/, in Rust).
+
+``.ci/vipune/build.sh`` builds it beside the vipune binary, from the same vipune source and
+Cargo.lock, as ``vipune-lane-<sha12 of lane/>``; it records that binary's sha256, so a binary
+finds its lane by name and the two are known to belong together. The protocol (one JSON line per
+persona, then its vectors as raw float32; one JSON line back) is documented in lane/src/main.rs
+and docs/vipune-contract.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from vipune_eval.core.io import read_json, sha256_file
+from vipune_eval.core.persona import Persona
+from vipune_eval.errors import EvalError
+from vipune_eval.vipune.lane_source import lane_name, source_sha256
+
+
+class LaneError(EvalError):
+    """The lane could not run, or broke its protocol; the message names the command and persona."""
+
+
+def build_command(version: str) -> str:
+    """The command that builds a vipune release and its lane (a checkout: ``--checkout DIR``)."""
+    return f".ci/vipune/build.sh {version}"
+
+
+def find_lane(binary: Path, version: str) -> Path:
+    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved)."""
+    path = Path(binary).resolve().parent / lane_name(source_sha256())
+    if not path.is_file():
+        raise LaneError(
+            f"the vipune-lib retrievers need vipune-lane, built beside the vipune binary from the "
+            f"same source: {path} is not there (a lane is named after the sha256 of lane/, so an "
+            "edit of lane/ needs a new build)",
+            fix=f"`{build_command(version)}` builds vipune {version} and its lane and prints the "
+                "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
+                "DIR`); or drop vipune-lib and vipune-lib-semantic from `retrievers`")
+    return path
+
+
+def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """sha256 of the lane's bytes and what ``vipune-lane version`` says, checked against the
+    binary's fingerprint (the lane must have been built beside those very bytes); ``id`` = vipune
+    version-sha12 of (the lane's bytes, the binary's id) names its results."""
+    said = _version(path, timeout)
+    if said.get("binary_sha256") != binary["sha256"]:
+        raise LaneError(
+            f"{path} was built beside a vipune binary with sha256 {str(said.get('binary_sha256'))[:12]}, "
+            f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]}): its search code "
+            "may not be that binary's",
+            fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
+                "`.ci/vipune/build.sh --checkout DIR`)")
+    sha = sha256_file(path)
+    # The id names the pair (these lane bytes, that binary): a real lane records its binary's
+    # sha256 in its bytes anyway; a lane script that does not still gets one id per binary.
+    pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
+    version = said.get("vipune") or binary["version"]
+    return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
+            "id": f"{version}-{pair[:12]}"}
+
+
+def _version(path: Path, timeout: float) -> dict[str, Any]:
+    cmd = [str(path), "version"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        said = json.loads(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        raise LaneError(f"`{' '.join(cmd)}` did not print its build as JSON: {exc}",
+                        fix=f"build it again: `{build_command('VERSION')}`") from None
+    if proc.returncode != 0 or not isinstance(said, dict) or said.get("name") != "vipune-lane":
+        raise LaneError(f"`{' '.join(cmd)}` exited {proc.returncode} saying {proc.stdout[:200]!r} "
+                        f"{proc.stderr[-300:]!r}: not a vipune-lane",
+                        fix=f"build it again: `{build_command('VERSION')}`")
+    return said
+
+
+def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
+    """The fingerprint ``path`` must match: results are filed under it, so the bytes must agree."""
+    expected = read_json(fingerprint)
+    actual = sha256_file(path)
+    if actual != expected["sha256"]:
+        raise LaneError(f"{path} (sha256 {actual[:12]}) is not the lane this result belongs to "
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
+                        fix="rerun snakemake so it re-plans")
+    return expected
+
+
+def frame(persona: Persona, limit: int) -> bytes:
+    """One persona on the lane's stdin: its header line, then its rows' vectors and the question's."""
+    vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
+    header = {"question_id": persona.question_id, "question": persona.question, "limit": limit,
+              "dims": int(vectors.shape[1]), "ids": persona.row_ids, "contents": persona.texts,
+              "created_at": persona.created_at}
+    return json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n" + vectors.tobytes()
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """How a job runs one lane over a stream of personas."""
+
+    lane: Path
+    tmp: Path          # the per-persona databases (created and removed by the lane)
+    timeout: float     # seconds the lane may take for one persona
+
+    def search(self, personas: Iterable[Persona], limit: int) -> Iterator[tuple[Persona, dict[str, Any]]]:
+        """Each persona with the lane's answer, in order: its rankings and timings, or its error.
+        One process for all of them; a lane that dies, hangs or answers out of turn is a LaneError
+        naming the command and the persona it was on."""
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        cmd = [str(self.lane), "search", "--tmp", str(self.tmp)]
+        stderr = (self.tmp / "lane.stderr").open("w+b")
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        sent: queue.Queue[Persona | None] = queue.Queue()
+        lines: queue.Queue[bytes] = queue.Queue()
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for persona in personas:
+                    sent.put(persona)
+                    proc.stdin.write(frame(persona, limit))
+            except BrokenPipeError:
+                pass  # the lane died: the reader says how
+            except BaseException as exc:  # noqa: BLE001 - reading the personas failed: re-raised below
+                failure.append(exc)
+            finally:
+                sent.put(None)
+                try:
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+
+        def read() -> None:
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(b"")
+
+        threads = [threading.Thread(target=write, daemon=True), threading.Thread(target=read, daemon=True)]
+        for t in threads:
+            t.start()
+        shown = " ".join(cmd)
+        try:
+            while (persona := sent.get()) is not None:
+                try:
+                    line = lines.get(timeout=self.timeout)
+                except queue.Empty:
+                    raise LaneError(f"persona {persona.question_id}: `{shown}` gave no answer within "
+                                    f"{self.timeout:g} s (vipune.timeout); it was killed",
+                                    fix="raise vipune.timeout, or see whether the lane hangs on this persona") from None
+                if not line:
+                    proc.wait()
+                    stderr.seek(0)
+                    raise LaneError(f"persona {persona.question_id}: `{shown}` ended (exit {proc.returncode}) "
+                                    f"before answering; stderr: {stderr.read().decode(errors='replace')[-500:]!r}",
+                                    fix="a malformed persona or a crash of vipune's code: rerun this shard "
+                                        "alone to see it, and report a crash to vipune")
+                try:
+                    answer = json.loads(line)
+                except json.JSONDecodeError:
+                    answer = None
+                if not isinstance(answer, dict) or answer.get("question_id") != persona.question_id:
+                    raise LaneError(f"persona {persona.question_id}: `{shown}` answered {line[:200]!r}, "
+                                    "not this persona's JSON line (a protocol violation)",
+                                    fix="build the lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
+                yield persona, answer
+            if failure:
+                raise failure[0]
+            if proc.wait(timeout=self.timeout) != 0:
+                stderr.seek(0)
+                raise LaneError(f"`{shown}` exited {proc.returncode} after the last persona; stderr: "
+                                f"{stderr.read().decode(errors='replace')[-500:]!r}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            stderr.close()
