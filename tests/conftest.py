@@ -143,6 +143,12 @@ def scenario_inputs(shared_tmp: Path):
 
 
 @pytest.fixture(scope="session")
+def small(scenario_inputs) -> tuple[Path, Path]:
+    """The (dataset, model) of the ``small`` scenario: six instances, for runs that vary one thing."""
+    return scenario_inputs("small")
+
+
+@pytest.fixture(scope="session")
 def finished_run(shared_tmp: Path, scenario_inputs, workflow_env):
     """``get(name)`` → (workdir, the Snakemake process) of a completed run of scenario ``name``:
     run once per test run (xdist workers included) and shared by every test that reads it. A

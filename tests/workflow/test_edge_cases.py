@@ -12,24 +12,16 @@ from pathlib import Path
 import pytest
 
 from support.fakes import fake_build
+from support.results import report
 from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def small(scenario_inputs):
-    return scenario_inputs("small")
-
-
-@pytest.fixture(scope="module")
 def small_run(finished_run):
     """A finished run on ``small``: tests that vary only the vipune lane start from a clone."""
     return finished_run("small")[0]
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 @pytest.mark.parametrize("fault, words", [("repeat-id", "twice"), ("over-limit", "more than --limit 10")])

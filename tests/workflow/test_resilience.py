@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.results import metrics, run_files
 from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
 
 REPO = SNAKEFILE.parent
@@ -22,15 +23,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def inputs(scenario_inputs):
     return scenario_inputs("standard")
-
-
-def run_files(workdir):
-    return {p.name: p.read_bytes() for p in sorted((workdir / "results/runs").glob("*.run"))}
-
-
-def metrics(workdir):
-    report = json.loads((workdir / "results/report.json").read_text())
-    return {name: entry["metrics"] for name, entry in report["retrievers"].items()}
 
 
 @pytest.fixture(scope="module")

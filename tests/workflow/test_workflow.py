@@ -6,60 +6,17 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import REPO, SNAKEFILE, make_workdir, snakemake
-
-KS = [1, 5, 10]
-
+from support.results import independent_metrics, read_qrels, read_run
+from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, make_workdir, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
     return finished_run("full")
-
-
-def read_qrels(path):
-    gold = defaultdict(set)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rel = line.split()
-        if int(rel) > 0:
-            gold[qid].add(doc)
-    return gold
-
-
-def read_run(path):
-    ranked = defaultdict(list)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rank, score, _ = line.split()
-        ranked[qid].append((int(rank), float(score), doc))
-    return {qid: [doc for _, _, doc in sorted(hits)] for qid, hits in ranked.items()}
-
-
-def independent_metrics(gold, ranked):
-    """The definitions written out plainly, sharing no code with the package."""
-    rows = {}
-    for qid, relevant in gold.items():
-        docs = ranked.get(qid, [])
-        row = {}
-        for k in KS:
-            hits = len(relevant & set(docs[:k]))
-            row[f"recall@{k}"] = hits / len(relevant)
-            row[f"recall_any@{k}"] = float(hits > 0)
-            row[f"recall_all@{k}"] = float(hits == len(relevant))
-            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:k]) if d in relevant)
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
-            row[f"ndcg@{k}"] = dcg / ideal
-        first = next((i for i, d in enumerate(docs) if d in relevant), None)
-        row["mrr"] = 0.0 if first is None else 1 / (first + 1)
-        rows[qid] = row
-    return rows
-
-
-RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
 
 
 @pytest.mark.slow
