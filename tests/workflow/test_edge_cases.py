@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from support.fakes import fake_build
 from support.results import report
 from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
 
@@ -36,24 +35,6 @@ def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run
     assert list(vipune["failed"]) == [victim["question_id"]] and vipune["pairs"] == 4
     message = vipune["failed"][victim["question_id"]]
     assert words in message and "a contract violation" in message and "--no-touch --" in message
-
-
-def test_question_ids_holding_separators_score_like_any_other(small, workflow_env, tmp_path):
-    data, model = small
-    rows = json.loads(Path(data).read_text())
-    usable = [r for r in rows if not r["question_id"].endswith("_abs")]
-    for row, qid in zip(usable, ["a::b", "x/y", "-lead", "q::1::2"]):
-        row["question_id"] = qid
-    renamed = tmp_path / "renamed.json"
-    renamed.write_text(json.dumps(rows))
-    workdir = make_workdir(tmp_path / "w", renamed, model)
-    snakemake(workdir, "--cores", "2", env=workflow_env)
-    result = report(workdir)
-    for name in ("vipune", "dense", "hybrid"):
-        metrics = json.loads((workdir / result["retrievers"][name]["run"].replace("runs", "metrics")
-                              .replace(".run", ".json")).read_text())
-        for qid in ["a::b", "x/y", "-lead", "q::1::2"]:
-            assert metrics["per_query"][qid]["recall@10"] == 1.0, (name, qid)  # was 0: ids were split
 
 
 def test_more_search_shards_than_pairs_gives_empty_shards(small_run, workflow_env, tmp_path):
@@ -204,29 +185,6 @@ def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_
     plugin.write_text(PLUGIN)
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert report(workdir)["retrievers"]["mine"]["pairs"] == 5
-
-
-def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, workflow_env, tmp_path):
-    """Item 4: the dataset and model paths reached the shell commands of filter, embed, preflight
-    and vipune-home unquoted (``error: unrecognized arguments: ace/lme.json``). Every path, in
-    every rule, is quoted: a run from a folder with spaces in its name, on a dataset, a model and
-    a vipune binary in folders with spaces (chunk rows too: the tokenizer's path)."""
-    import shutil
-
-    data, model = small
-    spaced = tmp_path / "a folder with spaces"
-    (spaced / "sp ace").mkdir(parents=True)
-    shutil.copy(data, spaced / "sp ace" / "lme.json")
-    shutil.copytree(model, spaced / "my model")
-    binary, _ = fake_build(spaced / "my build")  # the lane beside it, in a folder with spaces too
-    workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
-                           scenario="small", granularities=["session", "chunk"],
-                           vipune={"binary": str(binary)})
-    snakemake(workdir, "--cores", "2", env=workflow_env)
-    result = report(workdir)
-    assert result["pairs"] == 5 and result["retrievers"]["vipune"]["pairs"] == 5
-    assert result["retrievers"]["vipune-lib"]["pairs"] == 5
-    assert set(result["views"]) == {"session", "chunk"} and result["views"]["chunk"]["pairs"] == 5
 
 
 def test_a_plugin_calling_os_exit_fails_its_job_naming_it(small, workflow_env, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from support.results import independent_metrics, read_qrels, read_run
-from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, make_workdir, snakemake
+from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
@@ -261,21 +261,6 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, f
     proc = snakemake(other, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     assert "cargo install vipune" in proc.stdout + proc.stderr
-
-
-@pytest.mark.slow
-def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, scenario_inputs):
-    """Issue 9: every vipune call (fingerprint, preflight, search) has a private HOME and config
-    dir; the stages' library caches go under results/.cache. Snakemake's own source cache
-    follows $XDG_CACHE_HOME, which points elsewhere here (it is the launcher's, not ours)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    other = make_workdir(tmp_path / "run", *scenario_inputs("small"), scenario="small")
-    env = {**workflow_env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "launcher-cache")}
-    env.pop("XDG_CONFIG_HOME", None)
-    snakemake(other, "--cores", "2", env=env)  # a cold run: every stage, every vipune call
-    assert json.loads((other / "results/report.json").read_text())["pairs"] == 5
-    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
 
 
 @pytest.mark.slow
