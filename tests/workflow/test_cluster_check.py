@@ -1,5 +1,6 @@
-"""The cluster fit check through the Snakemake CLI and the real SLURM profile, with fake SLURM
-tools on PATH (the check itself: tests/unit/plan/test_cluster.py)."""
+"""The SLURM profile through the Snakemake CLI without a cluster: a dry run plans grouped jobs
+with their resources, and the fit check stops an oversized run before submitting, with fake
+SLURM tools on PATH (the check itself: tests/unit/plan/test_cluster.py)."""
 
 import os
 import re
@@ -32,3 +33,21 @@ def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, wo
     assert "ask for more than" not in out
     assert calls.exists() and "--cpus-per-task=1" in calls.read_text()
     assert re.search(r"Error in rule (filter|preflight)", out), out[-3000:]
+
+
+def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(standard, workflow_env, tmp_path):
+    workdir = make_workdir(tmp_path / "cluster", *standard)
+    # A dry run caps threads at --cores (1 when not given): 64 shows the profile's own values.
+    proc = snakemake(workdir, "--profile", str(SNAKEFILE.parent / "workflow/profiles/slurm"), "-n", "--cores", "64",
+                     env=workflow_env)
+    out = proc.stdout
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out[out.index("Job stats:"):], re.M))
+    assert stats["search_vipune"] == "3" and stats["embed"] == "2" and stats["search_reference"] == "3"
+    assert "Group job search-vipune" in out and "Group job search-reference" in out
+    embed = out[out.index("rule embed:"):]
+    embed = embed[:embed.index("Shell command")]
+    assert "mem_mb=3500" in embed and "runtime=720" in embed
+    # The defaults fit a 2-CPU node: no job asks for more than 2 threads.
+    assert re.search(r"vipune-eval embed .*--threads 2", out)
+    assert re.search(r"vipune-eval search-vipune .*--threads 1", out)
+    assert max(int(t) for t in re.findall(r"^\s+threads: (\d+)$", out, re.M)) <= 2
