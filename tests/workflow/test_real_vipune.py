@@ -19,9 +19,8 @@ import pytest
 import yaml
 
 from support import real_vipune
-from support.scenarios import clone, make_workdir, snakemake
-from test_reruns import planned
-from test_workflow import RETRIEVERS, independent_metrics, read_qrels, read_run
+from support.results import independent_metrics, read_qrels, read_run, report
+from support.scenarios import RETRIEVERS, clone, make_workdir, planned, snakemake
 from vipune_eval.vipune.client import Vipune, VipuneError
 from vipune_eval.vipune.lane import find_lane, lane_fingerprint
 
@@ -71,10 +70,6 @@ def real_run(real_vipune_bin, scenario_inputs, real_env, user_home, tmp_path_fac
     snakemake(workdir, "--cores", "2", env=real_env)
     print(f"\nreal vipune {real_vipune.RELEASE}: a cold workflow run took {time.perf_counter() - start:.1f} s")
     return workdir, before
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 @pytest.mark.slow
