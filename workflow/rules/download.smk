@@ -97,6 +97,7 @@ rule vipune_home:
 rule vipune_missing:
     output:
         paths.binary_fingerprint("missing"),
+        paths.lane_fingerprint("missing"),
     log:
         "results/logs/vipune_missing.log",
     benchmark:

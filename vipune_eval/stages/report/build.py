@@ -83,6 +83,7 @@ class Loaded:
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
+    lane: dict[str, Any] | None = None  # the vipune-lane's fingerprint (the vipune-lib runs)
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -127,7 +128,8 @@ def load(manifest: dict[str, Any]) -> Loaded:
         preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
         dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
         config=read_json(manifest["config"]),
-        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {})
+        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {},
+        lane=read_json(manifest["lane"]["fingerprint"]) if manifest.get("lane") else None)
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -176,6 +178,9 @@ def _view_block(view: View) -> dict[str, Any]:
             "description": e["description"], "ks": e["ks"], "pairs": view.summary["pairs"],
             "qrels": e["qrels"], "summary": view.summary, "measures": measures.definitions(e["measures"]),
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
+
+
+LANES = (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic"))  # lib run, binary run
 
 
 def build(loaded: Loaded) -> Report:
@@ -232,11 +237,14 @@ def build(loaded: Loaded) -> Report:
         "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
                                                           mirrors.get("vipune-semantic")),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
+        # vipune's own search code (the lane) against the binary: they should agree on every pair
+        "lanes": [agree for lib, binary in LANES if (agree := diagnostics.agreement(metrics, ks, lib, binary))],
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {
         "dataset": loaded.dataset, "model": loaded.model,
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
+        "lane": loaded.lane,
         "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against

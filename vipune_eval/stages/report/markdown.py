@@ -286,6 +286,13 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
             lines.append(f"- {binary} and its mirror `{mirror}` return the same ranking on {shares} of "
                          f"{agree['pairs']} pairs. A large disagreement means the binary no longer does "
                          f"what its contract says.")
+    for agree in d.get("lanes", []):
+        shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+        differ = agree[f"differ_top{max(ks)}"]
+        lines.append(f"- {agree['run']} (vipune's own search code through vipune-lane, on the cached query "
+                     f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
+                     f"{shares} of {agree['pairs']} pairs"
+                     + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
     seconds = report["retrievers"].get("vipune", {}).get("search_seconds")
     if seconds:
         lines.append(f"- vipune search latency (per query, subprocess included): p50 {seconds['p50']:.3f} s, "

@@ -79,6 +79,12 @@ def warnings(report: Mapping[str, Any]) -> list[str]:
             out.append(f"{binary} and its mirror {agree['mirror']} rank the top {k} differently on "
                        f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
+    for agree in d.get("lanes", []):
+        differ = agree[f"differ_top{max(report['views'][PRIMARY.name]['ks'])}"]
+        if differ:
+            out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
+                       f"{len(differ)} of {agree['pairs']} pairs differently: {', '.join(differ[:5])}"
+                       + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics)")
     if any(NO_INTERVAL in cell for row in headline(report)[1] for cell in row):
         out.append(NO_INTERVAL_NOTE.replace("`", ""))
     return out

@@ -15,6 +15,7 @@ from vipune_eval.stages.search import plugin as plugins
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
+from support.scenarios import REPO
 
 PLUGIN = textwrap.dedent('''\
     import numpy as np
@@ -241,7 +242,7 @@ def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):
     """docs/extending.md's complete plugin, as written there, ranks a persona and passes the checks."""
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "extending.md").read_text()
+    doc = (REPO / "docs" / "extending.md").read_text()
     source = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "def rank(" in block)
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "recent_dense.py").write_text(source)
