@@ -30,7 +30,6 @@ from support.config import DEFAULTS  # noqa: E402  (config/config.yaml)
 SPLIT = DEFAULTS["split"]  # the dev/test split a run of the workflow makes
 
 PYTHON = sys.executable
-FAKE_VIPUNE = REPO / "tests" / "fake_vipune.py"
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 

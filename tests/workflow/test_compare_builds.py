@@ -1,35 +1,26 @@
 """The maintainer's loop (issue 14): many builds in one report, and a held-out dev/test split."""
 
-import json
 import re
 import shutil
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.fakes import fake_lane
-from support.scenarios import REPO, make_workdir, snakemake
-from test_reruns import planned
+from support.fakes import fake_build
+from support.results import report
+from support.scenarios import REPO, make_workdir, planned, snakemake
 
 pytestmark = pytest.mark.slow
 
-FAKE = REPO / "tests" / "fake_vipune.py"
 SHARDS = 2
 
 
 def build(folder, name, env=""):
-    """A vipune build: a wrapper around the fake (``env``: what its search does differently), its
-    fake lane beside it."""
-    path = folder / name / "vipune"
-    path.parent.mkdir(parents=True)
-    path.write_text(f'#!/bin/sh\n# build {name}\n{env}exec "{sys.executable}" "{FAKE}" "$@"\n')
-    path.chmod(0o755)
-    fake_lane(path.parent)
-    return path
+    """A vipune build: the fake and its lane in ``folder/name/bin`` (``env``: what its search does
+    differently)."""
+    return fake_build(folder / name, preamble=f"# build {name}\n{env}")[0]
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +36,6 @@ def builds_run(tmp_path_factory, workflow_env, scenario_inputs):
     assert config["search"]["shards"] == SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return root, workdir, config, data, model
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 def test_every_build_is_a_row_with_paired_results_against_the_primary(builds_run):
