@@ -1,7 +1,7 @@
 """Views: the ways of scoring the same pairs, protocol × granularity.
 
 The seed protocol at session granularity is the primary result. Every other view is a full,
-separate set of rows, runs and metrics under its own folder (``paths.view_folder``):
+separate set of rows, runs and metrics under its own folder (``View.folder``):
 
 - protocol ``seed``: rows are ``role: content`` text, gold is ``answer_session_ids`` (or the
   sessions holding a ``has_answer`` turn), trec_eval measures at the configured ``ks``;
@@ -22,7 +22,6 @@ from typing import Any
 
 from vipune_eval.registry import granularities, measures
 from vipune_eval.errors import EvalError
-from vipune_eval.core.paths import view_folder
 
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
@@ -36,7 +35,13 @@ class View:
 
     @property
     def folder(self) -> str:
-        return view_folder(self.protocol, self.granularity)
+        """The prefix of the view's results: "" for the seed protocol at session granularity (the
+        primary results keep their paths), else ``<granularity>/``, ``official/`` or
+        ``official-<granularity>/``."""
+        primary = self.granularity == granularities.PRIMARY
+        if self.protocol == "seed":
+            return "" if primary else f"{self.granularity}/"
+        return f"{self.protocol}/" if primary else f"{self.protocol}-{self.granularity}/"
 
     @property
     def name(self) -> str:

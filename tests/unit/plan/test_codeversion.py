@@ -56,21 +56,23 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
-    "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
+    # the intervals of the metrics; never the report's comparisons or their wording
+    "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
-               "registry.granularities", "core.paths", "core.stats", "core.trec", "core.manifest",
+               "stages.report.compare", "registry.granularities", "core.paths", "core.intervals",
+               "core.trec", "core.manifest",
                "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
     "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
                     "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
-                    "core.paths", "core.stats"},
+                    "stages.report.compare", "core.paths", "core.intervals"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
-    "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
+    "report-html": {"stages.report.html_report", "core.paths"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
          "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
@@ -109,6 +111,14 @@ def test_the_pairs_and_the_rows_do_not_reach_each_other():
     assert not {"stages.filter.pairs", "stages.filter.split"} & modules("filter-rows")
 
 
+def test_core_is_the_ground_floor():
+    """core/ is shared by every stage: it imports nothing from registry/, plan/ or stages/, so an
+    edit there cannot reach core's users through it (issue 36)."""
+    above = {m: sorted(i for i in imports if i.split(".")[0] in ("registry", "plan", "stages"))
+             for m, imports in import_graph().items() if m.startswith("core.")}
+    assert not {m: i for m, i in above.items() if i}
+
+
 def test_the_contract_constants_import_nothing():
     assert import_graph()["vipune.contract"] == frozenset()
 
@@ -125,15 +135,15 @@ def test_code_version_follows_a_new_import(tmp_path):
     """A module that starts importing another is tracked without anyone updating a list."""
     package = tmp_path / "vipune_eval"
     shutil.copytree(PACKAGE, package)
-    assert "core.stats" not in command_modules("plots", package)
+    assert "core.intervals" not in command_modules("plots", package)
     before = code_version("plots", package)
-    stats = package / "core" / "stats.py"
-    stats.write_text(stats.read_text() + "\n# changed\n")
+    intervals = package / "core" / "intervals.py"
+    intervals.write_text(intervals.read_text() + "\n# changed\n")
     assert code_version("plots", package) == before
     plots = package / "stages" / "report" / "plots.py"
-    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.stats import holm  # noqa: F401\n")
+    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.intervals import MIN_BOOTSTRAP_PAIRS  # noqa: F401\n")
     import_graph.cache_clear()
-    assert "core.stats" in command_modules("plots", package)
+    assert "core.intervals" in command_modules("plots", package)
     assert code_version("plots", package) != before
 
 
