@@ -26,6 +26,10 @@ from vipune_eval.errors import EvalError
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
 OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
+# What a row is at each granularity, in the report's words (a test holds its keys to the
+# granularities).
+ROWS = {"session": "one row per session", "turn": "one row per turn",
+        "chunk": "rows of consecutive turns, at most 512 tokens each"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ class View:
                 *(["--no-collapse"] if self.turn_level_run else [])]
 
     def description(self) -> str:
-        rows = granularities.get(self.granularity).rows
+        rows = ROWS[self.granularity]
         if self.official:
             return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
                     f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "

@@ -10,6 +10,7 @@ the edits a maintainer makes most (the projection's text, the dev/test split, th
 a measure, the report's Markdown) rerun exactly the rules that reach them and their downstream.
 """
 
+import dataclasses
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ import pytest
 from support import scenarios
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
+from vipune_eval.registry import granularities
 
 from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
@@ -43,11 +45,16 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
-    # reference retrievers: the registry and vipune's contract constants, never the client
-    "search-reference": SHARD | {"stages.search.arms", "registry.retrievers", "vipune.contract"},
-    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "registry.retrievers", "vipune.contract"},
-    "search-family": SHARD | {"stages.search.family", "registry.retrievers", "vipune.contract"},
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "vipune.contract"},
+    # the shared arms: their names only, never the retrievers' registry (its presets, descriptions)
+    "search-reference": SHARD | {"stages.search.arms", "registry.arms"},
+    # family settings and plugins: the registry (to read the spec), the ranking functions and
+    # vipune's contract constants, never the client
+    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
+                               "registry.retrievers", "registry.arms", "vipune.contract"},
+    "search-family": SHARD | {"stages.search.family", "stages.search.families", "registry.retrievers",
+                              "registry.arms", "vipune.contract"},
+    # the plugin loader is here, where the job's code version sees it
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
                               "vipune.import_format", "vipune.contract"},
@@ -119,6 +126,31 @@ def test_core_is_the_ground_floor():
     assert not {m: i for m, i in above.items() if i}
 
 
+def test_the_registry_imports_no_stage_and_no_plan():
+    """The registry is read by the stages and the plan, never the other way round: a plugin is
+    imported by the config check (plan), not through a name the import graph cannot see."""
+    graph = import_graph()
+    for module, imports in graph.items():
+        if module.startswith("registry."):
+            assert not {i for i in imports if i.split(".")[0] in ("stages", "plan")}, module
+    sources = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
+    assert "import_module(\"vipune_eval" not in sources and "import_module('vipune_eval" not in sources
+
+
+@pytest.mark.parametrize("command", ("search-reference", "filter", "filter-rows", "embed"))
+def test_the_retrievers_registry_reruns_no_arms_and_nothing_upstream(command):
+    """Editing a preset's description or the report's roles reran every arms shard (issue 36)."""
+    assert "registry.retrievers" not in modules(command)
+
+
+@pytest.mark.parametrize("command", EARLY)
+def test_the_report_only_words_rerun_no_stage_before_the_report(command):
+    """A granularity's rows in the report's words (registry.views.ROWS) and the comparison
+    sentences (stages.report.compare) once reran everything, and every score job (issue 36)."""
+    assert not {"registry.views", "stages.report.compare"} & modules(command)
+    assert "rows" not in {f.name for f in dataclasses.fields(granularities.Granularity)}
+
+
 def test_the_contract_constants_import_nothing():
     assert import_graph()["vipune.contract"] == frozenset()
 
@@ -180,6 +212,11 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report", "report_page"},  # the report's Markdown (and its HTML)
+    # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
+    # words for a granularity's rows rerun the report only; a comparison sentence no score job
+    "registry.retrievers": {"fuse_reference"},
+    "registry.views": {"report", "plots", "report_page"},
+    "stages.report.compare": {"report", "report_page"},
     "core.io": RULES,  # shared by every stage: legitimately everything
 }
 
