@@ -38,3 +38,11 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune_lane.py"}
+
+
+def test_the_missing_sentinel_is_typed_once():
+    """binary.MISSING is the fingerprint id of a binary that is not there: the workspace, the
+    rules, the manifest and the failure summary read it; none types it again."""
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "workflow" / "rules").glob("*.smk")]
+    typed = [f.relative_to(REPO).as_posix() for f in files if re.search(r"""["']missing["']""", f.read_text())]
+    assert typed == ["vipune_eval/vipune/binary.py"]
