@@ -103,7 +103,8 @@ def clone(workdir: Path, dest: Path, drop: tuple[str, ...] = ()) -> Path:
 
 
 # The retrievers of a scenario that names none (the full and the real one).
-RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
+RETRIEVERS = {"vipune", "vipune-semantic", "vipune-lib", "vipune-lib-semantic", "dense", "bm25", "bm25-or",
+              "hybrid", "hybrid-or"}
 
 # What a clone drops so that the vipune lane searches again (the rest of the run is kept).
 VIPUNE_SEARCHES = ("results/search/vipune-*", "results/runs/vipune-*", "results/metrics/vipune-*",

@@ -151,14 +151,18 @@ def test_official_views_are_longmemevals_protocol_recomputed_independently(full_
 
 @pytest.mark.slow
 def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
-    """The fake binary follows vipune's algorithm, so `hybrid` must match `vipune` exactly and
-    `dense` must match `vipune-semantic`, at every granularity and protocol."""
+    """The fake binary and the fake lane follow vipune's algorithm, so `hybrid` must match `vipune`
+    and `vipune-lib` exactly and `dense` must match `vipune-semantic` and `vipune-lib-semantic`, at
+    every granularity and protocol; the report finds the lanes in agreement on every pair."""
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
     for view in report["views"].values():
         runs = {name: read_run(workdir / entry["run"]) for name, entry in view["retrievers"].items()}
-        assert runs["vipune"] == runs["hybrid"]
-        assert runs["vipune-semantic"] == runs["dense"]
+        assert runs["vipune"] == runs["hybrid"] == runs["vipune-lib"]
+        assert runs["vipune-semantic"] == runs["dense"] == runs["vipune-lib-semantic"]
+    lanes = {(a["run"], a["mirror"]): a for a in report["diagnostics"]["lanes"]}
+    assert set(lanes) == {("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic")}
+    assert all(a["same_top10_share"] == 1.0 and a["differ_top10"] == [] for a in lanes.values())
 
 
 @pytest.mark.slow

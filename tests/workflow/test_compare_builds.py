@@ -84,6 +84,27 @@ def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
+def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(builds_run, workflow_env, tmp_path):
+    """A build known by its fingerprint id alone has results here, not a path: when one of its
+    shards must be searched again, the job refuses it with a named error and its fix (it once
+    raised IsADirectoryError on Path(""), issue 36)."""
+    from support.scenarios import clone
+
+    _, source, config, _, _ = builds_run
+    changed_id = report(source)["builds"][2]["id"]
+    workdir = clone(source, tmp_path / "by-id")
+    by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
+    (workdir / f"results/search/vipune-{changed_id}/shard-0-of-{SHARDS}.run").unlink()
+    proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    log = (workdir / f"results/logs/search_vipune/vipune-{changed_id}/shard-0-of-{SHARDS}.log").read_text()
+    named = "no vipune binary is configured for this build, known here by its fingerprint id alone"
+    assert named in log and "Traceback" not in log, log
+    summary = proc.stderr[proc.stderr.index("job(s) failed or cannot run"):]
+    assert named in summary and "fix: set vipune.binary to the build's path, or list its path" in summary
+
+
 def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow_env, tmp_path):
     _, workdir, config, data, model = builds_run
     other = tmp_path / "elsewhere"
