@@ -27,7 +27,7 @@ WORKFLOW_TESTS = TESTS / "workflow"
 # worker (--dist loadfile) in collection order (--no-loadscope-reorder): started first, the long
 # files leave the short ones to fill in at the end, instead of one long file setting the wall time.
 LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py", "workflow/test_reruns.py",
-                 "workflow/test_workflow.py", "workflow/test_builds.py", "workflow/test_vipune_faults.py",
+                 "workflow/test_workflow.py", "workflow/test_compare_builds.py", "workflow/test_vipune_faults.py",
                  "workflow/test_resilience.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",
                  "project/test_plain_install.py", "workflow/test_cold_small_run.py")
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
