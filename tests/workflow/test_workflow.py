@@ -6,60 +6,17 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import REPO, SNAKEFILE, make_workdir, snakemake
-
-KS = [1, 5, 10]
-
+from support.results import independent_metrics, read_qrels, read_run
+from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
     return finished_run("full")
-
-
-def read_qrels(path):
-    gold = defaultdict(set)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rel = line.split()
-        if int(rel) > 0:
-            gold[qid].add(doc)
-    return gold
-
-
-def read_run(path):
-    ranked = defaultdict(list)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rank, score, _ = line.split()
-        ranked[qid].append((int(rank), float(score), doc))
-    return {qid: [doc for _, _, doc in sorted(hits)] for qid, hits in ranked.items()}
-
-
-def independent_metrics(gold, ranked):
-    """The definitions written out plainly, sharing no code with the package."""
-    rows = {}
-    for qid, relevant in gold.items():
-        docs = ranked.get(qid, [])
-        row = {}
-        for k in KS:
-            hits = len(relevant & set(docs[:k]))
-            row[f"recall@{k}"] = hits / len(relevant)
-            row[f"recall_any@{k}"] = float(hits > 0)
-            row[f"recall_all@{k}"] = float(hits == len(relevant))
-            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:k]) if d in relevant)
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
-            row[f"ndcg@{k}"] = dcg / ideal
-        first = next((i for i, d in enumerate(docs) if d in relevant), None)
-        row["mrr"] = 0.0 if first is None else 1 / (first + 1)
-        rows[qid] = row
-    return rows
-
-
-RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
 
 
 @pytest.mark.slow
@@ -196,14 +153,18 @@ def test_official_views_are_longmemevals_protocol_recomputed_independently(full_
 
 @pytest.mark.slow
 def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
-    """The fake binary follows vipune's algorithm, so `hybrid` must match `vipune` exactly and
-    `dense` must match `vipune-semantic`, at every granularity and protocol."""
+    """The fake binary and the fake lane follow vipune's algorithm, so `hybrid` must match `vipune`
+    and `vipune-lib` exactly and `dense` must match `vipune-semantic` and `vipune-lib-semantic`, at
+    every granularity and protocol; the report finds the lanes in agreement on every pair."""
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
     for view in report["views"].values():
         runs = {name: read_run(workdir / entry["run"]) for name, entry in view["retrievers"].items()}
-        assert runs["vipune"] == runs["hybrid"]
-        assert runs["vipune-semantic"] == runs["dense"]
+        assert runs["vipune"] == runs["hybrid"] == runs["vipune-lib"]
+        assert runs["vipune-semantic"] == runs["dense"] == runs["vipune-lib-semantic"]
+    lanes = {(a["run"], a["mirror"]): a for a in report["diagnostics"]["lanes"]}
+    assert set(lanes) == {("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic")}
+    assert all(a["same_top10_share"] == 1.0 and a["differ_top10"] == [] for a in lanes.values())
 
 
 @pytest.mark.slow
@@ -304,21 +265,6 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, f
     proc = snakemake(other, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     assert "cargo install vipune" in proc.stdout + proc.stderr
-
-
-@pytest.mark.slow
-def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, scenario_inputs):
-    """Issue 9: every vipune call (fingerprint, preflight, search) has a private HOME and config
-    dir; the stages' library caches go under results/.cache. Snakemake's own source cache
-    follows $XDG_CACHE_HOME, which points elsewhere here (it is the launcher's, not ours)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    other = make_workdir(tmp_path / "run", *scenario_inputs("small"), scenario="small")
-    env = {**workflow_env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "launcher-cache")}
-    env.pop("XDG_CONFIG_HOME", None)
-    snakemake(other, "--cores", "2", env=env)  # a cold run: every stage, every vipune call
-    assert json.loads((other / "results/report.json").read_text())["pairs"] == 5
-    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
 
 
 @pytest.mark.slow

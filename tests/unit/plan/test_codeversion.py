@@ -61,7 +61,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
-               "registry.granularities", "core.paths", "core.stats", "core.trec", "vipune.release"},
+               "registry.granularities", "core.paths", "core.stats", "core.trec", "core.manifest",
+               "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files

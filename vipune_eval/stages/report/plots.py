@@ -174,7 +174,7 @@ def whatif(report: dict[str, Any], out: Path) -> None:
 
 def run_plots(report: Path, out_dir: Path, plots: list[str]) -> None:
     """Draw ``plots`` (names of paths.PLOTS): the workflow asks for those that have something to
-    show in this run (plan.workspace.plots), so no plot is a placeholder."""
+    show in this run (plan.workspace.Workspace.plots), so no plot is a placeholder."""
     data = read_json(report)
     ks = data["views"][PRIMARY.name]["ks"]
     k = measures.primary_k(ks)
