@@ -17,6 +17,10 @@ from vipune_eval.core.io import read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune, VipuneSettings
 
+# The fingerprint id of a vipune.binary that is not there (and of its lane): its jobs wait on the
+# rule that reports it, so dry runs and --lint work without vipune.
+MISSING = "missing"
+
 
 def resolve_binary(binary: str) -> Path:
     """A bare name is looked up on PATH; a path must exist and be executable."""
@@ -83,5 +87,6 @@ def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
     actual = sha256_file(binary)
     if actual != expected["sha256"]:
         raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]}); rerun snakemake so it re-plans")
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
+                        fix="rerun snakemake so it re-plans (the binary changed after the run was planned)")
     return expected

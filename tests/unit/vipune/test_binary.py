@@ -45,6 +45,14 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune_lane.py"}
 
 
+def test_the_missing_sentinel_is_typed_once():
+    """binary.MISSING is the fingerprint id of a binary that is not there: the workspace, the
+    rules, the manifest and the failure summary read it; none types it again."""
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "workflow" / "rules").glob("*.smk")]
+    typed = [f.relative_to(REPO).as_posix() for f in files if re.search(r"""["']missing["']""", f.read_text())]
+    assert typed == ["vipune_eval/vipune/binary.py"]
+
+
 @pytest.fixture
 def fake_binary(tmp_path, fake_vipune_bin):
     copy = tmp_path / "bin" / "vipune"
