@@ -60,14 +60,17 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the report reads every stage's outputs (the embed tally's format included)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
-               "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
+               "stages.report.summary", "stages.report.sections", "stages.report.document",
+               "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.views",
                "registry.granularities", "core.paths", "core.stats", "core.trec", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
-    # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
-    "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
-                    "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
-                    "core.paths", "core.stats"},
+    # the report's document in HTML, each plot beside its section: rendering only, nothing read
+    # but report.json and the plots
+    "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
+                    "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
+                    "registry.measures", "registry.views", "registry.granularities", "core.paths",
+                    "core.stats"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
 }
@@ -164,7 +167,8 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "stages.filter.split": {"filter"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "registry.measures": {"score", "report", "plots", "report_page"},
-    "stages.report.markdown": {"report", "report_page"},  # the report's Markdown (and its HTML)
+    "stages.report.markdown": {"report"},  # the report's Markdown
+    "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
     "core.io": RULES,  # shared by every stage: legitimately everything
 }
 

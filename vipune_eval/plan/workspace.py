@@ -400,16 +400,11 @@ def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
 
 
 def plots(ws: Workspace) -> list[str]:
-    """The plots of this run, in paths.PLOTS's order: each one that has something to show (a
-    placeholder would only say what is not there)."""
-    shown = {"recall_at_k", "recall_per_category", "gold_ranks"}
-    if sum(view.protocol == "seed" for view in ws.views) > 1:
-        shown.add("granularities")
-    if ws.primary and "vipune" in ws.retrievers:  # the builds' search latencies
-        shown.add("latency")
-    if ws.lab:
-        shown.add("whatif")
-    return [p for p in paths.PLOTS if p in shown]
+    """The plots of this run: each one that has something to show (stages.report.plots.PLOTS)."""
+    from vipune_eval.stages.report.plots import RunShape, shown
+
+    return shown(RunShape(seed_views=sum(view.protocol == "seed" for view in ws.views),
+                          builds=bool(ws.primary and "vipune" in ws.retrievers), lab=bool(ws.lab)))
 
 
 def embed_shards(ws: Workspace, view: View) -> list[str]:
