@@ -5,6 +5,7 @@ own function on a small hand-made run, so their shape is the real one."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -88,15 +89,51 @@ def test_build_takes_every_number_from_what_was_loaded(loaded):
     assert report["splits"]["test"]["pairs"] == 6 and "dev" in report["splits"]
 
 
-def test_build_reads_no_file(loaded, monkeypatch):
-    import builtins
+READS: list[list[str]] = []  # while a test watches: each file the process opened (an audit hook stays)
+HOOKED: list = []            # the audit hook, once added (it cannot be removed)
+FILE_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "sqlite3.connect", "mmap.__new__", "shutil.copyfile"}
 
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"build opened {args[0]}")
 
-    monkeypatch.setattr(builtins, "open", refuse)
-    monkeypatch.setattr(pq, "read_table", refuse)
+def _audit(event: str, args: tuple) -> None:
+    if READS and event in FILE_EVENTS:
+        READS[-1].append(f"{event} {args[0] if args else ''}")
+
+
+@pytest.fixture
+def no_file_read(monkeypatch, tmp_path):
+    """Every file the process opens while the test runs, as Python's audit hook sees it
+    (builtins.open, io.open, os.open, Path.open/read_text/read_bytes, sqlite3, mmap, listings),
+    and pyarrow's readers, whose C++ opens no hook sees, refused; the working directory an empty
+    folder, so a results/ path the manifest names is not there either."""
+    import pyarrow
+    import pyarrow.dataset
+
+    if not HOOKED:
+        sys.addaudithook(_audit)
+        HOOKED.append(_audit)
+
+    def refuse(name):
+        def read(*args, **kwargs):
+            raise AssertionError(f"{name} {args[0] if args else ''}")
+        return read
+
+    for module, names in ((pq, [n for n in dir(pq) if n.startswith("read_")] + ["ParquetFile", "ParquetDataset"]),
+                          (pyarrow, ["memory_map", "OSFile", "input_stream", "open_stream", "open_file"]),
+                          (pyarrow.dataset, ["dataset"])):
+        for name in names:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, refuse(f"{module.__name__}.{name}"))
+    monkeypatch.chdir(tmp_path)
+    READS.append([])
+    try:
+        yield READS[-1]
+    finally:
+        READS.pop()
+
+
+def test_build_reads_no_file(loaded, no_file_read):
     build(loaded)
+    assert no_file_read == []
 
 
 def test_render_gives_the_headline_table_and_the_sections(loaded):
