@@ -57,12 +57,14 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
     "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
-    # the report reads every stage's outputs (the embed tally's format included)
+    # the report reads every stage's outputs (the embed tally's format included) and says whether
+    # the model's files are the pinned ones (the pins)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.report.sections", "stages.report.document",
-               "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.views",
-               "registry.granularities", "core.paths", "core.stats", "core.trec", "vipune.release"},
+               "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.models",
+               "registry.views", "registry.granularities", "core.paths", "core.stats", "core.trec",
+               "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read

@@ -352,3 +352,43 @@ def test_each_plot_has_its_caption_and_stands_beside_its_section(loaded, tmp_pat
         heading = f"<h{section.level}>{section.title}</h{section.level}>"
         figure = page.index(f'<img alt="{p.name}"')
         assert page.rindex("<h", 0, figure) == page.index(heading), p.name
+
+
+BGE, BGE_AT = "BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+
+
+@pytest.mark.parametrize("path, onnx, pinned, words", [
+    # issue 36 item 6: a local folder of other bytes laid out as bge-small says they are not its pinned ones
+    ("/models/minilm", "003dfe404dce" + "0" * 52, False,
+     "model: files from /models/minilm laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
+     "003dfe404dce), mean pooling + L2: not the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e (pinned: "
+     "`onnx/model.onnx` sha256 828e1496d7fa): numbers are not comparable with runs on the pinned model"),
+    ("/models/bge", None, True,
+     "model: files from /models/bge laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
+     "828e1496d7fa), mean pooling + L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+    (None, None, True,
+     "model: BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 828e1496d7fa), downloaded, mean pooling "
+     "+ L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+])
+def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path, onnx, pinned, words):
+    """Issues 36 item 6 and 39 item 6: report.md's model line and provenance.model say where the
+    files came from and whether they are the pinned bytes of the model they are laid out as."""
+    from vipune_eval.registry.models import pins
+
+    pinned_files = pins(BGE, BGE_AT)
+    loaded.model = {"kind": "model", "repo_id": BGE, "revision": BGE_AT, "file": "model.onnx", "pooling": "mean",
+                    "files": {"model.onnx": onnx or pinned_files["onnx/model.onnx"],
+                              "tokenizer.json": pinned_files["tokenizer.json"]}}
+    loaded.config = {"model": {"path": path}}
+    report = build(loaded)
+    model = report["provenance"]["model"]
+    assert (model["source"], model["path"], model["pinned"]) == ("local" if path else "download", path, pinned)
+    assert model["pins"]["onnx/model.onnx"] == {"pinned": pinned_files["onnx/model.onnx"], "found": model["files"]["model.onnx"]}
+    assert f"- {words}\n" in render(report)
+
+
+def test_a_model_with_no_pins_says_its_bytes_are_not_checked(loaded):
+    report = build(loaded)
+    assert report["provenance"]["model"]["pinned"] is None and report["provenance"]["model"]["pins"] is None
+    assert ("- model: files from /models/x laid out as m/x@rrrrrrrrrrrr `model.onnx` (sha256 cdcdcdcdcdcd), mean "
+            "pooling + L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked\n") in render(report)

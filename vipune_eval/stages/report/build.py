@@ -20,7 +20,7 @@ from vipune_eval import __version__
 from vipune_eval.core.io import read_json, write_json, write_text
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
-from vipune_eval.registry import measures
+from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
@@ -234,7 +234,7 @@ def build(loaded: Loaded) -> Report:
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {
-        "dataset": loaded.dataset, "model": loaded.model,
+        "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
         "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
@@ -247,6 +247,18 @@ def build(loaded: Loaded) -> Report:
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
+
+
+def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """provenance.model: the model's fingerprint, where its files came from (``source``: a local
+    folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
+    are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:
+    each pinned file's sha256 beside the one found, registry.models)."""
+    path = (config.get("model") or {}).get("path")
+    check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
+    return {**model, "source": "local" if path else "download", "path": path,
+            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+            "pins": check}
 
 
 def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:

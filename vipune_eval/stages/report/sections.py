@@ -74,13 +74,21 @@ def vipune_line(report: Mapping[str, Any]) -> str | None:
             f"against {prov['contract_release']})")
 
 
-def model_line(report: Mapping[str, Any]) -> str:
-    prov = report["provenance"]
-    model = prov["model"]
-    local = prov["config"].get("model", {}).get("path")
-    source = f"files from {local} laid out as " if local else ""
-    return (f"model: {source}{model['repo_id']}@{model['revision'][:12]} `{model['file']}` "
-            f"(sha256 {model['files'][model['file']][:12]}), {model['pooling']} pooling + L2")
+def model_line(model: Mapping[str, Any]) -> str:
+    """The model: which files, where they came from, and whether they are the pinned bytes of the
+    model they are laid out as (provenance.model, stages.report.build.model_provenance)."""
+    name = f"{model['repo_id']}@{model['revision'][:12]}"
+    files = f"{name} `{model['file']}` (sha256 {model['files'][model['file']][:12]})"
+    where = f"files from {model['path']} laid out as {files}" if model["path"] else f"{files}, downloaded"
+    line = f"model: {where}, {model['pooling']} pooling + L2"
+    if model["pinned"] is None:
+        return line + f": {name} has no pins, so these bytes are recorded, not checked"
+    if model["pinned"]:
+        return line + f": the pinned bytes of {model['repo_id']}@{model['revision'][:12]}"
+    differ = "; ".join(f"`{file}` sha256 {pin['pinned'][:12]}" for file, pin in model["pins"].items()
+                       if pin["found"] != pin["pinned"])
+    return (line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "
+            "runs on the pinned model")
 
 
 def dataset_line(report: Mapping[str, Any]) -> str:
@@ -453,7 +461,7 @@ def document(report: Mapping[str, Any]) -> Document:
     k = measures.primary_k(ks)
     table = headline(report)
     warned = warnings(report, table)
-    scored = [line for line in (vipune_line(report), model_line(report),
+    scored = [line for line in (vipune_line(report), model_line(report["provenance"]["model"]),
                                 dataset_line(report), corpus_line(report), f"protocol: {report['protocol']}") if line]
     sections = [
         *builds_section(report, keys),
