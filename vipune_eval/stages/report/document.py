@@ -87,7 +87,8 @@ class Section:
 @dataclass(frozen=True)
 class Document:
     """The whole report. ``scored``: what was scored, a line each (the vipune build, the model, the
-    dataset, the corpus, the protocol); ``warnings``: what changes the reading of the numbers;
+    dataset, the corpus, the protocol); ``identity``: the lines of it a terminal shows first (the
+    build, the model, the data); ``warnings``: what changes the reading of the numbers;
     ``headline``: each retriever's pairs and recall@k, vipune's lanes first; ``builds``: each
     compared build's difference from the primary in a line; ``sections``: report.md's body."""
 
@@ -95,6 +96,7 @@ class Document:
     pairs: int
     protocol: str
     scored: list[str]
+    identity: list[str]
     warnings: list[str]
     headline: Table
     primary_build: str | None   # the build the others are compared with, and where it came from

@@ -65,13 +65,20 @@ def failed_preflight(build: Mapping[str, Any]) -> str:
     return "fails preflight: " + "; ".join(build.get("drift") or build["failed_checks"])
 
 
-def vipune_line(report: Mapping[str, Any]) -> str | None:
+def vipune_line(report: Mapping[str, Any], short: bool = False) -> str | None:
+    """The primary vipune build: its version, binary sha256 and the release the contract was
+    checked against, then its build id and where it came from (``short``: the version, id and
+    source only, for a terminal)."""
     prov = report["provenance"]
     vipune = prov.get("vipune")
     if not vipune:
         return None
+    build = next((b for b in report["builds"] if b["id"] == vipune.get("id")), {})
+    source = f", from {build['source']}" if build.get("source") else ""
+    if short:
+        return f"vipune {vipune['version']}, build {vipune['id']}{source}"
     return (f"vipune {vipune['version']} (binary sha256 {vipune['sha256']}; the contract was checked "
-            f"against {prov['contract_release']})")
+            f"against {prov['contract_release']}): build {vipune['id']}{source}")
 
 
 def model_line(model: Mapping[str, Any]) -> str:
@@ -461,6 +468,8 @@ def document(report: Mapping[str, Any]) -> Document:
     k = measures.primary_k(ks)
     table = headline(report)
     warned = warnings(report, table)
+    identity = [line for line in (vipune_line(report, short=True), model_line(report["provenance"]["model"]),
+                                  corpus_line(report) or dataset_line(report)) if line]
     scored = [line for line in (vipune_line(report), model_line(report["provenance"]["model"]),
                                 dataset_line(report), corpus_line(report), f"protocol: {report['protocol']}") if line]
     sections = [
@@ -479,7 +488,7 @@ def document(report: Mapping[str, Any]) -> Document:
     builds = report["builds"]
     return Document(
         title="vipune-eval report", pairs=report["pairs"], protocol=report["protocol"], scored=scored,
-        warnings=warned, headline=table,
+        identity=identity, warnings=warned, headline=table,
         primary_build=builds[0]["id"] if builds else None,
         primary_source=(builds[0].get("source") or "vipune.binary") if builds else None,
         builds=build_lines(report), sections=sections)

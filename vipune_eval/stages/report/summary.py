@@ -1,5 +1,6 @@
-"""What a finished run prints last (results/summary.txt): the headline table, each build's
-difference in a line, the warnings that change the reading, and where the files are. About 30 lines a person reads in a terminal: the
+"""What a finished run prints last (results/summary.txt): what was scored (the vipune build, the
+model, the data), the headline table, each build's difference in a line, the warnings that change
+the reading, and where the files are. About 30 lines a person reads in a terminal: the
 report's document (stages.report.sections) as plain text; every number is in report.json, every
 table in report.md. The HTML report's first page shows the same pieces (stages.report.html)."""
 
@@ -21,7 +22,7 @@ def aligned(table: Table) -> list[str]:
 
 
 def text(doc: Document) -> str:
-    lines = [f"vipune-eval: {doc.pairs} pairs scored; {doc.protocol}.",
+    lines = [f"vipune-eval: {doc.pairs} pairs scored; {doc.protocol}.", *(f"  {plain(i)}" for i in doc.identity), "",
              "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
              "", *aligned(doc.headline)]
     if doc.builds:
