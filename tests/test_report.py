@@ -265,7 +265,7 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
     assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
             f"({100 * r['difference']:+.1f} points") in text
-    assert f"  ! {other} fails its preflight (rrf_k25_ranks_from_1)" in text
+    assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
 
 
 def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
@@ -419,3 +419,25 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
             f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n") in render(report)
     loaded.manifest.update(corpus=None)  # no corpus block: the dataset's line names the data
     assert summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
+
+
+def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
+    """Issue 38: the summary's warning for a build that fails its preflight gives the words of
+    report.md's builds table (the drift, where the preflight named it), from one owner."""
+    from vipune_eval.stages.report import html, summary
+    from vipune_eval.stages.report.sections import document, failed_preflight
+
+    drift = ("RRF k differs: same order, other scores (vipune's fused scores fit k = 60; the contract and the "
+             "hybrid mirrors use k = 25)")
+    primary, other = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.builds = {other: loaded.views[0].metrics["vipune"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"],
+                                              "drift": [drift]}}
+    report = build(loaded)
+    words = failed_preflight(report["builds"][1])
+    assert words == f"fails preflight: {drift}"
+    assert f"| {other} — {words} | 0.20.2 |" in render(report)
+    assert f"  ! {other} {words}; its search does not do what the contract says" in summary.render(report)
+    assert f"{other} {words}; its search" in html.front(document(report), {})

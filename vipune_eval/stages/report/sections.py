@@ -61,7 +61,7 @@ def _primary_ks(report: Mapping[str, Any]) -> list[int]:
 
 def failed_preflight(build: Mapping[str, Any]) -> str:
     """What a build's failed preflight is, in words: the drift each failed check is, where the
-    preflight knows it, else the check's name."""
+    preflight knows it, else the check's name (one owner: the builds table and the warnings)."""
     return "fails preflight: " + "; ".join(build.get("drift") or build["failed_checks"])
 
 
@@ -148,8 +148,8 @@ def warnings(report: Mapping[str, Any], table: Table) -> list[str]:
     out = []
     for b in report["builds"]:
         if b.get("failed_checks"):
-            out.append(f"{b['id']} fails its preflight ({', '.join(b['failed_checks'])}): its search does "
-                       "not do what the contract says (vipune.preflight: record evaluated it anyway)")
+            out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
+                       "(vipune.preflight: record evaluated it anyway)")
     for name in report["retriever_order"]:
         failed = report["retrievers"][name].get("failed")
         if failed:
