@@ -57,14 +57,14 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
     "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
-    # the report reads every stage's outputs (the embed tally's format included) and says whether
-    # the model's files are the pinned ones (the pins)
+    # the report reads every stage's outputs (the embed tally's format included), says whether the
+    # model's files are the pinned ones (the pins) and what a vipune exit code means (the contract)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.report.sections", "stages.report.document",
                "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.models",
                "registry.views", "registry.granularities", "core.paths", "core.stats", "core.trec",
-               "vipune.release"},
+               "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
@@ -72,7 +72,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
                     "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
                     "registry.measures", "registry.views", "registry.granularities", "core.paths",
-                    "core.stats"},
+                    "core.stats", "vipune.contract"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
 }

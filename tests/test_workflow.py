@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import REPO, SNAKEFILE, make_workdir, snakemake
+from support.scenarios import REPO, SNAKEFILE, make_workdir, set_config, snakemake
 
 KS = [1, 5, 10]
 
@@ -337,3 +337,31 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
+
+
+@pytest.mark.slow
+def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflow_env, scenario_inputs):
+    """Issue 38: a question over 512 tokens, which vipune's search refuses (exit 3). With
+    vipune.on_error: stop its shard fails naming the persona and the way on; with record the run
+    ends, and the summary's and report.md's first lines name the pair and why
+    (docs/troubleshooting.md)."""
+    data, model = scenario_inputs("small")
+    rows = json.loads(data.read_text())
+    victim = next(r for r in rows if not r["question_id"].endswith("_abs"))
+    victim["question"] += " " + " ".join(["again"] * 600)
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps(rows))
+    workdir = make_workdir(tmp_path / "w", long, model, scenario="small")
+    stopped = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = stopped.stdout + stopped.stderr
+    assert stopped.returncode != 0
+    assert f"persona {victim['question_id']}: " in out and "exited 3: content exceeds 512-token" in out
+    assert "set vipune.on_error: record to score the other pairs anyway" in out
+    set_config(workdir, vipune={"on_error": "record"})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    summary = (workdir / "results/summary.txt").read_text().splitlines()
+    named = (f"vipune and vipune-semantic: 1 pairs failed and are left out of every average (vipune.on_error: "
+             f"record; report.json lists why); vipune refuses a question over 512 tokens (exit 3): {victim['question_id']}")
+    assert summary[5:7] == ["warnings:", f"  ! {named}"]  # after the build, the model and the data
+    md = (workdir / "results/report.md").read_text().splitlines()
+    assert md.index(f"- {named}") < 12

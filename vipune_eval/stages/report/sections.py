@@ -18,12 +18,16 @@ from vipune_eval.stages.report import lanes, whatif
 from vipune_eval.stages.report.document import (
     NO_INTERVAL_NOTE, Block, Bullets, Document, Item, Paragraph, Section, Table, cell,
 )
+from vipune_eval.vipune.contract import EXIT_TOO_LONG
 
 # Where a run's files are: (path, what it holds), in the order a person opens them.
 FILES = ((paths.REPORT_MD, "every table: per category, dev/test, comparisons, diagnostics"),
          (paths.REPORT_HTML, "the HTML report: these numbers first, then every table with its plot"),
          (paths.REPORT_JSON, "every number, interval and the provenance, for scripts"))
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
+PAIRS_NAMED = 10       # a warning names at most this many failed pairs
+# What a vipune exit code means when a search ends with it (docs/vipune-contract.md)
+REFUSALS = {EXIT_TOO_LONG: "vipune refuses a question over 512 tokens"}
 
 
 def _marked(names: list[str]) -> frozenset[int]:
@@ -142,19 +146,44 @@ def build_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def warnings(report: Mapping[str, Any], table: Table) -> list[str]:
-    """What changes the reading of the numbers: builds that fail their preflight, failed pairs,
-    truncated gold sessions, a vipune lane that no longer agrees with its mirror, too few pairs."""
+def failure_reason(message: str) -> str:
+    """Why a pair failed, in a few words: what vipune's exit code means where the contract names
+    it, else the exit code (the message is vipune.client's: ``… `COMMAND` exited N: …``)."""
+    rest = message.partition("` exited ")[2]
+    code = rest.split(":", 1)[0].split(" ", 1)[0]
+    if not code.lstrip("-").isdigit():
+        return "the pairs"
+    refusal = REFUSALS.get(int(code))
+    return f"{refusal} (exit {code})" if refusal else f"vipune exited {code}"
+
+
+def failed_pairs(report: Mapping[str, Any]) -> list[str]:
+    """The pairs a lane failed (vipune.on_error: record), named, with why: one line per reason
+    and set of retrievers (vipune's two lanes fail the same personas)."""
+    failed: dict[tuple[str, str], list[str]] = {}  # (pair, why) → the retrievers that failed it
+    for name in report["retriever_order"]:
+        for qid, message in (report["retrievers"][name].get("failed") or {}).items():
+            failed.setdefault((qid, failure_reason(message)), []).append(name)
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # (why, retrievers) → pairs
+    for (qid, reason), names in failed.items():
+        groups.setdefault((reason, tuple(names)), []).append(qid)
     out = []
+    for (reason, names), qids in groups.items():
+        more = len(qids) - PAIRS_NAMED
+        shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
+        out.append(f"{' and '.join(names)}: {len(qids)} pairs failed and are left out of every average "
+                   f"(vipune.on_error: record; report.json lists why); {reason}: {shown}")
+    return out
+
+
+def warnings(report: Mapping[str, Any], table: Table) -> list[str]:
+    """What changes the reading of the numbers: failed pairs (named, with why), builds that fail
+    their preflight, truncated gold sessions, a vipune lane that no longer agrees with its mirror, too few pairs."""
+    out = failed_pairs(report)
     for b in report["builds"]:
         if b.get("failed_checks"):
             out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
                        "(vipune.preflight: record evaluated it anyway)")
-    for name in report["retriever_order"]:
-        failed = report["retrievers"][name].get("failed")
-        if failed:
-            out.append(f"{name}: {len(failed)} pairs failed and are left out of every average "
-                       "(vipune.on_error: record; report.json lists why)")
     d = report["diagnostics"]
     t = d["truncation"]
     if t["pairs_with_truncated_gold"]:
@@ -472,7 +501,8 @@ def document(report: Mapping[str, Any]) -> Document:
                                   corpus_line(report) or dataset_line(report)) if line]
     scored = [line for line in (vipune_line(report), model_line(report["provenance"]["model"]),
                                 dataset_line(report), corpus_line(report), f"protocol: {report['protocol']}") if line]
-    sections = [
+    sections = [  # the warnings first: report.md's first lines after what was scored
+        *([Section("warnings", "Warnings", [Bullets(list(map(Item, warned)))])] if warned else []),
         *builds_section(report, keys),
         *overall_section(report, keys),
         *per_category_sections(report, ks),

@@ -1,6 +1,6 @@
 """What a finished run prints last (results/summary.txt): what was scored (the vipune build, the
-model, the data), the headline table, each build's difference in a line, the warnings that change
-the reading, and where the files are. About 30 lines a person reads in a terminal: the
+model, the data), the warnings that change the reading (failed pairs first, named), the headline
+table, each build's difference in a line, and where the files are. About 30 lines a person reads in a terminal: the
 report's document (stages.report.sections) as plain text; every number is in report.json, every
 table in report.md. The HTML report's first page shows the same pieces (stages.report.html)."""
 
@@ -22,14 +22,14 @@ def aligned(table: Table) -> list[str]:
 
 
 def text(doc: Document) -> str:
-    lines = [f"vipune-eval: {doc.pairs} pairs scored; {doc.protocol}.", *(f"  {plain(i)}" for i in doc.identity), "",
-             "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
-             "", *aligned(doc.headline)]
+    lines = [f"vipune-eval: {doc.pairs} pairs scored; {doc.protocol}.", *(f"  {plain(i)}" for i in doc.identity)]
+    if doc.warnings:
+        lines += ["", "warnings:", *(f"  ! {plain(w)}" for w in doc.warnings)]
+    lines += ["", "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
+              "", *aligned(doc.headline)]
     if doc.builds:
         lines += ["", f"vipune builds against {doc.primary_build} ({doc.primary_source}):",
                   *(f"  {b}" for b in doc.builds)]
-    if doc.warnings:
-        lines += ["", "warnings:", *(f"  ! {plain(w)}" for w in doc.warnings)]
     lines += ["", "files:", *(f"  {path:<22} {what}" for path, what in FILES)]
     return "\n".join(lines) + "\n"
 
