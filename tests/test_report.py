@@ -463,3 +463,21 @@ def test_refused_questions_are_named_with_why_in_the_first_lines(loaded, fake_vi
     text = render(report).splitlines()
     assert text[text.index("## Warnings") + 2] == f"- vipune: 2 {why}; vipune refuses a question over 512 tokens (exit 3): q3, q5"
     assert text.index("## Warnings") < 12 and text.index("## Warnings") < text.index("## Overall (95% intervals in brackets)")
+
+
+def test_the_document_takes_no_order_from_report_jsons_mappings(loaded):
+    """report.md is rendered in the report job and the HTML page from report.json (sorted keys):
+    every order a reader sees (measures, retrievers, comparisons, granularities) is set by the
+    sections, so any order of report.json's mappings gives the same document."""
+    from vipune_eval.stages.report.sections import document
+
+    def reorder(value, reverse):
+        if isinstance(value, dict):
+            return {k: reorder(value[k], reverse) for k in sorted(value, reverse=reverse)}
+        return [reorder(v, reverse) for v in value] if isinstance(value, list) else value
+
+    report = build(loaded)
+    assert document(reorder(report, False)) == document(reorder(report, True)) == document(report)
+    text = render(report)
+    assert text.index("**vipune vs dense**") < text.index("**vipune vs hybrid**")  # the report's order
+    assert "| retriever | pairs | recall@1 | recall@5 | recall@10 | recall_any@1 |" in text

@@ -10,6 +10,7 @@ hand-made inputs); stages.report.sections makes its document, which report.md
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -17,7 +18,7 @@ from typing import Any, TypedDict
 import pyarrow.parquet as pq
 
 from vipune_eval import __version__
-from vipune_eval.core.io import read_json, write_json, write_text
+from vipune_eval.core.io import dump_json, read_json, write_text
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures, models
@@ -320,8 +321,9 @@ def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, Any]:
 
 def run_report(manifest: Path, out_json: Path, out_md: Path, out_summary: Path) -> Report:
     report = build(load(read_json(manifest)))
-    write_json(out_json, report)
-    doc = document(report)
+    text = dump_json(report, out_json)
+    write_text(out_json, text)
+    doc = document(json.loads(text))  # report.json as the HTML page reads it: the same document
     write_text(out_md, markdown.markdown(doc))
     write_text(out_summary, summary.text(doc))
     return report

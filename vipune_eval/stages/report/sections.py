@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from vipune_eval.core import paths
-from vipune_eval.registry import measures
+from vipune_eval.registry import granularities, measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report import lanes, whatif
 from vipune_eval.stages.report.document import (
@@ -39,25 +39,40 @@ def _noted(table: Table) -> list[Block]:
     return [table, Paragraph(NO_INTERVAL_NOTE)] if table.shows_no_interval() else [table]
 
 
-def retriever_table(rows: Mapping[str, Mapping[str, Any]], keys: list[str], pairs_column: bool = True) -> list[Block]:
+def retriever_table(rows: Mapping[str, Mapping[str, Any]], keys: list[str]) -> Table:
     """One row per retriever: its pairs (and how many failed) and each measure with its interval."""
     out = []
     for name, entry in rows.items():
         failed = f" ({len(entry['failed'])} failed)" if entry.get("failed") else ""
-        out.append([name, *([f"{entry['pairs']}{failed}"] if pairs_column else []),
+        out.append([name, f"{entry['pairs']}{failed}",
                     *(cell(entry["metrics"][key], entry["intervals"][key]) for key in keys)])
-    columns = ["retriever", *(["pairs"] if pairs_column else []), *keys]
-    return _noted(Table(columns, out, marked=_marked(list(rows))))
+    return Table(["retriever", "pairs", *keys], out, marked=_marked(list(rows)))
 
 
 def ordered(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The primary view's retrievers in the report's order (vipune's lanes first), not
-    report.json's sorted keys."""
-    return {name: report["retrievers"][name] for name in report["retriever_order"]}
+    """The primary view's retrievers in the report's order (vipune's lanes first)."""
+    return by_retriever(report, report["retrievers"])
 
 
 def _primary_ks(report: Mapping[str, Any]) -> list[int]:
     return report["views"][PRIMARY.name]["ks"]
+
+
+# report.json's keys are sorted (and report.md, the HTML page and the summary render it after its
+# round trip through JSON): every order a reader sees is set here, never taken from a mapping.
+def by_measure(names: Any) -> list[str]:
+    """Measure names in the registry's order."""
+    return [m.name for m in measures.MEASURES if m.name in names]
+
+
+def by_granularity(names: Any) -> list[str]:
+    return [g for g in granularities.NAMES if g in names] + [g for g in names if g not in granularities.NAMES]
+
+
+def by_retriever(report: Mapping[str, Any], rows: Mapping[str, Any]) -> dict[str, Any]:
+    """``rows`` (retriever → anything) in the report's order of retrievers, vipune's lanes first."""
+    order = [n for n in report["retriever_order"] if n in rows]
+    return {n: rows[n] for n in order + sorted(set(rows) - set(order))}
 
 
 # ---------------------------------------------------------------- what was scored
@@ -96,8 +111,9 @@ def model_line(model: Mapping[str, Any]) -> str:
         return line + f": {name} has no pins, so these bytes are recorded, not checked"
     if model["pinned"]:
         return line + f": the pinned bytes of {model['repo_id']}@{model['revision'][:12]}"
-    differ = "; ".join(f"`{file}` sha256 {pin['pinned'][:12]}" for file, pin in model["pins"].items()
-                       if pin["found"] != pin["pinned"])
+    pins = model["pins"]
+    differ = "; ".join(f"`{file}` sha256 {pins[file]['pinned'][:12]}" for file in sorted(pins)
+                       if pins[file]["found"] != pins[file]["pinned"])
     return (line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "
             "runs on the pinned model")
 
@@ -123,8 +139,7 @@ def headline(report: Mapping[str, Any]) -> Table:
     """Each retriever (vipune's lanes first) with its pairs and recall@k, k of the primary view,
     with intervals."""
     keys = [measures.key(measures.PRIMARY, k) for k in _primary_ks(report)]
-    [table, *_] = retriever_table(ordered(report), keys)
-    return table  # type: ignore[return-value]
+    return retriever_table(ordered(report), keys)
 
 
 def build_lines(report: Mapping[str, Any]) -> list[str]:
@@ -162,8 +177,9 @@ def failed_pairs(report: Mapping[str, Any]) -> list[str]:
     and set of retrievers (vipune's two lanes fail the same personas)."""
     failed: dict[tuple[str, str], list[str]] = {}  # (pair, why) → the retrievers that failed it
     for name in report["retriever_order"]:
-        for qid, message in (report["retrievers"][name].get("failed") or {}).items():
-            failed.setdefault((qid, failure_reason(message)), []).append(name)
+        messages = report["retrievers"][name].get("failed") or {}
+        for qid in sorted(messages):
+            failed.setdefault((qid, failure_reason(messages[qid])), []).append(name)
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # (why, retrievers) → pairs
     for (qid, reason), names in failed.items():
         groups.setdefault((reason, tuple(names)), []).append(qid)
@@ -178,7 +194,8 @@ def failed_pairs(report: Mapping[str, Any]) -> list[str]:
 
 def warnings(report: Mapping[str, Any], table: Table) -> list[str]:
     """What changes the reading of the numbers: failed pairs (named, with why), builds that fail
-    their preflight, truncated gold sessions, a vipune lane that no longer agrees with its mirror, too few pairs."""
+    their preflight, truncated gold sessions, a vipune lane that no longer agrees with its mirror,
+    too few pairs."""
     out = failed_pairs(report)
     for b in report["builds"]:
         if b.get("failed_checks"):
@@ -236,7 +253,7 @@ def builds_section(report: Mapping[str, Any], keys: list[str]) -> list[Section]:
 
 
 def overall_section(report: Mapping[str, Any], keys: list[str]) -> list[Section]:
-    return [Section("overall", "Overall (95% intervals in brackets)", retriever_table(ordered(report), keys))]
+    return [Section("overall", "Overall (95% intervals in brackets)", _noted(retriever_table(ordered(report), keys)))]
 
 
 def per_category_table(retrievers: Mapping[str, Any], key: str) -> list[Block]:
@@ -275,7 +292,14 @@ def split_section(report: Mapping[str, Any], keys: list[str]) -> list[Section]:
     return [Section("split", f"Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
                              f"({splits['test']['pairs']} pairs)",
                     [Paragraph(f"Split seed {split['seed']}, dev fraction {split['dev_fraction']} "
-                               f"({split['rule']}). Test:"), *retriever_table(test, keys)])]
+                               f"({split['rule']}). Test:"), *_noted(retriever_table(test, keys))])]
+
+
+def _comparisons(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The paired comparisons ("A vs B") in the report's order of B."""
+    compared = report["comparisons"]
+    rank = {name: i for i, name in enumerate(report["retriever_order"])}
+    return sorted(compared.items(), key=lambda item: (rank.get(item[0].split(" vs ", 1)[-1], len(rank)), item[0]))
 
 
 def comparisons_section(report: Mapping[str, Any]) -> list[Section]:
@@ -284,15 +308,15 @@ def comparisons_section(report: Mapping[str, Any]) -> list[Section]:
         "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
         "metric and category of a comparison.")]
     blocks += [Bullets(list(map(Item, result["summary"])), lead=f"**{label}**")
-               for label, result in report["comparisons"].items()]
+               for label, result in _comparisons(report)]
     return [Section("comparisons", "Paired comparisons", blocks)]
 
 
 def granularities_section(report: Mapping[str, Any], k: int) -> list[Section]:
-    grains = report["granularities"]
-    if not grains:
+    if not report["granularities"]:
         return []
-    names = list(next(iter(grains.values()))["retrievers"])
+    grains = {g: report["granularities"][g] for g in by_granularity(report["granularities"])}
+    names = list(by_retriever(report, next(iter(grains.values()))["retrievers"]))
     key = measures.key(measures.PRIMARY, k)
     rows = [[g, str(block["rows"]), str(block["unique_texts"]), str(block["tokens_embedded"]),
              *(cell(block["retrievers"][n]["metrics"][key], block["retrievers"][n]["intervals"][key])
@@ -301,8 +325,8 @@ def granularities_section(report: Mapping[str, Any], k: int) -> list[Section]:
     items = []
     for g, block in grains.items():
         items += [Item(f"{name}, {g} vs session: {result['summary'][0]}")
-                  for name, result in block.get("vs_session", {}).items()]
-        short = {n: e["short_lists"] for n, e in block["retrievers"].items() if e["short_lists"]}
+                  for name, result in by_retriever(report, block.get("vs_session", {})).items()]
+        short = {n: e["short_lists"] for n, e in by_retriever(report, block["retrievers"]).items() if e["short_lists"]}
         if short:
             items.append(Item(f"{g}: pairs whose ranking held fewer distinct sessions than the largest k: "
                               + ", ".join(f"{n} {c}" for n, c in short.items())))
@@ -369,23 +393,27 @@ def published_blocks(report: Mapping[str, Any]) -> list[Block]:
 
 def official_sections(report: Mapping[str, Any]) -> list[Section]:
     out = []
-    for name, view in report["views"].items():
-        if view["protocol"] != "official":
-            continue
-        shown = measures.keys(view["ks"], [m for m in view["measures"] if measures.BY_NAME[m].at_k])
+    views = report["views"]
+    rank = {g: i for i, g in enumerate(granularities.NAMES)}
+    official = sorted((name for name in views if views[name]["protocol"] == "official"),
+                      key=lambda name: (rank.get(views[name]["granularity"], len(rank)), name))
+    for name in official:
+        view = views[name]
+        shown = measures.keys(view["ks"], [m for m in by_measure(view["measures"]) if measures.BY_NAME[m].at_k])
+        retrievers = by_retriever(report, view["retrievers"])
         s = view["summary"]
         blocks: list[Block] = [
             Paragraph(f"{view['description']}. Every one of the {s.get('pairs_all', view['pairs'])} non-abstention "
                       f"pairs is searched; `metrics` average the {view['pairs']} pairs run_retrieval.py averages "
                       f"({s['skipped_without_user_side_evidence']} left out by {s['skip_rule']}; "
                       f"{s['pairs_with_empty_gold']} kept with empty gold)."),
-            *retriever_table(view["retrievers"], shown)]
+            *_noted(retriever_table(retrievers, shown))]
         every = {n: {**e, "metrics": e["metrics_all"], "intervals": e["intervals_all"], "pairs": e["pairs_all"]}
-                 for n, e in view["retrievers"].items() if "metrics_all" in e}
+                 for n, e in retrievers.items() if "metrics_all" in e}
         if every:
             blocks += [Paragraph(f"`metrics_all`: every non-abstention pair, the set print_retrieval_metrics.py "
                                  f"averages ({s.get('pairs_all')} pairs):"),
-                       *retriever_table(every, shown),
+                       *_noted(retriever_table(every, shown)),
                        Paragraph("recall_all and recall_any follow LongMemEval's code, where a pair with no gold "
                                  "session (its gold keeps only sessions with a user-side `has_answer` turn) scores "
                                  "recall_all = 1 (none of its no gold sessions is missing) and recall_any = ndcg_any "
@@ -393,11 +421,10 @@ def official_sections(report: Mapping[str, Any]) -> list[Section]:
                                  "without user-side evidence, every one with no gold, so there recall_all can exceed "
                                  "recall_any; `metrics` leaves them out, as run_retrieval.py does "
                                  f"({s['pairs_with_empty_gold']} pairs with empty gold remain in it).")]
-        blocks.append(Bullets([Item(f"{m}: {text}") for m, text in view["measures"].items()]))
+        blocks.append(Bullets([Item(f"{m}: {view['measures'][m]}") for m in by_measure(view["measures"])]))
+        if "official" in report and view["granularity"] == PRIMARY.granularity:  # the paper's figures are per session
+            blocks += published_blocks(report)
         out.append(Section(f"view-{name}", f"View {name}: LongMemEval's own protocol", blocks))
-    if "official" in report and out:
-        last = out[-1]
-        out[-1] = Section(last.key, last.title, [*last.blocks, *published_blocks(report)], last.level)
     return out
 
 
@@ -410,12 +437,13 @@ def diagnostics_sections(report: Mapping[str, Any], ks: list[int], k: int) -> li
                   f"pairs have a truncated gold session.",
                   [f"{name}: {recall} {_opt(split['truncated_gold'])} with truncated gold, "
                    f"{_opt(split['untruncated_gold'])} without"
-                   for name, split in t[recall].items() if split["truncated_gold"] is not None])]
+                   for name, split in by_retriever(report, t[recall]).items() if split["truncated_gold"] is not None])]
     bm25 = d["bm25_and_query"]
     if bm25:
         sub = []
         if f"hybrid_vs_hybrid_or_top{k}_differs" in bm25:
-            (and_name, and_value), (or_name, or_value) = bm25[f"{recall}_on_empty_and_pairs"].items()
+            and_name, or_name = bm25["hybrid_and"], bm25["hybrid_or"]
+            and_value, or_value = (bm25[f"{recall}_on_empty_and_pairs"][n] for n in (and_name, or_name))
             sub.append(f"{and_name} and {or_name} differ in the top {k} of "
                        f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
                        f"{recall} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
@@ -437,7 +465,7 @@ def diagnostics_sections(report: Mapping[str, Any], ks: list[int], k: int) -> li
     misses = [r for r in ranks["pairs"] if r[recall] < 1][:20]
     worst = Table(["question", "category", recall, "gold ranks"],
                   [[r["question_id"], r["question_type"], f"{r[recall]:.2f}",
-                    ", ".join(f"{g}: {rank or '–'}" for g, rank in r["gold_ranks"].items())] for r in misses],
+                    ", ".join(f"{g}: {r['gold_ranks'][g] or '–'}" for g in sorted(r["gold_ranks"]))] for r in misses],
                   numeric=[False, False, True, False])
     return [Section("diagnostics", "Diagnostics", [Bullets(items)]),
             Section("worst-pairs", f"Worst pairs for {ranks['retriever']} (gold session ranks; – = not retrieved)",
@@ -462,7 +490,8 @@ def embed_section(embed: Mapping[str, Any]) -> Section:
         if p["projection"] is None:
             sub.append(f"no projection: {p['why']}")
         else:
-            minutes = ", ".join(f"{g} rows {m:.{1 if m < 10 else 0}f} min" for g, m in p["projection"]["minutes"].items())
+            shown = p["projection"]["minutes"]
+            minutes = ", ".join(f"{g} rows {shown[g]:.{1 if shown[g] < 10 else 0}f} min" for g in by_granularity(shown))
             session = p["projection"]["workload"].get("session")
             theirs = (f"; LongMemEval_M's session texts average {session['tokens'] / session['texts']:.0f}"
                       if session else "")
@@ -482,8 +511,8 @@ def embed_section(embed: Mapping[str, Any]) -> Section:
 def notes_section(report: Mapping[str, Any]) -> list[Section]:
     counts = report["dataset"]["per_category"]
     return [Section("notes", "", [
-        Paragraph("Pairs per category: " + ", ".join(f"{c} {n}" for c, n in counts.items())),
-        Paragraph("Measures: " + "; ".join(f"{name}: {text}" for name, text in report["measures"].items()) + ". "
+        Paragraph("Pairs per category: " + ", ".join(f"{c} {counts[c]}" for c in sorted(counts))),
+        Paragraph("Measures: " + "; ".join(f"{m}: {report['measures'][m]}" for m in by_measure(report["measures"])) + ". "
                   "Failed pairs (vipune.on_error: record) are left out of every average.")])]
 
 
@@ -493,7 +522,7 @@ def notes_section(report: Mapping[str, Any]) -> list[Section]:
 def document(report: Mapping[str, Any]) -> Document:
     """Every section of the report, built once."""
     ks = _primary_ks(report)
-    keys = measures.keys(ks, list(report["measures"]))
+    keys = measures.keys(ks, by_measure(report["measures"]))
     k = measures.primary_k(ks)
     table = headline(report)
     warned = warnings(report, table)

@@ -1,8 +1,9 @@
 """What a finished run prints last (results/summary.txt): what was scored (the vipune build, the
 model, the data), the warnings that change the reading (failed pairs first, named), the headline
-table, each build's difference in a line, and where the files are. About 30 lines a person reads in a terminal: the
-report's document (stages.report.sections) as plain text; every number is in report.json, every
-table in report.md. The HTML report's first page shows the same pieces (stages.report.html)."""
+table, each build's difference in a line, and where the files are. About 30 lines a person reads
+in a terminal: the report's document (stages.report.sections) as plain text; every number is in
+report.json, every table in report.md. The HTML report's first page shows the same pieces
+(stages.report.html)."""
 
 from __future__ import annotations
 
