@@ -110,7 +110,7 @@ def model_line(model: Mapping[str, Any]) -> str:
     if model["pinned"] is None:
         return line + f": {name} has no pins, so these bytes are recorded, not checked"
     if model["pinned"]:
-        return line + f": the pinned bytes of {model['repo_id']}@{model['revision'][:12]}"
+        return line + f": the pinned bytes of {name}"
     pins = model["pins"]
     differ = "; ".join(f"`{file}` sha256 {pins[file]['pinned'][:12]}" for file in sorted(pins)
                        if pins[file]["found"] != pins[file]["pinned"])
