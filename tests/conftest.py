@@ -16,11 +16,12 @@ import pytest
 from vipune_eval.vipune.model_cache import build_vipune_hf_home
 from support import real_vipune, scenarios
 from support.tinymodel import build_tiny_model
+from support.fakes import fake_build
 
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-FAKE_VIPUNE = Path(__file__).resolve().parent / "fake_vipune.py"
+WORKFLOW_TESTS = Path(__file__).resolve().parent / "workflow"
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
@@ -34,6 +35,15 @@ def _cgroup_limit(name: str) -> float | None:
     if not text or text[0] == "max":
         return None
     return int(text[0]) / int(text[1]) if name == "cpu.max" else int(text[0])
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/workflow/ runs Snakemake: slow by its folder, so the fast tier
+    (`pytest -m "not slow"`) never runs one, marked or not."""
+    for item in items:
+        if WORKFLOW_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
@@ -50,14 +60,12 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 @pytest.fixture(scope="session")
 def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A ``vipune`` executable (shell wrapper around tests/fake_vipune.py).
+    """A ``vipune`` executable (shell wrapper around tests/fake_vipune.py), with the fake
+    vipune-lane beside it as build.sh lays a build out.
 
     Put ``fake_vipune_bin.parent`` first on PATH to stand it in for the real binary.
     """
-    wrapper = tmp_path_factory.mktemp("fake-vipune-bin") / "vipune"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper
+    return fake_build(tmp_path_factory.mktemp("fake-vipune"))[0]
 
 
 def _real_build(version: str) -> Path:

@@ -5,7 +5,7 @@ The real vipune (Rust, github.com/randomm/vipune) is built from crates.io by
 .ci/vipune/build.sh; this script re-implements the part of its CLI the harness relies on, as the
 real 0.20.2 does it, independently of the harness code (stdlib + numpy + onnxruntime + tokenizers
 only, no fastembed), so that tests run the workflow end to end in seconds and use it as a
-differential check. tests/test_fake_vipune.py runs every test of it on the real binary too.
+differential check. tests/project/test_fake_vipune.py runs every test of it on the real binary too.
 See docs/vipune-contract.md for the contract it follows.
 
 Implemented: global ``--json``, ``-p/--project``, ``--db-path`` (anywhere, as clap's

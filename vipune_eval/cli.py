@@ -56,13 +56,18 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                          (["--timeout"], {"type": float, "default": 300.0}),
                          (["--tmp"], {**path, "help": "this job's scratch folder"})),
         "repo": parent((["--repo-id"], {"required": True}), (["--revision"], {"required": True})),
+        "hub": parent((["--timeout"], {"type": float, "required": True,
+                                       "help": "seconds to connect, and for each read (download.timeout)"}),
+                      (["--stall-timeout"], {"type": float, "required": True,
+                                             "help": "seconds a transfer may go without a new MB "
+                                                     "(download.stall_timeout)"})),
     }
 
 
 # Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
 # and for a search command the shard parent's) become one settings object.
 SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "binary": ("vipune", "vipune.client:VipuneSettings"),
-            "model": ("model", "stages.embed.embed:ModelFiles")}
+            "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
 def _load(target: str) -> Any:
@@ -109,11 +114,11 @@ def _opt(*specs: tuple) -> Callable[[argparse.ArgumentParser], None]:
 P = {"type": Path, "required": True}
 COMMANDS: dict[str, Command] = {
     "download-dataset": Command("stages.download:download_dataset", "fetch the LongMemEval file, verify sha256",
-                                ("repo",), _opt((["--filename"], {"required": True}), (["--sha256"], {}),
+                                ("repo", "hub"), _opt((["--filename"], {"required": True}), (["--sha256"], {}),
                                                 (["--size"], {"type": int}),
                                                 (["--dest"], P), (["--fingerprint-out"], P))),
     "download-model": Command("stages.download:download_model", "fetch the model files at the pinned revision",
-                              ("repo",), _opt((["--file"], {"required": True}), (["--pooling"], {"required": True}),
+                              ("repo", "hub"), _opt((["--file"], {"required": True}), (["--pooling"], {"required": True}),
                                               (["--sha256"], {"action": "append", "metavar": "FILE=HASH"}),
                                               (["--dest"], P), (["--fingerprint-out"], P))),
     "vipune-home": Command("vipune.model_cache:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",

@@ -13,6 +13,9 @@
 #              written to: no target/, no Cargo.lock change), incrementally on every call.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
+#   --source VERSION  print the folder of that release's own sources, as crates.io ships them
+#              (cargo's registry copy, fetched when absent): what CI copies as a checkout whose
+#              Cargo.lock pins a crate the registry lacks (issue 38).
 #   ONNXRUNTIME_VERSION  the ONNX Runtime the build's ort-sys was made for; by default from the
 #              ort-sys version its Cargo.lock pins (rc.15 → 1.31.1, rc.9 → 1.20.1).
 #
@@ -43,9 +46,27 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${VIPUNE_EVAL_CACHE:-$HOME/.cache/vipune-eval}
 
+registry_source() { # $1: a release; prints cargo's registry copy of its sources, fetched when absent
+    local found fetcher
+    found=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$1" 2>/dev/null | head -n1)
+    if [ -z "$found" ]; then
+        fetcher=$cache/fetch-$1
+        mkdir -p "$fetcher/src" && echo 'fn main() {}' >"$fetcher/src/main.rs"
+        printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nvipune = "=%s"\n' "$1" >"$fetcher/Cargo.toml"
+        (cd "$fetcher" && cargo fetch -q) >&2
+        found=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$1" | head -n1)
+        [ -n "$found" ] || { echo "build.sh: vipune $1's sources are not in cargo's registry cache" >&2; return 1; }
+    fi
+    echo "$found"
+}
+
 cached_only=0
 checkout=
 case ${1:-} in
+--source)
+    registry_source "${2:?--source needs a release}"
+    exit
+    ;;
 --cached) cached_only=1; shift ;;
 --checkout)
     checkout=$(cd "${2:?--checkout needs the folder of a vipune clone}" && pwd)
@@ -203,15 +224,7 @@ else
     # The lane needs the source itself: a copy of cargo's registry copy, relocked where need be.
     src=$cache/src-$version
     if [ ! -f "$src/Cargo.toml" ]; then
-        registry=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$version" 2>/dev/null | head -n1)
-        if [ -z "$registry" ]; then # a binary cached from an earlier run, its sources since cleaned
-            fetcher=$cache/fetch-$version
-            mkdir -p "$fetcher/src" && echo 'fn main() {}' >"$fetcher/src/main.rs"
-            printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nvipune = "=%s"\n' "$version" >"$fetcher/Cargo.toml"
-            (cd "$fetcher" && cargo fetch -q) >&2
-            registry=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d -name "vipune-$version" | head -n1)
-            [ -n "$registry" ] || { echo "build.sh: vipune $version's sources are not in cargo's registry cache" >&2; exit 1; }
-        fi
+        registry=$(registry_source "$version")
         rm -rf "$src.part" && cp -rp "$registry" "$src.part" && mv "$src.part" "$src"
     fi
     fetchable "$src"

@@ -1,6 +1,6 @@
 """Docs generated from their owners, so they cannot drift: docs/registry.md from the registries (the
 names a config may use) and the package map in CONTRIBUTING.md from the modules' docstrings and the
-CLI's command table. tests/test_docs.py fails when either differs from what this renders.
+CLI's command table. tests/project/test_docs.py fails when either differs from what this renders.
 
     python tests/support/generated_docs.py     # rewrite both after changing a registry or a module
 """
@@ -42,7 +42,7 @@ def render() -> str:
     lines = ["# Registry: the names a config may use",
              "",
              "Generated from the registries under `vipune_eval/registry/` by "
-             "`python tests/support/generated_docs.py`; tests/test_docs.py fails when this page and the "
+             "`python tests/support/generated_docs.py`; tests/project/test_docs.py fails when this page and the "
              "registries differ. What the names mean: [configuration.md](configuration.md), "
              "[extending.md](extending.md), [protocols.md](protocols.md).",
              "", "## Retriever presets", "",

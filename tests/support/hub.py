@@ -13,7 +13,10 @@ What huggingface_hub (and our download stage) asks of the hub, served from memor
   body, which huggingface_hub maps to its named exceptions.
 Faults a test can set: ``cut[file] = n`` ends the next transfer of ``file`` after ``n`` bytes
 (the connection closes mid-body, Content-Length promising more); ``damaged[file] = bytes`` sends
-those bytes instead of the file's (same headers: damage in transit); ``requests`` records each request
+those bytes instead of the file's (same headers: damage in transit); ``silent`` holds path fragments
+(``"/api/"``, ``"/resolve/"``) of requests accepted and never answered (a hung server);
+``trickle[file] = (n, seconds)`` sends the first ``n`` bytes of the next transfers of ``file``, then
+one byte every ``seconds`` (a server that never quite stops); ``requests`` records each request
 (method, path, Range header) for a test to read. Tests reach it through ``HF_ENDPOINT``.
 """
 
@@ -41,6 +44,9 @@ class Hub:
         self.lfs_from = lfs_from
         self.cut: dict[str, int] = {}
         self.damaged: dict[str, bytes] = {}
+        self.silent: set[str] = set()
+        self.trickle: dict[str, tuple[int, float]] = {}
+        self.closing = threading.Event()  # ends the silent and trickling answers at exit
         self.requests: list[tuple[str, str, str | None]] = []
         self.blobs: dict[str, bytes] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -65,6 +71,7 @@ class Hub:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -107,6 +114,9 @@ class Hub:
             def _serve(self, body: bool) -> None:
                 path = urlsplit(self.path).path
                 hub.requests.append((self.command, unquote(path), self.headers.get("Range")))
+                if any(fragment in path for fragment in hub.silent):
+                    hub.closing.wait()  # the connection stays open; no byte is ever sent
+                    return
                 parts = path.strip("/").split("/")
                 if parts[:1] == ["api"] and len(parts) >= 6 and parts[4] == "revision":
                     return self._info(parts[1], f"{parts[2]}/{parts[3]}", unquote("/".join(parts[5:])), body)
@@ -182,6 +192,8 @@ class Hub:
                 self.end_headers()
                 if not body:
                     return
+                if filename in hub.trickle:
+                    return self._trickle(chunk, *hub.trickle[filename])
                 cut = hub.cut.pop(filename, None)
                 if cut is not None and cut < len(chunk):
                     self.wfile.write(chunk[:cut])
@@ -190,5 +202,14 @@ class Hub:
                     self.connection.shutdown(2)
                     return
                 self.wfile.write(chunk)
+
+            def _trickle(self, chunk: bytes, first: int, seconds: float) -> None:
+                self.wfile.write(chunk[:first])
+                self.wfile.flush()
+                for byte in range(first, len(chunk)):
+                    if hub.closing.wait(seconds):
+                        return
+                    self.wfile.write(chunk[byte:byte + 1])
+                    self.wfile.flush()
 
         return Handler

@@ -41,6 +41,7 @@ STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
 FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
+LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane}}.json"  # the vipune-lane beside a binary
 PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
 PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
 VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
@@ -76,6 +77,15 @@ def preflight(binary_id: str) -> str:
 def vipune_run(binary_id: str, semantic: bool = False) -> str:
     """Run name of a binary's hybrid search, or of its ``--no-hybrid`` search."""
     return f"vipune-{binary_id}" + ("-semantic" if semantic else "")
+
+
+def lane_fingerprint(lane_id: str) -> str:
+    return fill(LANE_FINGERPRINT, lane=lane_id)
+
+
+def lib_run(lane_id: str, semantic: bool = False) -> str:
+    """Run name of a lane's hybrid search (vipune-lib), or of its semantic search."""
+    return f"vipune-lib-{lane_id}" + ("-semantic" if semantic else "")
 
 
 def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:

@@ -26,6 +26,7 @@ from vipune_eval.registry import datasets, granularities, measures, retrievers, 
 from vipune_eval.core import paths
 from vipune_eval.core import fingerprints
 from vipune_eval.vipune import binary as vipune_binary
+from vipune_eval.vipune import lane as vipune_lane
 from vipune_eval.plan import whatif_grid
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.core.io import read_json, write_json_if_changed
@@ -46,6 +47,7 @@ SEARCHES = {
     Kind.PERSONA: Search("search_family", "search-family"),
     Kind.PLUGIN: Search("search_plugin", "search-plugin"),
     Kind.VIPUNE: Search("search_vipune", "search-vipune"),
+    Kind.LIB: Search("search_vipune_lib", "search-vipune-lib"),
 }
 
 
@@ -57,6 +59,7 @@ class Run:
     retriever: str
     binary: str | None = None  # fingerprint id, for the vipune lane
     spec: retrievers.Spec | None = None  # what a reference run runs (family setting or plugin)
+    lane: str | None = None  # the lane's fingerprint id, for the vipune-lib runs
 
     @property
     def kind(self) -> Kind:
@@ -64,7 +67,9 @@ class Run:
 
     @property
     def status_run(self) -> str | None:
-        """Failed pairs and latencies live beside the hybrid run of the binary's shards."""
+        """Failed pairs and latencies live beside the hybrid run of the binary's (or the lane's) shards."""
+        if self.lane is not None:
+            return paths.lib_run(self.lane)
         return None if self.binary is None else paths.vipune_run(self.binary)
 
 
@@ -84,6 +89,8 @@ class Workspace:
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from, in words
     lab: whatif_grid.Lab | None = None          # the what-if grid (primary view only)
     local_sha256: str | None = None             # a local dataset.path's sha256 (its identity)
+    lane: str | None = None                     # fingerprint id of the vipune-lane beside vipune.binary
+    lane_path: str = ""                         # where that lane is ("" when vipune.binary is missing)
 
     # ------------------------------------------------------------ names
     @property
@@ -96,6 +103,8 @@ class Workspace:
         for s in self.specs:
             if s.reference:
                 out[s.name] = Run(s.name, s.name, spec=s)
+            elif s.kind is Kind.LIB:
+                out[self.run_of(s.name)] = Run(self.run_of(s.name), s.name, spec=s, lane=self.lane)
             else:
                 out[self.run_of(s.name)] = Run(self.run_of(s.name), s.name, self.primary)
         for build in self.builds:
@@ -110,7 +119,10 @@ class Workspace:
         spec = next(s for s in self.specs if s.name == retriever)
         if spec.reference:
             return retriever
-        return paths.vipune_run(self.primary, semantic=spec.mirror["use"] == "dense")
+        semantic = spec.mirror["use"] == "dense"
+        if spec.kind is Kind.LIB:
+            return paths.lib_run(self.lane, semantic=semantic)
+        return paths.vipune_run(self.primary, semantic=semantic)
 
     def view(self, folder: str) -> View:
         for view in self.views:
@@ -137,7 +149,10 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
     """Where a build came from, for the report: the config entry and the file it named."""
     if "path" not in build:
         return f"{key} {entry!r}: evaluated in this directory before"
-    return f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
+    moved = vipune_binary.lock_deviations(Path(build["path"]))
+    return (f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
+            + (f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(moved)})"
+               if moved else ""))
 
 
 def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -329,11 +344,25 @@ def prepare(config: dict[str, Any], schema: dict[str, Any] | None = None) -> Wor
             workspace.fingerprints[build["id"]] = build
             if "path" in build:
                 workspace.binaries[build["id"]] = build["path"]
+        if any(s.kind is Kind.LIB for s in specs):
+            _lane(workspace, primary if workspace.primary != "missing" else None, config)
         if config["vipune"]["preflight"] == "enforce":
             refuse_recorded_failures(workspace)
     write_json_if_changed(paths.CONFIG_JSON, config)
     write_json_if_changed(paths.BUILD_SOURCES, workspace.sources)
     return workspace
+
+
+def _lane(ws: Workspace, primary: dict[str, Any] | None, config: dict[str, Any]) -> None:
+    """The vipune-lane beside vipune.binary, fingerprinted (refused, with the command that builds
+    it, when it is not there); "missing" with the binary, which the vipune_missing rule names."""
+    if primary is None:
+        ws.lane = "missing"
+        return
+    path = vipune_lane.find_lane(Path(primary["path"]), primary["version"])
+    fingerprint = vipune_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
+    write_json_if_changed(paths.lane_fingerprint(fingerprint["id"]), fingerprint)
+    ws.lane, ws.lane_path = fingerprint["id"], str(path)
 
 
 def refuse_recorded_failures(ws: Workspace) -> None:
@@ -490,6 +519,7 @@ class Manifest(TypedDict):
     roles: dict[str, str | None]
     mirrors: dict[str, str | None]
     primary: str | None
+    lane: dict[str, str] | None  # the vipune-lane of the vipune-lib runs: its id and fingerprint file
     builds: list[str]
     baseline: str | None
     sources: str  # paths.BUILD_SOURCES: build id → where it came from (not an input of the report)
@@ -522,8 +552,10 @@ def report_manifest(ws: Workspace) -> Manifest:
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
         "roles": retrievers.roles(ws.specs),
-        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if s.kind is Kind.VIPUNE},
+        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
         "primary": ws.primary, "builds": ws.builds,
+        "lane": ({"id": ws.lane, "fingerprint": paths.lane_fingerprint(ws.lane)}
+                 if ws.lane and ws.lane != "missing" else None),
         "baseline": ws.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here
@@ -554,6 +586,8 @@ def manifest_files(manifest: Manifest) -> list[str]:
     that matters reaches the report through these inputs)."""
     files = [manifest["dataset_fp"], manifest["model_fp"],
              *manifest["fingerprints"].values()]
+    if manifest.get("lane"):
+        files.append(manifest["lane"]["fingerprint"])
     files += manifest["preflight"].values()
     for view in manifest["views"]:
         files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],

@@ -61,6 +61,7 @@ class Kind(Enum):
     PERSONA = "persona"  # a family that ranks from the persona's own texts, per shard
     PLUGIN = "plugin"    # a user's function, called per persona
     VIPUNE = "vipune"    # the binary
+    LIB = "vipune-lib"   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
 
 
 # The shared arms every ARMS family ranks from (vipune_eval.stages.search.arms computes them
@@ -74,6 +75,7 @@ def bm25_arm(query: str) -> str:
 
 
 ARMS = (DENSE_ARM, *(bm25_arm(q) for q in BM25_QUERIES))
+VIPUNE_CODE = (Kind.VIPUNE, Kind.LIB)  # the kinds that run vipune's own code and mirror a family setting
 
 
 # ------------------------------------------------------------------ how each family ranks
@@ -174,8 +176,8 @@ class Spec:
 
     @property
     def reference(self) -> bool:
-        """Runs on the cached vectors without the binary."""
-        return self.kind is not Kind.VIPUNE
+        """Runs on the cached vectors without vipune's code (neither the binary nor its lane)."""
+        return self.kind not in VIPUNE_CODE
 
     def canonical(self) -> str:
         """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
@@ -190,15 +192,20 @@ class Spec:
 @dataclass(frozen=True)
 class Preset:
     name: str
-    binary: bool  # the vipune binary (its setting is the one it mirrors) or a reference family
+    binary: bool  # vipune's own code, the binary or its lane (its setting is the one it mirrors), or a family
     description: str
     setting: dict[str, Any]  # the family setting (reference) or the setting it mirrors (vipune)
+    kind: Kind = Kind.VIPUNE  # of vipune's code: the binary (VIPUNE) or the lane (LIB)
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("vipune", True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
     Preset("vipune-semantic", True,
            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
+    Preset("vipune-lib", True, "vipune's own search code on the cached vectors (vipune-lane: Database::search "
+                               "and search_bm25, RRF k = 25 copied from src/rrf.rs)", {"use": "hybrid"}, Kind.LIB),
+    Preset("vipune-lib-semantic", True, "vipune's own search code on the cached vectors: Database::search alone",
+           {"use": "dense"}, Kind.LIB),
     Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
     Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
     Preset("bm25-or", False, "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
@@ -244,7 +251,7 @@ def _preset(name: str) -> Spec:
     family = setting.pop("use")
     params = family_params(family, setting, f"preset {name!r}")
     if preset.binary:
-        return Spec(name, Kind.VIPUNE, "vipune", {}, preset.description, {"use": family, **params})
+        return Spec(name, preset.kind, preset.kind.value, {}, preset.description, {"use": family, **params})
     return Spec(name, FAMILIES[family].kind, family, params, preset.description)
 
 
@@ -297,7 +304,7 @@ def resolve(entries: list[Any], check_plugins: bool = True) -> list[Spec]:
 def from_json(text: str) -> Spec:
     """A spec back from ``Spec.canonical`` (the search job's argument), checked again."""
     data = json.loads(text)
-    if data.get("use") == "vipune" or data.get("name") in PRESETS:
+    if data.get("use") in (k.value for k in VIPUNE_CODE) or data.get("name") in PRESETS:
         return _preset(data["name"])
     name = data.get("name")
     if isinstance(name, str) and VARIANT_PATTERN.fullmatch(name):
@@ -318,7 +325,8 @@ def rank(arms: Any, s: Spec, limit: int, rank_all: bool = False) -> tuple[np.nda
 
 
 def uses_binary(specs: list[Spec]) -> bool:
-    return any(s.kind is Kind.VIPUNE for s in specs)
+    """Does a configured retriever run vipune's code (the lane is found beside the binary)?"""
+    return any(s.kind in VIPUNE_CODE for s in specs)
 
 
 def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:

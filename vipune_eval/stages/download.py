@@ -7,13 +7,17 @@ API (``HfApi().dataset_info`` / ``model_info``), each file then fetched from
 its error mapping ``hf_raise_for_status``). The transfer is ours, not ``hf_hub_download``'s, so the
 sha256 of a 2.7 GB file is computed once while it streams: bytes go to ``<file>.part``, an
 interrupted transfer resumes from there with a ``Range`` request, and only bytes whose size and
-sha256 match the pins are renamed to the file's name (a mismatch deletes them).
+sha256 match the pins are renamed to the file's name (a mismatch deletes them). No request waits
+for ever (``HubLimits``): each has a connect and read timeout, and a transfer that stops making
+progress (a server sending a byte now and then) is stopped, its bytes kept for the rerun.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -26,10 +30,23 @@ ATTEMPTS = 3  # transfers per file in one job: each one after the first resumes 
 PAPER_REPO = "xiaowu0162/longmemeval"  # serves its files without an extension
 
 
+@dataclass(frozen=True)
+class HubLimits:
+    """How long the downloads wait (the config's ``download`` block): ``timeout`` seconds for a
+    connection, and for each read of an answer (the revision lookup's and every transfer's);
+    ``stall_timeout`` seconds a transfer may go without progress, a new MB of the file (what its
+    log line counts) or its end."""
+
+    timeout: float
+    stall_timeout: float
+
+
 @contextlib.contextmanager
-def hub_errors(what: str, local_key: str, repo_id: str, filename: str | None = None) -> Iterator[None]:
+def hub_errors(what: str, local_key: str, repo_id: str, limits: HubLimits,
+               filename: str | None = None) -> Iterator[None]:
     """Turn the hub client's network and HTTP errors into one message naming the file, the
     revision and what to do."""
+    import httpx
     from huggingface_hub.errors import (EntryNotFoundError, RepositoryNotFoundError,
                                         RevisionNotFoundError)
 
@@ -39,6 +56,11 @@ def hub_errors(what: str, local_key: str, repo_id: str, filename: str | None = N
         yield
     except EvalError:
         raise
+    except httpx.TimeoutException as exc:  # a server that accepts the connection and stays silent
+        raise EvalError(f"no answer from {exc.request.url} within {limits.timeout:g} s ({what})",
+                        fix=f"is HF_ENDPOINT ({_endpoint()}) the hub or a mirror that answers? Check it and "
+                            f"your network or proxy; on a slow link raise download.timeout; or put a "
+                            f"local copy in place and set {local_key} in the config to it") from None
     except EntryNotFoundError as exc:
         fix = offline
         if filename and repo_id == PAPER_REPO and filename.endswith(".json"):
@@ -56,16 +78,23 @@ def hub_errors(what: str, local_key: str, repo_id: str, filename: str | None = N
                         f"{type(exc).__name__}: {exc}", fix=offline) from exc
 
 
-def resolve_commit(repo_id: str, revision: str, repo_type: str) -> str:
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def resolve_commit(repo_id: str, revision: str, repo_type: str, limits: HubLimits) -> str:
     """The commit a branch, tag or commit of the repository names (the hub's revision API)."""
     from huggingface_hub import HfApi
 
     info = HfApi().dataset_info if repo_type == "dataset" else HfApi().model_info
-    return info(repo_id, revision=revision).sha
+    return info(repo_id, revision=revision, timeout=limits.timeout).sha
 
 
 def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, *,
-          sha256: str | None, size: int | None, what: str, cache_file: Path) -> tuple[str, int]:
+          sha256: str | None, size: int | None, what: str, cache_file: Path,
+          limits: HubLimits) -> tuple[str, int]:
     """``filename`` at ``commit`` into ``dest``, verified against ``sha256`` and ``size`` (where
     pinned) before it takes its name; returns its sha256 and size, and records the sha256 in
     ``cache_file`` (the fingerprints read it there). A file already there that matches the pins is
@@ -79,7 +108,8 @@ def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, 
     dest.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            digest, total = _transfer(repo_id, filename, commit, repo_type, part, what, sha256, size)
+            digest, total = _transfer(repo_id, filename, commit, repo_type, part, what, sha256, size,
+                                      limits)
             break
         except _Interrupted as cut:
             if attempt == ATTEMPTS:
@@ -123,7 +153,7 @@ def _announced(response, sha256: str | None, size: int | None, what: str) -> Non
 
 
 def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Path,
-              what: str, sha256: str | None, size: int | None) -> tuple[str, int]:
+              what: str, sha256: str | None, size: int | None, limits: HubLimits) -> tuple[str, int]:
     import httpx
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
@@ -138,9 +168,11 @@ def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Pa
     if have:
         headers["Range"] = f"bytes={have}-"
     url = hf_hub_url(repo_id, filename, repo_type=repo_type, revision=commit)
+    answered = False
     try:
         with get_session().stream("GET", url, headers=headers, follow_redirects=True,
-                                  timeout=60) as response:
+                                  timeout=limits.timeout) as response:
+            answered = True
             if response.status_code == 416 and have:  # nothing after the kept bytes: they are all of it
                 return digest.hexdigest(), have
             if response.status_code >= 400:
@@ -151,7 +183,7 @@ def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Pa
                 digest, have = hashlib.sha256(), 0
             length = int(response.headers.get("Content-Length") or 0)
             progress = Progress(f"downloading {what}", (have + length) >> 20, unit="MB")
-            shown = have >> 20
+            shown, moved = have >> 20, time.monotonic()
             with open(part, "ab" if have else "wb") as out:
                 for block in response.iter_bytes():
                     out.write(block)
@@ -159,27 +191,47 @@ def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Pa
                     have += len(block)
                     if have >> 20 > shown:
                         progress.advance((have >> 20) - shown)
-                        shown = have >> 20
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout) as exc:
+                        shown, moved = have >> 20, time.monotonic()
+                    elif time.monotonic() - moved > limits.stall_timeout:
+                        out.flush()
+                        raise _stalled(url, response, what, part, limits)
+    except httpx.ReadTimeout as exc:
+        if not answered:  # no answer at all: hub_errors names the URL; retrying would wait as long again
+            raise
+        raise _Interrupted(part.stat().st_size if part.exists() else 0) from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         raise _Interrupted(part.stat().st_size if part.exists() else 0) from exc
     if length and have < length:
         raise _Interrupted(have)
     return digest.hexdigest(), have
 
 
+def _stalled(url: str, response, what: str, part: Path, limits: HubLimits) -> EvalError:
+    """A transfer that still receives a byte now and then (so no read times out) but no MB."""
+    served_by = response.url.host if response.url.host != response.request.url.host else None
+    return EvalError(f"the transfer of {what} from {url}" + (f" (served by {served_by})" if served_by else "")
+                     + f" stalled: less than 1 MB in {limits.stall_timeout:g} s; the "
+                     f"{part.stat().st_size} bytes received are kept in {part}",
+                     fix="run the workflow again: the transfer resumes where it stopped. If it stalls again, "
+                         f"check HF_ENDPOINT ({_endpoint()}), your network or proxy; on a link slower than "
+                         "1 MB in that time, raise download.stall_timeout")
+
+
 # ---------------------------------------------------------------- dataset
 
 
 def download_dataset(repo_id: str, filename: str, revision: str, sha256: str | None,
-                     dest: Path, fingerprint_out: Path, size: int | None = None) -> dict[str, Any]:
+                     dest: Path, fingerprint_out: Path, *, limits: HubLimits,
+                     size: int | None = None) -> dict[str, Any]:
     """Fetch ``filename`` from the hub dataset ``repo_id`` at ``revision`` into ``dest``,
     verified against ``sha256`` and ``size``; write and return its fingerprint."""
     what = f"dataset {repo_id}/{filename} at {revision}"
-    with hub_errors(what, "dataset.path", repo_id, filename):
-        commit = resolve_commit(repo_id, revision, "dataset")
+    with hub_errors(what, "dataset.path", repo_id, limits, filename):
+        commit = resolve_commit(repo_id, revision, "dataset", limits)
         log.info("downloading %s/%s at %s (commit %s)", repo_id, filename, revision, commit)
         sha, got = fetch(repo_id, filename, commit, "dataset", Path(dest) / filename,
-                         sha256=sha256, size=size, what=what, cache_file=Path(dest) / ".sha256-cache.json")
+                         sha256=sha256, size=size, what=what, cache_file=Path(dest) / ".sha256-cache.json",
+                         limits=limits)
     if revision != commit or not sha256:
         log.info("to pin this dataset (a later run then scores exactly these bytes), set in the "
                  "config: dataset.revision: %s and dataset.sha256: %s", commit, sha)
@@ -194,7 +246,8 @@ def download_dataset(repo_id: str, filename: str, revision: str, sha256: str | N
 
 
 def download_model(repo_id: str, revision: str, file: str, pooling: str, dest: Path,
-                   fingerprint_out: Path, sha256: list[str] | None = None) -> dict[str, Any]:
+                   fingerprint_out: Path, *, limits: HubLimits,
+                   sha256: list[str] | None = None) -> dict[str, Any]:
     """Fetch the model's ONNX file and tokenizer files at ``revision`` into ``dest``, each pinned
     one (``sha256``: ``FILE=HASH`` items) verified; write and return the model's fingerprint."""
     from huggingface_hub.errors import EntryNotFoundError
@@ -202,14 +255,14 @@ def download_model(repo_id: str, revision: str, file: str, pooling: str, dest: P
     pins = dict(item.split("=", 1) for item in sha256 or [])
     what = f"model {repo_id} at {revision}"
     cache_file = Path(dest) / ".sha256-cache.json"
-    with hub_errors(what, "model.path", repo_id):
-        commit = resolve_commit(repo_id, revision, "model")
+    with hub_errors(what, "model.path", repo_id, limits):
+        commit = resolve_commit(repo_id, revision, "model", limits)
     log.info("downloading model %s at %s (commit %s): %s", repo_id, revision, commit, file)
     for name in (file, *MODEL_SIDE_FILES):
         try:
-            with hub_errors(what, "model.path", repo_id, name):
+            with hub_errors(what, "model.path", repo_id, limits, name):
                 fetch(repo_id, name, commit, "model", Path(dest) / name, sha256=pins.get(name),
-                      size=None, what=f"{name} of {what}", cache_file=cache_file)
+                      size=None, what=f"{name} of {what}", cache_file=cache_file, limits=limits)
         except EvalError as exc:
             if name in (file, "tokenizer.json") or not isinstance(exc.__cause__, EntryNotFoundError):
                 raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,22 @@ def resolve_binary(binary: str) -> Path:
     if found is None:
         raise BinaryNotFound(
             f"vipune binary {binary!r} not found or not executable",
-            fix="install vipune (`cargo install vipune`, or build it: `cargo build --release` in "
-                "a clone of randomm/vipune) and put it on PATH, or set vipune.binary in the "
-                "config to its path. To run only the reference retrievers, drop 'vipune' and "
-                "'vipune-semantic' from `retrievers`.")
+            fix="build vipune and its lane with `.ci/vipune/build.sh` (cargo, crates.io and PyPI) "
+                "and set vipune.binary to the path it prints, or put its folder on PATH (a `cargo "
+                "install vipune` has no lane: then drop 'vipune-lib' and 'vipune-lib-semantic'). To "
+                "run only the reference retrievers, drop 'vipune', 'vipune-semantic', 'vipune-lib' "
+                "and 'vipune-lib-semantic' from `retrievers`.")
     return Path(found).resolve()
+
+
+def lock_deviations(binary: Path) -> list[str]:
+    """The crates .ci/vipune/build.sh moved off the build's own Cargo.lock because the registry
+    lacked the pinned version (its lock-deviations.txt beside bin/), as "crate 1.0.11 → 1.0.10"."""
+    record = Path(binary).resolve().parent.parent / "lock-deviations.txt"
+    if not record.is_file():
+        return []
+    moves = re.findall(r"(?:Downgrading|Updating|Upgrading) (\S+) v(\S+) -> v(\S+)", record.read_text(errors="replace"))
+    return [f"{crate} {old} → {new}" for crate, old, new in dict.fromkeys(moves)]
 
 
 def configured_binary(binary: str, fingerprint: Path) -> Path:

@@ -9,6 +9,7 @@ and docs/vipune-contract.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
 import subprocess
@@ -50,8 +51,8 @@ def find_lane(binary: Path, version: str) -> Path:
 
 def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
     """sha256 of the lane's bytes and what ``vipune-lane version`` says, checked against the
-    binary's fingerprint (the lane must have been built beside those very bytes); ``id`` =
-    vipune version-sha12 names its results."""
+    binary's fingerprint (the lane must have been built beside those very bytes); ``id`` = vipune
+    version-sha12 of (the lane's bytes, the binary's id) names its results."""
     said = _version(path, timeout)
     if said.get("binary_sha256") != binary["sha256"]:
         raise LaneError(
@@ -61,8 +62,12 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
                 "`.ci/vipune/build.sh --checkout DIR`)")
     sha = sha256_file(path)
-    return {"kind": "vipune-lane", "sha256": sha, "version": said.get("vipune") or binary["version"],
-            "binary": binary["id"], "built": said, "id": f"{said.get('vipune') or binary['version']}-{sha[:12]}"}
+    # The id names the pair (these lane bytes, that binary): a real lane records its binary's
+    # sha256 in its bytes anyway; a lane script that does not still gets one id per binary.
+    pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
+    version = said.get("vipune") or binary["version"]
+    return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
+            "id": f"{version}-{pair[:12]}"}
 
 
 def _version(path: Path, timeout: float) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.registry.models import pins as model_pins
 from vipune_eval.plan import cluster, failures
+from vipune_eval.plan.config_args import read_config_args
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
 from vipune_eval.stages.report import html_report
@@ -22,6 +23,7 @@ try:
     if workflow.is_main_process and not workflow.dryrun:
         RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
         W.clear_tmp()
+    read_config_args(config, workflow.config_settings.config_args)  # its values as YAML
     WS = W.prepare(config, SCHEMA)
     if workflow.is_main_process:
         for note in WS.notes:
@@ -65,6 +67,14 @@ def untracked(value):
     is already tracked through the fingerprint inputs: moving a file must not rerun anything.
     """
     return lambda wildcards, input: value
+
+
+def hub_limits():
+    """The downloads' timeouts as options (untracked: a new limit re-downloads nothing)."""
+    download = config["download"]
+    return (
+        f"--timeout {download['timeout']} --stall-timeout {download['stall_timeout']}"
+    )
 
 
 def view_of(wildcards):

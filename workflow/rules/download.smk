@@ -27,9 +27,10 @@ if not config["dataset"]["path"]:
                 for key in ("sha256", "size")
                 if config["dataset"][key]
             ),
+            limits=untracked(hub_limits()),
         shell:
             "vipune-eval download-dataset --repo-id {params.repo_id:q} --filename {params.filename:q}"
-            " --revision {params.revision:q} {params.pins} --dest results/data/download"
+            " --revision {params.revision:q} {params.pins} {params.limits} --dest results/data/download"
             " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
@@ -61,9 +62,11 @@ if not config["model"]["path"]:
                     config["model"]["repo_id"], config["model"]["revision"]
                 ).items()
             ),
+            limits=untracked(hub_limits()),
         shell:
             "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
-            " --file {params.file:q} --pooling {params.pooling:q} {params.pins} --dest results/model/download"
+            " --file {params.file:q} --pooling {params.pooling:q} {params.pins} {params.limits}"
+            " --dest results/model/download"
             " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
@@ -97,6 +100,7 @@ rule vipune_home:
 rule vipune_missing:
     output:
         paths.binary_fingerprint("missing"),
+        paths.lane_fingerprint("missing"),
     log:
         "results/logs/vipune_missing.log",
     benchmark:

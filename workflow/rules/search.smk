@@ -1,7 +1,8 @@
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-    binary=r"[^/]+-[0-9a-f]{12}|missing",
+    binary=r"(?!lib-)[^/]+-[0-9a-f]{12}|missing",
+    lane=r"[^/]+-[0-9a-f]{12}|missing",
     run=r"[^/]+",
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
@@ -207,4 +208,48 @@ rule search_vipune:
         " --binary {params.binary:q} --fingerprint {input.binary:q} --hf-home {input.hf_home:q}"
         " {params.options} --threads {threads} --timeout {params.timeout:q}"
         " --on-error {params.on_error:q} --cache {params.cache:q} --tmp {params.tmp:q}"
+        " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"
+
+
+# vipune's own search code on the cached vectors (the vipune-lane beside vipune.binary): one lane
+# process per shard, no model; a new lane (vipune's source or lane/ changed) reruns these only.
+rule search_vipune_lib:
+    input:
+        rows=paths.fill(paths.FILTER, name="rows.parquet"),
+        texts=paths.fill(paths.FILTER, name="texts.parquet"),
+        embeddings=get_embeddings,
+        lane=paths.LANE_FINGERPRINT,
+    output:
+        run=paths.fill(paths.SEARCH_SHARD, run=paths.lib_run("{lane}")),
+        semantic=paths.fill(
+            paths.SEARCH_SHARD, run=paths.lib_run("{lane}", semantic=True)
+        ),
+        status=paths.fill(paths.STATUS_SHARD, run=paths.lib_run("{lane}")),
+    log:
+        "results/logs/{view}search_vipune_lib/vipune-lib-{lane}/shard-{shard}-of-{shards}.log",
+    benchmark:
+        "results/benchmarks/{view}search_vipune_lib/vipune-lib-{lane}/shard-{shard}-of-{shards}.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        code=code_version(W.SEARCHES[Kind.LIB].command),
+        lane=untracked(WS.lane_path),
+        options=search_options,
+        # not rerun triggers: a limit and what to do on a refusal, not settings of the ranking
+        timeout=untracked(config["vipune"]["timeout"]),
+        on_error=untracked(config["vipune"]["on_error"]),
+        tmp=lambda wildcards: paths.job_tmp(
+            f"{wildcards.view}search",
+            paths.lib_run(wildcards.lane),
+            f"shard-{wildcards.shard}-of-{wildcards.shards}",
+        ),
+    shell:
+        "vipune-eval search-vipune-lib --rows {input.rows:q} --texts {input.texts:q}"
+        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        " --lane {params.lane:q} --fingerprint {input.lane:q} {params.options} --timeout {params.timeout:q}"
+        " --on-error {params.on_error:q} --tmp {params.tmp:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

@@ -10,7 +10,7 @@ Batches are cut by a token budget (``embed.batch_tokens``; ``auto``: the provide
 ``provider.AUTO_BUDGET``) from texts of one token length (after the model's truncation): no padded
 position is computed. On the CPU a text's vector is then bit for bit the vector it gets alone
 (onnxruntime's CPU kernels compute each row of a batch the same way whatever the batch size or
-thread count; checked by tests/test_embed.py and benchmarks/bench_embed_flops.py). On a GPU the
+thread count; checked by tests/unit/stages/embed/test_embed.py and benchmarks/bench_embed_flops.py). On a GPU the
 bits depend on the batch's shape, so every call for texts of one length has the same number of
 rows (``provider``: fixed shapes, a probe per job). Either way a text's vector does not depend on
 which other texts a job happened to embed, so one content-addressed store (``store.VectorStore``,

@@ -6,7 +6,7 @@ probability tensor. A row is all masked only for a text with no unmasked token, 
 tokenized text has at least [CLS] and [SEP], so the guard returns ``p`` unchanged, bit for bit,
 padded batches included. It is not free: two elementwise passes over the largest tensor of each
 layer, 40 % of the all-MiniLM-L6 export's time at 512 tokens (onnxruntime's profile,
-docs/performance.md). Dropping it changes no vector (tests/test_onnx_graph.py); an export without
+docs/performance.md). Dropping it changes no vector (tests/unit/stages/embed/test_onnx_graph.py); an export without
 the pattern (such as an older one that adds ``(1 - mask) * min`` before the softmax) is run as it is.
 """
 

@@ -5,7 +5,7 @@ Reproducibility differs by provider, and the batches follow from it:
 
 - **CPU**: onnxruntime's CPU kernels compute each row of a batch alike at any batch size, so a
   text's vector is bit for bit its vector alone whichever texts share its call
-  (tests/test_embed_store.py). Batches hold texts of one token length up to the budget; the last
+  (tests/unit/stages/embed/test_store.py). Batches hold texts of one token length up to the budget; the last
   one of a length is simply shorter.
 - **CUDA**: cuBLAS picks its kernels by the shape of a product, and the same text gets other
   bits in a batch of another size (on an H200: budgets 512 and 65536 gave bit-equal vectors for

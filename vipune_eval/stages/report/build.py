@@ -85,6 +85,7 @@ class Loaded:
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
+    lane: dict[str, Any] | None = None  # the vipune-lane's fingerprint (the vipune-lib runs)
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -129,7 +130,8 @@ def load(manifest: dict[str, Any]) -> Loaded:
         preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
         dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
         config=read_json(manifest["config"]),
-        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {})
+        sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {},
+        lane=read_json(manifest["lane"]["fingerprint"]) if manifest.get("lane") else None)
 
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
@@ -230,13 +232,17 @@ def build(loaded: Loaded) -> Report:
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
         **{lane.agreement: diagnostics.agreement(metrics, ks, lane.retriever, mirrors.get(lane.retriever))
-           for lane in lanes.LANES},
+           for lane in lanes.LANES if lane.agreement},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
+        # vipune's own search code (the lane) against the binary: they should agree on every pair
+        "lanes": [agree for lane in lanes.LANES
+                  if lane.binary and (agree := diagnostics.agreement(metrics, ks, lane.retriever, lane.binary))],
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
+        "lane": loaded.lane,
         "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against

@@ -69,7 +69,7 @@ def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
         return None
     vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]
     shared = sorted(set(vipune) & set(hybrid))
-    out: dict[str, Any] = {"pairs": len(shared), "mirror": mirror}
+    out: dict[str, Any] = {"run": binary, "pairs": len(shared), "mirror": mirror}
     for k in ks:
         same = [q for q in shared if vipune[q]["ranked"][:k] == hybrid[q]["ranked"][:k]]
         out[f"same_top{k}_share"] = len(same) / len(shared) if shared else None

@@ -209,11 +209,17 @@ def warnings(report: Mapping[str, Any], table: Table) -> list[str]:
                    "(report.md, Diagnostics)")
     k = measures.primary_k(_primary_ks(report))
     for lane in lanes.LANES:
-        agree = d.get(lane.agreement)
+        agree = d.get(lane.agreement) if lane.agreement else None
         if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
             out.append(f"{lane.retriever} and its mirror {agree['mirror']} rank the top {k} differently on "
                        f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
+    for agree in d.get("lanes", []):
+        differ = agree[f"differ_top{max(_primary_ks(report))}"]
+        if differ:
+            out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
+                       f"{len(differ)} of {agree['pairs']} pairs differently: {', '.join(differ[:5])}"
+                       + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics)")
     if table.shows_no_interval():
         out.append(NO_INTERVAL_NOTE)
     return out
@@ -450,12 +456,19 @@ def diagnostics_sections(report: Mapping[str, Any], ks: list[int], k: int) -> li
         items.append(Item(f"vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "
                           f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.", sub))
     for lane in lanes.LANES:
-        agree = d.get(lane.agreement)
+        agree = d.get(lane.agreement) if lane.agreement else None
         if agree:
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
             items.append(Item(f"{lane.retriever} and its mirror `{agree['mirror']}` return the same ranking on "
                               f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
                               "does what its contract says."))
+    for agree in d.get("lanes", []):
+        shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+        differ = agree[f"differ_top{max(ks)}"]
+        items.append(Item(f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
+                          f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
+                          f"{shares} of {agree['pairs']} pairs"
+                          + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else ".")))
     for lane in lanes.LANES:
         seconds = report["retrievers"].get(lane.retriever, {}).get("search_seconds")
         if seconds and lane.latency:

@@ -7,7 +7,8 @@ first, or ``(row id, score)`` pairs. The answer is checked (unknown id, repeat, 
 wrong type: an error naming the plugin, the question and the value; nothing is scored) and
 scored like any retriever. The plugin's source bytes are part of its search job's params, so
 editing it reruns its searches and what depends on them, nothing else. A call has at most
-``search.plugin_timeout`` seconds; a plugin that exits (``sys.exit``) is a named error too.
+``search.plugin_timeout`` seconds; a plugin that exits (``sys.exit``, ``os._exit``) is a named
+error too.
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ class Haystack:
     @classmethod
     def of(cls, persona: Persona) -> "Haystack":
         def frozen(a: np.ndarray) -> np.ndarray:
-            a = np.array(a, dtype=np.float32)  # a copy: the plugin cannot change the persona's
-            a.flags.writeable = False
-            return a
+            # A copy in immutable bytes: unlike a copy flagged read-only, which the plugin could
+            # setflags(write=True) again, numpy refuses to make it writeable.
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            return np.frombuffer(a.tobytes(), dtype=np.float32).reshape(a.shape)
 
         return cls(persona.question_id, persona.question, frozen(persona.query_vector),
                    tuple(persona.row_ids), tuple(persona.session_ids), tuple(persona.texts),
@@ -139,7 +141,36 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _exit_code(exc: SystemExit) -> str:
+class _Exited(BaseException):
+    """Raised in place of ``os._exit`` called by a plugin (see ``_no_exit``)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _no_exit() -> Iterator[None]:
+    """While a plugin is imported or called, ``os._exit`` raises ``_Exited``: it would end the
+    job on the spot, with no output and the plugin's exit status (0: Snakemake took the job for
+    done, then missed its output). A process the plugin forks still exits as it asks."""
+    real, pid = os._exit, os.getpid()
+
+    def refuse(code: int) -> None:
+        if os.getpid() != pid:
+            real(code)
+        raise _Exited(code)
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
+def _exit_code(exc: SystemExit | _Exited) -> str:
+    if isinstance(exc, _Exited):
+        return f"os._exit({exc.code!r})"
     return "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
 
 
@@ -160,13 +191,14 @@ def load(use: str) -> Callable[..., Any]:
             found = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(found)
             sys.modules[name] = module
-            with _folder_on_path(use):
+            with _folder_on_path(use), _no_exit():
                 found.loader.exec_module(module)
         else:
-            module = importlib.import_module(target)
+            with _no_exit():
+                module = importlib.import_module(target)
     except EvalError:
         raise
-    except SystemExit as exc:
+    except (SystemExit, _Exited) as exc:
         raise EvalError(f"plugin {use!r} called {_exit_code(exc)} while it was imported",
                         fix="a plugin must not exit: raise an exception instead") from None
     except BaseException as exc:  # a plugin may raise anything while importing
@@ -217,12 +249,12 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
     haystack = Haystack.of(persona)
     where = f"plugin {use!r}, question {persona.question_id}"
     try:
-        with _folder_on_path(use), _time_limit(timeout):
+        with _folder_on_path(use), _no_exit(), _time_limit(timeout):
             answer = fn(haystack, k)
     except _OutOfTime:
         raise EvalError(f"{where}: no answer within {timeout:g} s (search.plugin_timeout)",
                         fix="make the plugin faster, or raise search.plugin_timeout (seconds per question)") from None
-    except SystemExit as exc:
+    except (SystemExit, _Exited) as exc:
         raise EvalError(f"plugin {use!r} called {_exit_code(exc)} on question {persona.question_id}",
                         fix="a plugin must not exit: return a ranking, or raise an exception") from None
     except Exception as exc:

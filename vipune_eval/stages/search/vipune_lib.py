@@ -11,6 +11,7 @@ src/rrf.rs). No model and no process per persona: the whole per-run phase takes 
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,15 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
     refuses, ``record`` lists such personas in the status file (left out of every average)."""
     check_lane(lane, fingerprint)
     shutil.rmtree(tmp, ignore_errors=True)  # what a killed attempt left behind
+    databases = database_folder(tmp)
+    log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
     progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
     done: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
     steps: Counter[str] = Counter()
     try:
-        for persona, answer in LaneRun(lane, tmp, timeout).search(shard.personas(), shard.limit):
+        for persona, answer in LaneRun(lane, databases, timeout).search(shard.personas(), shard.limit):
             qid = persona.question_id
             if "error" in answer:
                 failed[qid] = f"persona {qid}: vipune-lane: {answer['error']}"
@@ -49,6 +52,7 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
             seconds[qid] = _latency(answer["seconds"])
             progress.advance()
     finally:
+        shutil.rmtree(databases, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(qid, docs[name]) for qid, docs in done.items()],
@@ -61,6 +65,20 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
     })
     log.info("vipune-lib %s: %d personas, %d failed; seconds per step: %s", shard.name, len(done),
              len(failed), ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())))
+
+
+def database_folder(tmp: Path, ram: Path = Path("/dev/shm")) -> Path:
+    """Where the lane's throwaway databases live: in RAM (``/dev/shm``) where the machine has it,
+    else in the job's scratch folder. ``Database::open`` commits its schema and migrations step by
+    step, and on a disk the fsyncs of those commits cost more than seeding and searching the
+    persona (benchmarks/bench_lanes.py); in RAM they cost nothing and the database is still a file."""
+    if ram.is_dir():
+        try:
+            return Path(tempfile.mkdtemp(prefix="vipune-lib-", dir=ram))
+        except OSError:
+            pass
+    tmp.mkdir(parents=True, exist_ok=True)
+    return tmp
 
 
 def _ranking(persona: Persona, answer: dict[str, Any], name: str, lane: Path) -> list[tuple[str, float]]:

@@ -88,9 +88,11 @@ def test_local_dataset_sha256_is_verified_and_cached(tmp_path):
 def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
-        download_stage.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp")
+        download_stage.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp",
+                                         limits=download_stage.HubLimits(60, 120))
     with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
-        download_stage.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp")
+        download_stage.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp",
+                                       limits=download_stage.HubLimits(60, 120))
 
 
 @pytest.mark.parametrize("fault, message", [

@@ -21,7 +21,7 @@ from support import scenarios
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
 
 # What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).
@@ -156,18 +156,22 @@ def test_a_package_init_counts_for_every_module_below_it(tmp_path):
 
 RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
 RULES = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference",
-         "fuse_reference", "search_vipune", "score", "report", "plots", "report_page"}  # the tracking scenario's
+         "fuse_reference", "search_vipune", "search_vipune_lib", "score", "report", "plots",
+         "report_page"}  # the tracking scenario's
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
-    "filter": {"score", "report"}, "filter_rows": {"embed", "search_reference", "search_vipune", "report"},
-    "embed": {"search_reference", "search_vipune", "report"}, "vipune_home": {"preflight", "search_vipune"},
-    "preflight": {"search_vipune", "report"}, "search_reference": {"fuse_reference"},
-    "fuse_reference": {"score"}, "search_vipune": {"score"},
+    "filter": {"score", "report"},
+    "filter_rows": {"embed", "search_reference", "search_vipune", "search_vipune_lib", "report"},
+    "embed": {"search_reference", "search_vipune", "search_vipune_lib", "report"},
+    "vipune_home": {"preflight", "search_vipune"}, "preflight": {"search_vipune", "report"},
+    "search_reference": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
+    "search_vipune_lib": {"score"},
     "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
     "stages.report.projection": {"report"},  # the projection's text
     "stages.filter.split": {"filter"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
+    "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report"},  # the report's Markdown
     "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
@@ -210,7 +214,7 @@ def copy(tmp_path_factory, workflow_env, scenario_inputs):
     root = tmp_path_factory.mktemp("tracking")
     repo = root / "repo"
     repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval"):
+    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
         source = REPO / part
         if source.is_dir():
             shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
@@ -241,6 +245,33 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
 
 
 @pytest.mark.slow
+def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, fake_vipune_bin):
+    """Issue 37: lane/ edited and built again (build.sh names the new lane after its sources)
+    plans the lib lane's searches, their scores and the report, nothing of the binary's lane; before
+    the new lane is built the run is refused, naming the command that builds it."""
+    from vipune_eval.vipune import lane_source
+
+    repo, workdir = copy
+    source = repo / "lane" / "src" / "main.rs"
+    original = source.read_bytes()
+    old = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
+    try:
+        source.write_bytes(original + b"\n// an edit\n")
+        new = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
+        proc = scenarios.snakemake(workdir, "-n", env=workflow_env, snakefile=repo / "Snakefile", check=False)
+        assert proc.returncode != 0 and f"{new} is not there" in proc.stderr, proc.stderr[-2000:]
+        assert ".ci/vipune/build.sh" in proc.stderr
+        new.write_bytes(old.read_bytes() + b"# built from the edited lane/\n")
+        new.chmod(0o755)
+        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env, snakefile=repo / "Snakefile").stdout
+    finally:
+        source.write_bytes(original)
+        new.unlink(missing_ok=True)
+    planned, _ = plan(out)
+    assert planned == closure({"search_vipune_lib"}), out[-2000:]
+
+
+@pytest.mark.slow
 def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
     """Issue 28: with the default config the dataset is downloaded (here from tests/support/hub.py,
     at the paper's pinned commit under its served name), and an edit of the vipune client reruns
@@ -253,7 +284,7 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
 
     repo = tmp_path / "repo"
     repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval"):
+    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, repo / part)
     data, model = scenario_inputs("tracking")

@@ -9,6 +9,7 @@ import pytest
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import atomic_path
 from vipune_eval.plan.workspace import clear_tmp, hold_lock
+from support.scenarios import REPO
 
 
 def test_clear_tmp_removes_scratch_and_half_written_files_only(tmp_path):
@@ -53,7 +54,7 @@ def test_every_kind_of_retriever_has_a_search_rule_that_runs_its_command():
     from vipune_eval.plan.workspace import SEARCHES
     from vipune_eval.registry.retrievers import Kind
 
-    rules = (Path(__file__).resolve().parents[1] / "workflow" / "rules" / "search.smk").read_text()
+    rules = (REPO / "workflow" / "rules" / "search.smk").read_text()
     assert set(SEARCHES) == set(Kind)
     for kind, search in SEARCHES.items():
         block = re.search(rf"^rule {search.rule}:\n(.*?)(?=^rule |\Z)", rules, re.M | re.S)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 
 
 @pytest.mark.slow  # a fresh venv and a pip install

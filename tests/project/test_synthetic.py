@@ -251,7 +251,7 @@ def test_cli(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
         text=True,
-        cwd=Path(__file__).parent,
+        cwd=Path(__file__).parents[1],  # tests/, where `support` is a package
     )
     summary = json.loads(result.stdout)
     data = json.loads(out.read_text())

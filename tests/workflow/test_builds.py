@@ -16,7 +16,7 @@ from test_reruns import planned
 
 pytestmark = pytest.mark.slow
 
-FAKE = Path(__file__).resolve().parent / "fake_vipune.py"
+FAKE = REPO / "tests" / "fake_vipune.py"
 SHARDS = 2
 
 

@@ -9,7 +9,7 @@ import yaml
 from vipune_eval.registry import datasets
 from vipune_eval.errors import EvalError
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 
 
 @pytest.mark.parametrize("preset,repo,filename,release", [

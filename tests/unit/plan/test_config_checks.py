@@ -12,12 +12,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from support.fakes import fake_build
 import yaml
 
 from vipune_eval.plan import workspace
 from vipune_eval.errors import EvalError
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 DEFAULTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
@@ -151,10 +153,8 @@ def test_bad_values_stop_the_run_before_any_job(tmp_path):
     assert not (tmp_path / "results" / "logs").exists()
 
 
-def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch, fake_vipune_bin):
-    binary = tmp_path / "bin" / "vipune"
-    binary.parent.mkdir()
-    shutil.copy(fake_vipune_bin, binary)
+def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
+    binary = fake_build(tmp_path)[0]
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "model"
     model.mkdir()
@@ -171,6 +171,29 @@ def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path
     assert "dropped" in ws.notes[0]
     cfg["vipune"]["compare"] = []
     assert workspace.prepare(cfg).notes == []
+
+
+def test_a_build_whose_lock_was_moved_says_so_where_it_came_from(tmp_path, monkeypatch):
+    """build.sh records the crates it moved off a Cargo.lock the registry cannot honour beside bin/
+    (issue 38); the report's build row ("from") names them."""
+    binary = fake_build(tmp_path / "build")[0]
+    (tmp_path / "build" / "lock-deviations.txt").write_text(
+        "    Updating crates.io index\n Downgrading webpki-roots v1.0.11 -> v1.0.10\n")
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"onnx")
+    (model / "tokenizer.json").write_text("{}")
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(data)},
+                 model={**DEFAULTS["model"], "path": str(model), "file": "model.onnx"},
+                 vipune={**DEFAULTS["vipune"], "binary": str(binary)})
+    ws = workspace.prepare(cfg)
+    assert ws.sources[ws.primary].endswith(
+        "built with its Cargo.lock moved where the registry lacks a pin (webpki-roots 1.0.11 → 1.0.10)")
+    (tmp_path / "build" / "lock-deviations.txt").unlink()
+    assert "Cargo.lock" not in workspace.prepare(cfg).sources[ws.primary]
 
 
 def test_the_license_is_an_spdx_expression_built_by_a_setuptools_that_reads_it():

@@ -112,6 +112,43 @@ def test_the_real_vipune_ranks_like_its_mirrors(real_run):
     assert diagnostics["vipune_semantic_vs_dense"]["same_top10_share"] == shares["vipune-semantic"]
 
 
+def lanes_agree(workdir: Path) -> dict[str, float]:
+    """The share of pairs whose whole ranked list (10 sessions) is the same in the lib lane as in
+    the binary lane, per pair of runs; each pair that differs is printed."""
+    result = report(workdir)
+    runs = {name: read_run(workdir / entry["run"]) for name, entry in result["retrievers"].items()}
+    shares = {}
+    for lib, binary in (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic")):
+        differ = [q for q in runs[binary] if runs[lib].get(q) != runs[binary][q]]
+        for q in differ:
+            print(f"{lib} differs from {binary} on {q}: {runs[lib].get(q)} vs {runs[binary][q]}")
+        shares[lib] = 1 - len(differ) / len(runs[binary])
+    return shares
+
+
+@pytest.mark.slow
+def test_the_lib_lane_ranks_exactly_as_the_binary(real_run):
+    """vipune's own search code fed the cached query vectors (vipune-lane, built from the same
+    source) ranks as the binary does with its own model, on every pair (issue 37)."""
+    workdir, _ = real_run
+    assert lanes_agree(workdir) == {"vipune-lib": 1.0, "vipune-lib-semantic": 1.0}
+    prov = report(workdir)["provenance"]
+    assert prov["lane"]["binary"] == prov["vipune"]["id"] and prov["lane"]["version"] == real_vipune.RELEASE
+
+
+@pytest.mark.slow
+def test_the_earlier_release_and_its_lane_rank_alike(real_run, older_vipune_bin, real_env, tmp_path):
+    """The same on vipune 0.19.1 as vipune.binary: its lane, built from its source, agrees with it."""
+    source, _ = real_run
+    workdir = clone(source, tmp_path / "older")
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["vipune"]["binary"] = str(older_vipune_bin)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir, "--cores", "2", env=real_env)
+    assert report(workdir)["provenance"]["vipune"]["version"] == real_vipune.OLDER
+    assert lanes_agree(workdir) == {"vipune-lib": 1.0, "vipune-lib-semantic": 1.0}
+
+
 @pytest.mark.slow
 def test_every_number_recomputes_from_the_run_and_qrels_files(real_run):
     workdir, _ = real_run

@@ -16,38 +16,24 @@ import numpy as np
 import pytest
 
 from support import real_vipune
+from support.fakes import fake_build
 from support.search import search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
-TESTS = Path(__file__).resolve().parent
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
 
 
-def fake_build(folder: Path) -> tuple[Path, Path]:
-    """A folder as build.sh leaves one: bin/vipune (the fake binary) and the fake lane beside it."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(parents=True)
-    binary = bin_dir / "vipune"
-    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{TESTS / "fake_vipune.py"}" "$@"\n')
-    lane = bin_dir / lane_source.lane_name(lane_source.source_sha256())
-    lane.write_text(f'#!/bin/sh\nFAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" '
-                    f'"{TESTS / "fake_lane.py"}" "$@"\n')
-    for path in (binary, lane):
-        path.chmod(0o755)
-    return binary, lane
-
-
-@pytest.fixture(scope="module", params=["fake", "real"])
+@pytest.fixture(scope="module", params=["fake", real_vipune.RELEASE, real_vipune.OLDER])
 def build(request, tmp_path_factory) -> tuple[Path, Path]:
-    """(binary, lane) of the fake, and of the real release where build.sh has built both."""
+    """(binary, lane) of the fake, and of each real release build.sh has built with its lane."""
     if request.param == "fake":
         return fake_build(tmp_path_factory.mktemp("fake-build"))
-    binary, why = real_vipune.find(real_vipune.RELEASE)
+    binary, why = real_vipune.find(request.param)
     if binary is not None:
         try:
-            return binary, find_lane(binary, real_vipune.RELEASE)
+            return binary, find_lane(binary, request.param)
         except LaneError as exc:
             why = exc.message
     if real_vipune.required():
@@ -104,7 +90,8 @@ def test_an_in_memory_database_ranks_as_a_file_does(build, tmp_path):
 def test_the_lane_names_its_build_and_the_binary_beside_it(build):
     binary, lane = build
     fingerprint = lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, timeout=30)
-    assert fingerprint["kind"] == "vipune-lane" and fingerprint["id"] == f"{fingerprint['version']}-{_sha(lane)[:12]}"
+    assert fingerprint["kind"] == "vipune-lane" and fingerprint["sha256"] == _sha(lane)
+    assert fingerprint["id"].startswith(f"{fingerprint['version']}-") and fingerprint["binary"] == "x"
     with pytest.raises(LaneError, match="built beside a vipune binary with sha256"):
         lane_fingerprint(lane, {"id": "0.20.2-aaaaaaaaaaaa", "version": "0.20.2", "sha256": "a" * 64}, timeout=30)
 
@@ -116,7 +103,8 @@ def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
         pytest.skip("the fake lane has no sources of its own")
     assert said["lane_source"] == lane_source.source_sha256()
     assert said["calls"] == ["Database::open", "Database::insert_with_id", "Database::search", "Database::search_bm25"]
-    assert said["vipune"] == real_vipune.RELEASE
+    assert said["vipune"] in (real_vipune.RELEASE, real_vipune.OLDER)
+    assert said["binary_sha256"] == _sha(binary)
 
 
 def test_a_malformed_stream_stops_the_lane_naming_the_persona(build, tmp_path):

@@ -11,8 +11,9 @@ from vipune_eval.registry import granularities, views
 from vipune_eval.stages.filter.reader import Instance
 from vipune_eval.stages.filter.rows import seed_rows
 from vipune_eval.errors import EvalError
+from support.scenarios import REPO
 
-PACKAGE = Path(__file__).resolve().parent.parent / "vipune_eval"
+PACKAGE = REPO / "vipune_eval"
 SESSION = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
            {"role": "user", "content": "bye"}]
 

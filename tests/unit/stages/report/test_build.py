@@ -324,14 +324,12 @@ def test_the_html_renders_each_block_of_the_document():
 def test_each_plot_has_its_caption_and_stands_beside_its_section(loaded, tmp_path):
     """A plot is one entry of plots.PLOTS: its caption file exists, and the HTML page puts it beside
     the section its entry names (here every section this report has: no granularities, no lab)."""
-    from pathlib import Path
-
+    from support.scenarios import REPO
     from vipune_eval.stages.report import html
     from vipune_eval.stages.report.plots import PLOTS
     from vipune_eval.stages.report.sections import document
 
-    repo = Path(__file__).resolve().parent.parent
-    assert all((repo / "workflow" / "report" / f"{p.name}.rst").is_file() for p in PLOTS)
+    assert all((REPO / "workflow" / "report" / f"{p.name}.rst").is_file() for p in PLOTS)
     primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
     loaded.manifest.update(primary=primary, builds=[other])
     loaded.builds = {other: loaded.views[0].metrics["dense"]}
@@ -481,3 +479,27 @@ def test_the_document_takes_no_order_from_report_jsons_mappings(loaded):
     text = render(report)
     assert text.index("**vipune vs dense**") < text.index("**vipune vs hybrid**")  # the report's order
     assert "| retriever | pairs | recall@1 | recall@5 | recall@10 | recall_any@1 |" in text
+
+
+def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
+    """vipune-lib (vipune's code through vipune-lane) is a Lane: first in the headline and marked
+    in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
+    report.md's diagnostics and the summary's warnings."""
+    from vipune_eval.stages.report import html, lanes, summary
+    from vipune_eval.stages.report.sections import document
+
+    assert "vipune-lib" in lanes.NAMES
+    monkeypatch.setitem(RANKED, "vipune-lib", [1, 1, 2, 3, None, 1, 1, 1])  # q7's gold at 1, not 6
+    loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path, "vipune-lib")
+    loaded.manifest["retrievers"] = ["dense", "vipune-lib", "hybrid", "vipune"]
+    report = build(loaded)
+    assert report["retriever_order"] == ["vipune-lib", "vipune", "dense", "hybrid"]
+    [lane] = report["diagnostics"]["lanes"]
+    assert (lane["run"], lane["mirror"], lane["differ_top10"]) == ("vipune-lib", "vipune", ["q7"])
+    assert "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune " \
+           "(the binary, with its model) return the same ranking on" in render(report)
+    assert "they differ on 1: q7." in render(report)
+    assert "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7" \
+           in summary.render(report)
+    front = html.front(document(report), {})
+    assert front.count("<tr class=vipune>") == 2 and "<tr class=vipune><td>vipune-lib</td>" in front

@@ -7,6 +7,7 @@ import shutil
 import pytest
 import yaml
 
+from support.fakes import fake_build
 from support.scenarios import make_workdir, snakemake
 from support.scenarios import planned as jobs
 from support.synthetic import write_dataset
@@ -23,13 +24,11 @@ def planned(workdir, env, *extra):
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, workflow_env, fake_vipune_bin, scenario_inputs):
+def setup(tmp_path_factory, workflow_env, scenario_inputs):
     """A run of its own (the tests change its config, binary and inputs in turn)."""
     root = tmp_path_factory.mktemp("reruns")
     data, model = scenario_inputs("reruns")
-    binary = root / "bin" / "vipune"
-    binary.parent.mkdir()
-    shutil.copy(fake_vipune_bin, binary)
+    binary, _ = fake_build(root)  # bin/vipune and its lane beside it
     workdir = make_workdir(root / "run", data, model, scenario="reruns", vipune={"binary": str(binary)})
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     assert config["search"]["shards"] == SEARCH_SHARDS
@@ -45,8 +44,11 @@ def report(workdir):
     return json.loads((workdir / "results/report.json").read_text())
 
 
-VIPUNE_ONLY = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "score": 2, "report": 1, "plots": 1,
-               "report_page": 1, "all": 1}  # score: the hybrid and the --no-hybrid run of the binary
+REPORT = {"report": 1, "plots": 1, "report_page": 1, "all": 1}
+LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT}  # score: vipune-lib and its semantic run
+# A new vipune build: the binary and the lane built beside it from the same source (build.sh).
+VIPUNE_BUILD = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "search_vipune_lib": SEARCH_SHARDS,
+                "score": 4, **REPORT}  # score: both runs of each lane
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -66,11 +68,11 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     set_config(workdir, {**config, "vipune": {"binary": str(copy)}})
     assert planned(workdir, workflow_env) == {}
 
-    # New bytes: only the vipune search shards, its score and the report.
+    # New bytes (with its lane): only the two lanes' search shards, their scores and the report.
     original = binary.read_bytes()
     binary.write_bytes(original + b"# rebuilt\n")
     set_config(workdir, config)
-    assert planned(workdir, workflow_env) == VIPUNE_ONLY
+    assert planned(workdir, workflow_env) == VIPUNE_BUILD
     snakemake(workdir, "--cores", "2", env=workflow_env)
     second = report(workdir)
     assert second["provenance"]["vipune"]["sha256"] != first["provenance"]["vipune"]["sha256"]
@@ -102,8 +104,41 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
 
 
+def test_lane_lifecycle(setup, workflow_env):
+    """Issue 37: the lane rebuilt (new bytes, vipune.binary unchanged) reruns only the lib lane's
+    search shards, their scores and the report; back to the first lane nothing is searched; a
+    lane that is gone is refused before any job, naming the command that builds it."""
+    from vipune_eval.vipune import lane_source
+
+    workdir, config, binary, _, _ = setup
+    lane = binary.parent / lane_source.lane_name(lane_source.source_sha256())
+    first = report(workdir)
+    original = lane.read_bytes()
+    lane.write_bytes(original + b"# the lane rebuilt\n")
+    assert planned(workdir, workflow_env) == LIB_ONLY
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    rebuilt = report(workdir)
+    assert rebuilt["provenance"]["lane"]["sha256"] != first["provenance"]["lane"]["sha256"]
+    assert rebuilt["provenance"]["vipune"] == first["provenance"]["vipune"]
+    assert rebuilt["retrievers"]["vipune-lib"]["run"] != first["retrievers"]["vipune-lib"]["run"]
+
+    lane.write_bytes(original)
+    assert set(planned(workdir, workflow_env)) <= {"score", "report", "plots", "report_page", "all"}
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert report(workdir)["retrievers"]["vipune-lib"]["metrics"] == first["retrievers"]["vipune-lib"]["metrics"]
+
+    lane.rename(lane.with_name("vipune-lane-elsewhere"))
+    try:
+        proc = snakemake(workdir, "-n", env=workflow_env, check=False)
+    finally:
+        lane.with_name("vipune-lane-elsewhere").rename(lane)
+    assert proc.returncode != 0 and f"{lane} is not there" in proc.stderr
+    assert ".ci/vipune/build.sh 0.20.2" in proc.stderr and "drop vipune-lib and vipune-lib-semantic" in proc.stderr
+    assert planned(workdir, workflow_env) == {}
+
+
 EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune",
-                   "score", "report", "plots", "report_page", "all"}
+                   "search_vipune_lib", "score", "report", "plots", "report_page", "all"}
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -138,7 +173,7 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     set_config(workdir, with_turns)
     jobs = planned(workdir, workflow_env)
     assert jobs["filter"] == jobs["filter_rows"] == 1 and jobs["embed"] == 2  # the turn view's own
-    assert jobs["search_vipune"] == jobs["search_reference"] == SEARCH_SHARDS
+    assert jobs["search_vipune"] == jobs["search_reference"] == jobs["search_vipune_lib"] == SEARCH_SHARDS
     assert "preflight" not in jobs and "vipune_home" not in jobs
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
@@ -155,6 +190,6 @@ def test_changing_the_split_reruns_no_search(setup, workflow_env):
     """The dev/test label lives in pairs.parquet; the rows the searches read do not change."""
     workdir, config, _, _, _ = setup
     set_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
-    assert planned(workdir, workflow_env) == {"filter": 1, "score": 7, "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"filter": 1, "score": 9, **REPORT}
     set_config(workdir, config)
     assert planned(workdir, workflow_env) == {}

@@ -15,6 +15,7 @@ from vipune_eval.stages.search import plugin as plugins
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
+from support.scenarios import REPO
 
 PLUGIN = textwrap.dedent('''\
     import numpy as np
@@ -157,6 +158,85 @@ def test_a_plugin_calling_sys_exit_is_a_named_error(plugin_dir):
         registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])
 
 
+EXITS = textwrap.dedent('''\
+    import multiprocessing
+    import os
+    from os import _exit
+
+    def now(haystack, k):
+        os._exit(0)
+
+    def later(haystack, k):
+        _exit(5)  # the name taken while the module was imported
+
+    def forks(haystack, k):
+        child = multiprocessing.get_context("fork").Process(target=print)
+        child.start()
+        child.join()
+        return [haystack.row_ids[child.exitcode]]  # the child ends with os._exit(0)
+    ''')
+
+IN_A_PROCESS = textwrap.dedent('''\
+    import sys
+    import numpy as np
+    from vipune_eval.core.persona import Persona
+    from vipune_eval.errors import EvalError
+    from vipune_eval.registry import retrievers
+    from vipune_eval.stages.search import plugin
+
+    use = sys.argv[1]
+    try:
+        retrievers.resolve([{"name": "p", "use": use}])
+        persona = Persona("q7", "where is my cat", ["q7::s0", "q7::s1"], ["s0", "s1"],
+                          ["2023-01-01T00:00:00Z"] * 2, ["user: a", "user: b"],
+                          np.eye(2, dtype=np.float32), np.ones(2, dtype=np.float32))
+        print("ranking", plugin.search(plugin.load(use), persona, 1, use))
+    except EvalError as exc:
+        print(exc.message)
+        sys.exit(3)
+    ''')
+
+
+@pytest.mark.parametrize("use, printed", [
+    ("mine/exits.py:now", "plugin 'mine/exits.py:now' called os._exit(0) on question q7"),
+    ("mine/exits.py:later", "plugin 'mine/exits.py:later' called os._exit(5) on question q7"),
+    ("mine/exits_on_import.py:f", "plugin 'mine/exits_on_import.py:f' called os._exit(0) while it was imported"),
+    ("mine/exits.py:forks", "ranking [('q7::s0', 1.0)]"),  # a child process the plugin forks exits as it asks
+])
+def test_a_plugin_calling_os_exit_is_a_named_error(plugin_dir, use, printed):
+    """Issue 39 item 4: os._exit(0) ended the job at once with status 0; Snakemake took it for
+    done, then blamed filesystem latency for the missing output. Run in a process of its own,
+    as a search job (or Snakemake's parse-time check) runs it."""
+    import subprocess
+    import sys
+
+    (plugin_dir / "mine" / "exits.py").write_text(EXITS)
+    (plugin_dir / "mine" / "exits_on_import.py").write_text("import os\nos._exit(0)\n")
+    proc = subprocess.run([sys.executable, "-c", IN_A_PROCESS, use], capture_output=True, text=True,
+                          cwd=plugin_dir, timeout=60)
+    assert printed in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode == (0 if printed.startswith("ranking") else 3)
+
+
+def test_the_haystacks_arrays_cannot_be_made_writeable(plugin_dir):
+    """Issue 39 item 5: a read-only flag on a copy can be set back (setflags(write=True)); the
+    Haystack's arrays are views of immutable bytes, so numpy refuses."""
+    persona = make_persona()
+    before = persona.vectors.copy()
+    haystack = plugins.Haystack.of(persona)
+    for array in (haystack.vectors, haystack.question_vector, haystack.vectors.base):
+        with pytest.raises(ValueError, match="cannot set WRITEABLE flag"):
+            array.setflags(write=True)
+
+    def overwrite(h, k):
+        h.vectors.setflags(write=True)
+        h.vectors[:] = 0
+        return [h.row_ids[0]]
+
+    assert "raised ValueError: cannot set WRITEABLE flag to True of this array" in answer_error(plugin_dir, overwrite)
+    assert np.array_equal(persona.vectors, before)
+
+
 def test_a_helper_module_next_to_a_plugin_file_is_importable(plugin_dir):
     """Issue 32 item 6: docs/extending.md speaks of helper modules the plugin imports."""
     import sys
@@ -241,7 +321,7 @@ def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):
     """docs/extending.md's complete plugin, as written there, ranks a persona and passes the checks."""
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "extending.md").read_text()
+    doc = (REPO / "docs" / "extending.md").read_text()
     source = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "def rank(" in block)
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "recent_dense.py").write_text(source)

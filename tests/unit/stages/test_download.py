@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,11 @@ import yaml
 from support.hub import Hub
 from vipune_eval.registry import datasets, models
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 PAPER_AT = datasets.ORIGINAL_AT
 DATA = b"[" + b"  " * 60_000 + b"]"  # 120 kB: served as an LFS file, in several chunks
 BGE = ("BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a")
+LIMITS = ("30", "60")  # --timeout, --stall-timeout: far above what a local answer takes
 
 
 def sha(data: bytes) -> str:
@@ -46,11 +48,12 @@ def run(hub: Hub, tmp_path: Path, command: str, *args: str) -> subprocess.Comple
                           capture_output=True, text=True, timeout=120)
 
 
-def download_dataset(hub, tmp_path, block: dict, dest: str = "dl") -> subprocess.CompletedProcess:
+def download_dataset(hub, tmp_path, block: dict, dest: str = "dl", limits=LIMITS) -> subprocess.CompletedProcess:
     """The download-dataset command as the workflow's rule builds it from a resolved block."""
     pins = [a for key in ("sha256", "size") if block[key] for a in (f"--{key}", str(block[key]))]
     return run(hub, tmp_path, "download-dataset", "--repo-id", block["repo_id"], "--filename",
-               block["filename"], "--revision", block["revision"], *pins, "--dest", str(tmp_path / dest),
+               block["filename"], "--revision", block["revision"], *pins, "--timeout", limits[0],
+               "--stall-timeout", limits[1], "--dest", str(tmp_path / dest),
                "--fingerprint-out", str(tmp_path / "fingerprint.json"))
 
 
@@ -196,6 +199,56 @@ def test_the_cleaned_release_is_served_with_its_json_names(hub, tmp_path):
     assert download_dataset(hub, tmp_path, block).returncode == 0
 
 
+def test_a_hub_that_accepts_and_never_answers_the_revision_lookup_is_named_within_the_timeout(hub, tmp_path):
+    """Issue 39: HfApi().dataset_info waited for ever on a server that accepted the connection
+    and sent nothing. Every hub request has a timeout; the error names the URL and the fix."""
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.silent.add("/api/")
+    started = time.monotonic()
+    proc = download_dataset(hub, tmp_path, datasets.resolve({"preset": "m"}), limits=("1", "60"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert time.monotonic() - started < 30
+    url = f"{hub.endpoint}/api/datasets/xiaowu0162/longmemeval/revision/{PAPER_AT}"
+    assert f"no answer from {url} within 1 s (dataset xiaowu0162/longmemeval/longmemeval_m" in proc.stderr
+    assert f"is HF_ENDPOINT ({hub.endpoint}) the hub or a mirror that answers?" in proc.stderr
+    assert "raise download.timeout" in proc.stderr and "set dataset.path" in proc.stderr
+
+
+def test_a_file_request_never_answered_is_named_once_not_retried(hub, tmp_path):
+    """No answer at all to the file's request: one timeout, then the named error (the retries
+    are for transfers cut mid-body, which resume)."""
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.silent.add("/cdn/")
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block, limits=("1", "60"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"no answer from {hub.endpoint}/cdn/{sha(DATA)}?filename=longmemeval_m within 1 s" in proc.stderr
+    assert len([r for r in hub.requests if r[1].startswith("/cdn/")]) == 1
+
+
+def test_a_transfer_that_trickles_stops_at_the_stall_limit_and_the_rerun_resumes(hub, tmp_path):
+    """Issue 39: one byte now and then keeps every read inside its timeout, so only a limit on
+    progress stops the transfer; its bytes are kept and the rerun continues from them."""
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.trickle["longmemeval_m"] = (50_000, 0.1)
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    started = time.monotonic()
+    proc = download_dataset(hub, tmp_path, block, limits=("5", "1"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert time.monotonic() - started < 30
+    url = f"{hub.endpoint}/datasets/xiaowu0162/longmemeval/resolve/{PAPER_AT}/longmemeval_m"
+    part = tmp_path / "dl/longmemeval_m.part"
+    kept = part.stat().st_size
+    assert 50_000 < kept < len(DATA)
+    assert (f"the transfer of dataset xiaowu0162/longmemeval/longmemeval_m at {PAPER_AT} from {url} stalled: "
+            f"less than 1 MB in 1 s; the {kept} bytes received are kept in {part}") in proc.stderr
+    assert "the transfer resumes where it stopped" in proc.stderr and "raise download.stall_timeout" in proc.stderr
+    del hub.trickle["longmemeval_m"]
+    assert download_dataset(hub, tmp_path, block).returncode == 0
+    assert [r[2] for r in hub.requests if r[1].startswith("/cdn/")] == [None, f"bytes={kept}-"]
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+
+
 # ---------------------------------------------------------------- the model
 
 
@@ -204,10 +257,11 @@ def model_files(tiny_model: Path) -> dict[str, bytes]:
             for p in tiny_model.iterdir() if p.is_file() and not p.name.startswith(".")}
 
 
-def download_model(hub, tmp_path, repo_id, revision) -> subprocess.CompletedProcess:
+def download_model(hub, tmp_path, repo_id, revision, limits=LIMITS) -> subprocess.CompletedProcess:
     pins = [a for name, h in models.pins(repo_id, revision).items() for a in ("--sha256", f"{name}={h}")]
     return run(hub, tmp_path, "download-model", "--repo-id", repo_id, "--revision", revision,
-               "--file", "onnx/model.onnx", "--pooling", "mean", *pins, "--dest", str(tmp_path / "model"),
+               "--file", "onnx/model.onnx", "--pooling", "mean", *pins, "--timeout", limits[0],
+               "--stall-timeout", limits[1], "--dest", str(tmp_path / "model"),
                "--fingerprint-out", str(tmp_path / "model.json"))
 
 
@@ -239,3 +293,12 @@ def test_an_unpinned_model_is_fetched_whole_and_fingerprinted(hub, tmp_path, tin
     assert (tmp_path / "model/tokenizer.json").read_bytes() == files["tokenizer.json"]
     assert ("GET", "/api/models/me/tiny/revision/main", None) in hub.requests
     assert all(f"/resolve/{'c' * 40}/" in r[1] for r in hub.requests if "/resolve/" in r[1])
+
+
+def test_the_models_revision_lookup_never_answered_is_named_within_the_timeout(hub, tmp_path):
+    hub.add("models", *BGE, {"onnx/model.onnx": b"x"})
+    hub.silent.add("/api/")
+    proc = download_model(hub, tmp_path, *BGE, limits=("1", "60"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"no answer from {hub.endpoint}/api/models/{BGE[0]}/revision/{BGE[1]} within 1 s (model {BGE[0]}" in proc.stderr
+    assert "set model.path" in proc.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.fakes import fake_build
 from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
 
 pytestmark = pytest.mark.slow
@@ -213,7 +214,7 @@ def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_
     assert report(workdir)["retrievers"]["mine"]["pairs"] == 5
 
 
-def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, fake_vipune_bin, workflow_env, tmp_path):
+def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, workflow_env, tmp_path):
     """Item 4: the dataset and model paths reached the shell commands of filter, embed, preflight
     and vipune-home unquoted (``error: unrecognized arguments: ace/lme.json``). Every path, in
     every rule, is quoted: a run from a folder with spaces in its name, on a dataset, a model and
@@ -225,12 +226,25 @@ def test_spaces_in_the_workdir_dataset_model_and_binary_paths(small, fake_vipune
     (spaced / "sp ace").mkdir(parents=True)
     shutil.copy(data, spaced / "sp ace" / "lme.json")
     shutil.copytree(model, spaced / "my model")
-    (spaced / "my bin").mkdir()
-    shutil.copy(fake_vipune_bin, spaced / "my bin" / "vipune")
+    binary, _ = fake_build(spaced / "my build")  # the lane beside it, in a folder with spaces too
     workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
                            scenario="small", granularities=["session", "chunk"],
-                           vipune={"binary": str(spaced / "my bin" / "vipune")})
+                           vipune={"binary": str(binary)})
     snakemake(workdir, "--cores", "2", env=workflow_env)
     result = report(workdir)
     assert result["pairs"] == 5 and result["retrievers"]["vipune"]["pairs"] == 5
+    assert result["retrievers"]["vipune-lib"]["pairs"] == 5
     assert set(result["views"]) == {"session", "chunk"} and result["views"]["chunk"]["pairs"] == 5
+
+
+def test_a_plugin_calling_os_exit_fails_its_job_naming_it(small, workflow_env, tmp_path):
+    """Issue 39 item 4: os._exit(0) in a plugin ended its search job with status 0: Snakemake
+    reported it done, then a MissingOutputException with advice about filesystem latency."""
+    workdir = make_workdir(tmp_path / "w", *small,
+                           retrievers=["dense", {"name": "quits", "use": "mine/quits.py:rank"}])
+    (workdir / "mine").mkdir()
+    (workdir / "mine" / "quits.py").write_text("import os\n\n\ndef rank(haystack, k):\n    os._exit(0)\n")
+    proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "MissingOutputException" not in out
+    assert "plugin 'mine/quits.py:rank' called os._exit(0) on question" in out

@@ -14,7 +14,7 @@ from vipune_eval import cli
 from vipune_eval.plan import failures
 from vipune_eval.errors import EvalError
 
-REPO = Path(__file__).resolve().parent.parent
+from support.scenarios import REPO
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 VIPUNE_FIX = "set vipune.binary"
 
@@ -27,7 +27,7 @@ def test_an_error_carries_its_fix_and_the_cli_prints_it_on_a_line_of_its_own(cap
     assert cli.main(["check-binary", "--binary", "vipune"]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "vipune-eval: check-binary: vipune binary 'vipune' not found or not executable"
-    assert lines[1].startswith("vipune-eval: fix: install vipune") and VIPUNE_FIX in lines[1]
+    assert lines[1].startswith("vipune-eval: fix: build vipune and its lane") and VIPUNE_FIX in lines[1]
 
 
 def test_read_log_takes_the_first_harness_error_and_its_fix(tmp_path):
@@ -113,6 +113,6 @@ def test_an_offline_first_run_names_all_three_fixes_in_its_last_lines(tmp_path, 
     fixes = [line for line in last if line.startswith("    fix: ")]
     assert len(fixes) == 3, text
     assert "dataset.path" in fixes[0] and "model.path" in fixes[1], text
-    assert "install vipune" in fixes[2] and VIPUNE_FIX in fixes[2], text
+    assert "build vipune and its lane" in fixes[2] and VIPUNE_FIX in fixes[2], text
     assert [line.split()[0] for line in last if line.startswith("  ") and not line.startswith("    ")] == [
         "download_dataset", "download_model", "vipune_missing"], text

@@ -1,0 +1,31 @@
+"""The fake vipune and its fake lane as .ci/vipune/build.sh lays a real build out: bin/vipune
+and, beside it, the vipune-lane named after this checkout's lane/ sources."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from vipune_eval.vipune import lane_source
+
+TESTS = Path(__file__).resolve().parents[1]
+FAKE_VIPUNE = TESTS / "fake_vipune.py"
+FAKE_LANE = TESTS / "fake_lane.py"
+
+
+def fake_build(folder: Path, lane: bool = True) -> tuple[Path, Path | None]:
+    """(binary, lane): shell wrappers around tests/fake_vipune.py and tests/fake_lane.py in
+    ``folder/bin`` (no lane with ``lane=False``)."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    binary = bin_dir / "vipune"
+    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
+    binary.chmod(0o755)
+    if not lane:
+        return binary, None
+    sha = lane_source.source_sha256()
+    wrapper = bin_dir / lane_source.lane_name(sha)
+    wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n'
+                       f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
+    wrapper.chmod(0o755)
+    return binary, wrapper

@@ -1,0 +1,44 @@
+"""``--config`` on Snakemake's command line takes YAML values (issue 39 item 3; vipune_eval.plan.config_args).
+
+Snakemake reads a nested value as strings: ``ks=[1,5]`` and ``search={threads: 4}`` were refused
+as "not of type integer", and ``model={path: null}`` became the folder ``<workdir>/null``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support.scenarios import make_workdir, snakemake
+
+
+@pytest.fixture(scope="module")
+def small(scenario_inputs):
+    return scenario_inputs("small")
+
+
+def shell_commands(out: str, command: str) -> list[str]:
+    """The shell lines of ``command`` a dry run with ``-p`` prints ("Shell command: vipune-eval …")."""
+    return [line for line in out.splitlines() if f"vipune-eval {command} " in line]
+
+
+def test_config_values_are_read_as_yaml(small, workflow_env, tmp_path):
+    workdir = make_workdir(tmp_path / "w", *small)  # its config names a local model folder
+    proc = snakemake(workdir, "-n", "-p", "--cores", "8", "--config", "ks=[1,5]", "search={threads: 4}",
+                     "model={path: null}", "download={timeout: 5, stall_timeout: 7}", env=workflow_env)
+    assert "not of type" not in proc.stdout + proc.stderr
+    scores = shell_commands(proc.stdout, "score")
+    assert scores and all(" --ks 1 5 " in line for line in scores)
+    searches = shell_commands(proc.stdout, "search-vipune")
+    assert searches and all(" --threads 4 " in line for line in searches)
+    # model.path null: the model is downloaded (with the download block's limits), not read from ./null
+    [download] = shell_commands(proc.stdout, "download-model")
+    assert " --timeout 5 --stall-timeout 7 --dest results/model/download " in download
+    assert not (workdir / "null").exists()
+
+
+def test_a_config_value_that_is_not_yaml_is_refused_naming_the_form_that_works(small, workflow_env, tmp_path):
+    workdir = make_workdir(tmp_path / "w", *small)
+    proc = snakemake(workdir, "-n", "--config", "search={threads: 4", env=workflow_env, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "vipune-eval: --config 'search={threads: 4': the value is not YAML" in proc.stderr
+    assert "--config 'ks=[1, 5]' 'search={threads: 4}' 'model={path: null}'" in proc.stderr
