@@ -106,18 +106,18 @@ def page(doc: Document, plots: dict[str, Path]) -> str:
 
 def front(doc: Document, plots: dict[str, Path]) -> str:
     """The HTML report's first page: the headline table beside the recall@k plot, what was
-    scored, each build's difference, the warnings, where the rest is."""
+    scored, the warnings, each build's difference, where the rest is."""
     plot = _image(plots["recall_at_k"], "recall_at_k") if "recall_at_k" in plots else ""
     parts = [f"<h2>{doc.pairs} pairs scored</h2>",
              f"<p>{_inline(doc.protocol)}. recall@k: the share of a pair's gold sessions among the "
              "first k results; brackets: 95% intervals.</p>",
              f'<div class="beside"><div class="numbers">{table(doc.headline)}</div>{plot}</div>',
              "<h3>What was scored</h3>", _list(doc.scored)]
+    if doc.warnings:
+        parts += ["<h3>Warnings</h3>", _list(doc.warnings, ' class="warning"')]
     if doc.builds:
         parts += [f"<h3>vipune builds against {html.escape(doc.primary_build or '')}</h3>",
                   _list(doc.builds)]
-    if doc.warnings:
-        parts += ["<h3>Warnings</h3>", _list(doc.warnings, ' class="warning"')]
     parts.append("<p>Every table, each plot beside its numbers: <strong>Report → report.html</strong> in the "
                  "menu. The files: <code>results/report.md</code>, <code>results/report.json</code>.</p>")
     # Snakemake shows this text in a narrow column: widen the column that holds it

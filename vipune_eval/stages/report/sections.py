@@ -187,8 +187,9 @@ def failed_pairs(report: Mapping[str, Any]) -> list[str]:
     for (reason, names), qids in groups.items():
         more = len(qids) - PAIRS_NAMED
         shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
-        out.append(f"{' and '.join(names)}: {len(qids)} pairs failed and are left out of every average "
-                   f"(vipune.on_error: record; report.json lists why); {reason}: {shown}")
+        many = len(qids) != 1
+        out.append(f"{' and '.join(names)}: {len(qids)} pair{'s' if many else ''} failed and {'are' if many else 'is'} "
+                   f"left out of every average (vipune.on_error: record; report.json lists why); {reason}: {shown}")
     return out
 
 

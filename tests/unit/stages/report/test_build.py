@@ -455,11 +455,13 @@ def test_refused_questions_are_named_with_why_in_the_first_lines(loaded, fake_vi
     loaded.views[0].metrics["vipune"]["failed"] = {"q3": str(refused.value), "q5": str(refused.value), "q6": injected}
     report = build(loaded)
     lines = summary.render(report).splitlines()
-    why = "pairs failed and are left out of every average (vipune.on_error: record; report.json lists why)"
-    assert lines[4:7] == ["warnings:", f"  ! vipune: 2 {why}; vipune refuses a question over 512 tokens (exit 3): q3, q5",
-                          f"  ! vipune: 1 {why}; vipune exited 1: q6"]
+    why = "left out of every average (vipune.on_error: record; report.json lists why)"
+    assert lines[4:7] == ["warnings:",
+                          f"  ! vipune: 2 pairs failed and are {why}; vipune refuses a question over 512 tokens (exit 3): q3, q5",
+                          f"  ! vipune: 1 pair failed and is {why}; vipune exited 1: q6"]
     text = render(report).splitlines()
-    assert text[text.index("## Warnings") + 2] == f"- vipune: 2 {why}; vipune refuses a question over 512 tokens (exit 3): q3, q5"
+    assert text[text.index("## Warnings") + 2] == (f"- vipune: 2 pairs failed and are {why}; vipune refuses a question over "
+                                                   "512 tokens (exit 3): q3, q5")
     assert text.index("## Warnings") < 12 and text.index("## Warnings") < text.index("## Overall (95% intervals in brackets)")
 
 
