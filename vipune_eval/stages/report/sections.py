@@ -4,7 +4,7 @@ sentence and table a person reads is made here; nothing is read or computed that
 put in the report.
 
 A new table or section is one function here, listed in ``document``'s ``sections``, plus its test
-(tests/test_report.py); the renderers need no change.
+(tests/unit/stages/report/test_build.py); the renderers need no change.
 """
 
 from __future__ import annotations
