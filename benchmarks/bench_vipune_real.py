@@ -9,7 +9,11 @@ width, so its load and query embedding cost more) laid out where vipune looks. P
 
 Sides, interleaved per rep:
 - ``harness``: ``vipune-eval search-vipune`` over the shard, 1 concurrent call, and
-  ``harness-2`` with 2 (``search.threads``, one per core);
+  ``harness-2`` with 2 (``search.threads``, one per core); ``empty``: the same job on a shard
+  with no pair (its start-up: interpreter, imports, the binary's fingerprint, the outputs), which
+  tells a job's fixed cost from the per-persona work. Each job also writes its own process's CPU
+  apart from its vipune calls' (``OWN_CPU``): the harness's own work, without the noise of
+  vipune's CPU in ``harness - bare``;
 - ``bare``: per persona the lane's calls — ``import``, ``search --hybrid``, ``search --no-hybrid`` —
   one after another from a prepared JSONL, nothing else;
 - ``parts``: per persona, each call timed alone, and the pieces that tell them apart: ``version``
@@ -31,6 +35,7 @@ import resource
 import shutil
 import subprocess
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,6 +47,23 @@ DATA = dict(abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per
             words_per_turn=30, seed=5)
 LIMIT = DEPTH = 10
 M_PERSONAS = 470
+M_SHARDS = 8  # config.yaml's search.shards: the jobs whose start-up the 470 personas pay
+
+
+# `python -m vipune_eval ARGS` that also writes its own CPU apart from its children's (vipune's
+# calls) to the file named first: the harness's own work, free of the noise of vipune's CPU.
+OWN_CPU = r"""
+import atexit, json, resource, runpy, sys
+out = sys.argv.pop(1)
+
+def dump():
+    own, calls = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out, "w") as f:
+        json.dump({"own_s": own.ru_utime + own.ru_stime, "calls_s": calls.ru_utime + calls.ru_stime}, f)
+
+atexit.register(dump)
+runpy.run_module("vipune_eval", run_name="__main__", alter_sys=True)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -162,31 +184,40 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
                 assert ranked == cli_ranked, (p.question_id, ranked, cli_ranked)
         return {"wall_s": time.perf_counter() - start, "cpu_s": cpu() - start_cpu}
 
-    def harness(threads: int):
+    def harness(threads: int, shard: int = 0, shards: int = 1, name: str = "harness"):
         def side(rep: int):
             cache = dest / "cache-lane"  # finished personas are cached: every pass starts empty
             shutil.rmtree(cache, ignore_errors=True)
-            r = dest / f"harness-{threads}-{rep}"
-            return run_child(cli("search-vipune", rows=view / "rows.parquet", texts=view / "texts.parquet",
-                                 embeddings=[embeddings], shard=0, shards=1, limit=LIMIT, depth=DEPTH,
-                                 binary=real_vipune, fingerprint=fingerprint, hf_home=hf_home, threads=threads,
-                                 timeout=300, tmp=r / "tmp", on_error="stop", cache=cache, out=r / "vipune.run",
-                                 semantic_out=r / "semantic.run", status_out=r / "status.json"),
-                             dest / f"harness-{threads}-{rep}.log")
+            r = dest / f"{name}-{threads}-{rep}"
+            argv = cli("search-vipune", rows=view / "rows.parquet", texts=view / "texts.parquet",
+                       embeddings=[embeddings], shard=shard, shards=shards, limit=LIMIT, depth=DEPTH,
+                       binary=real_vipune, fingerprint=fingerprint, hf_home=hf_home, threads=threads,
+                       timeout=300, tmp=r / "tmp", on_error="stop", cache=cache, out=r / "vipune.run",
+                       semantic_out=r / "semantic.run", status_out=r / "status.json")
+            assert argv[1:3] == ["-m", "vipune_eval"], argv
+            child = run_child([argv[0], "-c", OWN_CPU, r / "own-cpu.json", *argv[3:]], dest / f"{name}-{threads}-{rep}.log")
+            return SimpleNamespace(wall_s=child.wall_s, cpu_s=child.cpu_s,
+                                   own_s=json.loads((r / "own-cpu.json").read_text())["own_s"])
         return side
 
+    # shard n of n + 1 holds no pair: the job's start-up alone (interpreter, imports, fingerprint, outputs)
     runs = interleaved(benchmark, {"harness": harness(1), "harness-2": harness(2), "bare": bare, "parts": parts,
-                                   "mcp": mcp})
+                                   "mcp": mcp, "empty": harness(1, n, n + 1, "empty")})
     side = {name: (mean([r.wall_s for r in runs[name]]) / n, mean([r.cpu_s for r in runs[name]]) / n)
-            for name in ("harness", "harness-2")}
+            for name in ("harness", "harness-2", "empty")}
+    own = {name: mean([r.own_s for r in runs[name]]) / n for name in ("harness", "harness-2", "empty")}
     for name in ("bare", "mcp"):
         side[name] = (mean([r["wall_s"] for r in runs[name]]) / n, mean([r["cpu_s"] for r in runs[name]]) / n)
     part = {k: tuple(mean([r[k][i] for r in runs["parts"]]) for i in (0, 1)) for k in runs["parts"][0]}
     fig = Figures(f"vipune lane, real vipune at the pinned release: {n} personas of {rows:.0f} rows, model "
                   f"{embed_model.name}", ["", "wall ms / persona", "CPU ms / persona", f"{M_PERSONAS} personas, CPU min"])
 
-    def row(label: str, wall: float, cpu_s: float) -> None:
-        fig.row(label, 1000 * wall, 1000 * cpu_s, cpu_s * M_PERSONAS / 60)
+    def row(label: str, wall: float | str, cpu_s: float, minutes: float | None = None) -> None:
+        fig.row(label, wall if isinstance(wall, str) else 1000 * wall, 1000 * cpu_s,
+                cpu_s * M_PERSONAS / 60 if minutes is None else minutes)
+
+    def minus_sides(a: str, b: str) -> tuple[float, float]:
+        return side[a][0] - side[b][0], side[a][1] - side[b][1]
 
     def minus(a: str, b: str) -> tuple[float, float]:
         return part[a][0] - part[b][0], part[a][1] - part[b][1]
@@ -205,8 +236,19 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
         searches[0] - part["one_row"][0], searches[1] - part["one_row"][1])
     row("per import: reading and inserting the rows (import - version)", *minus("import", "version"))
     row("per import: git asked for the project (no --project)", *minus("import", "import_project"))
+    row("harness - bare (1 call at a time)", *minus_sides("harness", "bare"))
+    row("harness: its own process's CPU (vipune's calls excluded), 1 call at a time", "", own["harness"])
+    row(f"  of which the job's start-up (an empty shard), spread over {n} personas (470: {M_SHARDS} jobs)",
+        "", own["empty"], own["empty"] * n * M_SHARDS / 60)
+    row("  of which per persona (import JSONL, cache key, files, spawning, answers, Parquet rows)",
+        "", own["harness"] - own["empty"])
+    row("harness: its vipune calls' CPU (what bare measures), 1 call at a time", "",
+        side["harness"][1] - own["harness"])
     load = part["one_row"][1] - part["version"][1]
     fig.ratio("harness CPU / bare CPU (1 call at a time)", side["harness"][1], side["bare"][1])
+    fig.ratio("harness's own CPU / bare CPU (1 call at a time)", own["harness"], side["bare"][1])
+    fig.ratio("harness's own CPU less start-up / bare CPU (what a shard of many personas approaches)",
+              own["harness"] - own["empty"], side["bare"][1])
     fig.ratio("harness wall (2 at a time) / bare wall", side["harness-2"][0], side["bare"][0])
     fig.ratio("model loads (2 per persona) / bare CPU", 2 * load, side["bare"][1])
     fig.ratio("process starts (3 per persona) / bare CPU", 3 * part["version"][1], side["bare"][1])

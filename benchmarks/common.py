@@ -27,7 +27,6 @@ OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, 
 sys.path.insert(0, str(REPO / "tests"))  # test support: the data generator, the tiny model
 
 PYTHON = sys.executable
-FAKE_VIPUNE = REPO / "tests" / "fake_vipune.py"
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, DEFAULT_MODEL, FAKE_VIPUNE, MODEL_ENV, OUT,
-                               PYTHON, Model, cli, run_child)
+from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, DEFAULT_MODEL, MODEL_ENV, OUT, Model,
+                               cli, run_child)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -56,11 +56,9 @@ def embed_model(tiny_model: Model) -> Model:
 def fake_vipune(work: Path) -> Path:
     """A ``vipune`` executable: a shell wrapper around tests/fake_vipune.py (Python, so its own
     times are the fake's; what the harness adds around it is what carries over)."""
-    wrapper = work / "bin" / "vipune"
-    wrapper.parent.mkdir(parents=True)
-    wrapper.write_text(f'#!/bin/sh\nexec "{PYTHON}" "{FAKE_VIPUNE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper
+    from support.fakes import fake_build
+
+    return fake_build(work, lane=False)[0]
 
 
 @pytest.fixture(scope="session")

@@ -143,6 +143,18 @@ def scenario_inputs(shared_tmp: Path):
 
 
 @pytest.fixture(scope="session")
+def small(scenario_inputs) -> tuple[Path, Path]:
+    """The (dataset, model) of the ``small`` scenario: six instances, for runs that vary one thing."""
+    return scenario_inputs("small")
+
+
+@pytest.fixture(scope="session")
+def standard(scenario_inputs) -> tuple[Path, Path]:
+    """The (dataset, model) of the ``standard`` scenario: the cold run others compare against."""
+    return scenario_inputs("standard")
+
+
+@pytest.fixture(scope="session")
 def finished_run(shared_tmp: Path, scenario_inputs, workflow_env):
     """``get(name)`` → (workdir, the Snakemake process) of a completed run of scenario ``name``:
     run once per test run (xdist workers included) and shared by every test that reads it. A
@@ -161,3 +173,15 @@ def finished_run(shared_tmp: Path, scenario_inputs, workflow_env):
         return root / "run", subprocess.CompletedProcess(saved["args"], 0, saved["stdout"], saved["stderr"])
 
     return get
+
+
+@pytest.fixture(scope="session")
+def small_run(finished_run) -> Path:
+    """The workdir of a finished run of ``small``: tests that vary one thing start from a clone."""
+    return finished_run("small")[0]
+
+
+@pytest.fixture(scope="session")
+def standard_run(finished_run) -> Path:
+    """The workdir of a finished run of ``standard``, the run the resilience tests compare against."""
+    return finished_run("standard")[0]

@@ -13,13 +13,14 @@ FAKE_VIPUNE = TESTS / "fake_vipune.py"
 FAKE_LANE = TESTS / "fake_lane.py"
 
 
-def fake_build(folder: Path, lane: bool = True) -> tuple[Path, Path | None]:
+def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Path, Path | None]:
     """(binary, lane): shell wrappers around tests/fake_vipune.py and tests/fake_lane.py in
-    ``folder/bin`` (no lane with ``lane=False``)."""
+    ``folder/bin`` (no lane with ``lane=False``); ``preamble``: shell lines the binary's wrapper
+    runs first (a comment that changes its bytes, an exported FAKE_VIPUNE_FAULT)."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     binary = bin_dir / "vipune"
-    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
+    binary.write_text(f'#!/bin/sh\n{preamble}exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     binary.chmod(0o755)
     if not lane:
         return binary, None

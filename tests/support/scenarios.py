@@ -73,7 +73,17 @@ def snakemake(workdir: Path, *args: str, env: dict[str, str], check: bool = True
     return proc
 
 
-def planned(out: str) -> dict[str, int]:
+def write_config(workdir: Path, config: dict[str, Any]) -> None:
+    """Replace ``workdir``'s config with ``config``."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def planned(workdir: Path, env: dict[str, str], *extra: str) -> dict[str, int]:
+    """Rule → number of jobs a dry run would execute (empty when nothing is stale)."""
+    return job_counts(snakemake(workdir, "-n", "--cores", "1", *extra, env=env).stdout)
+
+
+def job_counts(out: str) -> dict[str, int]:
     """Rule → number of jobs, from a dry run's output (empty when nothing is stale)."""
     if "Nothing to be done" in out:
         return {}
@@ -91,6 +101,10 @@ def clone(workdir: Path, dest: Path, drop: tuple[str, ...] = ()) -> Path:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
     return dest
 
+
+# The retrievers of a scenario that names none (the full and the real one).
+RETRIEVERS = {"vipune", "vipune-semantic", "vipune-lib", "vipune-lib-semantic", "dense", "bm25", "bm25-or",
+              "hybrid", "hybrid-or"}
 
 # What a clone drops so that the vipune lane searches again (the rest of the run is kept).
 VIPUNE_SEARCHES = ("results/search/vipune-*", "results/runs/vipune-*", "results/metrics/vipune-*",

@@ -6,14 +6,7 @@ as "not of type integer", and ``model={path: null}`` became the folder ``<workdi
 
 from __future__ import annotations
 
-import pytest
-
 from support.scenarios import make_workdir, snakemake
-
-
-@pytest.fixture(scope="module")
-def small(scenario_inputs):
-    return scenario_inputs("small")
 
 
 def shell_commands(out: str, command: str) -> list[str]:

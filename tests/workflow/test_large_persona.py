@@ -10,7 +10,7 @@ import pytest
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 from support.scenarios import make_workdir, snakemake
-from test_workflow import read_run
+from support.results import read_run
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ builds them and makes these tests required).
 import base64
 import hashlib
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -18,10 +19,10 @@ import pytest
 import yaml
 
 from support import real_vipune
-from support.scenarios import clone, make_workdir, snakemake
-from test_reruns import planned
-from test_workflow import RETRIEVERS, independent_metrics, read_qrels, read_run
+from support.results import independent_metrics, read_qrels, read_run, report
+from support.scenarios import RETRIEVERS, clone, make_workdir, planned, snakemake
 from vipune_eval.vipune.client import Vipune, VipuneError
+from vipune_eval.vipune.lane import find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 
@@ -69,10 +70,6 @@ def real_run(real_vipune_bin, scenario_inputs, real_env, user_home, tmp_path_fac
     snakemake(workdir, "--cores", "2", env=real_env)
     print(f"\nreal vipune {real_vipune.RELEASE}: a cold workflow run took {time.perf_counter() - start:.1f} s")
     return workdir, before
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 @pytest.mark.slow
@@ -137,19 +134,6 @@ def test_the_lib_lane_ranks_exactly_as_the_binary(real_run):
 
 
 @pytest.mark.slow
-def test_the_earlier_release_and_its_lane_rank_alike(real_run, older_vipune_bin, real_env, tmp_path):
-    """The same on vipune 0.19.1 as vipune.binary: its lane, built from its source, agrees with it."""
-    source, _ = real_run
-    workdir = clone(source, tmp_path / "older")
-    config = yaml.safe_load((workdir / "config.yaml").read_text())
-    config["vipune"]["binary"] = str(older_vipune_bin)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    snakemake(workdir, "--cores", "2", env=real_env)
-    assert report(workdir)["provenance"]["vipune"]["version"] == real_vipune.OLDER
-    assert lanes_agree(workdir) == {"vipune-lib": 1.0, "vipune-lib-semantic": 1.0}
-
-
-@pytest.mark.slow
 def test_every_number_recomputes_from_the_run_and_qrels_files(real_run):
     workdir, _ = real_run
     result = report(workdir)
@@ -171,7 +155,8 @@ def test_the_users_home_store_and_config_are_untouched(real_run, user_home):
 @pytest.mark.slow
 def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vipune_bin, real_env, tmp_path):
     """Two real builds in one report: adding the earlier release plans only its preflight, its
-    searches and its score; the report's per-question diff is the runs' own difference."""
+    searches and its score; the report's per-question diff is the runs' own difference; and that
+    release's lane, built from its source, ranks as its binary on every pair."""
     source, _ = real_run
     workdir = clone(source, tmp_path / "compare")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
@@ -197,6 +182,25 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
     md = (workdir / "results/report.md").read_text()
     assert f"{len(expected)} pairs gained or lost gold sessions" in md
     assert planned(workdir, real_env) == {}
+    # The earlier release's own lane, on the same shards, ranks as that binary did (issue 37).
+    lane = find_lane(older_vipune_bin, real_vipune.OLDER)
+    fingerprint = tmp_path / "lane.json"
+    fingerprint.write_text(json.dumps(lane_fingerprint(
+        lane, json.loads((workdir / "results/fingerprints" / f"vipune-{older['id']}.json").read_text()), 60)))
+    runs = {}
+    for i in range(SHARDS):
+        out = {name: tmp_path / f"{name}-{i}.run" for name in ("hybrid", "semantic")}
+        subprocess.run(["vipune-eval", "search-vipune-lib", "--rows", "results/filter/rows.parquet",
+                        "--texts", "results/filter/texts.parquet", "--embeddings", "results/embed/shard-0-of-1.parquet",
+                        "--shard", str(i), "--shards", str(SHARDS), "--limit", "10", "--depth", "10",
+                        "--lane", str(lane), "--fingerprint", str(fingerprint), "--timeout", "60",
+                        "--on-error", "stop", "--tmp", str(tmp_path / "tmp"), "--out", str(out["hybrid"]),
+                        "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json")],
+                       cwd=workdir, env=real_env, check=True, capture_output=True)
+        for name, path in out.items():
+            runs.setdefault(name, {}).update(read_run(path))
+    assert runs["hybrid"] == now
+    assert runs["semantic"] == read_run(workdir / "results/runs" / f"vipune-{older['id']}-semantic.run")
 
 
 def test_an_import_naming_another_model_is_refused(real_vipune_bin, vipune_hf_home, tmp_path):

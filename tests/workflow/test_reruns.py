@@ -1,6 +1,5 @@
 """Only what a change made stale reruns: content fingerprints of data, model and binary."""
 
-import json
 import os
 import shutil
 
@@ -8,19 +7,14 @@ import pytest
 import yaml
 
 from support.fakes import fake_build
-from support.scenarios import make_workdir, snakemake
-from support.scenarios import planned as jobs
+from support.results import report
+from support.scenarios import make_workdir, planned, snakemake, write_config
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 
 pytestmark = pytest.mark.slow
 
 SEARCH_SHARDS = 3
-
-
-def planned(workdir, env, *extra):
-    """Rule → number of jobs a dry run would execute (empty when nothing is stale)."""
-    return jobs(snakemake(workdir, "-n", "--cores", "1", *extra, env=env).stdout)
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +28,6 @@ def setup(tmp_path_factory, workflow_env, scenario_inputs):
     assert config["search"]["shards"] == SEARCH_SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return workdir, config, binary, data, model
-
-
-def set_config(workdir, config):
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 REPORT = {"report": 1, "plots": 1, "report_page": 1, "all": 1}
@@ -65,13 +51,13 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     copy = tmp_path / "elsewhere" / "vipune-copy"
     copy.parent.mkdir()
     shutil.copy(binary, copy)
-    set_config(workdir, {**config, "vipune": {"binary": str(copy)}})
+    write_config(workdir, {**config, "vipune": {"binary": str(copy)}})
     assert planned(workdir, workflow_env) == {}
 
     # New bytes (with its lane): only the two lanes' search shards, their scores and the report.
     original = binary.read_bytes()
     binary.write_bytes(original + b"# rebuilt\n")
-    set_config(workdir, config)
+    write_config(workdir, config)
     assert planned(workdir, workflow_env) == VIPUNE_BUILD
     snakemake(workdir, "--cores", "2", env=workflow_env)
     second = report(workdir)
@@ -88,7 +74,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     assert again["retrievers"]["vipune"]["metrics"] == first["retrievers"]["vipune"]["metrics"]
 
     # The second binary as a baseline, by fingerprint id: only the report reruns.
-    set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
+    write_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
     assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     compared = report(workdir)
@@ -97,10 +83,10 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     assert isinstance(compared["baseline"]["changes"], list)
     assert "vipune baseline" in (workdir / "results/report.md").read_text()
 
-    set_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": "0.0.0-nothing"}})
+    write_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": "0.0.0-nothing"}})
     proc = snakemake(workdir, "-n", env=workflow_env, check=False)
     assert proc.returncode != 0 and "neither an executable vipune nor the fingerprint" in proc.stderr
-    set_config(workdir, config)
+    write_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)  # dropping the baseline reruns the report
 
 
@@ -148,48 +134,48 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     assert planned(workdir, workflow_env) == {}
     assert planned(workdir, workflow_env, "--rerun-triggers", "mtime") == {}
 
-    set_config(workdir, {**config, "model": {**config["model"], "pooling": "cls"}})
+    write_config(workdir, {**config, "model": {**config["model"], "pooling": "cls"}})
     assert set(planned(workdir, workflow_env)) == EMBED_AND_AFTER
 
     other_model = build_tiny_model(tmp_path / "other-model", seed=1)
-    set_config(workdir, {**config, "model": {**config["model"], "path": str(other_model)}})
+    write_config(workdir, {**config, "model": {**config["model"], "path": str(other_model)}})
     assert set(planned(workdir, workflow_env)) == EMBED_AND_AFTER
 
     same_model = shutil.copytree(model, tmp_path / "same-model")
-    set_config(workdir, {**config, "model": {**config["model"], "path": str(same_model)}})
+    write_config(workdir, {**config, "model": {**config["model"], "path": str(same_model)}})
     assert planned(workdir, workflow_env) == {}
 
     other_data = tmp_path / "other.json"
     write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
-    set_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
+    write_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
     assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter", "filter_rows"}) - {"vipune_home", "preflight"}
-    set_config(workdir, config)
+    write_config(workdir, config)
 
 
 def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, workflow_env):
     """Issue 12: a granularity is a separate set of results; dropping it reruns only the report."""
     workdir, config, _, _, _ = setup
     with_turns = {**config, "granularities": ["session", "turn"]}
-    set_config(workdir, with_turns)
+    write_config(workdir, with_turns)
     jobs = planned(workdir, workflow_env)
     assert jobs["filter"] == jobs["filter_rows"] == 1 and jobs["embed"] == 2  # the turn view's own
     assert jobs["search_vipune"] == jobs["search_reference"] == jobs["search_vipune_lib"] == SEARCH_SHARDS
     assert "preflight" not in jobs and "vipune_home" not in jobs
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
-    set_config(workdir, config)
+    write_config(workdir, config)
     assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
-    set_config(workdir, with_turns)
+    write_config(workdir, with_turns)
     assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}  # its results were kept
-    set_config(workdir, config)
+    write_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)
 
 
 def test_changing_the_split_reruns_no_search(setup, workflow_env):
     """The dev/test label lives in pairs.parquet; the rows the searches read do not change."""
     workdir, config, _, _, _ = setup
-    set_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
+    write_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
     assert planned(workdir, workflow_env) == {"filter": 1, "score": 9, **REPORT}
-    set_config(workdir, config)
+    write_config(workdir, config)
     assert planned(workdir, workflow_env) == {}

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from support.scenarios import SNAKEFILE, make_workdir
-from test_resilience import metrics, run_files
+from support.results import metrics, run_files
 
 pytestmark = pytest.mark.slow
 

@@ -6,60 +6,17 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import REPO, SNAKEFILE, make_workdir, set_config, snakemake
-
-KS = [1, 5, 10]
-
+from support.results import independent_metrics, read_qrels, read_run
+from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
     return finished_run("full")
-
-
-def read_qrels(path):
-    gold = defaultdict(set)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rel = line.split()
-        if int(rel) > 0:
-            gold[qid].add(doc)
-    return gold
-
-
-def read_run(path):
-    ranked = defaultdict(list)
-    for line in path.read_text().splitlines():
-        qid, _, doc, rank, score, _ = line.split()
-        ranked[qid].append((int(rank), float(score), doc))
-    return {qid: [doc for _, _, doc in sorted(hits)] for qid, hits in ranked.items()}
-
-
-def independent_metrics(gold, ranked):
-    """The definitions written out plainly, sharing no code with the package."""
-    rows = {}
-    for qid, relevant in gold.items():
-        docs = ranked.get(qid, [])
-        row = {}
-        for k in KS:
-            hits = len(relevant & set(docs[:k]))
-            row[f"recall@{k}"] = hits / len(relevant)
-            row[f"recall_any@{k}"] = float(hits > 0)
-            row[f"recall_all@{k}"] = float(hits == len(relevant))
-            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(docs[:k]) if d in relevant)
-            ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
-            row[f"ndcg@{k}"] = dcg / ideal
-        first = next((i for i, d in enumerate(docs) if d in relevant), None)
-        row["mrr"] = 0.0 if first is None else 1 / (first + 1)
-        rows[qid] = row
-    return rows
-
-
-RETRIEVERS = {"vipune", "vipune-semantic", "dense", "bm25", "bm25-or", "hybrid", "hybrid-or"}
 
 
 @pytest.mark.slow
@@ -196,14 +153,18 @@ def test_official_views_are_longmemevals_protocol_recomputed_independently(full_
 
 @pytest.mark.slow
 def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
-    """The fake binary follows vipune's algorithm, so `hybrid` must match `vipune` exactly and
-    `dense` must match `vipune-semantic`, at every granularity and protocol."""
+    """The fake binary and the fake lane follow vipune's algorithm, so `hybrid` must match `vipune`
+    and `vipune-lib` exactly and `dense` must match `vipune-semantic` and `vipune-lib-semantic`, at
+    every granularity and protocol; the report finds the lanes in agreement on every pair."""
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
     for view in report["views"].values():
         runs = {name: read_run(workdir / entry["run"]) for name, entry in view["retrievers"].items()}
-        assert runs["vipune"] == runs["hybrid"]
-        assert runs["vipune-semantic"] == runs["dense"]
+        assert runs["vipune"] == runs["hybrid"] == runs["vipune-lib"]
+        assert runs["vipune-semantic"] == runs["dense"] == runs["vipune-lib-semantic"]
+    lanes = {(a["run"], a["mirror"]): a for a in report["diagnostics"]["lanes"]}
+    assert set(lanes) == {("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic")}
+    assert all(a["same_top10_share"] == 1.0 and a["differ_top10"] == [] for a in lanes.values())
 
 
 @pytest.mark.slow
@@ -307,21 +268,6 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, f
 
 
 @pytest.mark.slow
-def test_a_run_writes_nothing_under_home(tmp_path, workflow_env, scenario_inputs):
-    """Issue 9: every vipune call (fingerprint, preflight, search) has a private HOME and config
-    dir; the stages' library caches go under results/.cache. Snakemake's own source cache
-    follows $XDG_CACHE_HOME, which points elsewhere here (it is the launcher's, not ours)."""
-    home = tmp_path / "home"
-    home.mkdir()
-    other = make_workdir(tmp_path / "run", *scenario_inputs("small"), scenario="small")
-    env = {**workflow_env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "launcher-cache")}
-    env.pop("XDG_CONFIG_HOME", None)
-    snakemake(other, "--cores", "2", env=env)  # a cold run: every stage, every vipune call
-    assert json.loads((other / "results/report.json").read_text())["pairs"] == 5
-    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
-
-
-@pytest.mark.slow
 def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
@@ -338,30 +284,3 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
 
-
-@pytest.mark.slow
-def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflow_env, scenario_inputs):
-    """Issue 38: a question over 512 tokens, which vipune's search refuses (exit 3). With
-    vipune.on_error: stop its shard fails naming the persona and the way on; with record the run
-    ends, and the summary's and report.md's first lines name the pair and why
-    (docs/troubleshooting.md)."""
-    data, model = scenario_inputs("small")
-    rows = json.loads(data.read_text())
-    victim = next(r for r in rows if not r["question_id"].endswith("_abs"))
-    victim["question"] += " " + " ".join(["again"] * 600)
-    long = tmp_path / "long.json"
-    long.write_text(json.dumps(rows))
-    workdir = make_workdir(tmp_path / "w", long, model, scenario="small")
-    stopped = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
-    out = stopped.stdout + stopped.stderr
-    assert stopped.returncode != 0
-    assert f"persona {victim['question_id']}: " in out and "exited 3: content exceeds 512-token" in out
-    assert "set vipune.on_error: record to score the other pairs anyway" in out
-    set_config(workdir, vipune={"on_error": "record"})
-    snakemake(workdir, "--cores", "2", env=workflow_env)
-    summary = (workdir / "results/summary.txt").read_text().splitlines()
-    named = (f"vipune and vipune-semantic: 1 pair failed and is left out of every average (vipune.on_error: "
-             f"record; report.json lists why); vipune refuses a question over 512 tokens (exit 3): {victim['question_id']}")
-    assert summary[5:7] == ["warnings:", f"  ! {named}"]  # after the build, the model and the data
-    md = (workdir / "results/report.md").read_text().splitlines()
-    assert md.index(f"- {named}") < 12

@@ -11,9 +11,12 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from vipune_eval.errors import EvalError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("vipune_eval")
 _UMASK = os.umask(0)
@@ -133,17 +136,16 @@ class Progress:
                 print(f"vipune-eval: {line}", flush=True)
 
 
-def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: set[str] | None):
-    """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (every row when None),
-    read batch by batch: a filter on the whole file decodes all of it at once (text ids are
-    hashes, so no row group's statistics can skip it)."""
+def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: pa.Array | None):
+    """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (an Arrow string
+    array; every row when None), read batch by batch: a filter on the whole file decodes all of
+    it at once (text ids are hashes, so no row group's statistics can skip it)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    wanted = None if keep is None else pa.array(sorted(keep), pa.string())
     parts = []
     for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns):
-        parts.append(batch if wanted is None else batch.filter(pc.is_in(batch.column("text_id"), wanted)))
+        parts.append(batch if keep is None else batch.filter(pc.is_in(batch.column("text_id"), keep)))
     schema = pq.read_schema(path)
     return pa.Table.from_batches(parts, schema=pa.schema([schema.field(c) for c in columns]))

@@ -15,7 +15,7 @@ from typing import Any
 
 from vipune_eval.core.io import read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
-from vipune_eval.vipune.client import Vipune
+from vipune_eval.vipune.client import Vipune, VipuneSettings
 
 
 def resolve_binary(binary: str) -> Path:
@@ -42,12 +42,17 @@ def lock_deviations(binary: Path) -> list[str]:
     return [f"{crate} {old} → {new}" for crate, old, new in dict.fromkeys(moves)]
 
 
-def configured_binary(binary: str, fingerprint: Path) -> Path:
-    """The executable behind a fingerprint (empty when the workflow knows no path for it)."""
-    if not binary:
-        raise EvalError(f"{fingerprint}: no vipune binary is configured for this fingerprint — set "
-                        "vipune.binary or list its path in vipune.compare to (re)compute its results")
-    return resolve_binary(binary)
+def planned_binary(vipune: VipuneSettings) -> tuple[Path, dict[str, Any]]:
+    """The executable a job runs and the fingerprint it was planned for (the one way a job finds
+    its binary). ``vipune.binary`` is empty for a build the workflow knows by its fingerprint id
+    alone (evaluated here before, not configured now): refused, saying how to name it."""
+    if not vipune.binary:
+        raise EvalError(f"{vipune.fingerprint}: no vipune binary is configured for this build, known "
+                        "here by its fingerprint id alone, so its results cannot be computed again",
+                        fix="set vipune.binary to the build's path, or list its path (not its id) in "
+                            "vipune.compare")
+    path = resolve_binary(vipune.binary)
+    return path, check_fingerprint(path, vipune.fingerprint)
 
 
 def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from json.encoder import encode_basestring as quoted  # json.dumps(str, ensure_ascii=False)
 from datetime import datetime, timezone
 
 import numpy as np
@@ -22,6 +23,29 @@ def embedding_b64(vector: np.ndarray) -> str:
     return base64.b64encode(np.asarray(vector, "<f4").tobytes()).decode("ascii")
 
 
+def import_row(rid: str, project_id: str, content: str, embedding: str, created: str) -> dict:
+    """One memory of the import JSONL (``embedding``: :func:`embedding_b64` of its vector)."""
+    return {"id": rid, "project_id": project_id, "content": content, "metadata": None,
+            "embedding": embedding, "created_at": created, "updated_at": created,
+            "memory_type": "fact", "status": "active", "superseded_by": None,
+            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium"}
+
+
+def _row_template() -> str:
+    """``json.dumps(import_row(...), ensure_ascii=False)`` as a format string, its JSON strings
+    left as fields: a persona's 500 rows cost a third of dumping each dict (no encoder per row,
+    no scan of the base64 for characters to escape)."""
+    fields = ("rid", "project_id", "content", "embedding", "created")
+    marked = json.dumps(import_row(*(f"@{f}@" for f in fields)), ensure_ascii=False)
+    template = marked.replace("{", "{{").replace("}", "}}")
+    for f in fields:  # the base64 alphabet needs no escaping: it keeps its quotes
+        template = template.replace(f'"@{f}@"', f'"{{{f}}}"' if f == "embedding" else f"{{{f}}}")
+    return template
+
+
+_ROW = _row_template()
+
+
 def import_lines(persona: Persona) -> list[str]:
     """The import JSONL: a header (both ``version`` and ``format_version``), then one row each."""
     dims = persona.vectors.shape[1]
@@ -30,12 +54,11 @@ def import_lines(persona: Persona) -> list[str]:
               "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "rows": len(persona.row_ids)}
     lines = [json.dumps(header)]
-    for rid, text, vector, created in zip(persona.row_ids, persona.texts, persona.vectors,
-                                          persona.created_at):
-        lines.append(json.dumps({
-            "id": rid, "project_id": persona.question_id, "content": text, "metadata": None,
-            "embedding": embedding_b64(vector), "created_at": created, "updated_at": created,
-            "memory_type": "fact", "status": "active", "superseded_by": None,
-            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium",
-        }, ensure_ascii=False))
+    project_id = quoted(persona.question_id)
+    matrix = np.ascontiguousarray(persona.vectors, "<f4")
+    flat, width = memoryview(matrix).cast("B"), 4 * dims
+    vectors = [flat[i * width:(i + 1) * width] for i in range(len(matrix))]
+    for rid, text, vector, created in zip(persona.row_ids, persona.texts, vectors, persona.created_at):
+        lines.append(_ROW.format(rid=quoted(rid), project_id=project_id, content=quoted(text),
+                                 embedding=base64.b64encode(vector).decode("ascii"), created=quoted(created)))
     return lines

@@ -1,4 +1,4 @@
-# Parse-time set-up (vipune_eval.workspace) and the input functions of the rules.
+# Parse-time set-up (vipune_eval.plan.workspace) and the input functions of the rules.
 import atexit
 import os
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.registry.models import pins as model_pins
-from vipune_eval.plan import cluster, failures
+from vipune_eval.plan import cluster, failures, manifest, rundir
 from vipune_eval.plan.config_args import read_config_args
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
@@ -21,15 +21,16 @@ from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, Vi
 
 try:
     if workflow.is_main_process and not workflow.dryrun:
-        RUN_LOCK = W.hold_lock()  # held until this process ends, kill -9 included
-        W.clear_tmp()
+        RUN_LOCK = rundir.hold_lock()  # held until this process ends, kill -9 included
+        rundir.clear_tmp()
     read_config_args(config, workflow.config_settings.config_args)  # its values as YAML
     WS = W.prepare(config, SCHEMA)
     if workflow.is_main_process:
-        for note in WS.notes:
+        for note in WS.builds.notes:
             print(f"vipune-eval: note: {note}", file=sys.stderr)
-    os.environ.update(W.job_environment())  # the jobs' library caches stay out of HOME
-    MANIFEST = W.report_manifest(WS)
+    # the jobs' library caches stay out of HOME
+    os.environ.update(rundir.job_environment())
+    MANIFEST = manifest.report_manifest(WS)
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
@@ -43,7 +44,7 @@ VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
     View("official", g).folder for g in OFFICIAL_GRANULARITIES
 ]
 RUNS = WS.runs()
-PLOTS = W.plots(WS)  # only those with something to show in this run
+PLOTS = WS.plots()  # only those with something to show in this run
 # The runs of each kind of retriever (W.SEARCHES names the search job that makes them).
 RUNS_OF = {kind: [r for r in RUNS.values() if r.kind is kind] for kind in W.SEARCHES}
 try:
@@ -84,9 +85,10 @@ def view_of(wildcards):
 def binary_path(wildcards, input):
     """The executable behind a fingerprint id (not a rerun trigger: the bytes are the input).
 
-    Empty for a binary evaluated before but not configured now; the stage then says so.
+    Empty for a binary evaluated before but not configured now: the job refuses it, saying so
+    (vipune.binary.planned_binary).
     """
-    return WS.binaries.get(wildcards.binary, "")
+    return WS.builds.paths.get(wildcards.binary, "")
 
 
 def get_filter_rows_inputs(wildcards):
@@ -114,7 +116,7 @@ def expected_option(wildcards):
 
 
 def get_embeddings(wildcards):
-    return W.embed_shards(WS, view_of(wildcards))
+    return WS.embed_shards(view_of(wildcards))
 
 
 def search_options(wildcards):
@@ -129,7 +131,7 @@ def search_options(wildcards):
 
 
 def get_arms(wildcards):
-    return W.arms_shards(WS, view_of(wildcards))
+    return WS.arms_shards(view_of(wildcards))
 
 
 def retriever_spec(wildcards):
@@ -138,11 +140,11 @@ def retriever_spec(wildcards):
 
 
 def get_run_shards(wildcards):
-    return W.run_shards(WS, view_of(wildcards), RUNS[wildcards.run])
+    return WS.run_shards(view_of(wildcards), RUNS[wildcards.run])
 
 
 def get_status_shards(wildcards):
-    return W.status_shards(WS, view_of(wildcards), RUNS[wildcards.run])
+    return WS.status_shards(view_of(wildcards), RUNS[wildcards.run])
 
 
 def score_options(wildcards):
@@ -157,7 +159,7 @@ def score_options(wildcards):
 
 
 def get_report_inputs(wildcards):
-    return [paths.REPORT_MANIFEST, *W.manifest_files(MANIFEST)]
+    return [paths.REPORT_MANIFEST, *manifest.manifest_files(MANIFEST)]
 
 
 def failed_jobs():
@@ -186,7 +188,7 @@ def print_report(path, failed=False):
             )
         atexit.register(print, "\n".join(lines), flush=True)
         return
-    lines = failures.failed_jobs(failed_jobs(), config, WS.primary)
+    lines = failures.failed_jobs(failed_jobs(), config, WS.builds.primary)
     if Path(path).exists():
         lines.insert(
             0,

@@ -23,7 +23,7 @@ rule report:
         " --out-md {output.md:q} --out-summary {output.summary:q} 2> {log:q}"
 
 
-# Only the plots that have something to show in this run (workspace.plots): no placeholder.
+# Only the plots that have something to show in this run (plan.workspace.Workspace.plots): no placeholder.
 rule plots:
     input:
         paths.REPORT_JSON,

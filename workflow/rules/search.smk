@@ -153,7 +153,7 @@ rule preflight:
         file=config["model"]["file"],
         pooling=config["model"]["pooling"],
         timeout=config["vipune"]["timeout"],
-        # not a rerun trigger: record and enforce run the same checks (see workspace.prepare)
+        # not a rerun trigger: record and enforce run the same checks (see plan.builds.refuse_recorded_failures)
         mode=untracked(config["vipune"]["preflight"]),
         tmp=lambda wildcards: paths.job_tmp(
             "preflight", paths.vipune_run(wildcards.binary)
@@ -237,7 +237,7 @@ rule search_vipune_lib:
         runtime=30,
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
-        lane=untracked(WS.lane_path),
+        lane=untracked(WS.builds.lane_path),
         options=search_options,
         # not rerun triggers: a limit and what to do on a refusal, not settings of the ranking
         timeout=untracked(config["vipune"]["timeout"]),

@@ -46,3 +46,39 @@ def test_in_order_keeps_the_order_and_draws_only_a_window_ahead():
             handed[0] += 1
     assert out == [i * i for i in range(40)]
     assert max(ahead) <= 4  # map() would have drawn all 40 before the first result
+
+
+def test_a_shards_personas_are_read_without_importing_pandas(tmp_path):
+    """pyarrow imports pandas on its first pa.array() or to_numpy() (0.2 s of CPU per search job):
+    a shard's personas come with their exact vectors and texts, and pandas never loaded."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    ids = [f"t{i}" for i in range(9)]
+    vectors = rng.standard_normal((9, 4)).astype(np.float32)
+    pq.write_table(pa.table({"text_id": ids, "text": [f"text {i}" for i in range(9)]}), tmp_path / "texts.parquet")
+    pq.write_table(pa.table({"text_id": ids[::-1], "embedding": pa.FixedSizeListArray.from_arrays(
+        pa.array(vectors[::-1].ravel()), 4)}), tmp_path / "embeddings.parquet")
+    pq.write_table(pa.table({
+        "question_id": ["q0", "q1", "q2"], "question": ["a?", "b?", "c?"], "question_text_id": ["t8", "t7", "t6"],
+        "row_keys": [["k0", "k1"], ["k2"], ["k3", "k4"]], "row_sessions": [["s0", "s1"], ["s2"], ["s3", "s4"]],
+        "row_created_at": [["d"] * 2, ["d"], ["d"] * 2], "row_docs": [["s0", "s1"], ["s2"], ["s3", "s4"]],
+        "row_text_ids": [["t0", "t1"], ["t2"], ["t3", "t5"]]}), tmp_path / "rows.parquet")
+    script = f"""
+import json, sys
+from pathlib import Path
+from vipune_eval.core.persona import personas_of_shard
+d = Path({str(tmp_path)!r})
+got = [(p.question_id, p.texts, p.vectors.tolist(), p.query_vector.tolist())
+       for p in personas_of_shard(d / "rows.parquet", d / "texts.parquet", [d / "embeddings.parquet"], 0, 2)]
+print(json.dumps({{"pandas": "pandas" in sys.modules, "personas": got}}))
+"""
+    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["personas"] == [["q0", ["text 0", "text 1"], vectors[[0, 1]].tolist(), vectors[8].tolist()],
+                               ["q2", ["text 3", "text 5"], vectors[[3, 5]].tolist(), vectors[6].tolist()]]
+    assert not out["pandas"], "reading a shard's personas imported pandas"

@@ -1,20 +1,14 @@
 """The cluster fit check (vipune_eval.cluster): no SLURM needed; fake sinfo/scontrol stand in."""
 
 import logging
-import os
-import re
 from types import SimpleNamespace
 
 import pytest
 
 from vipune_eval.plan import cluster
 from vipune_eval.plan.cluster import ClusterFitError, ClusterQueryError, Partition, Request
+from support.slurm import NODES, SCONTROL
 
-# What this repository's CI node reports (sinfo -h -N -p debug -o '%N|%c|%m'; scontrol -o).
-NODES = "vm|2|24105\n"
-SCONTROL = ("PartitionName=debug AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=UNLIMITED "
-            "MinNodes=0 MaxCPUsPerNode=UNLIMITED Nodes=vm State=UP TotalCPUs=2 TotalNodes=1 "
-            "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED TRES=cpu=2,mem=24105M,node=1\n")
 SMALL = Partition("debug", cpus=2, mem_mb=4000, time_min=None)
 
 
@@ -168,49 +162,3 @@ def test_the_onstart_hook_acts_only_for_the_slurm_executor(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="vipune_eval"):
         cluster.check_workflow(slurm, runner({}))  # no sinfo: the executor is left to try
     assert "cluster limits not checked" in caplog.text
-
-
-def write_fake_slurm(bin_dir, calls):
-    """sinfo/scontrol/sacct/squeue/sbatch stand-ins: a 2-CPU partition; sbatch records calls."""
-    bin_dir.mkdir()
-    scripts = {
-        "sinfo": 'case "$*" in *"-N -p debug"*) echo "vm|2|24105";; *) echo "debug*";; esac',
-        "scontrol": f'case "$*" in *partition*) echo "{SCONTROL.strip()}";; '
-                    '*) echo "MinJobAge = 300 sec";; esac',
-        "sacct": "exit 0",
-        "squeue": "exit 0",
-        "sbatch": f'echo "$*" >> {calls}; exit 1',
-    }
-    for name, body in scripts.items():
-        path = bin_dir / name
-        path.write_text(f"#!/bin/sh\n{body}\n")
-        path.chmod(0o755)
-
-
-@pytest.mark.slow
-def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, workflow_env, scenario_inputs):
-    """Through the Snakemake CLI and the real profile, with fake SLURM tools on PATH."""
-    from support.scenarios import SNAKEFILE, make_workdir, snakemake
-
-    workdir = make_workdir(tmp_path / "run", *scenario_inputs("standard"))
-    calls = tmp_path / "sbatch-calls.txt"
-    write_fake_slurm(tmp_path / "slurm-bin", calls)
-    env = {**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"}
-    profile = SNAKEFILE.parent / "workflow/profiles/slurm"
-    proc = snakemake(workdir, "--profile", str(profile), "--set-threads", "embed=8",
-                     "--set-resources", "filter:mem_mb=64000", env=env, check=False)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0, out
-    assert "rule embed (2 jobs) in partition 'debug': threads 8 > 2 CPUs; lower it with " \
-           "--set-threads embed=2" in out
-    assert "rule filter in partition 'debug': mem_mb 64000 > 24105 MB; lower it with " \
-           "--set-resources filter:mem_mb=24105" in out
-    assert not calls.exists()  # sbatch never called
-    assert not (workdir / "results/filter").exists() and not (workdir / "results/model/vipune-home").exists()
-    # The shipped defaults fit the same 2-CPU partition: the check passes and submission starts
-    # (the fake sbatch then fails, naming the rule).
-    proc = snakemake(workdir, "--profile", str(profile), env=env, check=False)
-    out = proc.stdout + proc.stderr
-    assert "ask for more than" not in out
-    assert calls.exists() and "--cpus-per-task=1" in calls.read_text()
-    assert re.search(r"Error in rule (filter|preflight)", out), out[-3000:]

@@ -64,7 +64,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                "stages.report.summary", "stages.report.sections", "stages.report.document",
                "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.models",
                "registry.views", "registry.granularities", "core.paths", "core.stats", "core.trec",
-               "vipune.contract", "vipune.release"},
+               "core.manifest", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read

@@ -60,7 +60,8 @@ def test_a_custom_file_of_a_known_release_is_recognised():
 
 
 def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
-    from vipune_eval.plan import workspace
+    from support.config import SCHEMA
+    from vipune_eval.plan import manifest, workspace
 
     monkeypatch.chdir(tmp_path)
     config = {"retrievers": ["dense"], "ks": [1], "search_limit": 10,
@@ -68,10 +69,10 @@ def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
               "model": {"path": None}, "granularities": ["session"], "embed": {"shards": 1},
               "search": {"row_limit": 100, "shards": 1},
               "split": {"seed": 0, "dev_fraction": 0.2}}
-    ws = workspace.prepare(config)
+    ws = workspace.prepare(config, SCHEMA)
     assert config["dataset"]["filename"] == "longmemeval_oracle.json"
     assert ws.dataset_file.endswith("/download/longmemeval_oracle.json")
-    assert workspace.report_manifest(ws)["corpus"]["release"] == "cleaned"
+    assert manifest.report_manifest(ws)["corpus"]["release"] == "cleaned"
 
 
 def test_each_preset_is_pinned_to_a_commit_and_its_bytes():

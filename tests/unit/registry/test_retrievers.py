@@ -201,6 +201,7 @@ def test_vipune_presets_name_the_setting_they_mirror():
 
 
 def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
+    from support.config import SCHEMA
     from vipune_eval.plan import workspace
 
     monkeypatch.chdir(tmp_path)
@@ -208,7 +209,7 @@ def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
               "search": {"row_limit": 100}, "dataset": {"path": str(tmp_path / "none.json")},
               "model": {"path": None}}
     with pytest.raises(EvalError, match="unknown family 'hybird'"):
-        workspace.prepare(config)
+        workspace.prepare(config, SCHEMA)
     assert not os.listdir(tmp_path)
 
 

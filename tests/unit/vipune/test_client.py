@@ -138,6 +138,24 @@ def test_import_lines_carry_both_header_keys_and_exact_vectors(persona):
     assert vector.shape == (384,) and np.array_equal(vector, persona.vectors[0])
 
 
+def test_import_rows_are_json_dumps_of_the_row_whatever_the_strings():
+    """The rows come from a format string (fast); each must be exactly what json.dumps of the row
+    would write, including braces, quotes, escapes and non-ASCII, and vectors of any layout."""
+    import base64
+
+    from vipune_eval.vipune.import_format import embedding_b64, import_row
+
+    texts = ['{rid} {{x}} "q" \\ \n\t\x00', "naïve ☃ \u2028 😀", "", "}{"]
+    qid = '-{0}"q\\'
+    vectors = np.random.default_rng(3).standard_normal((8, 6))[::2]  # float64, not contiguous
+    persona = Persona(qid, "?", [f"{qid}::{t}" for t in texts], ["s"] * 4, ['2023-"{}"'] * 4, texts, vectors,
+                      np.zeros(6, np.float32))
+    lines = import_lines(persona)
+    assert lines[1:] == [json.dumps(import_row(rid, qid, text, embedding_b64(v), created), ensure_ascii=False)
+                         for rid, text, v, created in zip(persona.row_ids, texts, vectors, persona.created_at)]
+    assert np.array_equal(np.frombuffer(base64.b64decode(json.loads(lines[2])["embedding"]), "<f4"),
+                          vectors[1].astype(np.float32))
+
 def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vipune_hf_home, tmp_path,
                                                                  persona, monkeypatch):
     baseline = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "a"), persona, 10, tmp_path)

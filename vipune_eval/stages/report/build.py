@@ -1,7 +1,7 @@
 """report: the numbers, their intervals, paired comparisons, diagnostics and provenance, as
 report.json for scripts and report.md for people.
 
-Its inputs come from a manifest (written at parse time, plan.workspace.report_manifest) that names
+Its inputs come from a manifest (written at parse time, plan.manifest.report_manifest) that names
 every view, every run's metrics and every build. ``load`` reads every file the report needs, once;
 ``build`` turns what was loaded into the report (pure: no file is read there, so it is tested on
 hand-made inputs); stages.report.sections makes its document, which report.md
@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, write_text
+from vipune_eval.core.manifest import Manifest, ManifestView
 from vipune_eval.core.stats import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures, models
@@ -61,7 +62,7 @@ class Report(TypedDict, total=False):
 class LoadedView:
     """One view as the report needs it: its manifest entry and what its files hold."""
 
-    entry: dict[str, Any]               # the manifest's entry (names, paths, ks, measures)
+    entry: ManifestView                 # the manifest's entry (names, paths, ks, measures)
     summary: dict[str, Any]             # the filter's summary.json
     metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
     counts: dict[str, int]              # rows, unique texts, tokens embedded
@@ -71,7 +72,7 @@ class LoadedView:
 class Loaded:
     """Everything the report reads, read once (``load``)."""
 
-    manifest: dict[str, Any]
+    manifest: Manifest
     views: list[LoadedView]             # the primary first
     gold: dict[str, set[str]]           # the primary view's qrels
     rows_with_gold: list[dict[str, Any]]  # the primary view's rows, with each pair's gold
@@ -113,7 +114,7 @@ def _truncated(embeddings: list[str]) -> dict[str, bool]:
     return out
 
 
-def load(manifest: dict[str, Any]) -> Loaded:
+def load(manifest: Manifest) -> Loaded:
     views = [LoadedView(v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()},
                   _view_counts(v)) for v in manifest["views"]]
     primary = manifest["views"][0]

@@ -30,7 +30,7 @@ from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log, write_json
 from vipune_eval.core.persona import Persona, row_id
-from vipune_eval.vipune.binary import check_fingerprint, configured_binary
+from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
 from vipune_eval.vipune.contract import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, RRF_K
 from vipune_eval.vipune.import_format import import_lines
@@ -273,8 +273,7 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
 
 
 def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str = "enforce") -> dict[str, Any]:
-    path = configured_binary(vipune.binary, vipune.fingerprint)
-    expected = check_fingerprint(path, vipune.fingerprint)
+    path, expected = planned_binary(vipune)
     tmp = vipune.tmp
     loaded = model.load(threads=1)
 

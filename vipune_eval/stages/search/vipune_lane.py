@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core import trec
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
-from vipune_eval.vipune.binary import check_fingerprint
+from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, shown
 from vipune_eval.vipune.import_format import import_lines
 
@@ -84,8 +84,8 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     """Run the vipune lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
-    binary, tmp, limit, depth, collapse = Path(vipune.binary), vipune.tmp, shard.limit, shard.depth, shard.collapse
-    check_fingerprint(binary, vipune.fingerprint)
+    binary, _ = planned_binary(vipune)
+    tmp, limit, depth, collapse = vipune.tmp, shard.limit, shard.depth, shard.collapse
     total = shard.pair_count()
     cache.mkdir(parents=True, exist_ok=True)
     marker = cache / f"shard-{shard.shard}-of-{shard.shards}.complete.json"

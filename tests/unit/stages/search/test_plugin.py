@@ -1,6 +1,6 @@
 """Plugin retrievers (issue 21): a user's function called per persona with a frozen Haystack,
-its answer checked, unimportable plugins refused before any job runs, and (slow) an edit of the
-plugin file reruns its searches and what depends on them only."""
+its answer checked, unimportable plugins refused before any job runs (an edit of the plugin file
+through the workflow: tests/workflow/test_plugin_reruns.py)."""
 
 import dataclasses
 import re
@@ -8,32 +8,14 @@ import textwrap
 
 import numpy as np
 import pytest
-import yaml
 
 import vipune_eval
 from vipune_eval.stages.search import plugin as plugins
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
+from support.plugins import PLUGIN
 from support.scenarios import REPO
-
-PLUGIN = textwrap.dedent('''\
-    import numpy as np
-
-    def newest_first(haystack, k):
-        order = sorted(range(len(haystack.row_ids)), key=lambda i: haystack.created_at[i], reverse=True)
-        return [haystack.row_ids[i] for i in order[:k]]
-
-    def scored(haystack, k):
-        sims = haystack.vectors @ haystack.question_vector
-        best = np.argsort(-sims, kind="stable")[:k]
-        return [(haystack.row_ids[i], float(sims[i])) for i in best]
-
-    def answer(haystack, k):
-        return ANSWER(haystack, k)
-
-    ANSWER = None
-    ''')
 
 
 def make_persona():
@@ -278,43 +260,6 @@ def test_the_source_digest_follows_the_file_bytes(plugin_dir):
     before = plugins.source_digest("mine/plug.py:newest_first")
     (plugin_dir / "mine" / "plug.py").write_text(PLUGIN + "\n# edited\n")
     assert plugins.source_digest("mine/plug.py:newest_first") != before
-
-
-# ------------------------------------------------------------------ the workflow (slow)
-
-
-
-
-@pytest.mark.slow
-def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env, scenario_inputs):
-    from support.scenarios import make_workdir, planned, snakemake
-
-    workdir = make_workdir(tmp_path / "run", *scenario_inputs("plugins"), scenario="plugins")
-    (workdir / "mine").mkdir()
-    (workdir / "mine" / "plug.py").write_text(PLUGIN)
-    config = yaml.safe_load((workdir / "config.yaml").read_text())
-    snakemake(workdir, "--cores", "2", env=workflow_env)
-    report = (workdir / "results/report.json").read_text()
-    assert '"newest"' in report and '"h60"' in report
-
-    (workdir / "mine" / "plug.py").write_text(PLUGIN + "\n# a comment changes the bytes\n")
-    out = snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout
-    assert planned(out) == {"search_plugin": 2, "score": 1, "report": 1, "plots": 1, "report_page": 1, "all": 1}
-    summary = snakemake(workdir, "--summary", env=workflow_env).stdout
-    stale = {line.split("\t")[0] for line in summary.splitlines()[1:]
-             if line.split("\t")[-1:] != ["-"] and "\t" in line and line.split("\t")[-1] != "no update"}
-    assert any("/search/newest/" in f for f in stale)
-    assert not any(f"/search/{r}/" in f for f in stale for r in ("dense", "hybrid", "h60"))
-    assert not any("embed" in f or "filter" in f for f in stale)
-
-    config["retrievers"][2]["k"] = 61
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    assert planned(snakemake(workdir, "-n", "--cores", "1", env=workflow_env).stdout) == {
-        "fuse_reference": 1, "search_plugin": 2, "score": 2, "report": 1, "plots": 1, "report_page": 1, "all": 1}
-
-    (workdir / "mine" / "plug.py").write_text("def newest_first(:\n")
-    proc = snakemake(workdir, "-n", env=workflow_env, check=False)
-    assert proc.returncode != 0 and "mine/plug.py:newest_first" in proc.stderr + proc.stdout
 
 
 def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):

@@ -13,15 +13,18 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from support.fakes import fake_build
 import yaml
 
-from vipune_eval.plan import workspace
+from vipune_eval.plan import config_check, workspace
 from vipune_eval.errors import EvalError
 
 from support.scenarios import REPO
-DEFAULTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+from support.config import DEFAULTS, SCHEMA
+
+
+def check(config):
+    """What ``prepare`` checks before it resolves the dataset and the model, raised."""
+    config_check.check(config, SCHEMA).problems.raise_any()
 
 
 def config(**changes):
@@ -37,14 +40,14 @@ def config(**changes):
 
 def test_the_repository_defaults_pass():
     jsonschema.validate(DEFAULTS, SCHEMA)
-    workspace.check_config(DEFAULTS)
+    check(config())
 
 
 def test_granularities_without_session_say_that_session_is_required():
     bad = config(granularities=["turn"])
-    jsonschema.validate(bad, SCHEMA)  # the shape is fine: the message comes from check_config
+    jsonschema.validate(bad, SCHEMA)  # the shape is fine: the message comes from config_check
     with pytest.raises(EvalError, match=r"granularities \['turn'\] has no session: session is required") as info:
-        workspace.check_config(bad)
+        check(bad)
     assert "['session', 'turn']" in str(info.value) and info.value.fix
 
 
@@ -52,7 +55,7 @@ def test_a_nan_dev_fraction_is_refused_with_the_other_bad_values():
     bad = config(split__dev_fraction=math.nan, search_limit=3)
     jsonschema.validate(bad, SCHEMA)  # NaN passes minimum/maximum
     with pytest.raises(EvalError) as info:
-        workspace.check_config(bad)
+        check(bad)
     message = str(info.value)
     assert "split.dev_fraction must be a number from 0 to 1, got nan" in message
     assert "search_limit (3) must be at least the largest k (10)" in message
@@ -65,16 +68,16 @@ def test_a_whatif_lab_on_a_split_the_dev_fraction_leaves_empty_is_refused(fracti
     bad = config(split__dev_fraction=fraction, whatif={"base": "hybrid", "grid": {"k": [10]},
                                                        "select_on": select_on})
     with pytest.raises(EvalError) as info:
-        workspace.check_config(bad, SCHEMA)
+        check(bad)
     assert (f"split.dev_fraction {fraction} leaves the {empty} split empty" in info.value.message
             and "whatif" in info.value.message)
-    workspace.check_config(config(split__dev_fraction=fraction))  # without the lab: allowed
+    check(config(split__dev_fraction=fraction))  # without the lab: allowed
 
 
 @pytest.mark.parametrize("fraction", [-0.1, 1.5, math.inf])
 def test_an_out_of_range_dev_fraction_is_refused(fraction):
     with pytest.raises(EvalError, match="split.dev_fraction"):
-        workspace.check_config(config(split__dev_fraction=fraction), SCHEMA)
+        check(config(split__dev_fraction=fraction))
 
 
 @pytest.mark.parametrize("timeout", [math.nan, math.inf])
@@ -83,14 +86,14 @@ def test_a_non_finite_timeout_is_refused(section, key, timeout):
     """Issue 32 items 6 and 8: the schema's exclusiveMinimum lets NaN (and infinity) through."""
     bad = config(**{section: {**DEFAULTS.get(section, {}), key: timeout}})
     with pytest.raises(EvalError) as info:
-        workspace.check_config(bad, SCHEMA)
+        check(bad)
     assert f"{section}.{key} must be a finite number of seconds > 0, got {timeout!r}" in info.value.message
 
 
 def test_the_plugin_timeout_defaults_to_300_seconds():
     given = copy.deepcopy(DEFAULTS)
     del given["search"]["plugin_timeout"]
-    workspace.check_config(given, SCHEMA)
+    check(given)
     assert given["search"]["plugin_timeout"] == 300
 
 
@@ -99,7 +102,7 @@ def test_a_misspelt_key_is_named_with_its_nearest_valid_name_and_the_defaults_ar
     bad["granularity"] = ["session", "turn"]
     bad["search"] = {"shard": 2}
     del bad["ks"]
-    problems, unknown = workspace.schema_problems(bad, SCHEMA)
+    problems, unknown = config_check.schema_problems(bad, SCHEMA)
     assert problems == []
     assert unknown == [("granularity", "granularities"), ("search.shard", "search.shards")]
     assert bad["ks"] == [1, 5, 10] and bad["search"]["row_limit"] == 1000  # the schema's defaults
@@ -110,7 +113,7 @@ def test_every_problem_of_the_config_is_in_one_message_the_renames_last():
     bad["granularites"] = ["session"]
     bad["zzz"] = 1
     with pytest.raises(EvalError) as info:
-        workspace.check_config(bad, SCHEMA)
+        check(bad)
     message, fix = info.value.message, info.value.fix
     assert message.startswith("bad configuration, 5 problems:")
     for part in ("embed.shards: 0 is less than the minimum of 1", "search_limit (3) must be at least the largest k",
@@ -151,49 +154,6 @@ def test_bad_values_stop_the_run_before_any_job(tmp_path):
         "rename granularity → granularities"], proc.stderr
     assert "does not contain items" not in proc.stderr and "Failed validating" not in proc.stderr
     assert not (tmp_path / "results" / "logs").exists()
-
-
-def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
-    binary = fake_build(tmp_path)[0]
-    monkeypatch.chdir(tmp_path)
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "model.onnx").write_bytes(b"onnx")
-    (model / "tokenizer.json").write_text("{}")
-    data = tmp_path / "data.json"
-    data.write_text("[]")
-    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(data)},
-                 model={**DEFAULTS["model"], "path": str(model), "file": "model.onnx"},
-                 vipune={**DEFAULTS["vipune"], "binary": str(binary), "compare": [str(binary)]})
-    ws = workspace.prepare(cfg)
-    assert ws.builds == [] and ws.primary and len(ws.notes) == 1
-    assert ws.notes[0].startswith(f"vipune.compare entry '{binary}' is vipune.binary itself ({ws.primary})")
-    assert "dropped" in ws.notes[0]
-    cfg["vipune"]["compare"] = []
-    assert workspace.prepare(cfg).notes == []
-
-
-def test_a_build_whose_lock_was_moved_says_so_where_it_came_from(tmp_path, monkeypatch):
-    """build.sh records the crates it moved off a Cargo.lock the registry cannot honour beside bin/
-    (issue 38); the report's build row ("from") names them."""
-    binary = fake_build(tmp_path / "build")[0]
-    (tmp_path / "build" / "lock-deviations.txt").write_text(
-        "    Updating crates.io index\n Downgrading webpki-roots v1.0.11 -> v1.0.10\n")
-    monkeypatch.chdir(tmp_path)
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "model.onnx").write_bytes(b"onnx")
-    (model / "tokenizer.json").write_text("{}")
-    data = tmp_path / "data.json"
-    data.write_text("[]")
-    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(data)},
-                 model={**DEFAULTS["model"], "path": str(model), "file": "model.onnx"},
-                 vipune={**DEFAULTS["vipune"], "binary": str(binary)})
-    ws = workspace.prepare(cfg)
-    assert ws.sources[ws.primary].endswith(
-        "built with its Cargo.lock moved where the registry lacks a pin (webpki-roots 1.0.11 → 1.0.10)")
-    (tmp_path / "build" / "lock-deviations.txt").unlink()
-    assert "Cargo.lock" not in workspace.prepare(cfg).sources[ws.primary]
 
 
 def test_the_license_is_an_spdx_expression_built_by_a_setuptools_that_reads_it():

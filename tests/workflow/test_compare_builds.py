@@ -1,32 +1,26 @@
 """The maintainer's loop (issue 14): many builds in one report, and a held-out dev/test split."""
 
-import json
 import re
 import shutil
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from support.scenarios import REPO, make_workdir, snakemake
-from test_reruns import planned
+from support.fakes import fake_build
+from support.results import report
+from support.scenarios import REPO, make_workdir, planned, snakemake
 
 pytestmark = pytest.mark.slow
 
-FAKE = REPO / "tests" / "fake_vipune.py"
 SHARDS = 2
 
 
 def build(folder, name, env=""):
-    """A vipune build: a wrapper around the fake (``env``: what its search does differently)."""
-    path = folder / name / "vipune"
-    path.parent.mkdir(parents=True)
-    path.write_text(f'#!/bin/sh\n# build {name}\n{env}exec "{sys.executable}" "{FAKE}" "$@"\n')
-    path.chmod(0o755)
-    return path
+    """A vipune build: the fake and its lane in ``folder/name/bin`` (``env``: what its search does
+    differently)."""
+    return fake_build(folder / name, preamble=f"# build {name}\n{env}")[0]
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +36,6 @@ def builds_run(tmp_path_factory, workflow_env, scenario_inputs):
     assert config["search"]["shards"] == SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return root, workdir, config, data, model
-
-
-def report(workdir):
-    return json.loads((workdir / "results/report.json").read_text())
 
 
 def test_every_build_is_a_row_with_paired_results_against_the_primary(builds_run):
@@ -92,6 +82,27 @@ def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(
     (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
     assert planned(workdir, workflow_env) == {}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(builds_run, workflow_env, tmp_path):
+    """A build known by its fingerprint id alone has results here, not a path: when one of its
+    shards must be searched again, the job refuses it with a named error and its fix (it once
+    raised IsADirectoryError on Path(""), issue 36)."""
+    from support.scenarios import clone
+
+    _, source, config, _, _ = builds_run
+    changed_id = report(source)["builds"][2]["id"]
+    workdir = clone(source, tmp_path / "by-id")
+    by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
+    (workdir / f"results/search/vipune-{changed_id}/shard-0-of-{SHARDS}.run").unlink()
+    proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
+    assert proc.returncode != 0
+    log = (workdir / f"results/logs/search_vipune/vipune-{changed_id}/shard-0-of-{SHARDS}.log").read_text()
+    named = "no vipune binary is configured for this build, known here by its fingerprint id alone"
+    assert named in log and "Traceback" not in log, log
+    summary = proc.stderr[proc.stderr.index("job(s) failed or cannot run"):]
+    assert named in summary and "fix: set vipune.binary to the build's path, or list its path" in summary
 
 
 def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow_env, tmp_path):

@@ -1,0 +1,63 @@
+"""The builds a run evaluates, resolved once at parse time (plan.builds, through prepare)."""
+
+import dataclasses
+
+import pytest
+
+from support.config import SCHEMA, defaults
+from support.fakes import fake_build
+from vipune_eval.plan import workspace
+
+
+
+def local_config(tmp_path, **vipune):
+    """The repository's defaults on a local model folder and data file, with these vipune keys."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"onnx")
+    (model / "tokenizer.json").write_text("{}")
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    cfg = defaults()
+    cfg["dataset"]["path"] = str(data)
+    cfg["model"].update(path=str(model), file="model.onnx")
+    cfg["vipune"].update(vipune)
+    return cfg
+
+
+def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
+    binary = fake_build(tmp_path)[0]
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(binary), compare=[str(binary)])
+    builds = workspace.prepare(cfg, SCHEMA).builds
+    assert builds.compared == () and builds.primary and len(builds.notes) == 1
+    assert builds.notes[0].startswith(f"vipune.compare entry '{binary}' is vipune.binary itself ({builds.primary})")
+    assert "dropped" in builds.notes[0]
+    cfg["vipune"]["compare"] = []
+    assert workspace.prepare(cfg, SCHEMA).builds.notes == ()
+
+
+def test_a_build_whose_lock_was_moved_says_so_where_it_came_from(tmp_path, monkeypatch):
+    """build.sh records the crates it moved off a Cargo.lock the registry cannot honour beside bin/
+    (issue 38); the report's build row ("from") names them."""
+    binary = fake_build(tmp_path / "build")[0]
+    (tmp_path / "build" / "lock-deviations.txt").write_text(
+        "    Updating crates.io index\n Downgrading webpki-roots v1.0.11 -> v1.0.10\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(binary))
+    builds = workspace.prepare(cfg, SCHEMA).builds
+    assert builds.sources[builds.primary].endswith(
+        "built with its Cargo.lock moved where the registry lacks a pin (webpki-roots 1.0.11 → 1.0.10)")
+    (tmp_path / "build" / "lock-deviations.txt").unlink()
+    assert "Cargo.lock" not in workspace.prepare(cfg, SCHEMA).builds.sources[builds.primary]
+
+
+def test_a_prepared_workspace_cannot_be_changed(tmp_path, monkeypatch):
+    """prepare resolves everything once: the Workspace and its Builds are frozen."""
+    binary = fake_build(tmp_path)[0]
+    monkeypatch.chdir(tmp_path)
+    ws = workspace.prepare(local_config(tmp_path, binary=str(binary)), SCHEMA)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ws.builds = None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ws.builds.primary = "missing"

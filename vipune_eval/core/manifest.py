@@ -1,0 +1,65 @@
+"""The report's manifest, results/report-inputs.json: every input of the report and where it lives.
+
+Its shape, shared by its writer (plan.manifest, at parse time) and its reader
+(stages.report.build's ``load``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class LabRun(TypedDict):
+    name: str
+    params: dict[str, Any]
+    metrics: str  # its metrics file (primary view)
+    run: str      # its merged run file
+
+
+class LabManifest(TypedDict):
+    measure: str
+    select_on: str
+    grid: dict[str, list[Any]]
+    base: LabRun
+    variants: list[LabRun]
+
+
+class ManifestView(TypedDict):
+    """One view's entry: what it is and where each of its inputs lives under results/."""
+
+    name: str
+    folder: str
+    protocol: str
+    granularity: str
+    description: str
+    ks: list[int]
+    measures: list[str]
+    summary: str
+    qrels: str
+    pairs: str
+    rows: str
+    embeddings: list[str]
+    metrics: dict[str, str]  # configured retriever → its metrics file
+    builds: dict[str, str]   # vipune.compare build id → its metrics file (primary view only)
+
+
+class Manifest(TypedDict):
+    """results/report-inputs.json: every input of the report."""
+
+    config: str
+    dataset_fp: str
+    model_fp: str
+    retrievers: list[str]
+    corpus: dict[str, Any] | None
+    settings: dict[str, dict[str, Any]]
+    roles: dict[str, str | None]
+    mirrors: dict[str, str | None]
+    primary: str | None
+    lane: dict[str, str] | None  # the vipune-lane of the vipune-lib runs: its id and fingerprint file
+    builds: list[str]
+    baseline: str | None
+    sources: str  # paths.BUILD_SOURCES: build id → where it came from (not an input of the report)
+    fingerprints: dict[str, str]
+    preflight: dict[str, str]
+    views: list[ManifestView]
+    whatif: LabManifest | None

@@ -1,0 +1,148 @@
+"""The configuration checked before any job runs: every problem named in one message.
+
+``check`` sets the schema's defaults, then collects what the schema says (shapes, bounds, each
+unknown key with its nearest valid name) and what it cannot say (limits against each other, NaN,
+the retrievers and the what-if grid) into ``Problems``; ``prepare`` adds what resolving the dataset
+and the model finds, then ``Problems.raise_any`` names them all (Snakemake's own ``validate``
+stops at the first and prints the whole config).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+import jsonschema
+
+from vipune_eval.errors import EvalError
+from vipune_eval.plan import whatif_grid
+from vipune_eval.registry import granularities, measures, retrievers
+
+T = TypeVar("T")
+
+
+def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Every way ``config`` breaks ``schema``, worded for a person: (problems, unknown keys as
+    (dotted key, its nearest valid dotted key or None)). Sets the schema's defaults in ``config``
+    as Snakemake's ``validate`` does."""
+    base = jsonschema.validators.validator_for(schema)
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, props, instance, subschema)
+
+    validator = jsonschema.validators.extend(base, {"properties": properties})(schema)
+    problems: list[str] = []
+    unknown: list[tuple[str, str | None]] = []
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(map(str, error.absolute_path))
+        if error.validator == "additionalProperties" and error.validator_value is False:
+            known = list(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(known)):
+                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                prefix = f"{where}." if where else ""
+                unknown.append((prefix + str(key), prefix + close[0] if close else None))
+        else:
+            problems.append(f"{where or 'the config'}: {error.message}")
+    return problems, unknown
+
+
+def cross_key_problems(config: dict[str, Any]) -> list[str]:
+    """What a schema cannot say: limits against each other, the primary granularity, NaN."""
+    problems = []
+    if max(config["ks"]) > config["search_limit"]:
+        problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k "
+                        f"({max(config['ks'])})")
+    if config["search"]["row_limit"] < config["search_limit"]:
+        problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
+                        f"search_limit ({config['search_limit']})")
+    problems += granularities.problems(config["granularities"])
+    for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
+        seconds = config[section][key]  # the schema's bounds let NaN and .inf through
+        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+            problems.append(f"{section}.{key} must be a finite number of seconds > 0, got {seconds!r}")
+    fraction = config["split"]["dev_fraction"]
+    if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
+        problems.append(f"split.dev_fraction must be a number from 0 to 1, got {fraction!r}")
+    elif isinstance(config.get("whatif"), dict) and fraction in (0, 1):
+        empty = "dev" if fraction == 0 else "test"
+        select_on = config["whatif"]["select_on"]
+        role = "chosen" if select_on == empty else "confirmed"
+        problems.append(f"split.dev_fraction {fraction} leaves the {empty} split empty, and the what-if lab "
+                        f"(whatif, select_on: {select_on}) needs pairs on both splits: nothing could be "
+                        f"{role} on {empty}; set split.dev_fraction strictly between 0 and 1, "
+                        "or remove the whatif block")
+    return problems
+
+
+def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()) -> EvalError:
+    """One error naming every problem of the configuration; unknown keys come last, and the fix
+    renames each to its nearest valid name, so the last line a user reads says what to type."""
+    lines = list(problems)
+    for key, close in unknown:
+        lines.append(f"{key}: not a config key" + (f"; did you mean {close}?" if close else ""))
+    renames = [f"{key} → {close}" for key, close in unknown if close]
+    others = [key for key, close in unknown if not close]
+    fix = "fix these keys in your config file (every key: docs/configuration.md)"
+    if others:
+        fix = f"remove {', '.join(others)}, or " + fix
+    if renames:
+        fix = f"{fix}; rename {', '.join(renames)}"
+    head = "bad configuration: " if len(lines) == 1 else f"bad configuration, {len(lines)} problems:\n  - "
+    return EvalError(head + "\n  - ".join(lines), fix=fix)
+
+
+@dataclass
+class Problems:
+    """Every problem of the configuration found so far, named at once by ``raise_any``."""
+
+    found: list[str] = field(default_factory=list)
+    unknown: list[tuple[str, str | None]] = field(default_factory=list)  # (key, its nearest valid key)
+
+    def attempt(self, step: Callable[..., T], *args: Any) -> T | None:
+        """``step(*args)``, its EvalError kept as one more problem (so every problem is named at
+        once); None when it failed."""
+        try:
+            return step(*args)
+        except EvalError as exc:
+            self.found.append(str(exc))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            if not self.found:  # a shape the schema's own problems do not explain
+                raise
+        return None
+
+    def raise_any(self) -> None:
+        if self.found or self.unknown:
+            raise config_error(self.found, self.unknown)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the check resolved (None where it found a problem), and the problems it found."""
+
+    specs: list[retrievers.Spec] | None
+    lab: whatif_grid.Lab | None
+    problems: Problems
+
+
+def check(config: dict[str, Any], schema: dict[str, Any]) -> Checked:
+    """The schema's problems (its defaults set in ``config`` first), the retrievers, the what-if
+    grid and what the schema cannot say; nothing is raised here (see ``Problems.raise_any``)."""
+    problems = Problems(*schema_problems(config, schema))
+    specs = problems.attempt(retrievers.resolve, config["retrievers"])
+    lab = None
+    if specs is not None:
+        lab = problems.attempt(lambda: whatif_grid.resolve(config.get("whatif"), specs,
+                                                           measures.keys(config["ks"], measures.SEED)))
+        clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
+        if clash:
+            problems.found.append(f"whatif: the variant names {clash} are taken by configured retrievers")
+    problems.found += problems.attempt(cross_key_problems, config) or []
+    return Checked(specs, lab, problems)

@@ -1,0 +1,91 @@
+"""The report's manifest, written at parse time: every input of the report, with the structure it
+needs (views, runs, builds); its shape is core.manifest's, and the report rule's inputs are its
+files (``manifest_files``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vipune_eval.core import paths
+from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.plan.workspace import Workspace
+from vipune_eval.registry import datasets, retrievers, views
+from vipune_eval.registry.views import View
+
+
+def _metrics(view: View, run: str) -> str:
+    return paths.fill(paths.METRICS, view=view.folder, run=run)
+
+
+def _filtered(view: View, name: str) -> str:
+    return paths.fill(paths.FILTER, view=view.folder, name=name)
+
+
+def report_manifest(ws: Workspace) -> Manifest:
+    """Every input of the report, with the structure it needs (views, runs, builds)."""
+    builds = ws.builds
+    entries: list[ManifestView] = []
+    for view in ws.views:
+        entries.append({
+            "name": view.name, "folder": view.folder, "protocol": view.protocol,
+            "granularity": view.granularity, "description": view.description(),
+            "ks": view.ks(ws.config), "measures": list(view.measure_names()),
+            "summary": _filtered(view, "summary.json"), "qrels": _filtered(view, "qrels.txt"),
+            "pairs": _filtered(view, "pairs.parquet"), "rows": _filtered(view, "rows.parquet"),
+            "embeddings": ws.embed_shards(view),
+            "metrics": {r: _metrics(view, ws.run_of(r)) for r in ws.retrievers},
+            "builds": ({b: _metrics(view, paths.vipune_run(b)) for b in builds.compared}
+                       if view == views.PRIMARY else {}),
+        })
+    binary = builds.evaluated
+    return {
+        "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
+        "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
+        "corpus": datasets.corpus(ws.config["dataset"], ws.local_sha256),
+        # each vipune-lane retriever → the configured reference run with the setting it mirrors
+        "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
+        "roles": retrievers.roles(ws.specs),
+        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
+        "primary": builds.primary, "builds": list(builds.compared),
+        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
+                 if builds.lane and builds.lane != "missing" else None),
+        "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
+        "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
+        # a build named by id alone keeps the preflight it had when it was evaluated here
+        "preflight": {b: paths.preflight(b) for b in binary
+                      if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()},
+        "views": entries,
+        "whatif": whatif_manifest(ws),
+    }
+
+
+def whatif_manifest(ws: Workspace) -> LabManifest | None:
+    """The what-if grid's runs, scored in the primary view only."""
+    lab = ws.lab
+    if not lab:
+        return None
+
+    def entry(s: retrievers.Spec) -> LabRun:
+        return {"name": s.name, "params": s.params, "metrics": _metrics(views.PRIMARY, s.name),
+                "run": paths.fill(paths.RUN, view=views.PRIMARY.folder, run=s.name)}
+
+    return {"measure": lab.measure, "select_on": lab.select_on, "grid": lab.grid,
+            "base": entry(lab.base), "variants": [entry(s) for s in lab.variants]}
+
+
+def manifest_files(manifest: Manifest) -> list[str]:
+    """Every file the report reads (the report rule's inputs), but the config: it holds
+    machine-specific paths, and moving a file must not rerun anything (what the config changes
+    that matters reaches the report through these inputs)."""
+    files = [manifest["dataset_fp"], manifest["model_fp"],
+             *manifest["fingerprints"].values()]
+    if manifest.get("lane"):
+        files.append(manifest["lane"]["fingerprint"])
+    files += manifest["preflight"].values()
+    for view in manifest["views"]:
+        files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],
+                  *view["metrics"].values(), *view["builds"].values()]
+    lab = manifest.get("whatif")
+    if lab:
+        files += [lab["base"]["metrics"], *(v["metrics"] for v in lab["variants"])]
+    return list(dict.fromkeys(files))
