@@ -56,7 +56,7 @@ def bench_chunk_filter(benchmark, work, embed_model):
 
     def filter_rows(name: str, granularity: str, rep: int, env=None):
         extra = {"tokenizer": tokenizer} if granularity == "chunk" else {}
-        return run_child(cli("filter-rows", dataset=data, granularity=granularity,
+        return run_child(cli("filter-rows", dataset=data, protocol="seed", granularity=granularity,
                              rows_out=dest / name / "rows.parquet", texts_out=dest / name / "texts.parquet",
                              **extra), dest / name / f"filter-rows-{rep}.log", env)
 

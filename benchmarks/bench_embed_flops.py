@@ -121,7 +121,7 @@ def bench_embed_flops(benchmark, work, embed_model):
     samples, lengths = {}, {}
     for g in GRANULARITIES:
         extra = {"tokenizer": embed_model.dir / "tokenizer.json"} if g == "chunk" else {}
-        run_child(cli("filter-rows", dataset=data, granularity=g, rows_out=dest / g / "rows.parquet",
+        run_child(cli("filter-rows", dataset=data, protocol="seed", granularity=g, rows_out=dest / g / "rows.parquet",
                       texts_out=dest / g / "texts.parquet", **extra), dest / g / "filter-rows.log")
         texts = [t for t in pq.read_table(dest / g / "texts.parquet").column("text").to_pylist() if t]
         texts = random.Random(0).sample(texts, min(z["sample"][g], len(texts)))

@@ -37,7 +37,7 @@ def bench_granularities(benchmark, work, embed_model):
     def filter_rows(g: str, rep: int):
         out = dest / g
         extra = {"tokenizer": tokenizer} if g == "chunk" else {}
-        return run_child(cli("filter-rows", dataset=data, granularity=g, rows_out=out / "rows.parquet",
+        return run_child(cli("filter-rows", dataset=data, protocol="seed", granularity=g, rows_out=out / "rows.parquet",
                              texts_out=out / "texts.parquet", **extra), out / f"filter-rows-{rep}.log")
 
     def embed(g: str, rep: int):

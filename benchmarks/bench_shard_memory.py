@@ -46,7 +46,7 @@ def random_embeddings(texts: pa.Table, out) -> None:
 def bench_shard_memory(benchmark, work, fake_vipune, vipune_home, vipune_fingerprint):
     dest = work / "shard-memory"
     data = generate(sized(SIZES))
-    run_child(cli("filter-rows", dataset=data, granularity="turn", rows_out=dest / "rows.parquet",
+    run_child(cli("filter-rows", dataset=data, protocol="seed", granularity="turn", rows_out=dest / "rows.parquet",
                   texts_out=dest / "texts.parquet"), dest / "filter-rows.log")
     emb = dest / "embeddings.parquet"
     random_embeddings(pq.read_table(dest / "texts.parquet", columns=["text_id"]), emb)

@@ -79,7 +79,8 @@ def real_vipune():
 def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.binary import binary_fingerprint
-    from vipune_eval.vipune.client import Vipune
+    from vipune_eval.stages.search.vipune_lane import searches
+    from vipune_eval.vipune.client import Vipune, VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
 
     n = sized(PERSONAS)
@@ -101,6 +102,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     one_row.mkdir()
     (one_row / "import.jsonl").write_text("\n".join(import_lines(personas[0])[:2]) + "\n", encoding="utf-8")
     client = Vipune(real_vipune, dest / "home", 300, hf_home=hf_home)  # the harness's environment
+    settings = VipuneSettings(str(real_vipune), fingerprint, hf_home, dest / "tmp", 300)
 
     def cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -179,8 +181,8 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
             call("--db-path", db, "--json", "import", folder / "import.jsonl")
             ranked = mcp_searches(db, p)
             if rep == 0:
-                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, LIMIT, hybrid, "")[0]]
-                              for hybrid in (True, False)]
+                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, flags, "")[0]]
+                              for flags in searches(settings, LIMIT).values()]
                 assert ranked == cli_ranked, (p.question_id, ranked, cli_ranked)
         return {"wall_s": time.perf_counter() - start, "cpu_s": cpu() - start_cpu}
 

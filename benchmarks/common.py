@@ -25,6 +25,9 @@ from vipune_eval.stages.report.projection import BGE_SMALL
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON
 sys.path.insert(0, str(REPO / "tests"))  # test support: the data generator, the tiny model
+from support.config import DEFAULTS  # noqa: E402  (config/config.yaml)
+
+SPLIT = DEFAULTS["split"]  # the dev/test split a run of the workflow makes
 
 PYTHON = sys.executable
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
@@ -290,10 +293,11 @@ def filter_view(dataset: Path, dest: Path, granularity: str = "session",
     """``filter`` (pairs, qrels, summary) and ``filter-rows`` (rows, unique texts) of a view."""
     extra = {"tokenizer": tokenizer} if tokenizer else {}
     return {
-        "filter": run_child(cli("filter", dataset=dataset, granularity=granularity,
+        "filter": run_child(cli("filter", dataset=dataset, protocol="seed", granularity=granularity,
                                 pairs_out=dest / "pairs.parquet", qrels_out=dest / "qrels.txt",
-                                summary_out=dest / "summary.json"), dest / "filter.log"),
-        "filter-rows": run_child(cli("filter-rows", dataset=dataset, granularity=granularity,
+                                summary_out=dest / "summary.json", split_seed=SPLIT["seed"],
+                                dev_fraction=SPLIT["dev_fraction"]), dest / "filter.log"),
+        "filter-rows": run_child(cli("filter-rows", dataset=dataset, protocol="seed", granularity=granularity,
                                      rows_out=dest / "rows.parquet", texts_out=dest / "texts.parquet",
                                      **extra), dest / "filter-rows.log"),
     }

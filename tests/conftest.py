@@ -21,7 +21,15 @@ from support.fakes import fake_build
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-WORKFLOW_TESTS = Path(__file__).resolve().parent / "workflow"
+TESTS = Path(__file__).resolve().parent
+WORKFLOW_TESTS = TESTS / "workflow"
+# The files that take longest on 2 cores, longest first. pytest-xdist gives a file's tests to one
+# worker (--dist loadfile) in collection order (--no-loadscope-reorder): started first, the long
+# files leave the short ones to fill in at the end, instead of one long file setting the wall time.
+LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py", "workflow/test_reruns.py",
+                 "workflow/test_workflow.py", "workflow/test_compare_builds.py", "workflow/test_vipune_faults.py",
+                 "workflow/test_resilience.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",
+                 "project/test_plain_install.py", "workflow/test_cold_small_run.py")
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
 BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
@@ -40,10 +48,21 @@ def _cgroup_limit(name: str) -> float | None:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/workflow/ runs Snakemake: slow by its folder, so the fast tier
-    (`pytest -m "not slow"`) never runs one, marked or not."""
+    (`pytest -m "not slow"`) never runs one, marked or not. Then the files are ordered for
+    pytest-xdist: LONGEST_FIRST, then the other files holding a slow test, then the rest (the
+    order of the tests within a file is kept)."""
     for item in items:
         if WORKFLOW_TESTS in item.path.parents:
             item.add_marker(pytest.mark.slow)
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        name = item.path.relative_to(TESTS).as_posix() if TESTS in item.path.parents else ""
+        if name in LONGEST_FIRST:
+            return 0, LONGEST_FIRST.index(name)
+        return (1 if item.path in slow_files else 2), 0
+
+    items.sort(key=rank)  # stable: collection order within each rank
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 
-class EvalError(Exception):
-    """An error the user can act on; the CLI prints its message and exits 1.
+PREFIX = "vipune-eval: "  # every line the harness prints for a person starts so
+FIX = f"{PREFIX}fix: "  # the line that says what to do (a failed run's summary reads it: plan.failures)
 
-    ``fix`` says what to do about it. ``str()`` is ``message — fix``; the CLI prints the fix on a
-    line of its own (``vipune-eval: fix: …``), which a failed run's summary repeats last.
+
+class EvalError(Exception):
+    """An error the user can act on; the CLI prints it (``shown``) and exits 1.
+
+    ``message`` says what failed, naming the file, question, build or key; ``fix`` says what to
+    do about it, never folded into the message. ``str()`` is ``message — fix``, for a log line.
     """
 
     def __init__(self, message: str, fix: str | None = None):
@@ -17,6 +21,12 @@ class EvalError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} — {self.fix}" if self.fix else self.message
+
+    def shown(self, where: str = "") -> str:
+        """The error as a person reads it: the message, then the fix on a line of its own, last
+        (what to do is what a user reads last). ``where``: the command that failed."""
+        head = f"{PREFIX}{where}: " if where else PREFIX
+        return head + self.message + (f"\n{FIX}{self.fix}" if self.fix else "")
 
 
 class BinaryNotFound(EvalError):

@@ -22,11 +22,14 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
     binary = bin_dir / "vipune"
     binary.write_text(f'#!/bin/sh\n{preamble}exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     binary.chmod(0o755)
-    if not lane:
-        return binary, None
+    return binary, fake_lane(bin_dir) if lane else None
+
+
+def fake_lane(bin_dir: Path) -> Path:
+    """The fake lane beside ``bin_dir/vipune``, named as build.sh names the lane of this checkout."""
     sha = lane_source.source_sha256()
     wrapper = bin_dir / lane_source.lane_name(sha)
     wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n'
                        f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
     wrapper.chmod(0o755)
-    return binary, wrapper
+    return wrapper

@@ -21,7 +21,7 @@ BINARY = ["--binary", "vipune", "--fingerprint", "fp.json", "--hf-home", "hf", "
 
 def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
     command, stage, kwargs = cli.stage_call(
-        ["search-vipune", *SEARCH, "--no-collapse", *BINARY, "--threads", "2", "--cache", "c",
+        ["search-vipune", *SEARCH, "--no-collapse", *BINARY, "--threads", "2", "--on-error", "stop", "--cache", "c",
          "--out", "o.run", "--semantic-out", "s.run", "--status-out", "st.json"])
     assert command == "search-vipune" and stage.__name__ == "run_vipune"
     assert kwargs["shard"] == ShardSearch(Path("r.parquet"), Path("t.parquet"),
@@ -34,8 +34,9 @@ def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
 @pytest.mark.parametrize("command, extra, settings", [
     ("search-reference", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
     ("search-family", ["--retriever", "bm25-lme", "--out", "o.run"], {"shard": ShardSearch}),
-    ("search-plugin", ["--retriever", "x.py:f", "--out", "o.run"], {"shard": ShardSearch}),
-    ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json"],
+    ("search-plugin", ["--retriever", "x.py:f", "--timeout", "300", "--out", "o.run"], {"shard": ShardSearch}),
+    ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json",
+                   "--mode", "enforce"],
      {"vipune": VipuneSettings, "model": ModelFiles}),
 ])
 def test_every_search_and_vipune_command_gets_its_settings_object(command, extra, settings):
@@ -50,7 +51,8 @@ def test_every_search_and_vipune_command_gets_its_settings_object(command, extra
 def test_the_embed_command_gets_the_model_as_one_object():
     _, stage, kwargs = cli.stage_call(["embed", "--texts", "t.parquet", "--model-dir", "m", "--file", "onnx/model.onnx",
                                        "--pooling", "mean", "--shard", "0", "--shards", "2", "--out", "e.parquet",
-                                       "--model-fingerprint", "fp.json", "--store", "v"])
+                                       "--model-fingerprint", "fp.json", "--store", "v", "--threads", "2",
+                                       "--batch-tokens", "auto"])
     assert stage.__name__ == "run_embed"
     assert kwargs["model"] == ModelFiles(Path("m"), "onnx/model.onnx", "mean")
     assert str(kwargs["model"]) == "m/onnx/model.onnx with mean pooling + L2"  # the recipe, as preflight names it
@@ -64,3 +66,25 @@ def test_settings_are_frozen_and_no_stage_takes_a_dozen_parameters():
     for command in cli.COMMANDS.values():
         stage = cli._load(command.target)
         assert len(inspect.signature(stage).parameters) <= 10, command.target
+
+
+def test_the_config_defaults_live_in_the_schema_alone():
+    """An option the rules always pass is required: a default of its own would be a second copy
+    of the schema's, and the two could drift (issue 36). What is left with a default is a flag
+    or something only a person types (report-html's folder, a download's pins)."""
+    import argparse
+    import re
+
+    from support.scenarios import REPO
+
+    rules = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    parsers = cli.parser()._subparsers._group_actions[0].choices
+    for command, sub in parsers.items():
+        shell = re.findall(rf'"vipune-eval {command} (.*?)2> {{log:q}}', rules.replace('"\n        "', ""), re.S)
+        for action in sub._actions:
+            flag = max(action.option_strings, key=len, default="")
+            if not shell or not flag or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction,
+                                                            argparse._HelpAction)):
+                continue
+            if re.search(rf"{flag}[ =]", shell[0]) and action.nargs not in ("*",):
+                assert action.required, f"vipune-eval {command} {flag}: the rule always passes it; no default"

@@ -92,10 +92,14 @@ def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(
 
     _, source, config, _, _ = builds_run
     changed_id = report(source)["builds"][2]["id"]
-    workdir = clone(source, tmp_path / "by-id")
+    # its results dropped (and the report, which Snakemake would otherwise keep), so that its
+    # shards are searched again
+    workdir = clone(source, tmp_path / "by-id", drop=(f"results/search/vipune-{changed_id}/shard-0-*",
+                                                      f"results/runs/vipune-{changed_id}.run",
+                                                      f"results/metrics/vipune-{changed_id}.json",
+                                                      "results/report.json"))
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
-    (workdir / f"results/search/vipune-{changed_id}/shard-0-of-{SHARDS}.run").unlink()
     proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     log = (workdir / f"results/logs/search_vipune/vipune-{changed_id}/shard-0-of-{SHARDS}.log").read_text()

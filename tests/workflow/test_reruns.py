@@ -47,10 +47,8 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     assert planned(workdir, workflow_env) == {}
     assert planned(workdir, workflow_env, "--rerun-triggers", "mtime") == {}
 
-    # The same bytes at another path: the same binary.
-    copy = tmp_path / "elsewhere" / "vipune-copy"
-    copy.parent.mkdir()
-    shutil.copy(binary, copy)
+    # The same bytes at another path (the build's folder copied, its lane with it): the same binary.
+    copy = shutil.copytree(binary.parent, tmp_path / "elsewhere") / "vipune"
     write_config(workdir, {**config, "vipune": {"binary": str(copy)}})
     assert planned(workdir, workflow_env) == {}
 

@@ -5,14 +5,12 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from support.results import independent_metrics, read_qrels, read_run
-from support.scenarios import REPO, RETRIEVERS, SNAKEFILE, snakemake
+from support.scenarios import RETRIEVERS, make_workdir, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
@@ -248,20 +246,11 @@ def test_lint_is_clean(full_run, workflow_env):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_snakefmt_is_clean():
-    files = [str(SNAKEFILE), *map(str, sorted((REPO / "workflow/rules").glob("*.smk")))]
-    proc = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 @pytest.mark.slow
-def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, full_run):
-    workdir, _ = full_run
-    config = yaml.safe_load((workdir / "config.yaml").read_text())
-    config["vipune"] = {"binary": "vipune-not-installed"}
-    other = tmp_path / "nobinary"
-    other.mkdir()
-    (other / "config.yaml").write_text(yaml.safe_dump(config))
+def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, small):
+    """On the small scenario: what runs before the missing binary's job fails is no part of it."""
+    other = make_workdir(tmp_path / "nobinary", *small, scenario="small",
+                         vipune={"binary": "vipune-not-installed"})
     proc = snakemake(other, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     assert "cargo install vipune" in proc.stdout + proc.stderr

@@ -27,7 +27,7 @@ from vipune_eval.vipune import lane as vipune_lane
 class Builds:
     """The builds of one run. Nothing changes them after ``resolve``."""
 
-    primary: str | None = None  # fingerprint id of vipune.binary ("missing": not found); None: not used
+    primary: str | None = None  # fingerprint id of vipune.binary (MISSING: not found); None: not used
     compared: tuple[str, ...] = ()  # fingerprint ids of vipune.compare (vipune.baseline included)
     baseline: str | None = None  # fingerprint id of vipune.baseline
     paths: dict[str, str] = field(default_factory=dict)  # id → path of a build that runs here now
@@ -83,10 +83,10 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside vipune.binary (refused, with the command
-    that builds it, when it is not there); "missing" with the binary, which the vipune_missing
+    that builds it, when it is not there); MISSING with the binary, which the vipune_missing
     rule names."""
     if primary is None:
-        return "missing", ""
+        return vipune_binary.MISSING, ""
     path = vipune_lane.find_lane(Path(primary["path"]), primary["version"])
     fingerprint = vipune_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
     write_json_if_changed(paths.lane_fingerprint(fingerprint["id"]), fingerprint)
@@ -105,7 +105,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
         primary = _binary(vipune["binary"], config)
     except BinaryNotFound:
         primary = None
-    primary_id = primary["id"] if primary else "missing"
+    primary_id = primary["id"] if primary else vipune_binary.MISSING
     compared: list[str] = []
     baseline = None
     found: dict[str, str] = {}

@@ -300,4 +300,4 @@ def check_workflow(workflow: Any, run: Runner = _run) -> None:
     except ClusterQueryError as exc:
         log.warning("vipune-eval: cluster limits not checked: %s", exc)
     except ClusterFitError as exc:
-        raise SystemExit(f"vipune-eval: {exc}") from None
+        raise SystemExit(exc.shown()) from None

@@ -82,9 +82,11 @@ def cross_key_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()) -> EvalError:
+def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = (),
+                 fixes: list[str] = ()) -> EvalError:
     """One error naming every problem of the configuration; unknown keys come last, and the fix
-    renames each to its nearest valid name, so the last line a user reads says what to type."""
+    (the problems' own ``fixes`` first) renames each to its nearest valid name, so the last line a
+    user reads says what to type."""
     lines = list(problems)
     for key, close in unknown:
         lines.append(f"{key}: not a config key" + (f"; did you mean {close}?" if close else ""))
@@ -93,6 +95,7 @@ def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()
     fix = "fix these keys in your config file (every key: docs/configuration.md)"
     if others:
         fix = f"remove {', '.join(others)}, or " + fix
+    fix = "; ".join([*dict.fromkeys(fixes), fix])
     if renames:
         fix = f"{fix}; rename {', '.join(renames)}"
     head = "bad configuration: " if len(lines) == 1 else f"bad configuration, {len(lines)} problems:\n  - "
@@ -105,6 +108,7 @@ class Problems:
 
     found: list[str] = field(default_factory=list)
     unknown: list[tuple[str, str | None]] = field(default_factory=list)  # (key, its nearest valid key)
+    fixes: list[str] = field(default_factory=list)  # what the problems' own errors say to do
 
     def attempt(self, step: Callable[..., T], *args: Any) -> T | None:
         """``step(*args)``, its EvalError kept as one more problem (so every problem is named at
@@ -112,7 +116,9 @@ class Problems:
         try:
             return step(*args)
         except EvalError as exc:
-            self.found.append(str(exc))
+            self.found.append(exc.message)
+            if exc.fix:
+                self.fixes.append(exc.fix)
         except (KeyError, TypeError, ValueError, AttributeError):
             if not self.found:  # a shape the schema's own problems do not explain
                 raise
@@ -120,7 +126,7 @@ class Problems:
 
     def raise_any(self) -> None:
         if self.found or self.unknown:
-            raise config_error(self.found, self.unknown)
+            raise config_error(self.found, self.unknown, self.fixes)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.vipune.binary import resolve_binary
+from vipune_eval.vipune.binary import MISSING, resolve_binary
 from vipune_eval.cli import COMMANDS
-from vipune_eval.errors import EvalError
+from vipune_eval.errors import FIX, PREFIX, EvalError
 
-PREFIX = "vipune-eval: "
-FIX = "vipune-eval: fix: "
 WIDTH = 240  # an error line longer than this is cut (the log keeps it whole)
 
 
@@ -40,9 +38,8 @@ def _short(text: str) -> str:
 def read_log(rule: str, logs: list[str]) -> Failure:
     """The first ``vipune-eval:`` error line of a job's logs and its fix.
 
-    The fix is the ``vipune-eval: fix:`` line the CLI prints, or else the part after " — " of the
-    error line (the harness writes its messages as "what happened — what to do"). A log without
-    a harness message (a Python traceback) gives its last line: the exception.
+    The fix is the ``vipune-eval: fix:`` line the CLI prints (errors.EvalError.shown). A log
+    without a harness message (a Python traceback) gives its last line: the exception.
     """
     lines: list[str] = []
     for log in logs:
@@ -64,11 +61,7 @@ def read_log(rule: str, logs: list[str]) -> Failure:
         error = lines[-1]
     else:
         error = "its log is empty; Snakemake's message about this job is above"
-    fix = fixes[0] if fixes else None
-    if fix is None and " — " in error:
-        error, fix = error.split(" — ", 1)
-    if fix is None:
-        fix = f"read {where} (docs/troubleshooting.md lists every message and its fix)"
+    fix = fixes[0] if fixes else f"read {where} (docs/troubleshooting.md lists every message and its fix)"
     return Failure(rule, _short(error), fix, where)
 
 
@@ -86,7 +79,7 @@ def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> 
                                f"put a local copy in place and set {key}.path in the config to it "
                                "(or unset HF_HUB_OFFLINE to download it)",
                                "not started"))
-    if primary == "missing" and "vipune_missing" not in seen:
+    if primary == MISSING and "vipune_missing" not in seen:
         try:
             resolve_binary(config["vipune"]["binary"])
         except EvalError as exc:

@@ -11,6 +11,7 @@ from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestVie
 from vipune_eval.plan.workspace import Workspace
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.views import View
+from vipune_eval.vipune.binary import MISSING
 
 
 def _metrics(view: View, run: str) -> str:
@@ -48,7 +49,7 @@ def report_manifest(ws: Workspace) -> Manifest:
         "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
         "primary": builds.primary, "builds": list(builds.compared),
         "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
-                 if builds.lane and builds.lane != "missing" else None),
+                 if builds.lane and builds.lane != MISSING else None),
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here

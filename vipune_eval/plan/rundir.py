@@ -32,9 +32,9 @@ def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
         handle.seek(0)
         other = handle.read().strip() or "unknown"
         handle.close()
-        raise EvalError(f"{results.resolve()}: another run (PID {other}) is working in this "
-                        "directory — wait for it to finish, or stop it; two runs at once would "
-                        "delete each other's fresh outputs") from None
+        raise EvalError(f"{results.resolve()}: another run (PID {other}) is working in this directory",
+                        fix="wait for it to finish, or stop it; two runs at once would delete each "
+                            "other's fresh outputs") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")

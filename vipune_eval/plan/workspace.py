@@ -155,7 +155,7 @@ def _dataset_file(config: dict[str, Any]) -> tuple[str, str | None]:
     download names the file it will write."""
     if not config["dataset"]["path"]:
         config["dataset"] = datasets.resolve(config["dataset"])
-        return f"{paths.RESULTS}/data/download/{config['dataset']['filename']}", None
+        return f"{paths.DATA_DOWNLOAD}/{config['dataset']['filename']}", None
     path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
     fingerprint = fingerprints.local_dataset_fingerprint(path, config["dataset"]["sha256"],
                                                          Path(paths.CACHE) / "sha256.json")
@@ -168,7 +168,7 @@ def _model_dir(config: dict[str, Any]) -> str:
     """A local model folder, fingerprinted now, or the folder the download will fill."""
     model = config["model"]
     if not model["path"]:
-        return f"{paths.RESULTS}/model/download"
+        return paths.MODEL_DOWNLOAD
     path = Path(os.path.expanduser(model["path"])).resolve()
     write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
         path, repo_id=model["repo_id"], revision=model["revision"], file=model["file"],

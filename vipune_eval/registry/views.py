@@ -75,8 +75,17 @@ class View:
         return OFFICIAL_LIMIT if self.official else config["search_limit"]
 
     def depth(self, config: dict[str, Any]) -> int:
-        """Sessions kept in a run (after turn and chunk rows collapse to sessions)."""
+        """Documents kept per pair in a run: sessions (after turn and chunk rows collapse to
+        sessions), or every row of a turn-level run."""
+        if self.turn_level_run:
+            return config["search"]["row_limit"]
         return OFFICIAL_LIMIT if self.official else config["search_limit"]
+
+    def search_flags(self, config: dict[str, Any]) -> list[str]:
+        """What every search command ranks to in this view (the CLI's "ranking" options): vipune's
+        --limit, the documents kept per pair, and whether rows collapse to their sessions."""
+        return ["--limit", str(self.search_limit(config)), "--depth", str(self.depth(config)),
+                *(["--no-collapse"] if self.turn_level_run else [])]
 
     def description(self) -> str:
         rows = granularities.get(self.granularity).rows

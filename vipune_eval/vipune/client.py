@@ -73,7 +73,14 @@ class VipuneSettings:
     fingerprint: Path           # the fingerprint file the binary's bytes must match
     hf_home: Path               # the hf-hub cache holding the model where vipune looks for it
     tmp: Path                   # the job's scratch folder (private HOME, throwaway databases)
-    timeout: float = 300.0      # seconds per call
+    timeout: float              # seconds per call
+
+    def search_flags(self, limit: int, hybrid: bool) -> list[str]:
+        """Every option of the harness's ``vipune search`` but the database, project and query:
+        with the rows and the question, all a search's answer depends on. A configurable flag is
+        a field of these settings read here: the command line (``Vipune.search``) and the
+        resumed shard's cache key (stages.search.vipune_lane.persona_key) both take these."""
+        return ["--hybrid" if hybrid else "--no-hybrid", "--recency", "0", "--limit", str(limit), "--no-touch"]
 
 
 @dataclass
@@ -168,16 +175,16 @@ class Vipune:
     def import_file(self, db: Path, jsonl: Path, where: str) -> dict[str, Any]:
         return self.call(["--db-path", str(db), "--json", "import", str(jsonl)], where)
 
-    def search_args(self, db: Path, project: str, query: str, limit: int, hybrid: bool) -> list[str]:
-        # --project=ID: an id starting with '-' must not read as a flag; '--' before the query.
-        return ["--db-path", str(db), f"--project={project}", "--json", "search",
-                "--hybrid" if hybrid else "--no-hybrid", "--recency", "0", "--limit", str(limit),
-                "--no-touch", "--", query]
+    def search_args(self, db: Path, project: str, query: str, flags: list[str]) -> list[str]:
+        """``flags``: VipuneSettings.search_flags. --project=ID: an id starting with '-' must not
+        read as a flag; '--' before the query."""
+        return ["--db-path", str(db), f"--project={project}", "--json", "search", *flags, "--", query]
 
-    def search(self, db: Path, project: str, query: str, limit: int, hybrid: bool,
+    def search(self, db: Path, project: str, query: str, flags: list[str],
                where: str) -> tuple[list[dict[str, Any]], float]:
         """One search; the hits (checked for shape and the limit) and the call's seconds."""
-        args = self.search_args(db, project, query, limit, hybrid)
+        args = self.search_args(db, project, query, flags)
+        limit = int(flags[flags.index("--limit") + 1])
         start = time.perf_counter()
         out = self.call(args, where)
         seconds = time.perf_counter() - start

@@ -18,6 +18,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
+from vipune_eval.vipune.binary import MISSING
 
 try:
     if workflow.is_main_process and not workflow.dryrun:
@@ -34,10 +35,7 @@ try:
     write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
-    sys.exit(
-        f"vipune-eval: {exc.message}"
-        + (f"\nvipune-eval: fix: {exc.fix}" if exc.fix else "")
-    )
+    sys.exit(exc.shown())
 
 ENV = "../envs/vipune-eval.yaml"
 VIEW_FOLDERS = [View("seed", g).folder for g in GRANULARITIES] + [
@@ -53,7 +51,7 @@ try:
         r.name: W.plugin_source_digest(r.spec) for r in RUNS_OF[Kind.PLUGIN]
     }
 except EvalError as exc:
-    sys.exit(f"vipune-eval: {exc}")
+    sys.exit(exc.shown())
 
 
 def runs_pattern(runs):
@@ -86,7 +84,8 @@ def binary_path(wildcards, input):
     """The executable behind a fingerprint id (not a rerun trigger: the bytes are the input).
 
     Empty for a binary evaluated before but not configured now: the job refuses it, saying so
-    (vipune.binary.planned_binary).
+    (vipune.binary.planned_binary). The rules pass it as --binary=VALUE: an empty value quoted
+    alone would vanish from the command line.
     """
     return WS.builds.paths.get(wildcards.binary, "")
 
@@ -120,14 +119,7 @@ def get_embeddings(wildcards):
 
 
 def search_options(wildcards):
-    view = view_of(wildcards)
-    options = [
-        f"--limit {view.search_limit(config)}",
-        f"--depth {view.depth(config) if not view.turn_level_run else config['search']['row_limit']}",
-    ]
-    if view.turn_level_run:
-        options.append("--no-collapse")
-    return " ".join(options)
+    return " ".join(view_of(wildcards).search_flags(config))
 
 
 def get_arms(wildcards):

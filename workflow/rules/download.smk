@@ -22,6 +22,7 @@ if not config["dataset"]["path"]:
             repo_id=config["dataset"]["repo_id"],
             filename=config["dataset"]["filename"],
             revision=config["dataset"]["revision"],
+            dest=paths.DATA_DOWNLOAD,
             pins=lambda wildcards: " ".join(
                 f"--{key} {shlex.quote(str(config['dataset'][key]))}"
                 for key in ("sha256", "size")
@@ -30,7 +31,7 @@ if not config["dataset"]["path"]:
             limits=untracked(hub_limits()),
         shell:
             "vipune-eval download-dataset --repo-id {params.repo_id:q} --filename {params.filename:q}"
-            " --revision {params.revision:q} {params.pins} {params.limits} --dest results/data/download"
+            " --revision {params.revision:q} {params.pins} {params.limits} --dest {params.dest:q}"
             " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
@@ -56,6 +57,7 @@ if not config["model"]["path"]:
             revision=config["model"]["revision"],
             file=config["model"]["file"],
             pooling=config["model"]["pooling"],
+            dest=paths.MODEL_DOWNLOAD,
             pins=" ".join(
                 f"--sha256 {shlex.quote(f'{name}={sha}')}"
                 for name, sha in model_pins(
@@ -66,7 +68,7 @@ if not config["model"]["path"]:
         shell:
             "vipune-eval download-model --repo-id {params.repo_id:q} --revision {params.revision:q}"
             " --file {params.file:q} --pooling {params.pooling:q} {params.pins} {params.limits}"
-            " --dest results/model/download"
+            " --dest {params.dest:q}"
             " --fingerprint-out {output.fingerprint:q} 2> {log:q}"
 
 
@@ -99,8 +101,8 @@ rule vipune_home:
 
 rule vipune_missing:
     output:
-        paths.binary_fingerprint("missing"),
-        paths.lane_fingerprint("missing"),
+        paths.binary_fingerprint(MISSING),
+        paths.lane_fingerprint(MISSING),
     log:
         "results/logs/vipune_missing.log",
     benchmark:
@@ -115,4 +117,4 @@ rule vipune_missing:
     params:
         binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary {params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "vipune-eval check-binary --binary={params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

@@ -1,8 +1,8 @@
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-    binary=r"(?!lib-)[^/]+-[0-9a-f]{12}|missing",
-    lane=r"[^/]+-[0-9a-f]{12}|missing",
+    binary=rf"(?!lib-)[^/]+-[0-9a-f]{{12}}|{MISSING}",
+    lane=rf"[^/]+-[0-9a-f]{{12}}|{MISSING}",
     run=r"[^/]+",
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
@@ -160,7 +160,7 @@ rule preflight:
         ),
         code=code_version("preflight"),
     shell:
-        "vipune-eval preflight --binary {params.binary:q} --fingerprint {input.binary:q}"
+        "vipune-eval preflight --binary={params.binary:q} --fingerprint {input.binary:q}"
         " --hf-home {input.hf_home:q} --model-dir {params.model_dir:q} --file {params.file:q}"
         " --pooling {params.pooling:q} --timeout {params.timeout:q} --mode {params.mode:q}"
         " --tmp {params.tmp:q} --out {output:q} 2> {log:q}"
@@ -205,7 +205,7 @@ rule search_vipune:
     shell:
         "vipune-eval search-vipune --rows {input.rows:q} --texts {input.texts:q}"
         " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --binary {params.binary:q} --fingerprint {input.binary:q} --hf-home {input.hf_home:q}"
+        " --binary={params.binary:q} --fingerprint {input.binary:q} --hf-home {input.hf_home:q}"
         " {params.options} --threads {threads} --timeout {params.timeout:q}"
         " --on-error {params.on_error:q} --cache {params.cache:q} --tmp {params.tmp:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

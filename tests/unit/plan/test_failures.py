@@ -6,6 +6,7 @@ import yaml
 
 from vipune_eval import cli
 from vipune_eval.plan import failures
+from vipune_eval.vipune.binary import MISSING
 from vipune_eval.errors import EvalError
 
 from support.scenarios import REPO
@@ -35,11 +36,31 @@ def test_read_log_takes_the_first_harness_error_and_its_fix(tmp_path):
         "download_model", "cannot download the model", "set model.path", str(log))
 
 
-def test_read_log_without_a_fix_line_splits_what_happened_from_what_to_do(tmp_path):
+def test_the_fix_is_the_fix_line_alone(tmp_path):
+    """One error-and-fix format (issue 36): the fix is EvalError.fix, printed on its own line; an
+    error line is never split again to find one."""
     log = tmp_path / "a.log"
-    log.write_text("vipune-eval: preflight: preflight of x: check failed — set vipune.preflight: record\n")
+    log.write_text("vipune-eval: preflight: preflight of x: check failed — as a dash in the message\n")
     found = failures.read_log("preflight", [str(log)])
-    assert (found.error, found.fix) == ("preflight of x: check failed", "set vipune.preflight: record")
+    assert found.error == "preflight of x: check failed — as a dash in the message"
+    assert found.fix.startswith(f"read {log}")
+
+
+def test_no_error_of_the_package_folds_its_fix_into_its_message():
+    """A harness error says what to do with fix=, not after a dash in its message."""
+    import ast
+
+    folded = []
+    for path in (REPO / "vipune_eval").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = getattr(node, "func", None)
+            name = getattr(name, "id", None) or getattr(name, "attr", "")
+            if isinstance(node, ast.Call) and name.endswith(("Error", "Failed")) and node.args:
+                texts = [n.value for n in ast.walk(node.args[0]) if isinstance(n, ast.Constant)
+                         and isinstance(n.value, str)]
+                if any(" — " in t for t in texts):
+                    folded.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not folded, folded
 
 
 def test_read_log_of_a_traceback_gives_the_exception_and_points_to_the_log(tmp_path):
@@ -62,11 +83,11 @@ def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_pat
     monkeypatch.chdir(tmp_path)  # no results/fingerprints here
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    found = failures.not_started(CONFIG, "missing", {"download_dataset"})
+    found = failures.not_started(CONFIG, MISSING, {"download_dataset"})
     assert [f.rule for f in found] == ["download_model", "vipune_missing"]
     assert "model.path" in found[0].fix and VIPUNE_FIX in found[1].fix
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online: a download may well work
-    assert [f.rule for f in failures.not_started(CONFIG, "missing", set())] == ["vipune_missing"]
+    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["vipune_missing"]
     assert failures.not_started(CONFIG, "0.20.0-abc", set()) == []  # vipune was found
 
 

@@ -302,3 +302,16 @@ def test_the_models_revision_lookup_never_answered_is_named_within_the_timeout(h
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"no answer from {hub.endpoint}/api/models/{BGE[0]}/revision/{BGE[1]} within 1 s (model {BGE[0]}" in proc.stderr
     assert "set model.path" in proc.stderr
+
+
+def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
+    from vipune_eval.errors import EvalError
+    from vipune_eval.stages import download as download_stage
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
+        download_stage.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp",
+                                         limits=download_stage.HubLimits(60, 120))
+    with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
+        download_stage.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp",
+                                       limits=download_stage.HubLimits(60, 120))

@@ -1,13 +1,18 @@
-"""The vipune binary: found one way, in vipune/binary.py alone (issue 36)."""
+"""The vipune binary: found one way, in vipune/binary.py alone (issue 36); its fingerprint
+follows its bytes (and the files behind a wrapper), never its path or mtime."""
 
 import json
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from support.scenarios import REPO
+from vipune_eval.core.io import sha256_file
 from vipune_eval.errors import EvalError
+from vipune_eval.vipune import binary
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import VipuneSettings
 
@@ -38,3 +43,75 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune_lane.py"}
+
+
+def test_the_missing_sentinel_is_typed_once():
+    """binary.MISSING is the fingerprint id of a binary that is not there: the workspace, the
+    rules, the manifest and the failure summary read it; none types it again."""
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "workflow" / "rules").glob("*.smk")]
+    typed = [f.relative_to(REPO).as_posix() for f in files if re.search(r"""["']missing["']""", f.read_text())]
+    assert typed == ["vipune_eval/vipune/binary.py"]
+
+
+@pytest.fixture
+def fake_binary(tmp_path, fake_vipune_bin):
+    copy = tmp_path / "bin" / "vipune"
+    copy.parent.mkdir()
+    shutil.copy(fake_vipune_bin, copy)
+    return copy
+
+
+def test_binary_fingerprint_ignores_path_and_mtime_but_not_bytes(tmp_path, fake_binary):
+    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    assert first["sha256"] == sha256_file(fake_binary)
+    assert first["id"] == f"{first['version']}-{first['sha256'][:12]}"
+    os.utime(fake_binary, (1, 1))
+    other = tmp_path / "elsewhere" / "vipune-copy"
+    other.parent.mkdir()
+    shutil.copy(fake_binary, other)
+    assert binary.binary_fingerprint(other, tmp_path / "home", 30, tmp_path / "cache") == first
+    with fake_binary.open("a") as handle:
+        handle.write("# rebuilt\n")
+    assert binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")["id"] != first["id"]
+
+
+def test_resolve_binary_explains_how_to_get_vipune(monkeypatch, fake_binary):
+    monkeypatch.setenv("PATH", str(fake_binary.parent))
+    assert binary.resolve_binary("vipune") == fake_binary.resolve()
+    with pytest.raises(EvalError, match="cargo install vipune"):
+        binary.resolve_binary("no-such-vipune")
+
+
+def test_binary_that_does_not_print_version_json_is_named(tmp_path):
+    liar = tmp_path / "vipune"
+    liar.write_text("#!/bin/sh\necho 'vipune 0.9.1'\n")
+    liar.chmod(0o755)
+    with pytest.raises(EvalError, match=r"did not print vipune's version JSON.*vipune 0.9.1"):
+        binary.binary_fingerprint(liar, tmp_path / "home", 30, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after [\d.]+ s\); "
+                        r"stdout: 'vipune: something went wrong \{'"),
+    ("version-fail", r"did not print vipune's version JSON \(exit code 1 after [\d.]+ s\).*cannot initialise"),
+    ("version-hang", r"did not finish within 2 s \(vipune.timeout\) and was killed"),
+])
+def test_a_version_call_that_fails_says_what_it_printed_its_exit_code_and_the_wait(
+        tmp_path, fake_binary, monkeypatch, fault, message):
+    """Regression: these read `MissingOutputException … vipune-missing.json` after a fixed 60 s."""
+    monkeypatch.setenv("FAKE_VIPUNE_FAULT", fault)
+    with pytest.raises(EvalError, match=message):
+        binary.binary_fingerprint(fake_binary, tmp_path / "home", 2, tmp_path / "cache")
+
+
+def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_binary):
+    build = tmp_path / "build" / "vipune-real"
+    build.parent.mkdir()
+    build.write_bytes(b"\x7fELF version 1")
+    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    plain = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    assert first["sha256"] == plain["sha256"] and first["id"] != plain["id"]
+    assert first["files"] == {"vipune-real": sha256_file(build)}
+    build.write_bytes(b"\x7fELF version 2")  # the wrapper is unchanged; what it runs is not
+    second = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    assert second["id"] != first["id"] and second["sha256"] == first["sha256"]

@@ -46,10 +46,10 @@ def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
 
 
 def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, qrels_out: Path,
-              summary_out: Path, expected: dict[str, int] | None = None, split_seed: int = 0,
-              dev_fraction: float = 0.2) -> dict[str, Any]:
+              summary_out: Path, expected: dict[str, int] | None, split_seed: int,
+              dev_fraction: float) -> dict[str, Any]:
     """The view's pairs (category, gold, split), its qrels and its counts per category."""
-    granularity = granularities.get(granularity or granularities.PRIMARY).name
+    granularity = granularities.get(granularity).name
     official = protocol == "official"
     counts: Counter = Counter()
     pairs: list[dict[str, Any]] = []

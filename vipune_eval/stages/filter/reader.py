@@ -74,7 +74,9 @@ def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
     except (ijson.JSONError, UnicodeDecodeError) as exc:
         kind = "not UTF-8 text" if _is_encoding_error(exc) else "not a valid LongMemEval JSON array"
         raise EvalError(f"{path}: instance {done} (after {done} complete instances): {kind} "
-                        f"({_short(exc)}) — is this the LongMemEval file, complete and undamaged?") from exc
+                        f"({_short(exc)})",
+                        fix="point dataset.path at the LongMemEval file, complete and undamaged (a copy "
+                            "cut short, or another format, fails here)") from exc
 
 
 def _is_encoding_error(exc: Exception) -> bool:

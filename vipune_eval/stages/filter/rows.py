@@ -84,7 +84,7 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
              tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
     """Each pair's memory rows (the view's granularity) and the unique texts they and the
     questions hold. Returns counts (pairs, row slots, unique texts)."""
-    kind = granularities.get(granularity or granularities.PRIMARY)
+    kind = granularities.get(granularity)
     granularity = kind.name
     if kind.needs_tokenizer and tokenizer is None:
         raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")

@@ -97,9 +97,6 @@ def source_digest(use: str) -> str:
     return hashlib.sha256(source_file(use).read_bytes()).hexdigest()
 
 
-DEFAULT_TIMEOUT = 300.0  # seconds one call (one question) may take: search.plugin_timeout
-
-
 @contextlib.contextmanager
 def _folder_on_path(use: str) -> Iterator[None]:
     """A file plugin's folder first on sys.path while it is imported and called, so a helper
@@ -244,8 +241,9 @@ def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
 
 
 def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
-           timeout: float | None = DEFAULT_TIMEOUT) -> Ranking:
-    """The plugin's checked ranking of one persona, called with at most ``timeout`` seconds."""
+           timeout: float | None = None) -> Ranking:
+    """The plugin's checked ranking of one persona, called with at most ``timeout`` seconds (no
+    limit: None)."""
     haystack = Haystack.of(persona)
     where = f"plugin {use!r}, question {persona.question_id}"
     try:
@@ -264,7 +262,7 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
     return check_answer(answer, persona, k, use)
 
 
-def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float) -> None:
     """A plugin's run over one shard of personas: ``k`` = the search limit, at most ``timeout``
     seconds a persona."""
     from vipune_eval.registry.retrievers import Kind, from_argument

@@ -111,8 +111,8 @@ class Preflight:
     is recorded (a maintainer comparing a build whose search was changed on purpose). Parity,
     the commands and the import are always enforced: without them no number means anything."""
 
-    def __init__(self, vipune: Vipune, db: Path, enforce: bool = True) -> None:
-        self.vipune, self.db, self.enforce = vipune, db, enforce
+    def __init__(self, vipune: Vipune, settings: VipuneSettings, db: Path, enforce: bool = True) -> None:
+        self.vipune, self.settings, self.db, self.enforce = vipune, settings, db, enforce
         self.findings: list[dict[str, Any]] = []
         self.k: float = RRF_K  # the RRF k the fused scores are expected to fit
 
@@ -129,7 +129,7 @@ class Preflight:
         return rrf(*ranks, k=self.k)
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
-        hits, _ = self.vipune.search(self.db, project, QUERY, limit, hybrid, "preflight")
+        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), "preflight")
         return [(h.get("id"), h.get("similarity")) for h in hits]
 
     def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
@@ -147,8 +147,8 @@ def check_commands(pre: Preflight, version: str) -> None:
     missing = [c for c in ("import", "export") if not pre.vipune.has_command(c, "preflight")]
     if missing:
         raise CheckFailed(f"vipune {version} has no {' or '.join(missing)} command (they arrived after "
-                          "vipune 0.9.1) — upgrade: `cargo install vipune --force`, or build a "
-                          "current checkout of randomm/vipune")
+                          "vipune 0.9.1)", fix="upgrade: `cargo install vipune --force`, or build a "
+                                               "current checkout of randomm/vipune")
     pre.findings.append({"check": "commands", "expected": "import and export", "seen": "present",
                          "passed": True})
 
@@ -233,11 +233,12 @@ def check_fusion(pre: Preflight, rrf_probe: Probe, and_probe: Probe, pool_a: Pro
 
 
 def check_refusals(pre: Preflight, project: str) -> None:
-    long_query = pre.vipune.run(pre.vipune.search_args(pre.db, project, "word " * 600, 10, True),
-                                "preflight")
+    long_query = pre.vipune.run(pre.vipune.search_args(pre.db, project, "word " * 600,
+                                                       pre.settings.search_flags(10, True)), "preflight")
     pre.record("query_over_512_tokens_exits_3", f"exit {EXIT_TOO_LONG}", f"exit {long_query.returncode}",
                long_query.returncode == EXIT_TOO_LONG)
-    too_many = pre.vipune.run(pre.vipune.search_args(pre.db, project, QUERY, MAX_SEARCH_LIMIT + 1, True),
+    too_many = pre.vipune.run(pre.vipune.search_args(pre.db, project, QUERY,
+                                                     pre.settings.search_flags(MAX_SEARCH_LIMIT + 1, True)),
                               "preflight")
     pre.record("limit_over_10000_refused", "a non-zero exit", f"exit {too_many.returncode}",
                too_many.returncode != 0)
@@ -266,13 +267,14 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
             f"{min(cosines):.4f} (< {MIN_PARITY_COSINE}) with the harness's. The harness embeds with "
             f"{recipe}; vipune embeds with its built-in profile (bge-small-en-v1.5 at its pinned "
             "revision, mean pooling, L2) from HF_HOME. Passage vectors and vipune's query vectors "
-            "would not live in the same space — fix model.* in the config.")
+            "would not live in the same space",
+            fix="set model.* in the config to the files and pooling vipune embeds with")
     pre.findings.append({"check": "embedding_parity", "expected": f"cosine >= {MIN_PARITY_COSINE}",
                          "seen": f"min cosine {min(cosines):.6f} over {len(cosines)} probes",
                          "passed": True, "min_cosine": min(cosines)})
 
 
-def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str = "enforce") -> dict[str, Any]:
+def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> dict[str, Any]:
     path, expected = planned_binary(vipune)
     tmp = vipune.tmp
     loaded = model.load(threads=1)
@@ -283,7 +285,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tmp = tmp.resolve()
-    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), tmp / "probes.db",
+    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), vipune, tmp / "probes.db",
                     enforce=mode == "enforce")
     recipe = str(model)
     probes = {
@@ -304,12 +306,14 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
         check_refusals(pre, "preflight-rrf")
     except CheckFailed as exc:
-        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc} — this binary "
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc.message}; this binary "
                         "does not do what the harness's mirrors and metrics assume, so nothing was "
-                        "searched with it (a build whose search was changed on purpose: set "
-                        "vipune.preflight: record to evaluate it anyway, its failed checks listed)") from exc
+                        "searched with it",
+                        fix=exc.fix or "a build whose search was changed on purpose: set vipune.preflight: "
+                                       "record to evaluate it anyway, its failed checks listed") from exc
     except VipuneError as exc:
-        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc}") from exc
+        raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc.message}",
+                        fix=exc.fix) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")

@@ -16,6 +16,7 @@ and searches again.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 import threading
@@ -51,9 +52,15 @@ def ranking_of(persona: Persona, hits: list[dict[str, Any]], command: str) -> Ra
     return ranking
 
 
-def evaluate(client: Vipune, persona: Persona, limit: int, workdir: Path,
+def searches(vipune: VipuneSettings, limit: int) -> dict[str, list[str]]:
+    """The persona's two searches, each by its flags: ``search --hybrid`` (the vipune run) and
+    ``search --no-hybrid`` (vipune-semantic)."""
+    return {"hybrid": vipune.search_flags(limit, True), "semantic": vipune.search_flags(limit, False)}
+
+
+def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], workdir: Path,
              lines: list[str] | None = None) -> dict[str, Any]:
-    """Import the persona into a fresh database; its hybrid and its semantic ranking."""
+    """Import the persona into a fresh database; its rankings, one per search (``searches``)."""
     qid = persona.question_id
     where = f"persona {qid}"
     with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
@@ -64,16 +71,17 @@ def evaluate(client: Vipune, persona: Persona, limit: int, workdir: Path,
             raise VipuneError(f"{where}: `{client.binary} --db-path {db} --json import {jsonl}` reported {out}, "
                               f"but {len(persona.row_ids)} rows were written to a fresh database")
         result: dict[str, Any] = {}
-        for name, hybrid in (("hybrid", True), ("semantic", False)):
-            hits, seconds = client.search(db, qid, persona.question, limit, hybrid, where)
-            command = shown([client.binary, *client.search_args(db, qid, persona.question, limit, hybrid)])
+        for name, search_flags in flags.items():
+            hits, seconds = client.search(db, qid, persona.question, search_flags, where)
+            command = shown([client.binary, *client.search_args(db, qid, persona.question, search_flags)])
             result[name] = {"ranking": ranking_of(persona, hits, command), "seconds": seconds}
     return result
 
 
-def persona_key(persona: Persona, limit: int, lines: list[str]) -> str:
-    """Everything a persona's vipune result depends on besides the binary: rows, question, limit."""
-    digest = hashlib.sha256(f"{limit}\n{persona.question}\n".encode())
+def persona_key(persona: Persona, flags: dict[str, list[str]], lines: list[str]) -> str:
+    """Everything a persona's vipune result depends on besides the binary: rows, question and
+    every flag of its searches (``searches``)."""
+    digest = hashlib.sha256(f"{json.dumps(flags, sort_keys=True)}\n{persona.question}\n".encode())
     for line in lines[1:]:  # the header holds a timestamp
         digest.update(line.encode())
     return digest.hexdigest()
@@ -85,7 +93,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
     binary, _ = planned_binary(vipune)
-    tmp, limit, depth, collapse = vipune.tmp, shard.limit, shard.depth, shard.collapse
+    tmp, flags, depth, collapse = vipune.tmp, searches(vipune, shard.limit), shard.depth, shard.collapse
     total = shard.pair_count()
     cache.mkdir(parents=True, exist_ok=True)
     marker = cache / f"shard-{shard.shard}-of-{shard.shards}.complete.json"
@@ -106,7 +114,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
             """What the shard keeps of a persona: its run documents and timings, or its error."""
             qid = persona.question_id
             lines = import_lines(persona)  # built once: the cache key and the import share it
-            key = persona_key(persona, limit, lines)
+            key = persona_key(persona, flags, lines)
             keys.append(key)
             cached = cache / f"{key}.json"
             if cached.exists():
@@ -115,12 +123,12 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                 return {"question_id": qid}  # on_error=stop: start nothing new (neither run nor error)
             else:
                 try:
-                    result = evaluate(client, persona, limit, tmp, lines)
+                    result = evaluate(client, persona, flags, tmp, lines)
                 except VipuneError as exc:
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"question_id": qid, "error": str(exc)}
+                    return {"question_id": qid, "error": str(exc), "exception": exc}
                 write_json(cached, result)
             progress.advance()
             return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
@@ -133,12 +141,13 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                                     window=2 * max(1, threads)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    errors = [r["error"] for r in results if "error" in r]
+    errors = [r["exception"] for r in results if "error" in r]
     if errors and on_error == "stop":
-        raise VipuneError(f"{errors[0]}" + (f" (and {len(errors) - 1} more failed personas)"
-                                            if len(errors) > 1 else "") +
-                          " — finished personas are cached: a rerun redoes only the rest; set "
-                          "vipune.on_error: record to score the other pairs anyway.")
+        raise VipuneError(errors[0].message + (f" (and {len(errors) - 1} more failed personas)"
+                                               if len(errors) > 1 else ""),
+                          fix="; ".join(filter(None, [
+                              errors[0].fix, "finished personas are cached: a rerun redoes only the rest; set "
+                              "vipune.on_error: record to score the other pairs anyway"])))
     done = [r for r in results if "documents" in r]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done],

@@ -247,8 +247,8 @@ def test_the_cli_takes_auto_or_a_positive_number():
     def parsed(value):
         return stage_call(["embed", "--texts", "t", "--out", "o", "--model-dir", "m", "--file", "f",
                            "--pooling", "mean", "--shard", "0", "--shards", "1", "--model-fingerprint", "fp",
-                           "--store", "s", *(["--batch-tokens", value] if value else [])])[2]["batch_tokens"]
-    assert parsed(None) == "auto" and parsed("auto") == "auto" and parsed("4096") == 4096
+                           "--store", "s", "--threads", "1", "--batch-tokens", value])[2]["batch_tokens"]
+    assert parsed("auto") == "auto" and parsed("4096") == 4096
     for bad in ("0", "-5", "big"):
         with pytest.raises(SystemExit):
             parsed(bad)

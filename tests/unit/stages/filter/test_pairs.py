@@ -6,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import AddedToken, normalizers, pre_tokenizers
 
+from support.config import DEFAULTS
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 from vipune_eval.registry.granularities import session_text
@@ -22,8 +23,9 @@ def read_pairs(path):
 
 
 def pairs_of(path, out, expected=None, protocol="seed", granularity="session", **kw):
+    split = {"split_seed": DEFAULTS["split"]["seed"], "dev_fraction": DEFAULTS["split"]["dev_fraction"], **kw}
     return run_pairs(path, protocol, granularity, out / "pairs.parquet", out / "qrels.txt",
-                     out / "summary.json", expected, **kw)
+                     out / "summary.json", expected, **split)
 
 
 def rows_of(path, out, protocol="seed", granularity="session", tokenizer=None):
