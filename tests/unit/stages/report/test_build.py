@@ -446,11 +446,13 @@ def test_refused_questions_are_named_with_why_in_the_first_lines(loaded, fake_vi
     is named, with why, in the summary's and report.md's first lines. The message is the one the
     vipune client records for the fake vipune's refusal, as the real one refuses."""
     from vipune_eval.stages.report import summary
-    from vipune_eval.vipune.client import Vipune, VipuneError
+    from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
 
     client = Vipune(fake_vipune_bin, tmp_path / "home", 30, hf_home=vipune_hf_home)
     with pytest.raises(VipuneError) as refused:
-        client.search(tmp_path / "memories.db", "q3", " ".join(["word"] * 600), 10, True, "persona q3")
+        settings = VipuneSettings(str(fake_vipune_bin), tmp_path / "fp.json", vipune_hf_home, tmp_path, 30)
+        flags = settings.search_flags(10, True)
+        client.search(tmp_path / "memories.db", "q3", " ".join(["word"] * 600), flags, "persona q3")
     injected = "persona q6: `vipune --json search --hybrid -- why` exited 1: injected; stderr: "
     loaded.views[0].metrics["vipune"]["failed"] = {"q3": str(refused.value), "q5": str(refused.value), "q6": injected}
     report = build(loaded)
