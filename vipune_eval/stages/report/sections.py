@@ -360,7 +360,8 @@ def whatif_section(report: Mapping[str, Any]) -> list[Section]:
             note = (note + ", " if note else "") + "base setting"
         interval = "–" if r["interval"] is None else f"[{100 * r['interval'][0]:+.1f}, {100 * r['interval'][1]:+.1f}]"
         delta = "–" if r["test_delta"] is None else f"{100 * r['test_delta']:+.1f}"
-        rows.append([r["name"], _opt(r[sel]), _opt(r[conf]), delta, interval, f"{r['p']:.3f}", f"{r['p_holm']:.3f}", note])
+        rows.append([r["name"], _opt(r[sel]), _opt(r[conf]), delta, interval, f"{r['p']:.3f}",
+                     f"{r['p_holm']:.3f}", note])
     table = Table(["variant", sel, conf, f"{conf} − base", "95% interval", "p", "p_holm", ""], rows,
                   numeric=[False, True, True, True, False, True, True, False])
     return [Section("whatif", f"What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, "
@@ -380,15 +381,17 @@ def published_blocks(report: Mapping[str, Any]) -> list[Block]:
     beside = report["official"].get("beside_published", {})
     rows = []
     for name, row in published["retrievers"].items():
-        rows.append([f"{name}, published", published["corpus"], "–", *(f"{row[c]:.3f}" if c in row else "–" for c in cols)])
+        rows.append([f"{name}, published", published["corpus"], "–",
+                     *(f"{row[c]:.3f}" if c in row else "–" for c in cols)])
         b = beside.get(name)
         if b:
             rows.append([f"`{b['retriever']}` (LongMemEval's BM25), `metrics_all`", b["ours_corpus"],
                          str(b["ours_all_pairs"]), *(f"{b['ours_all'][c]:.3f}" for c in cols)])
             rows.append([f"`{b['retriever']}`, `metrics` (run_retrieval.py's set)", b["ours_corpus"],
                          str(b["ours_pairs"]), *(f"{b['ours'][c]:.3f}" for c in cols)])
-    blocks: list[Block] = [Paragraph("Published figures on other retrievers (not ours; " + published["source"] + on + "):"),
-                           Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)])]
+    blocks: list[Block] = [
+        Paragraph("Published figures on other retrievers (not ours; " + published["source"] + on + "):"),
+        Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)])]
     if not beside and not corpus.get("same_as_paper"):
         blocks.append(Paragraph(f"Not set beside our numbers: this run scored {corpus.get('preset') or 'a file'} "
                                 f"({corpus.get('note', 'an unidentified dataset')}), not the paper's corpus."))
@@ -523,10 +526,10 @@ def embed_section(embed: Mapping[str, Any]) -> Section:
 
 
 def notes_section(report: Mapping[str, Any]) -> list[Section]:
-    counts = report["dataset"]["per_category"]
+    counts, defined = report["dataset"]["per_category"], report["measures"]
     return [Section("notes", "", [
         Paragraph("Pairs per category: " + ", ".join(f"{c} {counts[c]}" for c in sorted(counts))),
-        Paragraph("Measures: " + "; ".join(f"{m}: {report['measures'][m]}" for m in by_measure(report["measures"])) + ". "
+        Paragraph("Measures: " + "; ".join(f"{m}: {defined[m]}" for m in by_measure(defined)) + ". "
                   "Failed pairs (vipune.on_error: record) are left out of every average.")])]
 
 
