@@ -216,7 +216,7 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     """Issue 31: in a real browser, the HTML report's first page holds the headline table with
     report.json's numbers (vipune first) and what was scored. docs/outputs.md shows how to look."""
-    from vipune_eval.stages.report.summary import headline
+    from vipune_eval.stages.report.sections import document
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -228,7 +228,7 @@ def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     front = dom[dom.index('id="vipune-eval"'):]
     body = re.search(r"<tbody>(.*?)</tbody>", front, re.S).group(1)
     shown = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
-    assert shown == headline(report)[1] and shown[0][0] == "vipune"
+    assert shown == document(report).headline.rows and shown[0][0] == "vipune"
     assert f"{report['pairs']} pairs scored" in front and "What was scored" in front
 
 
@@ -272,3 +272,4 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
+

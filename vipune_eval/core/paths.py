@@ -30,7 +30,6 @@ SUMMARY = f"{RESULTS}/summary.txt"  # what a finished run prints last
 REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at the end of a run
 REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
 REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
-PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency", "whatif")
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
 
 
@@ -45,7 +44,7 @@ METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
 FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
 LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane}}.json"  # the vipune-lane beside a binary
 PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
-PLOT = f"{RESULTS}/plots/{{plot}}.png"
+PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
 VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
 
 

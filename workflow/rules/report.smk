@@ -54,12 +54,11 @@ rule plots:
         "vipune-eval plots --report {input:q} --out-dir results/plots --plots {params.plots} 2> {log:q}"
 
 
-# report.md as HTML with each plot beside its numbers, and the HTML report's first page
+# The report as HTML with each plot beside its numbers, and the HTML report's first page
 # (workflow/report/workflow.rst includes it): the HTML report opens on the numbers.
 rule report_page:
     input:
         report=paths.REPORT_JSON,
-        md=paths.REPORT_MD,
         plots=[paths.fill(paths.PLOT, plot=p) for p in PLOTS],
     output:
         page=report(
@@ -77,5 +76,5 @@ rule report_page:
     params:
         code=code_version("report-page"),
     shell:
-        "vipune-eval report-page --report {input.report:q} --markdown {input.md:q}"
-        " --plots {input.plots:q} --out-page {output.page:q} --out-front {output.front:q} 2> {log:q}"
+        "vipune-eval report-page --report {input.report:q} --plots {input.plots:q}"
+        " --out-page {output.page:q} --out-front {output.front:q} 2> {log:q}"

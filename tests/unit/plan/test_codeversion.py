@@ -65,19 +65,22 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                                   "vipune.import_format", "vipune.contract"},
     # the intervals of the metrics; never the report's comparisons or their wording
     "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
-    # the report reads every stage's outputs (the embed tally's format included)
+    # the report reads every stage's outputs (the embed tally's format included), says whether the
+    # model's files are the pinned ones (the pins) and what a vipune exit code means (the contract)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
-               "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
-               "stages.report.compare", "registry.granularities", "core.paths", "core.intervals",
-               "core.trec", "core.manifest",
-               "vipune.release"},
+               "stages.report.summary", "stages.report.sections", "stages.report.document",
+               "stages.report.lanes", "stages.report.compare", "stages.embed.tally", "registry.measures",
+               "registry.models", "registry.views", "registry.granularities", "core.paths", "core.intervals",
+               "core.trec", "core.manifest", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
-    # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
-    "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
-                    "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
-                    "stages.report.compare", "core.paths", "core.intervals"},
+    # the report's document in HTML, each plot beside its section: rendering only, nothing read
+    # but report.json and the plots
+    "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
+                    "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
+                    "stages.report.compare", "registry.measures", "registry.views", "registry.granularities",
+                    "core.paths", "core.intervals", "vipune.contract"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths"},
 }
@@ -211,7 +214,8 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "vipune.client": {"preflight", "search_vipune"},
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
-    "stages.report.markdown": {"report", "report_page"},  # the report's Markdown (and its HTML)
+    "stages.report.markdown": {"report"},  # the report's Markdown
+    "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
     # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
     # words for a granularity's rows rerun the report only; a comparison sentence no score job
     "registry.retrievers": {"fuse_reference"},

@@ -50,6 +50,7 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
     if hybrid_name in metrics and or_name in metrics:
         hybrid, hybrid_or = metrics[hybrid_name]["per_query"], metrics[or_name]["per_query"]
         differ = [q for q in hybrid if hybrid[q]["ranked"][:k] != hybrid_or[q]["ranked"][:k]]
+        out["hybrid_and"], out["hybrid_or"] = hybrid_name, or_name
         out[f"hybrid_vs_hybrid_or_top{k}_differs"] = len(differ)
         key = measures.key(measures.PRIMARY, k)
         out[f"{key}_on_empty_and_pairs"] = {
