@@ -100,6 +100,19 @@ def vipune_line(report: Mapping[str, Any], short: bool = False) -> str | None:
             f"against {prov['contract_release']}): build {vipune['id']}{source}")
 
 
+def lane_line(report: Mapping[str, Any]) -> str | None:
+    """The vipune-lane of the lib lane: the vipune source it was built from (a release, or a
+    checkout with its git description), the binary it belongs to, and its own sources."""
+    lane = report["provenance"].get("lane")
+    if not lane:
+        return None
+    built = lane.get("built") or {}
+    source = built.get("vipune_source") or f"vipune {lane['version']}"
+    sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
+    return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): vipune's search code from {source}, "
+            f"beside build {lane['binary']}{sources}")
+
+
 def model_line(model: Mapping[str, Any]) -> str:
     """The model: which files, where they came from, and whether they are the pinned bytes of the
     model they are laid out as (provenance.model, stages.report.build.model_provenance)."""
@@ -543,9 +556,10 @@ def document(report: Mapping[str, Any]) -> Document:
     k = measures.primary_k(ks)
     table = headline(report)
     warned = warnings(report, table)
-    identity = [line for line in (vipune_line(report, short=True), model_line(report["provenance"]["model"]),
+    identity = [line for line in (vipune_line(report, short=True), lane_line(report),
+                                  model_line(report["provenance"]["model"]),
                                   corpus_line(report) or dataset_line(report)) if line]
-    scored = [line for line in (vipune_line(report), model_line(report["provenance"]["model"]),
+    scored = [line for line in (vipune_line(report), lane_line(report), model_line(report["provenance"]["model"]),
                                 dataset_line(report), corpus_line(report), f"protocol: {report['protocol']}") if line]
     sections = [  # the warnings first: report.md's first lines after what was scored
         *([Section("warnings", "Warnings", [Bullets(list(map(Item, warned)))])] if warned else []),

@@ -419,6 +419,32 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
     assert summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
 
 
+def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_differ(loaded):
+    """Issue 37: the lib lane's build (the vipune source it was built from, a release or a checkout
+    with its git description) is named in summary.txt's first lines and report.md's; every pair
+    where the lib lane and the binary rank differently is named, never averaged away."""
+    from vipune_eval.stages.report import summary
+
+    primary, lane = "0.20.2-aaaaaaaaaaaa", "0.20.2-cccccccccccc"
+    loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
+    loaded.preflights = {primary: {}}
+    loaded.lane = {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+                   "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)", "lane_source": "ee" * 32}}
+    lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))  # the binary's, but for one pair
+    lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
+    loaded.views[0].metrics["vipune-lib"] = lib
+    report = build(loaded)
+    line = (f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
+            f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee")
+    assert f"  {line}" in summary.render(report).splitlines()[1:4]
+    assert f"- {line}\n" in render(report)
+    [agree] = report["diagnostics"]["lanes"]
+    assert (agree["run"], agree["mirror"], agree["differ_top10"]) == ("vipune-lib", "vipune", ["q3"])
+    assert "they differ on 1: q3." in render(report)
+    assert any("vipune-lib" in w and "q3" in w for w in summary.render(report).splitlines())
+
+
 def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
     """Issue 38: the summary's warning for a build that fails its preflight gives the words of
     report.md's builds table (the drift, where the preflight named it), from one owner."""
