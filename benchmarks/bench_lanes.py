@@ -10,8 +10,9 @@ query embedding, is the embed benchmarks' model (all-MiniLM-L6-v2 when present: 
 Sides, interleaved per rep, each the whole per-run phase of one lane for every persona:
 - ``lib``: ``vipune-eval search-vipune-lib``, one shard (one lane process), and ``lib-2``: two
   shards at once (one per core, as ``--cores 2`` runs them);
-- ``lane``: the lane alone, fed the same personas from a prepared stream (no Python): what the
-  harness adds around it;
+- ``lane``: the lane alone, fed the same personas from a prepared stream (no Python), its
+  databases where the harness puts them (in RAM where the machine has /dev/shm): what the harness
+  adds around it;
 - ``binary``: ``vipune-eval search-vipune`` with 2 concurrent calls (``search.threads: 2``);
 - ``mirrors``: the Python copies of the same two searches: ``search-reference`` (the arms) and
   ``fuse-reference`` for ``dense`` and ``hybrid``.
@@ -23,6 +24,7 @@ FTS5 indexing from a ``--breakdown`` pass (the same inserts without the FTS5 tri
 from __future__ import annotations
 
 import json
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def parallel(steps: list[tuple[list, Path]]) -> Child:
 
 def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.core.persona import personas_of_shard
+    from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.lane import frame, lane_fingerprint
@@ -99,7 +102,6 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
 
     def bare_lane(*flags: str):
         def side(rep: int) -> Child:
-            (dest / "lane-tmp").mkdir(exist_ok=True)
             script = f'exec "{lane}" search {" ".join(flags)} < "{stream}"'
             return run_child(["bash", "-c", script], dest / f"lane{''.join(flags)}-{rep}.log")
         return side
@@ -118,8 +120,10 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
                             + [(cli("fuse-reference", arms=[arms], retriever=name, limit=LIMIT, depth=DEPTH,
                                     outputs=[r / f"{name}.run"]), r / f"{name}.log") for name in ("dense", "hybrid")])
 
-    runs = interleaved(benchmark, {"lib": lib(1), "lib-2": lib(2), "lane": bare_lane("--tmp", str(dest / "lane-tmp")),
+    databases = database_folder(dest / "lane-tmp")  # where the harness puts them: RAM where there is some
+    runs = interleaved(benchmark, {"lib": lib(1), "lib-2": lib(2), "lane": bare_lane("--tmp", str(databases)),
                                    "binary": binary_lane, "mirrors": mirrors})
+    shutil.rmtree(databases, ignore_errors=True)
     assert read_trec([dest / "lib-1-0" / "lib-0.run"]) == read_trec([dest / "mirrors-0" / "hybrid.run"])
     assert read_trec([dest / "lib-1-0" / "lib-semantic-0.run"]) == read_trec([dest / "mirrors-0" / "dense.run"])
     breakdown = bare_lane("--in-memory", "--breakdown")(0)
