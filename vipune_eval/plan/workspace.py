@@ -35,7 +35,7 @@ class Search:
 
 
 SEARCHES = {
-    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_reference
+    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_arms
     Kind.PERSONA: Search("search_family", "search-family"),
     Kind.PLUGIN: Search("search_plugin", "search-plugin"),
     Kind.VIPUNE: Search("search_vipune", "search-vipune"),

@@ -164,7 +164,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 NAMES = tuple(PRESETS)
 DEFAULT = tuple(n for n in NAMES if n != "bm25-lme")  # the schema's default list
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-# What-if variants (vipune_eval.whatif) are named from their parameters, "hybrid~k=60~query=or":
+# What-if variants (plan.whatif_grid) are named from their parameters, "hybrid~k=60~query=or":
 # '~' never appears in a configured name, so the two never clash.
 VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-z0-9._+,-]+)+")
 

@@ -99,14 +99,14 @@ rule vipune_home:
         " --repo-id {params.repo_id:q} --revision {params.revision:q} --out {output:q} 2> {log:q}"
 
 
-rule vipune_missing:
+rule check_binary:
     output:
         paths.binary_fingerprint(MISSING),
         paths.lane_fingerprint(MISSING),
     log:
-        "results/logs/vipune_missing.log",
+        "results/logs/check_binary.log",
     benchmark:
-        "results/benchmarks/vipune_missing.tsv"
+        "results/benchmarks/check_binary.tsv"
     localrule: True
     conda:
         ENV

@@ -8,7 +8,7 @@ wildcard_constraints:
 
 
 # The shared arms (dense, bm25 AND, bm25 OR) of a shard's personas, computed once.
-rule search_reference:
+rule search_arms:
     input:
         rows=paths.fill(paths.FILTER, name="rows.parquet"),
         texts=paths.fill(paths.FILTER, name="texts.parquet"),
@@ -16,9 +16,9 @@ rule search_reference:
     output:
         paths.ARMS_SHARD,
     log:
-        "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
+        "results/logs/{view}search_arms/shard-{shard}-of-{shards}.log",
     benchmark:
-        "results/benchmarks/{view}search_reference/shard-{shard}-of-{shards}.tsv"
+        "results/benchmarks/{view}search_arms/shard-{shard}-of-{shards}.tsv"
     conda:
         ENV
     threads: 1
@@ -26,10 +26,10 @@ rule search_reference:
         mem_mb=3000,
         runtime=60,
     params:
-        code=code_version("search-reference"),
+        code=code_version("search-arms"),
         options=search_options,
     shell:
-        "vipune-eval search-reference --rows {input.rows:q} --texts {input.texts:q}"
+        "vipune-eval search-arms --rows {input.rows:q} --texts {input.texts:q}"
         " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
         " {params.options} --arms-out {output:q} 2> {log:q}"
 

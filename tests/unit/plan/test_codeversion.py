@@ -40,13 +40,13 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "vipune-home": {"vipune.model_cache", "core.fingerprints"},
     "check-binary": {"vipune.binary", "vipune.client"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
-    "filter": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
+    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
     # the shared arms: their names only, never the retrievers' registry (its presets, descriptions)
-    "search-reference": SHARD | {"stages.search.arms", "registry.arms"},
+    "search-arms": SHARD | {"stages.search.arms", "registry.arms"},
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
     "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
@@ -81,8 +81,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths"},
 }
-EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
-         "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
+EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
+         "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
 
 
 def modules(command: str) -> set[str]:
@@ -114,7 +114,7 @@ def test_only_the_vipune_commands_reach_the_client():
 
 
 def test_the_pairs_and_the_rows_do_not_reach_each_other():
-    assert not {"stages.filter.rows", "stages.filter.chunking"} & modules("filter")
+    assert not {"stages.filter.rows", "stages.filter.chunking"} & modules("filter-pairs")
     assert not {"stages.filter.pairs", "stages.filter.split"} & modules("filter-rows")
 
 
@@ -137,7 +137,7 @@ def test_the_registry_imports_no_stage_and_no_plan():
     assert "import_module(\"vipune_eval" not in sources and "import_module('vipune_eval" not in sources
 
 
-@pytest.mark.parametrize("command", ("search-reference", "filter", "filter-rows", "embed"))
+@pytest.mark.parametrize("command", ("search-arms", "filter-pairs", "filter-rows", "embed"))
 def test_the_retrievers_registry_reruns_no_arms_and_nothing_upstream(command):
     """Editing a preset's description or the report's roles reran every arms shard (issue 36)."""
     assert "registry.retrievers" not in modules(command)
@@ -193,21 +193,21 @@ def test_a_package_init_counts_for_every_module_below_it(tmp_path):
 # ---------------------------------------------------------------- the plan Snakemake makes
 
 RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
-RULES = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference",
+RULES = {"filter_pairs", "filter_rows", "embed", "vipune_home", "preflight", "search_arms",
          "fuse_reference", "search_vipune", "search_vipune_lib", "score", "report", "plots",
          "report_page"}  # the tracking scenario's
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
-    "filter": {"score", "report"},
-    "filter_rows": {"embed", "search_reference", "search_vipune", "search_vipune_lib", "report"},
-    "embed": {"search_reference", "search_vipune", "search_vipune_lib", "report"},
+    "filter_pairs": {"score", "report"},
+    "filter_rows": {"embed", "search_arms", "search_vipune", "search_vipune_lib", "report"},
+    "embed": {"search_arms", "search_vipune", "search_vipune_lib", "report"},
     "vipune_home": {"preflight", "search_vipune"}, "preflight": {"search_vipune", "report"},
-    "search_reference": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
+    "search_arms": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
     "search_vipune_lib": {"score"},
     "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
     "stages.report.projection": {"report"},  # the projection's text
-    "stages.filter.split": {"filter"},  # the dev/test split
+    "stages.filter.split": {"filter_pairs"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
@@ -344,7 +344,7 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
         out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "Snakefile").stdout
     planned, _ = plan(out)
     assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
-    assert not planned & {"download_dataset", "filter", "filter_rows", "embed"}
+    assert not planned & {"download_dataset", "filter_pairs", "filter_rows", "embed"}
     report = json.loads((workdir / "results/report.json").read_text())
     assert report["provenance"]["dataset"]["resolved_commit"] == datasets.ORIGINAL_AT
     assert report["provenance"]["dataset"]["sha256"] == sha256_file(data)
