@@ -24,6 +24,7 @@ from vipune_eval.plan.builds import Builds
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
+from vipune_eval.registry.vipune_runs import BINARY
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class Workspace:
         shown = {"recall_at_k", "recall_per_category", "gold_ranks"}
         if sum(view.protocol == "seed" for view in self.views) > 1:
             shown.add("granularities")
-        if self.builds.primary and "vipune" in self.retrievers:  # the builds' search latencies
+        if self.builds.primary and BINARY.hybrid in self.retrievers:  # the builds' search latencies
             shown.add("latency")
         if self.lab:
             shown.add("whatif")

@@ -50,16 +50,18 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
     "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
-                               "registry.retrievers", "registry.arms", "vipune.contract"},
+                               "registry.retrievers", "registry.arms", "registry.vipune_runs", "vipune.contract"},
     "search-family": SHARD | {"stages.search.family", "stages.search.families", "registry.retrievers",
-                              "registry.arms", "vipune.contract"},
+                              "registry.arms", "registry.vipune_runs", "vipune.contract"},
     # the plugin loader is here, where the job's code version sees it
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "vipune.contract"},
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
+                              "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
-                              "vipune.import_format", "vipune.contract"},
+                              "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
     # vipune's own search code through the lane: never the binary's client, import format or model
-    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source"},
+    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
+                                  "registry.vipune_runs"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
@@ -70,14 +72,14 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
                "stages.report.compare", "registry.granularities", "core.paths", "core.intervals",
-               "core.trec", "core.manifest",
+               "core.trec", "core.manifest", "registry.vipune_runs",
                "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
     "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
                     "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
-                    "stages.report.compare", "core.paths", "core.intervals"},
+                    "stages.report.compare", "core.paths", "core.intervals", "registry.vipune_runs"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths"},
 }

@@ -22,6 +22,7 @@ from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.registry.vipune_runs import BINARY, LIB
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, projection, summary, whatif
 from vipune_eval.stages.report.markdown import render
@@ -181,7 +182,7 @@ def _view_block(view: View) -> dict[str, Any]:
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
 
 
-LANES = (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic"))  # lib run, binary run
+LANES = ((LIB.hybrid, BINARY.hybrid), (LIB.semantic, BINARY.semantic))  # lib run, binary run
 
 
 def build(loaded: Loaded) -> Report:
@@ -203,7 +204,7 @@ def build(loaded: Loaded) -> Report:
         "retriever_settings": manifest.get("settings", {}),
         "corpus": manifest.get("corpus"),
     }
-    subject = "vipune" if "vipune" in metrics else next(iter(metrics))
+    subject = BINARY.hybrid if BINARY.hybrid in metrics else next(iter(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
                              for other in metrics if other != subject}
     report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
@@ -234,9 +235,9 @@ def build(loaded: Loaded) -> Report:
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
-        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
-        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
-                                                          mirrors.get("vipune-semantic")),
+        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, BINARY.hybrid, mirrors.get(BINARY.hybrid)),
+        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, BINARY.semantic,
+                                                          mirrors.get(BINARY.semantic)),
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
         # vipune's own search code (the lane) against the binary: they should agree on every pair
         "lanes": [agree for lib, binary in LANES if (agree := diagnostics.agreement(metrics, ks, lib, binary))],
@@ -274,10 +275,10 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     """One entry per vipune build, the primary first; the others compared with the primary, Holm
     over every comparison of every build."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
-    if not manifest.get("primary") or "vipune" not in metrics:
+    if not manifest.get("primary") or BINARY.hybrid not in metrics:
         return []
     # the order is the configuration's (vipune.compare)
-    runs = {manifest["primary"]: metrics["vipune"], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    runs = {manifest["primary"]: metrics[BINARY.hybrid], **{b: loaded.builds[b] for b in manifest["builds"]}}
     out = []
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.stages.report import whatif
 
 
@@ -278,7 +279,7 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
             lines.append(f"  - {and_name} and {or_name} differ in the top {k} of "
                          f"{bm25[f'hybrid_vs_hybrid_or_top{k}_differs']} pairs; on the empty-AND pairs "
                          f"{recall} is {_opt(and_value)} ({and_name}, AND) vs {_opt(or_value)} ({or_name}, OR).")
-    for key, binary in (("vipune_vs_hybrid", "vipune"), ("vipune_semantic_vs_dense", "vipune-semantic")):
+    for key, binary in (("vipune_vs_hybrid", BINARY.hybrid), ("vipune_semantic_vs_dense", BINARY.semantic)):
         agree = d.get(key)
         if agree:
             mirror = agree["mirror"]
@@ -293,7 +294,7 @@ def diagnostics_markdown(report: dict[str, Any], ks: list[int], k: int) -> list[
                      f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
                      f"{shares} of {agree['pairs']} pairs"
                      + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
-    seconds = report["retrievers"].get("vipune", {}).get("search_seconds")
+    seconds = report["retrievers"].get(BINARY.hybrid, {}).get("search_seconds")
     if seconds:
         lines.append(f"- vipune search latency (per query, subprocess included): p50 {seconds['p50']:.3f} s, "
                      f"p95 {seconds['p95']:.3f} s, max {seconds['max']:.3f} s over {seconds['calls']} calls")

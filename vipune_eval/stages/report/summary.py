@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.stages.report.markdown import NO_INTERVAL, NO_INTERVAL_NOTE, _cell
 
 # Where a run's files are: (path, what it holds), in the order a person opens them.
@@ -75,7 +76,7 @@ def warnings(report: Mapping[str, Any]) -> list[str]:
     for key in ("vipune_vs_hybrid", "vipune_semantic_vs_dense"):
         agree = d.get(key)
         if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
-            binary = "vipune" if key == "vipune_vs_hybrid" else "vipune-semantic"
+            binary = BINARY.hybrid if key == "vipune_vs_hybrid" else BINARY.semantic
             out.append(f"{binary} and its mirror {agree['mirror']} rank the top {k} differently on "
                        f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
