@@ -10,9 +10,9 @@ rule filter_pairs:
         qrels=paths.fill(paths.FILTER, name="qrels.txt"),
         summary=paths.fill(paths.FILTER, name="summary.json"),
     log:
-        "results/logs/{view}filter_pairs.log",
+        paths.log("filter_pairs"),
     benchmark:
-        "results/benchmarks/{view}filter_pairs.tsv"
+        paths.benchmark("filter_pairs")
     conda:
         ENV
     threads: 1
@@ -41,9 +41,9 @@ rule filter_rows:
         rows=paths.fill(paths.FILTER, name="rows.parquet"),
         texts=paths.fill(paths.FILTER, name="texts.parquet"),
     log:
-        "results/logs/{view}filter_rows.log",
+        paths.log("filter_rows"),
     benchmark:
-        "results/benchmarks/{view}filter_rows.tsv"
+        paths.benchmark("filter_rows")
     conda:
         ENV
     threads: 1
