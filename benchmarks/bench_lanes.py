@@ -14,7 +14,7 @@ Sides, interleaved per rep, each the whole per-run phase of one lane for every p
   databases where the harness puts them (in RAM where the machine has /dev/shm): what the harness
   adds around it;
 - ``binary``: ``vipune-eval search-vipune`` with 2 concurrent calls (``search.threads: 2``);
-- ``mirrors``: the Python copies of the same two searches: ``search-reference`` (the arms) and
+- ``mirrors``: the Python copies of the same two searches: ``search-arms`` (the arms) and
   ``fuse-reference`` for ``dense`` and ``hybrid``.
 Checked on the way: the lib lane's runs equal the mirrors' (the same vectors, the same algorithm).
 Where the lib lane's time goes comes from the lane's own per-step clock (the status file), and
@@ -116,7 +116,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     def mirrors(rep: int) -> Child:
         r = dest / f"mirrors-{rep}"
         arms = r / "arms.parquet"
-        return run_children([(cli("search-reference", **shard, shard=0, shards=1, arms_out=arms), r / "arms.log")]
+        return run_children([(cli("search-arms", **shard, shard=0, shards=1, arms_out=arms), r / "arms.log")]
                             + [(cli("fuse-reference", arms=[arms], retriever=name, limit=LIMIT, depth=DEPTH,
                                     outputs=[r / f"{name}.run"]), r / f"{name}.log") for name in ("dense", "hybrid")])
 
@@ -140,7 +140,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     cpu = {k: mean([r.cpu_s for r in v]) for k, v in runs.items()}
     labels = {"lib": "lib lane: search-vipune-lib, 1 shard", "lib-2": "lib lane: 2 shards at once (2 cores)",
               "lane": "the lane alone on a prepared stream", "binary": "binary lane: search-vipune, 2 calls at once",
-              "mirrors": "Python mirrors: search-reference + fuse dense, hybrid"}
+              "mirrors": "Python mirrors: search-arms + fuse dense, hybrid"}
     for name, label in labels.items():
         fig.row(label, wall[name], cpu[name], 1000 * cpu[name] / n, max(r.peak_rss_mib for r in runs[name]))
     fig.ratio("lib lane, 2 shards / binary lane, 2 calls at once (wall)", wall["lib-2"], wall["binary"])

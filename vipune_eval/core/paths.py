@@ -96,3 +96,21 @@ def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
 def job_tmp(*parts: str) -> str:
     """A job's own scratch folder (named after its output, so a rerun finds and clears it)."""
     return "/".join([TMP, *[p.strip("/") for p in parts if p]])
+
+
+SHARD = "shard-{shard}-of-{shards}"  # one shard of a job's work, in its log's and benchmark's names
+
+
+def _of_rule(root: str, suffix: str, rule: str, parts: tuple[str, ...], per_view: bool) -> str:
+    return f"{root}/{'{view}' if per_view else ''}" + "/".join([rule, *parts]) + suffix
+
+
+def log(rule: str, *parts: str, per_view: bool = True) -> str:
+    """A rule's log: results/logs/[{view}]<rule>[/<part>...].log (a job per view and shard has
+    the wildcards in ``parts``: ``log("embed", SHARD)``)."""
+    return _of_rule(f"{RESULTS}/logs", ".log", rule, parts, per_view)
+
+
+def benchmark(rule: str, *parts: str, per_view: bool = True) -> str:
+    """A rule's benchmark file, beside its log under results/benchmarks/ (``log``'s names)."""
+    return _of_rule(f"{RESULTS}/benchmarks", ".tsv", rule, parts, per_view)

@@ -24,6 +24,7 @@ from vipune_eval.plan.builds import Builds
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
+from vipune_eval.registry.vipune_runs import BINARY
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Search:
 
 
 SEARCHES = {
-    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_reference
+    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_arms
     Kind.PERSONA: Search("search_family", "search-family"),
     Kind.PLUGIN: Search("search_plugin", "search-plugin"),
     Kind.VIPUNE: Search("search_vipune", "search-vipune"),
@@ -121,7 +122,7 @@ class Workspace:
         from vipune_eval.stages.report.plots import RunShape, shown
 
         return shown(RunShape(seed_views=sum(view.protocol == "seed" for view in self.views),
-                              builds=bool(self.builds.primary and "vipune" in self.retrievers),
+                              builds=bool(self.builds.primary and BINARY.hybrid in self.retrievers),
                               lab=bool(self.lab)))
 
     def _shards(self, pattern: str, stage: str, **values: str) -> list[str]:

@@ -6,9 +6,9 @@ rule report:
         md=paths.REPORT_MD,
         summary=paths.SUMMARY,
     log:
-        "results/logs/report.log",
+        paths.log("report", per_view=False),
     benchmark:
-        "results/benchmarks/report.tsv"
+        paths.benchmark("report", per_view=False)
     conda:
         ENV
     threads: 1
@@ -37,9 +37,9 @@ rule plots:
             for p in PLOTS
         },
     log:
-        "results/logs/plots.log",
+        paths.log("plots", per_view=False),
     benchmark:
-        "results/benchmarks/plots.tsv"
+        paths.benchmark("plots", per_view=False)
     conda:
         ENV
     threads: 1
@@ -50,8 +50,9 @@ rule plots:
         code=code_version("plots"),
         primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
         plots=" ".join(PLOTS),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),  # paths.PLOT's folder
     shell:
-        "vipune-eval plots --report {input:q} --out-dir results/plots --plots {params.plots} 2> {log:q}"
+        "vipune-eval plots --report {input:q} --out-dir {params.out_dir:q} --plots {params.plots} 2> {log:q}"
 
 
 # The report as HTML with each plot beside its numbers, and the HTML report's first page
@@ -66,7 +67,7 @@ rule report_page:
         ),
         front=paths.REPORT_FRONT,
     log:
-        "results/logs/report_page.log",
+        paths.log("report_page", per_view=False),
     conda:
         ENV
     threads: 1

@@ -24,6 +24,7 @@ from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
 from vipune_eval.stages.report.sections import document
@@ -284,10 +285,10 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     """One entry per vipune build, the primary first; the others compared with the primary, Holm
     over every comparison of every build."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
-    if not manifest.get("primary") or "vipune" not in metrics:
+    if not manifest.get("primary") or BINARY.hybrid not in metrics:
         return []
     # the order is the configuration's (vipune.compare)
-    runs = {manifest["primary"]: metrics["vipune"], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    runs = {manifest["primary"]: metrics[BINARY.hybrid], **{b: loaded.builds[b] for b in manifest["builds"]}}
     out = []
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vipune_eval.registry.vipune_runs import BINARY, LIB
+
 
 @dataclass(frozen=True)
 class Lane:
@@ -16,12 +18,12 @@ class Lane:
     binary: str | None = None     # the binary's run it must rank exactly as (diagnostics.lanes)
 
 
-LANES = (
-    Lane("vipune", "vipune_vs_hybrid", latency="per query, subprocess included"),
-    Lane("vipune-semantic", "vipune_semantic_vs_dense"),
+LANES = (  # the run names are registry.vipune_runs'
+    Lane(BINARY.hybrid, "vipune_vs_hybrid", latency="per query, subprocess included"),
+    Lane(BINARY.semantic, "vipune_semantic_vs_dense"),
     # vipune's own search code through vipune-lane, on the cached query vectors (issue 37)
-    Lane("vipune-lib", binary="vipune"),
-    Lane("vipune-lib-semantic", binary="vipune-semantic"),
+    Lane(LIB.hybrid, binary=BINARY.hybrid),
+    Lane(LIB.semantic, binary=BINARY.semantic),
 )
 NAMES = frozenset(lane.retriever for lane in LANES)
 

@@ -198,7 +198,7 @@ def whatif(report: dict[str, Any], out: Path) -> None:
 
 @dataclass(frozen=True)
 class RunShape:
-    """What a run holds that decides whether a plot has something to show (plan.workspace.plots
+    """What a run holds that decides whether a plot has something to show (plan.workspace.Workspace.plots
     fills it at parse time)."""
 
     seed_views: int   # views of the seed protocol (one per granularity)
