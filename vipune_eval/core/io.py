@@ -105,6 +105,18 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def check_planned_bytes(path: Path, fingerprint: Path, what: str) -> dict[str, Any]:
+    """The fingerprint file ``path``'s bytes must match: a job's results are filed under it, so
+    the executable it runs (``what``: "binary", "lane") must be the one the run was planned for."""
+    expected = read_json(fingerprint)
+    actual = sha256_file(path)
+    if actual != expected["sha256"]:
+        raise EvalError(f"{path} (sha256 {actual[:12]}) is not the {what} this result belongs to "
+                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
+                        fix=f"rerun snakemake so it re-plans (the {what} changed after the run was planned)")
+    return expected
+
+
 def text_id(text: str) -> str:
     """Content key of a text: the same text anywhere in the dataset gets the same id."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]

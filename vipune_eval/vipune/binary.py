@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from vipune_eval.core.io import read_json, sha256_file, write_json_if_changed
+from vipune_eval.core.io import check_planned_bytes, read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune, VipuneSettings
 
@@ -83,10 +83,4 @@ def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
 
 def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
     """The fingerprint ``binary`` must match: results are filed under it, so the bytes must agree."""
-    expected = read_json(fingerprint)
-    actual = sha256_file(binary)
-    if actual != expected["sha256"]:
-        raise EvalError(f"{binary} (sha256 {actual[:12]}) is not the binary this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
-                        fix="rerun snakemake so it re-plans (the binary changed after the run was planned)")
-    return expected
+    return check_planned_bytes(binary, fingerprint, "binary")

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from vipune_eval.core.io import read_json, sha256_file
+from vipune_eval.core.io import check_planned_bytes, sha256_file
 from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
@@ -87,13 +87,7 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
 
 def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
     """The fingerprint ``path`` must match: results are filed under it, so the bytes must agree."""
-    expected = read_json(fingerprint)
-    actual = sha256_file(path)
-    if actual != expected["sha256"]:
-        raise LaneError(f"{path} (sha256 {actual[:12]}) is not the lane this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
-                        fix="rerun snakemake so it re-plans")
-    return expected
+    return check_planned_bytes(path, fingerprint, "lane")
 
 
 def frame(persona: Persona, limit: int) -> bytes:

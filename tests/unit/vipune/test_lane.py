@@ -19,6 +19,7 @@ from support import real_vipune
 from support.fakes import fake_build
 from support.search import search_persona
 from vipune_eval.core.persona import Persona
+from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
@@ -173,7 +174,7 @@ def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake
     fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, 30)))
     assert check_lane(lane, fingerprint)["sha256"] == _sha(lane)
     lane.write_text(lane.read_text() + "\n")
-    with pytest.raises(LaneError, match="is not the lane this result belongs to"):
+    with pytest.raises(EvalError, match="is not the lane this result belongs to"):
         check_lane(lane, fingerprint)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from vipune_eval.core.stats import MIN_BOOTSTRAP_PAIRS
+from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report import whatif
