@@ -52,6 +52,8 @@ def test_a_whatif_lab_with_no_dev_pairs_completes_saying_nothing_can_be_chosen(s
 
 
 PLUGIN = """\
+import sys
+import time
 
 from plughelp import first  # a helper module beside the plugin file (item 6)
 

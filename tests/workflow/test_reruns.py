@@ -8,7 +8,7 @@ import yaml
 
 from support.fakes import fake_build
 from support.results import report
-from support.scenarios import make_workdir, planned, snakemake, write_config
+from support.scenarios import clone, planned, snakemake, write_config
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 
@@ -18,15 +18,20 @@ SEARCH_SHARDS = 3
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, workflow_env, scenario_inputs):
-    """A run of its own (the tests change its config, binary and inputs in turn)."""
+def setup(tmp_path_factory, standard, standard_run):
+    """A run of its own (the tests change its config, binary and inputs in turn): a clone of the
+    finished standard run on copies of its inputs, with a build of its own. Fingerprints follow
+    content, so the clone has nothing to do (test_binary_lifecycle's first assertion)."""
     root = tmp_path_factory.mktemp("reruns")
-    data, model = scenario_inputs("reruns")
-    binary, _ = fake_build(root)  # bin/vipune and its lane beside it
-    workdir = make_workdir(root / "run", data, model, scenario="reruns", vipune={"binary": str(binary)})
+    data = shutil.copy(standard[0], root / "data.json")
+    model = shutil.copytree(standard[1], root / "model")
+    binary, _ = fake_build(root)  # bin/vipune and its lane beside it, the same bytes as PATH's
+    workdir = clone(standard_run, root / "run")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config = {**config, "dataset": {**config["dataset"], "path": str(data)},
+              "model": {**config["model"], "path": str(model)}, "vipune": {"binary": str(binary)}}
+    write_config(workdir, config)
     assert config["search"]["shards"] == SEARCH_SHARDS
-    snakemake(workdir, "--cores", "2", env=workflow_env)
     return workdir, config, binary, data, model
 
 
