@@ -87,6 +87,13 @@ def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fake_build(tmp_path_factory.mktemp("fake-vipune"))[0]
 
 
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
+def any_vipune(request) -> Path:
+    """The fake vipune, and the real one at the pinned release (skipped where it is not built):
+    what the harness does to a binary must work on both."""
+    return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
+
+
 def _real_build(version: str) -> Path:
     binary, why = real_vipune.find(version)
     if binary is None:

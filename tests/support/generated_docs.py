@@ -37,7 +37,7 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 def render() -> str:
     sys.path.insert(0, str(REPO))
-    from vipune_eval.registry import datasets, granularities, measures, retrievers
+    from vipune_eval.registry import arms, datasets, granularities, measures, retrievers, views
 
     lines = ["# Registry: the names a config may use",
              "",
@@ -54,7 +54,7 @@ def render() -> str:
                      for p in retrievers.PRESETS.values()])
     lines += ["", "## Retriever families", "",
               "`use:` in a `retrievers:` mapping (`{name: my-run, use: hybrid, k: 60}`). Defaults are vipune 0.20's search. A family of kind `arms` ranks from a persona's shared "
-              f"arms ({', '.join(f'`{a}`' for a in retrievers.ARMS)}), fused per run; one of kind "
+              f"arms ({', '.join(f'`{a}`' for a in arms.ARMS)}), fused per run; one of kind "
               "`persona` ranks from the persona's own texts, per shard.", ""]
     rows = []
     for family in retrievers.FAMILIES.values():
@@ -76,7 +76,7 @@ def render() -> str:
     lines += ["", "## Granularities", "",
               f"The config's `granularities:` list; `{granularities.PRIMARY}` is required: the primary result.", ""]
     lines += _table(["granularity", "rows", "collapse to sessions", "cut by the tokenizer", "LongMemEval's keys"],
-                    [[f"`{g.name}`", g.rows, "yes" if g.collapses else "no",
+                    [[f"`{g.name}`", views.ROWS[g.name], "yes" if g.collapses else "no",
                       "yes" if g.needs_tokenizer else "no", "yes" if g.official else "no"]
                      for g in granularities.GRANULARITIES.values()])
     fields = [f.name for f in dataclasses.fields(datasets.Preset)]

@@ -8,6 +8,7 @@ from typing import Any
 from vipune_eval.core.persona import Persona, Ranking
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
+from vipune_eval.stages.search import families
 from vipune_eval.stages.search.arms import persona_arms
 
 RRF_K = 25
@@ -26,7 +27,7 @@ def rrf(rankings: list[Ranking], limit: int) -> Ranking:
 def search_persona(persona: Persona, retrievers: list[Any], limit: int,
                    rank_all: bool = False) -> dict[str, Ranking]:
     """Rankings of ``persona``'s question by each reference retriever (preset names or
-    vipune_eval.retrievers specs), all from one computation of its arms. The fusions follow
+    registry.retrievers specs), all from one computation of its arms. The fusions follow
     vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
     whose rankings collapse to sessions), else their first ``limit``."""
     specs = [r if isinstance(r, registry.Spec) else registry.spec(r) for r in retrievers]
@@ -34,6 +35,6 @@ def search_persona(persona: Persona, retrievers: list[Any], limit: int,
     out = {}
     for s in specs:
         source = arms if s.kind is Kind.ARMS else persona
-        indices, scores = registry.rank(source, s, limit, rank_all)
+        indices, scores = families.rank(source, s, limit, rank_all)
         out[s.name] = [(persona.row_ids[i], float(v)) for i, v in zip(indices.tolist(), scores.tolist())]
     return out

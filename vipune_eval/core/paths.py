@@ -10,7 +10,6 @@ import json
 import string
 from pathlib import Path
 
-from vipune_eval.registry.granularities import PRIMARY as PRIMARY_GRANULARITY
 
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
@@ -57,15 +56,6 @@ class _Keep(dict):
 def fill(pattern: str, **values: object) -> str:
     """``pattern`` with the given wildcards filled and the others left for Snakemake."""
     return string.Formatter().vformat(pattern, (), _Keep(values))
-
-
-def view_folder(protocol: str, granularity: str) -> str:
-    """The prefix of a view's results: "" for the seed protocol at session granularity (the
-    primary results keep their paths), else ``<granularity>/``, ``official/`` or
-    ``official-<granularity>/``."""
-    if protocol == "seed":
-        return "" if granularity == PRIMARY_GRANULARITY else f"{granularity}/"
-    return f"{protocol}/" if granularity == PRIMARY_GRANULARITY else f"{protocol}-{granularity}/"
 
 
 def binary_fingerprint(binary_id: str) -> str:

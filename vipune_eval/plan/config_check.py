@@ -20,6 +20,7 @@ import jsonschema
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import whatif_grid
 from vipune_eval.registry import granularities, measures, retrievers
+from vipune_eval.stages.search import plugin
 
 T = TypeVar("T")
 
@@ -143,6 +144,9 @@ def check(config: dict[str, Any], schema: dict[str, Any]) -> Checked:
     grid and what the schema cannot say; nothing is raised here (see ``Problems.raise_any``)."""
     problems = Problems(*schema_problems(config, schema))
     specs = problems.attempt(retrievers.resolve, config["retrievers"])
+    for s in specs or []:
+        if s.kind is retrievers.Kind.PLUGIN:
+            problems.attempt(plugin.load, s.use)  # imported now, so a broken plugin stops no job later
     lab = None
     if specs is not None:
         lab = problems.attempt(lambda: whatif_grid.resolve(config.get("whatif"), specs,

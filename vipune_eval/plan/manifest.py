@@ -1,10 +1,13 @@
 """The report's manifest, written at parse time: every input of the report, with the structure it
-needs (views, runs, builds); its shape is core.manifest's, and the report rule's inputs are its
-files (``manifest_files``)."""
+needs (views, runs, builds) and the roles of the configured runs (which one mirrors vipune, which
+ones the diagnostics compare); its shape is core.manifest's, and the report rule's inputs are its
+files (``manifest_files``). Parse time only: an edit here reruns only what the manifest it writes
+changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from vipune_eval.core import paths
 from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestView
@@ -12,6 +15,35 @@ from vipune_eval.plan.workspace import Workspace
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.views import View
 from vipune_eval.vipune.binary import MISSING
+
+
+# ---------------------------------------------------------------- the configured runs' roles
+
+
+def configured_with(setting: dict[str, Any], specs: list[retrievers.Spec]) -> str | None:
+    """The first configured reference retriever with this family setting (defaults filled in)."""
+    setting = dict(setting)
+    family = setting.pop("use")
+    full = {"use": family, **retrievers.family_params(family, setting, "setting")}
+    return next((s.name for s in specs if s.family and s.setting() == full), None)
+
+
+def mirror_of(binary: retrievers.Spec, specs: list[retrievers.Spec]) -> str | None:
+    """The configured reference retriever whose family setting mirrors a vipune-lane one."""
+    return configured_with(binary.mirror, specs)
+
+
+# The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
+# what an OR query changes in the fusion), found among the configured runs whatever their names.
+ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"},
+         "hybrid_or": {"use": "hybrid", "query": "or"}}
+
+
+def roles(specs: list[retrievers.Spec]) -> dict[str, str | None]:
+    return {role: configured_with(setting, specs) for role, setting in ROLES.items()}
+
+
+# ---------------------------------------------------------------- the manifest
 
 
 def _metrics(view: View, run: str) -> str:
@@ -45,8 +77,8 @@ def report_manifest(ws: Workspace) -> Manifest:
         "corpus": datasets.corpus(ws.config["dataset"], ws.local_sha256),
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
-        "roles": retrievers.roles(ws.specs),
-        "mirrors": {s.name: retrievers.mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
+        "roles": roles(ws.specs),
+        "mirrors": {s.name: mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
         "primary": builds.primary, "builds": list(builds.compared),
         "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
                  if builds.lane and builds.lane != MISSING else None),

@@ -143,12 +143,6 @@ class Workspace:
         return self._shards(paths.STATUS_SHARD, "search", view=view.folder, run=run.status_run)
 
 
-def plugin_source_digest(spec: retrievers.Spec) -> str:
-    from vipune_eval.stages.search import plugin as plugins
-
-    return plugins.source_digest(spec.use)
-
-
 def _dataset_file(config: dict[str, Any]) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
     fingerprinted now, and identified by its bytes (its sha256 is returned beside its path); a

@@ -4,7 +4,9 @@ A granularity says which memory rows a session becomes (their keys and texts, se
 whether its rankings collapse to sessions (rows that are parts of sessions: the single arms then
 rank every row and vipune searches to ``search.row_limit``), whether its rows are cut by the
 model's tokenizer, and whether LongMemEval's own protocol has keys for it. Views, the filter,
-the rules, plots and report ask this module; none of them types a granularity's name.
+the rules, plots and report ask this module; none of them types a granularity's name but the
+report's words for its rows (registry.views.ROWS: every stage reaches this module, so its
+wording lives where only the report reads it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ def session_text(session: list[Turn]) -> str:
 @dataclass(frozen=True)
 class Granularity:
     name: str
-    rows: str                                       # what a row is, in words (the report's)
     seed_rows: Callable[[str, list[Turn], Chunker | None], list[tuple[str, str]]]  # (key, text)
     collapses: bool = True      # a row is part of a session: rankings collapse by first occurrence
     needs_tokenizer: bool = False
@@ -38,14 +39,14 @@ class Granularity:
 
 
 GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
-    Granularity("session", "one row per session",
+    Granularity("session",
                 lambda sid, session, chunker: [(sid, session_text(session))],
                 collapses=False, official=True),
-    Granularity("turn", "one row per turn",
+    Granularity("turn",
                 lambda sid, session, chunker: [(f"{sid}::{n}", turn_text(t))
                                                for n, t in enumerate(session, 1)],
                 official=True),
-    Granularity("chunk", "rows of consecutive turns, at most 512 tokens each",
+    Granularity("chunk",
                 lambda sid, session, chunker: [(f"{sid}::c{n}", text) for n, text in
                                                enumerate(chunker([turn_text(t) for t in session]), 1)],
                 needs_tokenizer=True),

@@ -4,8 +4,10 @@ A ``retrievers:`` config entry is a preset name (``hybrid``) or a mapping ``{nam
 use: <family or plugin>, <params>}``. Families carry typed parameters whose defaults are vipune
 0.20's search; the built-in names are presets of them, so ``hybrid`` ≡ ``{use: hybrid}``. A
 ``use`` holding ``:`` is a plugin, ``path/to/file.py:function`` (relative to the working
-directory) or ``package.module:function`` (see vipune_eval.plugins). ``resolve`` checks every
-entry before any job runs and refuses what it does not know, listing what it does.
+directory) or ``package.module:function`` (see stages.search.plugin). ``resolve`` checks every
+entry before any job runs and refuses what it does not know, listing what it does. How each
+family ranks is stages.search.families's; the report's roles of the configured runs are
+plan.manifest's.
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-import numpy as np
-
 from vipune_eval.errors import EvalError
-from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K, candidate_pool
+from vipune_eval.registry.arms import BM25_QUERIES
+from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K
 
 
 # ------------------------------------------------------------------ parameter types
@@ -64,60 +65,7 @@ class Kind(Enum):
     LIB = "vipune-lib"   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
 
 
-# The shared arms every ARMS family ranks from (vipune_eval.stages.search.arms computes them
-# once per persona): the dense arm and one bm25 arm per query form.
-DENSE_ARM = "dense"
-BM25_QUERIES = ("and", "or")  # and: every word quoted, vipune's implicit AND; or: the words OR-ed
-
-
-def bm25_arm(query: str) -> str:
-    return f"bm25-{query}"
-
-
-ARMS = (DENSE_ARM, *(bm25_arm(q) for q in BM25_QUERIES))
 VIPUNE_CODE = (Kind.VIPUNE, Kind.LIB)  # the kinds that run vipune's own code and mirror a family setting
-
-
-# ------------------------------------------------------------------ how each family ranks
-# Each takes a persona's shared arms (vipune_eval.stages.search.arms.Arms: row indices best first
-# and their scores, per arm), the family's parameters, the search limit and whether a single arm
-# ranks every row; it returns (row indices, scores), best first.
-
-
-def _arm(name: Callable[[dict], str]) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
-    def rank(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
-        indices, scores = arms.ranked[name(params)]
-        return (indices, scores) if rank_all else (indices[:limit], scores[:limit])
-    return rank
-
-
-def _fusion(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted RRF over the first ``pool`` rows of the dense and bm25 arms: score = sum of
-    w / (k + rank), ranks from 1; ties to the smaller row id; truncated to ``limit``."""
-    pool = params["pool"] or candidate_pool(limit)
-    scores = np.zeros(len(arms.row_ids))
-    member = np.zeros(len(arms.row_ids), bool)
-    for arm, weight in zip((DENSE_ARM, bm25_arm(params["query"])), params["weights"]):
-        top = arms.ranked[arm][0][:pool]
-        scores[top] += weight / (params["k"] + np.arange(1, len(top) + 1))
-        member[top] = True
-    candidates = np.flatnonzero(member)
-    best = candidates[np.lexsort((arms.tie[candidates], -scores[candidates]))][:limit]
-    return best, scores[best]
-
-
-def _bm25_lme(persona: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
-    """LongMemEval's own BM25, as its src/retrieval/run_retrieval.py runs ``flat-bm25`` (commit
-    9e0b455): rank_bm25 0.2.2 ``BM25Okapi([doc.split(" ") for doc in corpus])``,
-    ``get_scores(question.split(" "))``, order ``np.argsort(scores)[::-1]`` — the same calls, so
-    ties fall the same way — over the persona's rows (the view's corpus, in haystack order)."""
-    from rank_bm25 import BM25Okapi
-
-    bm25 = BM25Okapi([doc.split(" ") for doc in persona.texts])
-    scores = bm25.get_scores(persona.question.split(" "))
-    order = np.argsort(scores)[::-1]
-    order = order if rank_all else order[:limit]
-    return order, scores[order]
 
 
 @dataclass(frozen=True)
@@ -129,29 +77,28 @@ class Param:
 
 @dataclass(frozen=True)
 class Family:
-    """A kind of reference retriever: how it ranks from a persona's shared arms, and its
-    typed parameters (defaults = vipune 0.20's search)."""
+    """A kind of reference retriever and its typed parameters (defaults = vipune 0.20's search);
+    how it ranks is stages.search.families's."""
 
     name: str
     description: str
-    rank: Callable[..., tuple[np.ndarray, np.ndarray]]
     params: dict[str, Param] = field(default_factory=dict)
     kind: Kind = Kind.ARMS  # ARMS (fused from the arms files) or PERSONA (searched per shard)
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("dense", "cosine over the cached vectors, vipune's semantic arm", _arm(lambda p: DENSE_ARM)),
-    Family("bm25", "SQLite FTS5 bm25, one index per persona", _arm(lambda p: bm25_arm(p["query"])), {
+    Family("dense", "cosine over the cached vectors, vipune's semantic arm"),
+    Family("bm25", "SQLite FTS5 bm25, one index per persona", {
         "query": Param(_choice(*BM25_QUERIES), "and",
                        "and: every word quoted, vipune's implicit AND; or: the words OR-ed")}),
-    Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", _fusion, {
+    Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", {
         "k": Param(_int(1), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
         "query": Param(_choice(*BM25_QUERIES), "and", "the bm25 arm's query"),
         "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
                       "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),
         "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
     Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
-                       "run_retrieval.py flat-bm25)", _bm25_lme, kind=Kind.PERSONA),
+                       "run_retrieval.py flat-bm25)", kind=Kind.PERSONA),
 )}
 
 
@@ -255,8 +202,9 @@ def _preset(name: str) -> Spec:
     return Spec(name, FAMILIES[family].kind, family, params, preset.description)
 
 
-def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
-    """One ``retrievers:`` entry, checked (plugins imported when ``check_plugin``)."""
+def spec(entry: Any, index: int = 0) -> Spec:
+    """One ``retrievers:`` entry, checked (a plugin's function is imported by the config check,
+    plan.config_check, not here: the search jobs parse their specs too)."""
     where = f"retrievers[{index}]"
     if isinstance(entry, str):
         if entry not in PRESETS:
@@ -280,19 +228,14 @@ def spec(entry: Any, index: int = 0, check_plugin: bool = True) -> Spec:
     if ":" in use:
         if entry:
             raise EvalError(f"{where}: a plugin takes no parameters, got {', '.join(sorted(entry))}")
-        if check_plugin:
-            # Imported by name, at parse time only: the search jobs never check plugins here (they
-            # parse specs with check_plugin=False), so their code versions do not include plugins.py.
-            import importlib
-            importlib.import_module("vipune_eval.stages.search.plugin").load(use)
         return Spec(name, Kind.PLUGIN, use, {}, f"plugin {use}")
     params = family_params(use, entry, where)
     return Spec(name, FAMILIES[use].kind, use, params, FAMILIES[use].description)
 
 
-def resolve(entries: list[Any], check_plugins: bool = True) -> list[Spec]:
+def resolve(entries: list[Any]) -> list[Spec]:
     """Every configured retriever, checked; two entries with one name are refused."""
-    specs = [spec(e, i, check_plugins) for i, e in enumerate(entries)]
+    specs = [spec(e, i) for i, e in enumerate(entries)]
     seen: set[str] = set()
     for s in specs:
         if s.name in seen:
@@ -308,45 +251,17 @@ def from_json(text: str) -> Spec:
         return _preset(data["name"])
     name = data.get("name")
     if isinstance(name, str) and VARIANT_PATTERN.fullmatch(name):
-        return replace(spec({**data, "name": "variant"}, check_plugin=False), name=name)
-    return spec(data, check_plugin=False)
+        return replace(spec({**data, "name": "variant"}), name=name)
+    return spec(data)
 
 
 def from_argument(text: str) -> Spec:
     """A search job's ``--retriever``: a preset name or a spec's canonical JSON."""
     if text.lstrip().startswith("{"):
         return from_json(text)
-    return spec(text, check_plugin=False)
-
-
-def rank(arms: Any, s: Spec, limit: int, rank_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices and scores of reference retriever ``s`` for one persona's arms."""
-    return FAMILIES[s.use].rank(arms, s.params, limit, rank_all)
+    return spec(text)
 
 
 def uses_binary(specs: list[Spec]) -> bool:
     """Does a configured retriever run vipune's code (the lane is found beside the binary)?"""
     return any(s.kind in VIPUNE_CODE for s in specs)
-
-
-def configured_with(setting: dict[str, Any], specs: list[Spec]) -> str | None:
-    """The first configured reference retriever with this family setting (defaults filled in)."""
-    setting = dict(setting)
-    family = setting.pop("use")
-    full = {"use": family, **family_params(family, setting, "setting")}
-    return next((s.name for s in specs if s.family and s.setting() == full), None)
-
-
-def mirror_of(binary: Spec, specs: list[Spec]) -> str | None:
-    """The configured reference retriever whose family setting mirrors a vipune-lane one."""
-    return configured_with(binary.mirror, specs)
-
-
-# The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
-# what an OR query changes in the fusion), found among the configured runs whatever their names.
-ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"},
-         "hybrid_or": {"use": "hybrid", "query": "or"}}
-
-
-def roles(specs: list[Spec]) -> dict[str, str | None]:
-    return {role: configured_with(setting, specs) for role, setting in ROLES.items()}

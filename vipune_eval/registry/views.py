@@ -1,7 +1,7 @@
 """Views: the ways of scoring the same pairs, protocol × granularity.
 
 The seed protocol at session granularity is the primary result. Every other view is a full,
-separate set of rows, runs and metrics under its own folder (``paths.view_folder``):
+separate set of rows, runs and metrics under its own folder (``View.folder``):
 
 - protocol ``seed``: rows are ``role: content`` text, gold is ``answer_session_ids`` (or the
   sessions holding a ``has_answer`` turn), trec_eval measures at the configured ``ks``;
@@ -22,11 +22,14 @@ from typing import Any
 
 from vipune_eval.registry import granularities, measures
 from vipune_eval.errors import EvalError
-from vipune_eval.core.paths import view_folder
 
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
 OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
+# What a row is at each granularity, in the report's words (a test holds its keys to the
+# granularities).
+ROWS = {"session": "one row per session", "turn": "one row per turn",
+        "chunk": "rows of consecutive turns, at most 512 tokens each"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,13 @@ class View:
 
     @property
     def folder(self) -> str:
-        return view_folder(self.protocol, self.granularity)
+        """The prefix of the view's results: "" for the seed protocol at session granularity (the
+        primary results keep their paths), else ``<granularity>/``, ``official/`` or
+        ``official-<granularity>/``."""
+        primary = self.granularity == granularities.PRIMARY
+        if self.protocol == "seed":
+            return "" if primary else f"{self.granularity}/"
+        return f"{self.protocol}/" if primary else f"{self.protocol}-{self.granularity}/"
 
     @property
     def name(self) -> str:
@@ -88,7 +97,7 @@ class View:
                 *(["--no-collapse"] if self.turn_level_run else [])]
 
     def description(self) -> str:
-        rows = granularities.get(self.granularity).rows
+        rows = ROWS[self.granularity]
         if self.official:
             return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
                     f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "

@@ -22,7 +22,7 @@ from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_json, write_json
-from vipune_eval.core.stats import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
+from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 
 LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
 

@@ -10,6 +10,7 @@ the edits a maintainer makes most (the projection's text, the dev/test split, th
 a measure, the report's Markdown) rerun exactly the rules that reach them and their downstream.
 """
 
+import dataclasses
 import json
 import re
 import shutil
@@ -20,6 +21,7 @@ import pytest
 from support import scenarios
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
+from vipune_eval.registry import granularities
 
 from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
@@ -43,11 +45,16 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
-    # reference retrievers: the registry and vipune's contract constants, never the client
-    "search-reference": SHARD | {"stages.search.arms", "registry.retrievers", "vipune.contract"},
-    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "registry.retrievers", "vipune.contract"},
-    "search-family": SHARD | {"stages.search.family", "registry.retrievers", "vipune.contract"},
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "vipune.contract"},
+    # the shared arms: their names only, never the retrievers' registry (its presets, descriptions)
+    "search-reference": SHARD | {"stages.search.arms", "registry.arms"},
+    # family settings and plugins: the registry (to read the spec), the ranking functions and
+    # vipune's contract constants, never the client
+    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
+                               "registry.retrievers", "registry.arms", "vipune.contract"},
+    "search-family": SHARD | {"stages.search.family", "stages.search.families", "registry.retrievers",
+                              "registry.arms", "vipune.contract"},
+    # the plugin loader is here, where the job's code version sees it
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
                               "vipune.import_format", "vipune.contract"},
@@ -56,25 +63,26 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
-    "score": {"stages.score", "registry.measures", "core.stats", "core.longmemeval", "core.trec"},
+    # the intervals of the metrics; never the report's comparisons or their wording
+    "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins) and what a vipune exit code means (the contract)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                "stages.report.summary", "stages.report.sections", "stages.report.document",
-               "stages.report.lanes", "stages.embed.tally", "registry.measures", "registry.models",
-               "registry.views", "registry.granularities", "core.paths", "core.stats", "core.trec",
-               "core.manifest", "vipune.contract", "vipune.release"},
+               "stages.report.lanes", "stages.report.compare", "stages.embed.tally", "registry.measures",
+               "registry.models", "registry.views", "registry.granularities", "core.paths", "core.intervals",
+               "core.trec", "core.manifest", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
     # but report.json and the plots
     "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
                     "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
-                    "registry.measures", "registry.views", "registry.granularities", "core.paths",
-                    "core.stats", "vipune.contract"},
+                    "stages.report.compare", "registry.measures", "registry.views", "registry.granularities",
+                    "core.paths", "core.intervals", "vipune.contract"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
-    "report-html": {"stages.report.html_report", "core.paths", "registry.granularities"},
+    "report-html": {"stages.report.html_report", "core.paths"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
          "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
@@ -113,6 +121,39 @@ def test_the_pairs_and_the_rows_do_not_reach_each_other():
     assert not {"stages.filter.pairs", "stages.filter.split"} & modules("filter-rows")
 
 
+def test_core_is_the_ground_floor():
+    """core/ is shared by every stage: it imports nothing from registry/, plan/ or stages/, so an
+    edit there cannot reach core's users through it (issue 36)."""
+    above = {m: sorted(i for i in imports if i.split(".")[0] in ("registry", "plan", "stages"))
+             for m, imports in import_graph().items() if m.startswith("core.")}
+    assert not {m: i for m, i in above.items() if i}
+
+
+def test_the_registry_imports_no_stage_and_no_plan():
+    """The registry is read by the stages and the plan, never the other way round: a plugin is
+    imported by the config check (plan), not through a name the import graph cannot see."""
+    graph = import_graph()
+    for module, imports in graph.items():
+        if module.startswith("registry."):
+            assert not {i for i in imports if i.split(".")[0] in ("stages", "plan")}, module
+    sources = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
+    assert "import_module(\"vipune_eval" not in sources and "import_module('vipune_eval" not in sources
+
+
+@pytest.mark.parametrize("command", ("search-reference", "filter", "filter-rows", "embed"))
+def test_the_retrievers_registry_reruns_no_arms_and_nothing_upstream(command):
+    """Editing a preset's description or the report's roles reran every arms shard (issue 36)."""
+    assert "registry.retrievers" not in modules(command)
+
+
+@pytest.mark.parametrize("command", EARLY)
+def test_the_report_only_words_rerun_no_stage_before_the_report(command):
+    """A granularity's rows in the report's words (registry.views.ROWS) and the comparison
+    sentences (stages.report.compare) once reran everything, and every score job (issue 36)."""
+    assert not {"registry.views", "stages.report.compare"} & modules(command)
+    assert "rows" not in {f.name for f in dataclasses.fields(granularities.Granularity)}
+
+
 def test_the_contract_constants_import_nothing():
     assert import_graph()["vipune.contract"] == frozenset()
 
@@ -129,15 +170,15 @@ def test_code_version_follows_a_new_import(tmp_path):
     """A module that starts importing another is tracked without anyone updating a list."""
     package = tmp_path / "vipune_eval"
     shutil.copytree(PACKAGE, package)
-    assert "core.stats" not in command_modules("plots", package)
+    assert "core.intervals" not in command_modules("plots", package)
     before = code_version("plots", package)
-    stats = package / "core" / "stats.py"
-    stats.write_text(stats.read_text() + "\n# changed\n")
+    intervals = package / "core" / "intervals.py"
+    intervals.write_text(intervals.read_text() + "\n# changed\n")
     assert code_version("plots", package) == before
     plots = package / "stages" / "report" / "plots.py"
-    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.stats import holm  # noqa: F401\n")
+    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.intervals import MIN_BOOTSTRAP_PAIRS  # noqa: F401\n")
     import_graph.cache_clear()
-    assert "core.stats" in command_modules("plots", package)
+    assert "core.intervals" in command_modules("plots", package)
     assert code_version("plots", package) != before
 
 
@@ -175,6 +216,11 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report"},  # the report's Markdown
     "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
+    # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
+    # words for a granularity's rows rerun the report only; a comparison sentence no score job
+    "registry.retrievers": {"fuse_reference"},
+    "registry.views": {"report", "plots", "report_page"},
+    "stages.report.compare": {"report", "report_page"},
     "core.io": RULES,  # shared by every stage: legitimately everything
 }
 

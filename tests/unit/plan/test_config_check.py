@@ -161,3 +161,16 @@ def test_the_license_is_an_spdx_expression_built_by_a_setuptools_that_reads_it()
     assert project["project"]["license"] == "MIT"
     requires = project["build-system"]["requires"]
     assert "setuptools>=77" in requires  # PEP 639 license expressions: setuptools 77 and later
+
+
+def test_a_broken_plugin_is_a_problem_of_the_config(tmp_path, monkeypatch):
+    """prepare's config check imports every plugin (the registry only parses the entry), so the
+    plugin loader is in the code the hash of each search job sees, and a broken one stops the run
+    before any job with the other problems."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("def f(:\n")
+    bad = config(retrievers=["dense", {"name": "p", "use": "mine.py:f"}], search_limit=3)
+    with pytest.raises(EvalError) as info:
+        check(bad)
+    assert "plugin 'mine.py:f' cannot be imported" in info.value.message
+    assert "search_limit (3) must be at least the largest k" in info.value.message

@@ -11,7 +11,7 @@ from vipune_eval.registry.measures import SEED, keys
 
 KEYS = keys([1, 5, 10], SEED)
 SPECS = registry.resolve(["vipune", "dense", "hybrid", {"name": "h60", "use": "hybrid", "k": 60},
-                          {"name": "mine", "use": "plug.py:rank"}], check_plugins=False)
+                          {"name": "mine", "use": "plug.py:rank"}])
 
 
 def lab(grid, base="hybrid", **extra):

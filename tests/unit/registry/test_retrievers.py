@@ -12,6 +12,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 from support.search import rrf, search_persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
+from vipune_eval.stages.search import families
 from vipune_eval.stages.search.fuse import run_fuse
 from vipune_eval.vipune.contract import candidate_pool
 
@@ -78,7 +79,7 @@ def test_k_and_weights_give_weighted_rrf_scores():
     arms = persona_arms(persona)
     dense_first = arms.ranked["dense"][0][0]
     spec = registry.spec({"name": "w", "use": "hybrid", "k": 60, "weights": [2, 0.5], "query": "or"})
-    indices, scores = registry.rank(arms, spec, 10)
+    indices, scores = families.rank(arms, spec, 10)
     bm25 = arms.ranked["bm25-or"][0].tolist()
     pool = candidate_pool(10)
     expected = 2 / 61 + (0.5 / (60 + bm25.index(dense_first) + 1) if dense_first in bm25[:pool] else 0)
@@ -98,7 +99,7 @@ def test_pool_limits_the_candidates_of_each_arm():
     persona = random_persona(4)
     arms = persona_arms(persona)
     spec = registry.spec({"name": "p", "use": "hybrid", "pool": 1, "query": "or"})
-    indices, _ = registry.rank(arms, spec, 10)
+    indices, _ = families.rank(arms, spec, 10)
     firsts = {int(arms.ranked["dense"][0][0]), int(arms.ranked["bm25-or"][0][0])}
     assert set(indices.tolist()) == firsts
 
@@ -110,7 +111,7 @@ def test_fused_ties_go_to_the_smaller_row_id():
         crossed = {"dense": (np.array([0, 1], np.int32), np.zeros(2)),
                    "bm25-and": (np.array([1, 0], np.int32), np.zeros(2))}
         arms = Arms("q", row_ids, row_ids, {**crossed, "bm25-or": crossed["bm25-and"]})
-        indices, scores = registry.rank(arms, registry.spec("hybrid"), 10)
+        indices, scores = families.rank(arms, registry.spec("hybrid"), 10)
         assert scores[0] == scores[1] == pytest.approx(1 / 26 + 1 / 27)
         return row_ids[indices[0]]
 
@@ -126,9 +127,9 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
     assert [a.question_id for a in back] == [a.question_id for a in arms]
     for spec in registry.resolve(REFERENCE_PRESETS + [{"name": "x", "use": "hybrid", "k": 3}]):
         for a, b in zip(arms, back):
-            assert np.array_equal(registry.rank(a, spec, 10)[0], registry.rank(b, spec, 10)[0])
-            assert a.documents(registry.rank(a, spec, 10)[0], 10) == \
-                b.documents(registry.rank(b, spec, 10)[0], 10)
+            assert np.array_equal(families.rank(a, spec, 10)[0], families.rank(b, spec, 10)[0])
+            assert a.documents(families.rank(a, spec, 10)[0], 10) == \
+                b.documents(families.rank(b, spec, 10)[0], 10)
 
 
 def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
@@ -141,7 +142,7 @@ def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
     first = outs[0].read_text().splitlines()
     assert first and all(line.endswith(" k60") for line in first)
     docs = [line.split()[2] for line in first]
-    assert docs == arms[0].documents(registry.rank(arms[0], spec, 10)[0], 10)
+    assert docs == arms[0].documents(families.rank(arms[0], spec, 10)[0], 10)
 
 
 # ------------------------------------------------------------------ refusals
@@ -195,9 +196,7 @@ def test_canonical_json_names_every_parameter_and_round_trips():
 def test_vipune_presets_name_the_setting_they_mirror():
     specs = registry.resolve(["vipune", "vipune-semantic", {"name": "h", "use": "hybrid"}, "dense"])
     assert registry.uses_binary(specs) and [s.name for s in specs if s.reference] == ["h", "dense"]
-    assert registry.mirror_of(specs[0], specs) == "h"
-    assert registry.mirror_of(specs[1], specs) == "dense"
-    assert registry.mirror_of(specs[0], specs[:2]) is None
+    assert [s.mirror for s in specs[:2]] == [registry.spec("hybrid").setting(), registry.spec("dense").setting()]
 
 
 def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
@@ -211,10 +210,3 @@ def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
     with pytest.raises(EvalError, match="unknown family 'hybird'"):
         workspace.prepare(config, SCHEMA)
     assert not os.listdir(tmp_path)
-
-
-def test_the_report_roles_are_found_by_setting_not_by_name():
-    specs = registry.resolve([{"name": "b", "use": "bm25"}, {"name": "h", "use": "hybrid", "k": 25},
-                              "hybrid-or", {"name": "h60", "use": "hybrid", "k": 60}])
-    assert registry.roles(specs) == {"bm25_and": "b", "hybrid_and": "h", "hybrid_or": "hybrid-or"}
-    assert registry.roles(registry.resolve(["dense"])) == dict.fromkeys(registry.ROLES)

@@ -13,7 +13,7 @@ from support.scenarios import REPO
 from vipune_eval.core.io import sha256_file
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import binary
-from vipune_eval.vipune.binary import planned_binary
+from vipune_eval.vipune.binary import binary_fingerprint, planned_binary
 from vipune_eval.vipune.client import VipuneSettings
 
 PACKAGE = REPO / "vipune_eval"
@@ -115,3 +115,15 @@ def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_b
     build.write_bytes(b"\x7fELF version 2")  # the wrapper is unchanged; what it runs is not
     second = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
     assert second["id"] != first["id"] and second["sha256"] == first["sha256"]
+
+
+def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
+    from vipune_eval.vipune.binary import check_fingerprint
+
+    fingerprint = tmp_path / "fp.json"
+    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))
+    assert check_fingerprint(fake_vipune_bin, fingerprint)["sha256"]
+    rebuilt = tmp_path / "vipune"
+    rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")
+    with pytest.raises(EvalError, match="is not the binary this result belongs to"):
+        check_fingerprint(rebuilt, fingerprint)

@@ -1,4 +1,5 @@
-"""vipune faults, preflight failures and isolation: every failure names persona, command, stderr."""
+"""The vipune client: faults, isolation and the import lines; every failure names persona,
+command, stderr (the preflight: tests/unit/stages/search/test_preflight.py)."""
 
 import json
 import os
@@ -8,11 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vipune_eval.stages.embed.embed import ModelFiles, load_model
-from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.core.persona import Persona
-from vipune_eval.stages.search.preflight import run_preflight
-from vipune_eval.vipune.binary import binary_fingerprint
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, isolated_env
 from vipune_eval.stages.search.vipune_lane import evaluate, searches
 from vipune_eval.vipune.import_format import import_lines
@@ -31,13 +29,6 @@ def persona(model):
     return Persona("q1", question, [f"q1::s{i}" for i in range(3)], [f"s{i}" for i in range(3)],
                    ["2023-01-01T00:00:00Z"] * 3, texts, vectors,
                    np.array(list(model.embed([question])), np.float32)[0])
-
-
-@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
-def any_vipune(request):
-    """The fake vipune, and the real one at the pinned release (skipped where it is not built):
-    what the harness does to a binary must work on both."""
-    return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
 
 
 def flags(limit):
@@ -215,81 +206,3 @@ def test_vipune_touches_home_without_isolation(any_vipune, tmp_path):
     denied = subprocess.run([str(any_vipune), "--json", "version"], capture_output=True, text=True,
                             env={**env, "HOME": str(blocked)})
     assert denied.returncode == 1 and f"{blocked}/.vipune" in json.loads(denied.stdout)["error"]
-
-
-def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
-    fingerprint = tmp_path / "fp.json"
-    os.environ.update(env)
-    try:
-        fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
-        vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
-        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json",
-                             mode)
-    finally:
-        for key in env:
-            del os.environ[key]
-
-
-def test_preflight_passes_on_a_faithful_binary(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
-    findings = preflight(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
-    assert findings["embedding_parity"]["min_cosine"] > 0.999
-    checks = {c["check"] for c in findings["checks"]}
-    assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_at_least_50",
-            "candidate_pool_10x_limit", "semantic_ties_newer_then_import_order",
-            "query_over_512_tokens_exits_3", "limit_over_10000_refused"} <= checks
-    assert all(c["passed"] for c in findings["checks"])
-    assert (tmp_path / "preflight.json").exists() and not (tmp_path / "tmp").exists()
-
-
-@pytest.mark.parametrize("fault, message", [
-    ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
-    ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
-    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: RRF k differs: same order, other scores \(vipune's "
-                r"fused scores fit k = 60; .*expected .*preflight-rrf::002 0.074"),
-    ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
-    ("pool-all", r"check 'candidate_pool_10x_limit_and_fused_ties_to_smaller_id' failed"),
-    ("ties-by-id", r"check 'semantic_ties_newer_then_import_order' failed: expected "
-                   r"\['preflight-ties::c', 'preflight-ties::b', 'preflight-ties::a'\], seen "
-                   r"\['preflight-ties::b', 'preflight-ties::c', 'preflight-ties::a'\]"),
-])
-def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vipune_hf_home,
-                                                             vipune_tiny_model_dir, tmp_path, fault, message):
-    with pytest.raises(EvalError, match=message):
-        preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, FAKE_VIPUNE_FAULT=fault)
-    assert not (tmp_path / "preflight.json").exists()
-
-
-@pytest.mark.parametrize("fault, failed, drift", [
-    # Only the fused scores differ: one finding, in words; the AND and pool checks pass at k = 60.
-    ("rrf-k60", ["rrf_k25_ranks_from_1"], ["RRF k differs: same order, other scores (vipune's fused "
-                                           "scores fit k = 60; the contract and the hybrid mirrors use k = 25)"]),
-    ("bm25-or", ["bm25_is_and_of_every_word"], ["bm25_is_and_of_every_word"]),
-])
-def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
-                                                tmp_path, fault, failed, drift):
-    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, "record",
-                         FAKE_VIPUNE_FAULT=fault)
-    assert (findings["failed_checks"], findings["drift"]) == (failed, drift)
-
-
-def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
-    from support.tinymodel import build_tiny_model
-    from vipune_eval.vipune.model_cache import build_vipune_hf_home
-
-    other = build_tiny_model(tmp_path / "other", seed=9)
-    home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",
-                                "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a", tmp_path / "home")
-    with pytest.raises(EvalError, match="embedding parity failed"):
-        preflight(fake_vipune_bin, home, vipune_tiny_model_dir, tmp_path)
-
-
-def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
-    from vipune_eval.vipune.binary import check_fingerprint
-
-    fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))
-    assert check_fingerprint(fake_vipune_bin, fingerprint)["sha256"]
-    rebuilt = tmp_path / "vipune"
-    rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")
-    with pytest.raises(EvalError, match="is not the binary this result belongs to"):
-        check_fingerprint(rebuilt, fingerprint)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, write_text
 from vipune_eval.core.manifest import Manifest, ManifestView
-from vipune_eval.core.stats import adjust_family, compare_runs
+from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY

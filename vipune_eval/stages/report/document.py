@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vipune_eval.core.stats import MIN_BOOTSTRAP_PAIRS
+from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS
 
 NO_INTERVAL = "no CI"
 NO_INTERVAL_NOTE = (f"`{NO_INTERVAL}`: fewer than {MIN_BOOTSTRAP_PAIRS} pairs, too few for a bootstrap interval "

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vipune_eval.core.stats import holm, paired_bootstrap_interval, paired_randomization
+from vipune_eval.stages.report.compare import holm, paired_bootstrap_interval, paired_randomization
 
 SPLITS = ("dev", "test")
 ALPHA = 0.05

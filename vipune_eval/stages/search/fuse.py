@@ -8,6 +8,7 @@ from vipune_eval.core import trec
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
+from vipune_eval.stages.search import families
 from vipune_eval.stages.search.arms import read_arms
 
 
@@ -20,5 +21,5 @@ def run_fuse(arms: list[Path], retriever: str, limit: int, depth: int, outputs: 
     if s.kind is not Kind.ARMS:
         raise EvalError(f"fuse: {retriever} is not a family setting fused from the arms")
     for path, out in zip(arms, outputs):
-        trec.write_run(out, [(a.question_id, a.documents(registry.rank(a, s, limit, rank_all)[0], depth, collapse))
+        trec.write_run(out, [(a.question_id, a.documents(families.rank(a, s, limit, rank_all)[0], depth, collapse))
                              for a in read_arms(path)], s.name)

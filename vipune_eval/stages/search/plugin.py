@@ -34,6 +34,7 @@ from vipune_eval.core import trec
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.registry.retrievers import Kind, from_argument
 
 log = logging.getLogger("vipune_eval")
 
@@ -265,8 +266,6 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
 def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float) -> None:
     """A plugin's run over one shard of personas: ``k`` = the search limit, at most ``timeout``
     seconds a persona."""
-    from vipune_eval.registry.retrievers import Kind, from_argument
-
     spec = from_argument(retriever)
     if spec.kind is not Kind.PLUGIN:
         raise EvalError(f"search-plugin: {retriever} is not a plugin")

@@ -72,7 +72,7 @@ def test_a_tie_on_dev_goes_to_the_base_setting():
 
 
 def test_real_tests_and_intervals_come_from_stats():
-    from vipune_eval.core.stats import holm, paired_bootstrap_interval, paired_randomization
+    from vipune_eval.stages.report.compare import holm, paired_bootstrap_interval, paired_randomization
 
     block = whatif.analyse(M, "dev", BASE_RUN, grid_runs(), resamples=500)
     b = [1, 0, 1, 0, 0, 0, 0, 0]

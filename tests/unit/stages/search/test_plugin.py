@@ -82,7 +82,7 @@ def test_an_unimportable_plugin_is_refused_naming_it(plugin_dir, use, words):
     (plugin_dir / "mine" / "broken.py").write_text("def f(:\n")
     (plugin_dir / "mine" / "imports.py").write_text("import no_such_module_xyz\n")
     with pytest.raises(EvalError) as info:
-        registry.resolve([{"name": "p", "use": use}])
+        plugins.load(registry.resolve([{"name": "p", "use": use}])[0].use)  # as the config check does
     for word in words:
         assert word in str(info.value)
 
@@ -137,7 +137,7 @@ def test_a_plugin_calling_sys_exit_is_a_named_error(plugin_dir):
     assert "called sys.exit(3)" in answer_error(plugin_dir, lambda h, k: sys.exit(3))
     (plugin_dir / "mine" / "exits.py").write_text("import sys\nsys.exit(0)\n")
     with pytest.raises(EvalError, match=r"plugin 'mine/exits.py:f' called sys.exit\(0\) while it was imported"):
-        registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])
+        plugins.load(registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])[0].use)
 
 
 EXITS = textwrap.dedent('''\
@@ -230,6 +230,7 @@ def test_a_helper_module_next_to_a_plugin_file_is_importable(plugin_dir):
     before = list(sys.path)
     try:
         spec = registry.resolve([{"name": "p", "use": "mine/uses.py:rank"}])[0]
+        plugins.load(spec.use)  # the config check imports it
         sys.modules.pop("plughelp_xyz")  # the call imports it again, as a fresh search job would
         ranking = plugins.search(plugins.load(spec.use), make_persona(), 2, spec.use)
         assert [r for r, _ in ranking] == ["q7::s0", "q7::s1"]

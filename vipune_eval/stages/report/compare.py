@@ -1,17 +1,10 @@
-"""stats: confidence intervals and paired significance tests for per-pair metric values.
+"""The report's paired comparisons: two runs compared pair by pair, metric by metric, overall
+and per category, with Holm's correction, and each significant difference as a sentence.
 
-Per-pair values are floats in [0, 1], one per question/haystack pair (``qid -> value``).
-*Binary* metrics (recall_any@k, recall_all@k) take only 0/1 and get Wilson intervals and
-exact McNemar tests; *fractional* ones (recall@k, ndcg@k, mrr) get percentile-bootstrap
-intervals and paired sign-flip randomization tests. Differences always get a paired
-bootstrap interval of mean(a - b).
-
-Resampling is vectorised: one resample-count matrix (bootstrap) and one sign matrix
-(randomization) per call, multiplied with an ``(n_pairs, n_metrics)`` matrix of values, so
-all metrics of one group share the same resamples. Everything is seeded and deterministic;
-pair ids are sorted before resampling so dict order never changes a result, and
-``compare_runs`` gives what ``compare`` gives metric by metric (up to float rounding in the
-matrix products).
+Binary metrics (registry.measures.is_binary) get exact McNemar tests on the discordant pairs,
+fractional ones paired sign-flip randomization tests; every difference gets a paired bootstrap
+interval of mean(a - b) (core.intervals). Pair ids are sorted before resampling, so dict order
+never changes a result.
 """
 
 from __future__ import annotations
@@ -22,19 +15,11 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
+from vipune_eval.core.intervals import bootstrap_intervals, check_resamples, check_settings
 from vipune_eval.registry.measures import is_binary as metric_is_binary
 
 
-
-# A percentile bootstrap over fewer pairs than this gives no honest interval (2 pairs of 1.0
-# resample to [1.00, 1.00]): the score stage writes none, and the report says so.
-MIN_BOOTSTRAP_PAIRS = 10
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _vector(values: Sequence[float], name: str = "values") -> np.ndarray:
+def _values(values: Sequence[float], name: str = "values") -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -44,51 +29,10 @@ def _vector(values: Sequence[float], name: str = "values") -> np.ndarray:
 
 
 def _pair(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
-    x, y = _vector(a, "a"), _vector(b, "b")
+    x, y = _values(a, "a"), _values(b, "b")
     if x.shape != y.shape:
         raise ValueError(f"paired values differ in length: {x.size} vs {y.size}")
     return x - y
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
-def _check_resamples(resamples: int) -> None:
-    if int(resamples) != resamples or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples}")
-
-
-def _check(confidence: float, resamples: int) -> None:
-    _check_confidence(confidence)
-    _check_resamples(resamples)
-
-
-def _bootstrap_means(x: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """Column means of ``x`` (n, m) over ``resamples`` bootstrap resamples of its rows → (R, m).
-
-    Each resample is n row indices drawn with replacement; they are turned into a per-row
-    count matrix so the means are one matrix product.
-    """
-    n = x.shape[0]
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    idx += np.arange(resamples)[:, None] * n
-    counts = np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n)
-    return (counts.astype(np.float64) @ x) / n
-
-
-def _percentiles(means: np.ndarray, confidence: float) -> np.ndarray:
-    """(R, m) resampled means → (m, 2) percentile intervals."""
-    tail = (1.0 - confidence) / 2.0
-    return np.quantile(means, [tail, 1.0 - tail], axis=0).T
-
-
-def _bootstrap_intervals(x: np.ndarray, confidence: float, resamples: int, seed: int) -> np.ndarray:
-    if x.shape[0] == 0:
-        return np.full((x.shape[1], 2), np.nan)
-    return _percentiles(_bootstrap_means(x, resamples, seed), confidence)
 
 
 def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
@@ -110,61 +54,10 @@ def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     return p
 
 
-# ---------------------------------------------------------------- intervals
-
-
-def is_binary(values: Sequence[float]) -> bool:
+def _zero_or_one(values: Sequence[float]) -> bool:
     """True when every value is exactly 0 or 1 (vacuously true for no values)."""
     arr = np.asarray(values, dtype=np.float64)
     return bool(np.all((arr == 0.0) | (arr == 1.0)))
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion; (nan, nan) when n = 0."""
-    if n < 0 or successes < 0 or successes > n:
-        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
-    _check_confidence(confidence)
-    if n == 0:
-        return (float("nan"), float("nan"))
-    z = float(_sps.norm.ppf(1.0 - (1.0 - confidence) / 2.0))
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return (float(lo), float(hi))
-
-
-def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95,
-                       resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; (nan, nan) for no values."""
-    _check(confidence, resamples)
-    lo, hi = _bootstrap_intervals(_vector(values)[:, None], confidence, resamples, seed)[0]
-    return (float(lo), float(hi))
-
-
-def bootstrap_intervals(values: np.ndarray, *, confidence: float = 0.95, resamples: int = 10_000,
-                        seed: int = 0) -> np.ndarray:
-    """``bootstrap_interval`` of each column of ``values`` (n, m) → (m, 2), from one resample
-    matrix: column j's interval equals ``bootstrap_interval(values[:, j])`` with the same seed."""
-    _check(confidence, resamples)
-    x = np.asarray(values, dtype=np.float64)
-    if x.ndim != 2 or not np.all(np.isfinite(x)):
-        raise ValueError(f"values must be a finite (n, m) matrix, got shape {x.shape}")
-    return _bootstrap_intervals(x, confidence, resamples, seed)
-
-
-def interval(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 10_000,
-             seed: int = 0) -> tuple[float, float]:
-    """Interval for the mean: Wilson when all values are 0/1, percentile bootstrap otherwise."""
-    arr = _vector(values)
-    if is_binary(arr):
-        return wilson_interval(int(arr.sum()), int(arr.size), confidence)
-    return bootstrap_interval(arr, confidence=confidence, resamples=resamples, seed=seed)
-
-
-# ---------------------------------------------------------------- paired tests
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -179,15 +72,15 @@ def mcnemar_exact(b: int, c: int) -> float:
 def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000,
                          seed: int = 0) -> float:
     """Two-sided paired sign-flip randomization test of mean(a - b); p = (count + 1) / (R + 1)."""
-    _check_resamples(resamples)
+    check_resamples(resamples)
     return float(_sign_flip_pvalues(_pair(a, b)[:, None], resamples, seed)[0])
 
 
 def paired_bootstrap_interval(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95,
                               resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of mean(a - b), resampling pairs."""
-    _check(confidence, resamples)
-    lo, hi = _bootstrap_intervals(_pair(a, b)[:, None], confidence, resamples, seed)[0]
+    check_settings(confidence, resamples)
+    lo, hi = bootstrap_intervals(_pair(a, b)[:, None], confidence=confidence, resamples=resamples, seed=seed)[0]
     return (float(lo), float(hi))
 
 
@@ -203,9 +96,6 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
     out = np.empty(m)
     out[order] = adjusted
     return {k: float(v) for k, v in zip(keys, out)}
-
-
-# ---------------------------------------------------------------- comparing runs
 
 
 def _same_ids(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -230,10 +120,10 @@ def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confid
         raise ValueError("no pairs to compare")
     binary = np.asarray(binary, dtype=bool)
     for j in np.flatnonzero(binary):
-        if not (is_binary(x[:, j]) and is_binary(y[:, j])):
+        if not (_zero_or_one(x[:, j]) and _zero_or_one(y[:, j])):
             raise ValueError("binary comparison needs values that are all 0 or 1")
     d = x - y
-    intervals = _bootstrap_intervals(d, confidence, resamples, seed)
+    intervals = bootstrap_intervals(d, confidence=confidence, resamples=resamples, seed=seed)
     p = np.ones(m)
     fractional = np.flatnonzero(~binary)
     if fractional.size:
@@ -257,20 +147,6 @@ def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confid
             "p": float(p[j]),
         })
     return out
-
-
-def compare(a: Mapping[str, float], b: Mapping[str, float], *, binary: bool,
-            confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
-    """Paired comparison of two runs' per-pair values of one metric (same pair ids).
-
-    McNemar (exact) on the discordant counts for binary metrics, paired sign-flip
-    randomization otherwise; the interval is a paired bootstrap of mean(a - b).
-    """
-    _check(confidence, resamples)
-    qids = _same_ids(a, b)
-    x = _vector([a[q] for q in qids], "a")[:, None]
-    y = _vector([b[q] for q in qids], "b")[:, None]
-    return _compare_matrix(x, y, [binary], confidence, resamples, seed)[0]
 
 
 def _matrix(rows: Mapping[str, Mapping[str, float]], qids: list[str], metrics: Sequence[str],
@@ -308,7 +184,7 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
     (every compared pair needs one; extra entries are ignored). Holm's correction runs over
     all ``len(metrics) * (1 + number of categories)`` comparisons.
     """
-    _check(confidence, resamples)
+    check_settings(confidence, resamples)
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     metrics = list(metrics)

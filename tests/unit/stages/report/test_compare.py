@@ -1,75 +1,34 @@
-"""Tests for vipune_eval.stats: intervals, paired tests, Holm, compare / compare_runs."""
+"""stages.report.compare: paired tests, Holm's correction and compare_runs, the report's comparisons."""
 
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from vipune_eval.core.stats import bootstrap_interval, compare, compare_runs, holm, interval, is_binary, mcnemar_exact, metric_is_binary, paired_bootstrap_interval, paired_randomization, wilson_interval
+from vipune_eval.core.intervals import bootstrap_intervals
+from vipune_eval.registry.measures import is_binary as metric_is_binary
+from vipune_eval.stages.report.compare import (_zero_or_one, compare_runs, holm, mcnemar_exact,
+                                               paired_bootstrap_interval, paired_randomization)
 
-# ---------------------------------------------------------------- intervals
+
+def compare(a, b, key, **options):
+    """One metric's comparison of two runs over the same pairs, as compare_runs makes it."""
+    return compare_runs({q: {key: v} for q, v in a.items()}, {q: {key: v} for q, v in b.items()}, [key],
+                        {q: "all" for q in a}, **options)["overall"][key]
 
 
-def test_is_binary():
-    assert is_binary([0.0, 1.0, 1, 0])
-    assert not is_binary([0.0, 0.5, 1.0])
-    assert not is_binary([1.0000001])
+def test_zero_or_one():
+    assert _zero_or_one([0.0, 1.0, 1, 0])
+    assert not _zero_or_one([0.0, 0.5, 1.0])
+    assert not _zero_or_one([1.0000001])
 
 
 def test_metric_is_binary():
     assert metric_is_binary("recall_any@5") and metric_is_binary("recall_all@10")
     assert not any(metric_is_binary(k) for k in ("recall@5", "ndcg@5", "mrr"))
-
-
-def test_wilson_known_values():
-    lo, hi = wilson_interval(8, 10)
-    assert (round(lo, 4), round(hi, 4)) == (0.4902, 0.9433)
-    lo, hi = wilson_interval(0, 10)
-    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-4)
-    assert wilson_interval(10, 10)[1] == 1.0
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
-    with pytest.raises(ValueError):
-        wilson_interval(11, 10)
-
-
-@pytest.mark.parametrize("k,n,conf", [(8, 10, 0.95), (0, 10, 0.95), (3, 470, 0.95),
-                                      (333, 470, 0.9), (469, 470, 0.99), (1, 1, 0.95)])
-def test_wilson_matches_scipy(k, n, conf):
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=conf, method="wilson")
-    assert wilson_interval(k, n, conf) == pytest.approx((ci.low, ci.high), abs=1e-12)
-
-
-def test_bootstrap_interval_contains_mean_and_shrinks():
-    rng = np.random.default_rng(7)
-    small, large = rng.random(30), rng.random(3000)
-    lo_s, hi_s = bootstrap_interval(small, resamples=4000)
-    lo_l, hi_l = bootstrap_interval(large, resamples=4000)
-    assert lo_s < small.mean() < hi_s
-    assert lo_l < large.mean() < hi_l
-    # width ~ 1/sqrt(n): 100x the pairs -> ~10x narrower
-    assert (hi_l - lo_l) < (hi_s - lo_s) / 5
-    # roughly the normal-theory width for the mean of U(0,1)
-    assert (hi_l - lo_l) == pytest.approx(2 * 1.96 * large.std() / math.sqrt(3000), rel=0.1)
-
-
-def test_bootstrap_interval_deterministic_per_seed():
-    values = np.random.default_rng(3).random(50)
-    assert bootstrap_interval(values, seed=5) == bootstrap_interval(list(values), seed=5)
-    assert bootstrap_interval(values, seed=5) != bootstrap_interval(values, seed=6)
-    assert bootstrap_interval([0.4] * 20) == (pytest.approx(0.4), pytest.approx(0.4))
-    assert all(math.isnan(v) for v in bootstrap_interval([]))
-
-
-def test_interval_dispatches_on_binary():
-    binary = [1.0] * 8 + [0.0] * 2
-    assert interval(binary) == wilson_interval(8, 10)
-    fractional = [0.5, 0.25, 1.0, 0.0, 0.75]
-    assert interval(fractional, seed=1) == bootstrap_interval(fractional, seed=1)
-
 
 # ---------------------------------------------------------------- paired tests
 
@@ -117,7 +76,7 @@ def test_paired_bootstrap_interval():
     lo, hi = paired_bootstrap_interval(a, b)
     assert lo < (a - b).mean() < hi
     assert lo > 0
-    assert (lo, hi) == bootstrap_interval(a - b)  # same resamples, same seed
+    assert (lo, hi) == tuple(bootstrap_intervals(np.asarray(a - b)[:, None])[0])  # same resamples, same seed
     with pytest.raises(ValueError):
         paired_bootstrap_interval([0.1, 0.2], [0.1])
 
@@ -137,7 +96,7 @@ def test_compare_binary_uses_mcnemar():
     a = {f"q{i}": 1.0 for i in range(10)}
     b = {f"q{i}": (1.0 if i == 0 else 0.0) for i in range(10)}
     b["q1"], a["q1"] = 1.0, 0.0  # one discordant pair the other way
-    r = compare(a, b, binary=True)
+    r = compare(a, b, "recall_any@5")
     assert r["test"] == "mcnemar-exact"
     assert (r["a_better"], r["b_better"], r["pairs"]) == (8, 1, 10)
     assert r["p"] == pytest.approx(mcnemar_exact(8, 1))
@@ -145,7 +104,7 @@ def test_compare_binary_uses_mcnemar():
     lo, hi = r["interval"]
     assert lo <= 0.7 <= hi
     with pytest.raises(ValueError):
-        compare({"q": 0.5}, {"q": 1.0}, binary=True)
+        compare({"q": 0.5}, {"q": 1.0}, "recall_any@5")
 
 
 def test_compare_fractional_order_independent_and_key_check():
@@ -153,16 +112,16 @@ def test_compare_fractional_order_independent_and_key_check():
     qids = [f"q{i:02d}" for i in range(30)]
     a = {q: float(v) for q, v in zip(qids, rng.random(30))}
     b = {q: float(v) for q, v in zip(qids, rng.random(30))}
-    r = compare(a, b, binary=False, resamples=2000)
+    r = compare(a, b, "ndcg@5", resamples=2000)
     assert r["test"] == "paired-randomization"
     reversed_a = dict(reversed(list(a.items())))
-    assert compare(reversed_a, b, binary=False, resamples=2000) == r
+    assert compare(reversed_a, b, "ndcg@5", resamples=2000) == r
     sorted_ids = sorted(qids)
     assert r["p"] == paired_randomization([a[q] for q in sorted_ids], [b[q] for q in sorted_ids],
                                           resamples=2000)
     del b["q07"]
     with pytest.raises(ValueError, match="q07"):
-        compare(a, b, binary=False)
+        compare(a, b, "ndcg@5")
 
 
 METRICS = ["recall@5", "recall_any@5", "ndcg@5", "mrr"]
@@ -235,18 +194,18 @@ def test_compare_runs_flags_only_the_better_category():
     assert any(expected in s and "95% CI" in s and "p_holm" in s for s in sentences)
 
 
-def test_compare_runs_matches_compare_per_metric():
+def test_compare_runs_matches_one_metric_at_a_time():
     a, b, cats = _rows(15, "x", seed=2)
     result = compare_runs(a, b, METRICS, cats, resamples=1000, seed=3)
     for key in METRICS:
         for cat in (None, "x", "z"):
             ids = [q for q in a if cat is None or cats[q] == cat]
-            single = compare({q: a[q][key] for q in ids}, {q: b[q][key] for q in ids},
-                             binary=metric_is_binary(key), resamples=1000, seed=3)
+            single = compare({q: a[q][key] for q in ids}, {q: b[q][key] for q in ids}, key,
+                             resamples=1000, seed=3)
             got = result["overall"][key] if cat is None else result["per_category"][cat][key]
             # same resamples: equal up to rounding of the matrix products
             assert got["interval"] == pytest.approx(single["interval"], abs=1e-12)
-            rest = [k for k in single if k != "interval"]
+            rest = [k for k in single if k not in ("interval", "p_holm", "significant")]
             assert {k: got[k] for k in rest} == {k: single[k] for k in rest}
 
 
@@ -259,15 +218,3 @@ def test_compare_runs_rejects_mismatched_or_incomplete_input():
         compare_runs(a, b, METRICS, {q: c for q, c in cats.items() if q != "x000"})
     with pytest.raises(ValueError, match="recall@10"):
         compare_runs(a, b, METRICS + ["recall@10"], cats)
-
-
-def test_bootstrap_intervals_of_columns_equal_one_bootstrap_per_column():
-    """score computes every fractional metric's interval from one resample matrix: the same
-    intervals as one bootstrap_interval per metric, same seed."""
-    from vipune_eval.core.stats import bootstrap_intervals
-
-    rng = np.random.default_rng(4)
-    x = rng.random((37, 5))
-    both = bootstrap_intervals(x, seed=3, resamples=2000)
-    for j in range(5):
-        assert tuple(both[j]) == pytest.approx(bootstrap_interval(x[:, j], seed=3, resamples=2000), abs=1e-12)

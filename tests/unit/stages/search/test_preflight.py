@@ -1,0 +1,80 @@
+"""preflight: a binary that honours the contract passes, on the fake and the real vipune; one
+that breaks it is refused naming the check (or, under record, its drift is named for what it is);
+a different model in vipune's cache fails the embedding parity."""
+
+import json
+import os
+
+import pytest
+
+from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.stages.search.preflight import run_preflight
+from vipune_eval.vipune.binary import binary_fingerprint
+from vipune_eval.vipune.client import VipuneSettings
+
+
+def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
+    fingerprint = tmp_path / "fp.json"
+    os.environ.update(env)
+    try:
+        fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
+        vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
+        return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json",
+                             mode)
+    finally:
+        for key in env:
+            del os.environ[key]
+
+
+def test_preflight_passes_on_a_faithful_binary(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    findings = preflight(any_vipune, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
+    assert findings["embedding_parity"]["min_cosine"] > 0.999
+    checks = {c["check"] for c in findings["checks"]}
+    assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_at_least_50",
+            "candidate_pool_10x_limit", "semantic_ties_newer_then_import_order",
+            "query_over_512_tokens_exits_3", "limit_over_10000_refused"} <= checks
+    assert all(c["passed"] for c in findings["checks"])
+    assert (tmp_path / "preflight.json").exists() and not (tmp_path / "tmp").exists()
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
+    ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
+    ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: RRF k differs: same order, other scores \(vipune's "
+                r"fused scores fit k = 60; .*expected .*preflight-rrf::002 0.074"),
+    ("bm25-or", r"check 'bm25_is_and_of_every_word' failed"),
+    ("pool-all", r"check 'candidate_pool_10x_limit_and_fused_ties_to_smaller_id' failed"),
+    ("ties-by-id", r"check 'semantic_ties_newer_then_import_order' failed: expected "
+                   r"\['preflight-ties::c', 'preflight-ties::b', 'preflight-ties::a'\], seen "
+                   r"\['preflight-ties::b', 'preflight-ties::c', 'preflight-ties::a'\]"),
+])
+def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vipune_hf_home,
+                                                             vipune_tiny_model_dir, tmp_path, fault, message):
+    with pytest.raises(EvalError, match=message):
+        preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, FAKE_VIPUNE_FAULT=fault)
+    assert not (tmp_path / "preflight.json").exists()
+
+
+@pytest.mark.parametrize("fault, failed, drift", [
+    # Only the fused scores differ: one finding, in words; the AND and pool checks pass at k = 60.
+    ("rrf-k60", ["rrf_k25_ranks_from_1"], ["RRF k differs: same order, other scores (vipune's fused "
+                                           "scores fit k = 60; the contract and the hybrid mirrors use k = 25)"]),
+    ("bm25-or", ["bm25_is_and_of_every_word"], ["bm25_is_and_of_every_word"]),
+])
+def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
+                                                tmp_path, fault, failed, drift):
+    findings = preflight(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir, tmp_path, "record",
+                         FAKE_VIPUNE_FAULT=fault)
+    assert (findings["failed_checks"], findings["drift"]) == (failed, drift)
+
+
+def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
+    from support.tinymodel import build_tiny_model
+    from vipune_eval.vipune.model_cache import build_vipune_hf_home
+
+    other = build_tiny_model(tmp_path / "other", seed=9)
+    home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",
+                                "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a", tmp_path / "home")
+    with pytest.raises(EvalError, match="embedding parity failed"):
+        preflight(fake_vipune_bin, home, vipune_tiny_model_dir, tmp_path)
