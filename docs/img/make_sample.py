@@ -1,8 +1,8 @@
 """Regenerate docs/img/recall_at_k.png and the sample report table of the README.
 
 A real run of the workflow, offline, on what the tests use: a generated LongMemEval-format file
-(tests/support/synthetic.py), the tiny ONNX model (tests/support/tinymodel.py) and the fake vipune
-(tests/fake_vipune.py). The numbers show the shape of a report, not vipune's quality.
+(tests/support/synthetic.py), the tiny ONNX model (tests/support/tinymodel.py), the fake vipune
+(tests/fake_vipune.py) and its fake lane (tests/fake_lane.py). The numbers show the shape of a report, not vipune's quality.
 
     python docs/img/make_sample.py [WORKDIR]    # then read WORKDIR/results/report.md
 """
@@ -19,6 +19,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
+from support.fakes import fake_build  # noqa: E402
 from support.synthetic import write_dataset  # noqa: E402
 from support.tinymodel import build_tiny_model  # noqa: E402
 
@@ -29,17 +30,13 @@ def main() -> None:
     summary = write_dataset(data, instances=60, abstention=4, sessions_per_haystack=30,
                             filler_pool=150, seed=7)
     model = build_tiny_model(root / "inputs" / "model", onnx_name="onnx/model.onnx")
-    bin_dir = root / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    wrapper = bin_dir / "vipune"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests" / "fake_vipune.py"}" "$@"\n')
-    wrapper.chmod(0o755)
+    bin_dir = fake_build(root)[0].parent  # the fake vipune and its fake lane, as build.sh lays them out
     workdir = root / "run"
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump({
         "dataset": {"path": str(data), "expected": None},
         "model": {"path": str(model), "file": "onnx/model.onnx"},
-        "embed": {"shards": 1, "threads": 1, "batch_size": 16},
+        "embed": {"shards": 1, "threads": 1},
         "search": {"shards": 2, "threads": 1}}))
     env = {**os.environ, "HF_HUB_OFFLINE": "1",
            "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]])}

@@ -57,6 +57,11 @@ def category_label(category: str, pairs: int) -> str:
     return f"{wrapped}\n({pairs} pair{'s' if pairs != 1 else ''})"
 
 
+def retriever_ticks(ax: Any, names: list[str]) -> None:
+    """One tick per retriever, slanted: names like vipune-lib-semantic would run into each other."""
+    ax.set_xticks(range(len(names)), names, rotation=25, ha="right", rotation_mode="anchor")
+
+
 def recall_at_k(report: dict[str, Any], out: Path) -> None:
     plt, ks = _pyplot(), _primary_ks(report)
     names = retriever_order(report)
@@ -68,7 +73,7 @@ def recall_at_k(report: dict[str, Any], out: Path) -> None:
         intervals = [report["retrievers"][n]["intervals"][key] for n in names]
         xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(names))]
         ax.bar(xs, values, width, yerr=error_bars(values, intervals), capsize=3, label=key)
-    ax.set_xticks(range(len(names)), names)
+    retriever_ticks(ax, names)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("recall@k (95% interval)")
     ax.set_title(f"recall@k per retriever ({report['pairs']} pairs)")
@@ -128,7 +133,7 @@ def granularities(report: dict[str, Any], out: Path) -> None:
         intervals = [block["retrievers"][n]["intervals"][key] if n in block["retrievers"] else None for n in names]
         xs = [j + (i - (len(grains) - 1) / 2) * width for j in range(len(names))]
         ax.bar(xs, values, width, yerr=error_bars(values, intervals), capsize=3, label=g)
-    ax.set_xticks(range(len(names)), names)
+    retriever_ticks(ax, names)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(f"{key} (95% interval)")
     ax.set_title(f"{key} per granularity (rows collapse to sessions)")
