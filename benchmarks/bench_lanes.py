@@ -10,10 +10,11 @@ query embedding, is the embed benchmarks' model (all-MiniLM-L6-v2 when present: 
 Sides, interleaved per rep, each the whole per-run phase of one lane for every persona:
 - ``lib``: ``vipune-eval search-vipune-lib``, one shard (one lane process), and ``lib-2``: two
   shards at once (one per core, as ``--cores 2`` runs them);
-- ``lane``: the lane alone, fed the same personas from a prepared stream (no Python): what the
-  harness adds around it;
+- ``lane``: the lane alone, fed the same personas from a prepared stream (no Python), its
+  databases where the harness puts them (in RAM where the machine has /dev/shm): what the harness
+  adds around it;
 - ``binary``: ``vipune-eval search-vipune`` with 2 concurrent calls (``search.threads: 2``);
-- ``mirrors``: the Python copies of the same two searches: ``search-reference`` (the arms) and
+- ``mirrors``: the Python copies of the same two searches: ``search-arms`` (the arms) and
   ``fuse-reference`` for ``dense`` and ``hybrid``.
 Checked on the way: the lib lane's runs equal the mirrors' (the same vectors, the same algorithm).
 Where the lib lane's time goes comes from the lane's own per-step clock (the status file), and
@@ -23,6 +24,7 @@ FTS5 indexing from a ``--breakdown`` pass (the same inserts without the FTS5 tri
 from __future__ import annotations
 
 import json
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -63,6 +65,7 @@ def parallel(steps: list[tuple[list, Path]]) -> Child:
 
 def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.core.persona import personas_of_shard
+    from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.lane import frame, lane_fingerprint
@@ -99,7 +102,6 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
 
     def bare_lane(*flags: str):
         def side(rep: int) -> Child:
-            (dest / "lane-tmp").mkdir(exist_ok=True)
             script = f'exec "{lane}" search {" ".join(flags)} < "{stream}"'
             return run_child(["bash", "-c", script], dest / f"lane{''.join(flags)}-{rep}.log")
         return side
@@ -114,12 +116,14 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     def mirrors(rep: int) -> Child:
         r = dest / f"mirrors-{rep}"
         arms = r / "arms.parquet"
-        return run_children([(cli("search-reference", **shard, shard=0, shards=1, arms_out=arms), r / "arms.log")]
+        return run_children([(cli("search-arms", **shard, shard=0, shards=1, arms_out=arms), r / "arms.log")]
                             + [(cli("fuse-reference", arms=[arms], retriever=name, limit=LIMIT, depth=DEPTH,
                                     outputs=[r / f"{name}.run"]), r / f"{name}.log") for name in ("dense", "hybrid")])
 
-    runs = interleaved(benchmark, {"lib": lib(1), "lib-2": lib(2), "lane": bare_lane("--tmp", str(dest / "lane-tmp")),
+    databases = database_folder(dest / "lane-tmp")  # where the harness puts them: RAM where there is some
+    runs = interleaved(benchmark, {"lib": lib(1), "lib-2": lib(2), "lane": bare_lane("--tmp", str(databases)),
                                    "binary": binary_lane, "mirrors": mirrors})
+    shutil.rmtree(databases, ignore_errors=True)
     assert read_trec([dest / "lib-1-0" / "lib-0.run"]) == read_trec([dest / "mirrors-0" / "hybrid.run"])
     assert read_trec([dest / "lib-1-0" / "lib-semantic-0.run"]) == read_trec([dest / "mirrors-0" / "dense.run"])
     breakdown = bare_lane("--in-memory", "--breakdown")(0)
@@ -136,7 +140,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     cpu = {k: mean([r.cpu_s for r in v]) for k, v in runs.items()}
     labels = {"lib": "lib lane: search-vipune-lib, 1 shard", "lib-2": "lib lane: 2 shards at once (2 cores)",
               "lane": "the lane alone on a prepared stream", "binary": "binary lane: search-vipune, 2 calls at once",
-              "mirrors": "Python mirrors: search-reference + fuse dense, hybrid"}
+              "mirrors": "Python mirrors: search-arms + fuse dense, hybrid"}
     for name, label in labels.items():
         fig.row(label, wall[name], cpu[name], 1000 * cpu[name] / n, max(r.peak_rss_mib for r in runs[name]))
     fig.ratio("lib lane, 2 shards / binary lane, 2 calls at once (wall)", wall["lib-2"], wall["binary"])

@@ -33,7 +33,7 @@ def bench_score(benchmark, work, search_view):
     dest = work / "score"
     run = dest / "dense.run"
     arms = dest / "arms.parquet"
-    run_child(cli("search-reference", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]], shard=0,
+    run_child(cli("search-arms", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]], shard=0,
                   shards=1, limit=10, depth=10, arms_out=arms), dest / "search.log")
     run_child(cli("fuse-reference", arms=[arms], retriever="dense", limit=10, depth=10, outputs=[run]),
               dest / "fuse.log")

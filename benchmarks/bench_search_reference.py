@@ -1,4 +1,4 @@
-"""search, reference lane: `vipune-eval search-reference` next to a bare loop doing the same work.
+"""search, reference lane: `vipune-eval search-arms` next to a bare loop doing the same work.
 
 One process each over every persona of a generated session view: the harness runs its five
 reference retrievers (dense, bm25, bm25-or, hybrid, hybrid-or) and writes their run files; the
@@ -56,12 +56,12 @@ print(json.dumps({"personas": n}))
 
 def bench_search_reference(benchmark, work, search_view):
     v = search_view
-    dest = work / "search-reference"
+    dest = work / "search-arms"
     personas = pq.read_metadata(v["rows"]).num_rows
     def harness(rep: int):
         """What the workflow runs: the shard's arms once, then one fusion per retriever."""
         arms = dest / f"rep{rep}" / "arms.parquet"
-        return run_children([(cli("search-reference", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]],
+        return run_children([(cli("search-arms", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]],
                                   shard=0, shards=1, limit=LIMIT, depth=DEPTH, arms_out=arms),
                               dest / f"harness-{rep}-arms.log")]
                             + [(cli("fuse-reference", arms=[arms], retriever=r, limit=LIMIT, depth=DEPTH,
@@ -72,9 +72,9 @@ def bench_search_reference(benchmark, work, search_view):
     runs = interleaved(benchmark, {"harness": harness, "bare": bare})
     assert runs["bare"][0].json()["personas"] == personas
 
-    fig = Figures(f"search-reference + fuse-reference: {personas} personas, 5 retrievers (arms once, 5 fusions)",
+    fig = Figures(f"search-arms + fuse-reference: {personas} personas, 5 retrievers (arms once, 5 fusions)",
                   ["", "wall s (mean)", "ms / persona", "CPU s", "peak RSS MiB"])
-    for name, label in (("harness", "vipune-eval search-reference + fuse-reference"), ("bare", "bare numpy + FTS5 loop")):
+    for name, label in (("harness", "vipune-eval search-arms + fuse-reference"), ("bare", "bare numpy + FTS5 loop")):
         rs = runs[name]
         wall = mean([r.wall_s for r in rs])
         fig.row(label, wall, 1000 * wall / personas, mean([r.cpu_s for r in rs]), max(r.peak_rss_mib for r in rs))

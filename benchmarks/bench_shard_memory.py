@@ -2,7 +2,7 @@
 
 Turn rows of a generated file (every persona has the same number of rows), random unit 384-d
 vectors in the embed stage's schema (search does not check the model), and both lanes
-(`search-reference`: the shared arms of the turn view's personas, every row ranked, and
+(`search-arms`: the shared arms of the turn view's personas, every row ranked, and
 `search-vipune` with the fake binary) on shard 0 of 8 / 4 / 2 = 2 / 4 / 8 personas, the
 configurations interleaved. Read: the fixed cost (2 personas) and the growth per persona; a job
 that streams its personas grows little from 2 to 8. For `search-vipune` the peak is the largest
@@ -59,7 +59,7 @@ def bench_shard_memory(benchmark, work, fake_vipune, vipune_home, vipune_fingerp
     def job(lane: str, n: int, rep: int):
         out = dest / f"{lane}-{n}-{rep}"
         if lane == "reference":
-            cmd = cli("search-reference", **common, shards=pairs // n, arms_out=out / "arms.parquet")
+            cmd = cli("search-arms", **common, shards=pairs // n, arms_out=out / "arms.parquet")
         else:
             shutil.rmtree(out / "cache", ignore_errors=True)
             cmd = cli("search-vipune", **common, shards=pairs // n, binary=fake_vipune, fingerprint=vipune_fingerprint,

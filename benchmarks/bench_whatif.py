@@ -5,7 +5,7 @@ vectors (the search stages do not care what they mean; embedding is not what is 
 Then, as the workflow's jobs, each a `vipune-eval` process, ``WORKERS`` at a time (this
 machine's 2 cores), side by side:
 
-- arms: `search-reference --arms-out` per search shard (dense, bm25 AND, bm25 OR of every
+- arms: `search-arms --arms-out` per search shard (dense, bm25 AND, bm25 OR of every
   persona, computed once: what any reference run needs anyway);
 - grid: for each hybrid variant (k x query x pool) `fuse-reference` (every shard's run, from the
   arms) and `score` (its metrics, per pair and per split), then the report's what-if analysis
@@ -74,7 +74,7 @@ def bench_whatif(benchmark, work):
 
     def arms(folder: Path) -> tuple[list[Path], tuple[float, float]]:
         out = [folder / f"arms-{i}.parquet" for i in range(SHARDS)]
-        times = run_all([(cli("search-reference", **search, shard=i, arms_out=out[i]), folder / f"arms-{i}.log")
+        times = run_all([(cli("search-arms", **search, shard=i, arms_out=out[i]), folder / f"arms-{i}.log")
                          for i in range(SHARDS)])
         return out, times
 
@@ -108,7 +108,7 @@ def bench_whatif(benchmark, work):
     arms_t = avg("arms")
     fig = Figures(f"what-if: {z['pairs']} pairs x {z['sessions']} sessions, {SHARDS} search shards, "
                   f"{len(variants)}-variant hybrid grid, jobs {WORKERS} at a time", ["", "wall s (mean)", "CPU s"])
-    fig.row(f"arms (search-reference --arms-out, {SHARDS} shards)", *arms_t)
+    fig.row(f"arms (search-arms --arms-out, {SHARDS} shards)", *arms_t)
     fig.row(f"grid: {len(variants)} x fuse-reference", *parts["fuse"])
     fig.row(f"grid: {len(variants)} x score", *parts["score"])
     fig.row("grid: analysis (selection, randomisation tests + intervals, Holm)", *parts["analysis"])

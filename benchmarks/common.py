@@ -290,10 +290,10 @@ class Model:
 
 def filter_view(dataset: Path, dest: Path, granularity: str = "session",
                 tokenizer: Path | None = None) -> dict[str, Child]:
-    """``filter`` (pairs, qrels, summary) and ``filter-rows`` (rows, unique texts) of a view."""
+    """``filter-pairs`` (pairs, qrels, summary) and ``filter-rows`` (rows, unique texts) of a view."""
     extra = {"tokenizer": tokenizer} if tokenizer else {}
     return {
-        "filter": run_child(cli("filter", dataset=dataset, protocol="seed", granularity=granularity,
+        "filter": run_child(cli("filter-pairs", dataset=dataset, protocol="seed", granularity=granularity,
                                 pairs_out=dest / "pairs.parquet", qrels_out=dest / "qrels.txt",
                                 summary_out=dest / "summary.json", split_seed=SPLIT["seed"],
                                 dev_fraction=SPLIT["dev_fraction"]), dest / "filter.log"),

@@ -130,3 +130,60 @@ def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
     assert f"vipune **{RELEASE}**" in (REPO / "docs" / "configuration.md").read_text()
     assert f"**vipune {RELEASE}**" in (REPO / "docs" / "vipune-contract.md").read_text()
     assert f"`{RELEASE}`" in (REPO / "README.md").read_text() or f"vipune {RELEASE}" in (REPO / "README.md").read_text()
+
+
+def _module_names_in(text: str) -> set[str]:
+    """The package's modules a text names: ``vipune_eval.x.y``, ``vipune_eval/x/y.py``, and the
+    package-relative ``core.x``, ``plan.x``, ``registry.x``, ``stages.x.y`` (``vipune.x`` is left
+    out: ``vipune.binary`` is a config key as often as a module)."""
+    names = {m.replace("/", ".") for m in re.findall(r"vipune_eval/([\w/]+)\.py", text)}
+    names |= set(re.findall(r"\bvipune_eval\.((?:[A-Za-z_]\w*\.?)+)", text))
+    names |= set(re.findall(r"(?<![\w./-])((?:core|plan|registry|stages)\.(?:[A-Za-z_]\w*\.?)+)", text))
+    return {n.rstrip(".") for n in names}
+
+
+def _resolves(name: str) -> bool:
+    """A module of the package, or an attribute of one (``plan.workspace.Workspace.plots``)."""
+    import importlib
+
+    parts = name.split(".")
+    for n in range(len(parts), -1, -1):
+        path = REPO / "vipune_eval" / Path(*parts[:n])
+        if n == 0 or path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            if n == len(parts):
+                return True
+            target = importlib.import_module(".".join(["vipune_eval", *parts[:n]]))
+            for attr in parts[n:]:
+                if not hasattr(target, attr):
+                    return False
+                target = getattr(target, attr)
+            return True
+    return False
+
+
+def test_every_module_the_code_comments_and_schema_name_exists():
+    """Docstrings, comments, help texts, rules and the schema name modules of the package as they
+    are now (the restructuring of issue 28 left flat names such as vipune_eval.granularities)."""
+    import io
+    import tokenize
+
+    def prose(path: Path) -> str:
+        """A file's comments and strings (its code names modules by their import aliases)."""
+        if path.suffix == ".yaml":
+            return path.read_text(encoding="utf-8")
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        return "\n".join(t.string for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)
+                         and not t.string[:1] in "bB")  # bytes are data (Parquet metadata keys)
+
+    sources = [*sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
+               REPO / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]
+    stale = sorted(f"{path.relative_to(REPO)}: {name}" for path in sources
+                   for name in _module_names_in(prose(path)) if not _resolves(name))
+    assert not stale, stale
+
+
+def test_the_module_name_check_sees_a_stale_name():
+    assert _module_names_in("see vipune_eval.granularities and plan.workspace.plots") == {
+        "granularities", "plan.workspace.plots"}
+    assert not _resolves("granularities") and not _resolves("plan.workspace.plots")
+    assert _resolves("plan.workspace.Workspace.plots") and _resolves("core.paths")

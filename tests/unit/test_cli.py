@@ -32,7 +32,7 @@ def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
 
 
 @pytest.mark.parametrize("command, extra, settings", [
-    ("search-reference", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
+    ("search-arms", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
     ("search-family", ["--retriever", "bm25-lme", "--out", "o.run"], {"shard": ShardSearch}),
     ("search-plugin", ["--retriever", "x.py:f", "--timeout", "300", "--out", "o.run"], {"shard": ShardSearch}),
     ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json",
@@ -88,3 +88,16 @@ def test_the_config_defaults_live_in_the_schema_alone():
                 continue
             if re.search(rf"{flag}[ =]", shell[0]) and action.nargs not in ("*",):
                 assert action.required, f"vipune-eval {command} {flag}: the rule always passes it; no default"
+
+
+def test_every_rule_is_named_after_the_command_it_runs():
+    """One name per step (issue 36): rule search_arms runs `vipune-eval search-arms`, and so on."""
+    import re
+
+    from support.scenarios import REPO
+
+    rules = "\n".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    blocks = re.findall(r"^\s*rule (\w+):\n(.*?)(?=^\s*rule |\Z)", rules, re.M | re.S)
+    ran = {rule: re.search(r'"vipune-eval ([\w-]+)', body) for rule, body in blocks}
+    assert {rule: m.group(1) for rule, m in ran.items() if m and m.group(1).replace("-", "_") != rule} == {}
+    assert {m.group(1) for m in ran.values() if m} | {"report-html"} == set(cli.COMMANDS)

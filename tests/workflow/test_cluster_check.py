@@ -17,13 +17,13 @@ def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, wo
     env = {**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"}
     profile = SNAKEFILE.parent / "workflow/profiles/slurm"
     proc = snakemake(workdir, "--profile", str(profile), "--set-threads", "embed=8",
-                     "--set-resources", "filter:mem_mb=64000", env=env, check=False)
+                     "--set-resources", "filter_pairs:mem_mb=64000", env=env, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "rule embed (2 jobs) in partition 'debug': threads 8 > 2 CPUs; lower it with " \
            "--set-threads embed=2" in out
-    assert "rule filter in partition 'debug': mem_mb 64000 > 24105 MB; lower it with " \
-           "--set-resources filter:mem_mb=24105" in out
+    assert "rule filter_pairs in partition 'debug': mem_mb 64000 > 24105 MB; lower it with " \
+           "--set-resources filter_pairs:mem_mb=24105" in out
     assert not calls.exists()  # sbatch never called
     assert not (workdir / "results/filter").exists() and not (workdir / "results/model/vipune-home").exists()
     # The shipped defaults fit the same 2-CPU partition: the check passes and submission starts
@@ -42,8 +42,8 @@ def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(standard, workf
                      env=workflow_env)
     out = proc.stdout
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out[out.index("Job stats:"):], re.M))
-    assert stats["search_vipune"] == "3" and stats["embed"] == "2" and stats["search_reference"] == "3"
-    assert "Group job search-vipune" in out and "Group job search-reference" in out
+    assert stats["search_vipune"] == "3" and stats["embed"] == "2" and stats["search_arms"] == "3"
+    assert "Group job search-vipune" in out and "Group job search-arms" in out
     embed = out[out.index("rule embed:"):]
     embed = embed[:embed.index("Shell command")]
     assert "mem_mb=3500" in embed and "runtime=720" in embed

@@ -1,6 +1,7 @@
 """A failing persona or dataset through the Snakemake CLI: vipune.on_error record reports the
-failed pairs apart, stop names the persona and a rerun redoes only what failed, and a bad dataset
-stops the run naming the file and the question."""
+failed pairs apart (a question vipune refuses named in the report's first lines), stop names the
+persona and a rerun redoes only what failed, and a bad dataset stops the run naming the file and
+the question."""
 
 import json
 from pathlib import Path
@@ -67,3 +68,30 @@ def test_bad_dataset_stops_the_run_naming_file_and_question(standard, workflow_e
     log = "\n".join(p.read_text() for p in (workdir / "results/logs").glob("filter*.log"))
     assert str(bad) in log and rows[3]["question_id"] in log and "haystack_session_ids" in log
     assert not (workdir / "results/filter").exists() or not list((workdir / "results/filter").iterdir())
+
+
+def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflow_env, scenario_inputs):
+    """Issue 38: a question over 512 tokens, which vipune's search refuses (exit 3). With
+    vipune.on_error: stop its shard fails naming the persona and the way on; with record the run
+    ends, and the summary's and report.md's first lines name the pair and why
+    (docs/troubleshooting.md)."""
+    data, model = scenario_inputs("small")
+    rows = json.loads(data.read_text())
+    victim = next(r for r in rows if not r["question_id"].endswith("_abs"))
+    victim["question"] += " " + " ".join(["again"] * 600)
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps(rows))
+    workdir = make_workdir(tmp_path / "w", long, model, scenario="small")
+    stopped = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
+    out = stopped.stdout + stopped.stderr
+    assert stopped.returncode != 0
+    assert f"persona {victim['question_id']}: " in out and "exited 3: content exceeds 512-token" in out
+    assert "set vipune.on_error: record to score the other pairs anyway" in out
+    set_config(workdir, vipune={"on_error": "record"})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    summary = (workdir / "results/summary.txt").read_text().splitlines()
+    named = (f"vipune and vipune-semantic: 1 pair failed and is left out of every average (vipune.on_error: "
+             f"record; report.json lists why); vipune refuses a question over 512 tokens (exit 3): {victim['question_id']}")
+    assert summary[5:7] == ["warnings:", f"  ! {named}"]  # after the build, the model and the data
+    md = (workdir / "results/report.md").read_text().splitlines()
+    assert md.index(f"- {named}") < 12

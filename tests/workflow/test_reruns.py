@@ -126,7 +126,7 @@ def test_lane_lifecycle(setup, workflow_env):
     assert planned(workdir, workflow_env) == {}
 
 
-EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_reference", "fuse_reference", "search_vipune",
+EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_arms", "fuse_reference", "search_vipune",
                    "search_vipune_lib", "score", "report", "plots", "report_page", "all"}
 
 
@@ -151,7 +151,7 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     other_data = tmp_path / "other.json"
     write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
     write_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
-    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter", "filter_rows"}) - {"vipune_home", "preflight"}
+    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter_pairs", "filter_rows"}) - {"vipune_home", "preflight"}
     write_config(workdir, config)
 
 
@@ -161,8 +161,8 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     with_turns = {**config, "granularities": ["session", "turn"]}
     write_config(workdir, with_turns)
     jobs = planned(workdir, workflow_env)
-    assert jobs["filter"] == jobs["filter_rows"] == 1 and jobs["embed"] == 2  # the turn view's own
-    assert jobs["search_vipune"] == jobs["search_reference"] == jobs["search_vipune_lib"] == SEARCH_SHARDS
+    assert jobs["filter_pairs"] == jobs["filter_rows"] == 1 and jobs["embed"] == 2  # the turn view's own
+    assert jobs["search_vipune"] == jobs["search_arms"] == jobs["search_vipune_lib"] == SEARCH_SHARDS
     assert "preflight" not in jobs and "vipune_home" not in jobs
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
@@ -179,6 +179,6 @@ def test_changing_the_split_reruns_no_search(setup, workflow_env):
     """The dev/test label lives in pairs.parquet; the rows the searches read do not change."""
     workdir, config, _, _, _ = setup
     write_config(workdir, {**config, "split": {"seed": 1, "dev_fraction": 0.3}})
-    assert planned(workdir, workflow_env) == {"filter": 1, "score": 9, **REPORT}
+    assert planned(workdir, workflow_env) == {"filter_pairs": 1, "score": 9, **REPORT}
     write_config(workdir, config)
     assert planned(workdir, workflow_env) == {}

@@ -35,7 +35,7 @@ TOOLS = ("sinfo", "sbatch", "sacct", "scontrol", "squeue", "scancel")
 REQUIRED = os.environ.get("VIPUNE_EVAL_SLURM") == "required"
 RUN_TIMEOUT = 900  # s; a run that has not ended by then is hung (e.g. a job PENDING for ever)
 # Rules that run on the submitting node: localrules and the target rule.
-LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_missing", "all"}
+LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "check_binary", "all"}
 
 
 def unavailable(reason):
@@ -182,7 +182,7 @@ def test_a_failed_job_is_reported_failed_and_the_run_exits_non_zero_naming_the_r
     assert states.pop("preflight") == {"FAILED"}
     assert states and all(s == {"COMPLETED"} for s in states.values()), states
     # --keep-going: the reference lane went on without the vipune lane.
-    assert {"filter", "embed", "search_reference", "score"} <= set(states)
+    assert {"filter_pairs", "embed", "search_arms", "score"} <= set(states)
     assert "search_vipune" not in states and "report" not in states
     assert "embedding parity failed" in broken.out  # the failed job's log, printed
 
@@ -192,7 +192,7 @@ def test_the_rerun_after_the_fix_resumes_from_what_completed(cluster_runs):
     assert fixed.returncode == 0, fixed.out[-4000:]
     rules = set().union(*(r for r, _ in submitted(fixed).values()))
     assert {"preflight", "search_vipune", "report", "plots"} <= rules
-    assert not rules & {"filter", "embed", "search_reference"}, rules
+    assert not rules & {"filter_pairs", "embed", "search_arms"}, rules
     # Nothing that completed was redone (the failed preflight left only its log and benchmark).
     before = {p: t for p, t in cluster_runs["after_broken"].items() if "preflight" not in p.parts}
     after = outputs(cluster_runs["workdir"])
@@ -226,13 +226,13 @@ def test_an_oversized_request_stops_before_submission_naming_resource_and_option
     workdir = make_workdir(tmp_path / "oversized", *inputs)
     too_many, too_much = node["cpus"] * 4, node["mem_mb"] + 1000
     proc = snakemake(workdir, "--profile", str(PROFILE), "--set-threads", f"embed={too_many}",
-                     "--set-resources", f"filter:mem_mb={too_much}", env=workflow_env, timeout=120)
+                     "--set-resources", f"filter_pairs:mem_mb={too_much}", env=workflow_env, timeout=120)
     assert proc.returncode != 0
     partition, cpus, mem = node["partition"], node["cpus"], node["mem_mb"]
     assert (f"rule embed (2 jobs) in partition '{partition}': threads {too_many} > {cpus} CPUs; "
             f"lower it with --set-threads embed={cpus} (or --cores {cpus}") in proc.out
-    assert (f"rule filter in partition '{partition}': mem_mb {too_much} > {mem} MB; lower it with "
-            f"--set-resources filter:mem_mb={mem}") in proc.out
+    assert (f"rule filter_pairs in partition '{partition}': mem_mb {too_much} > {mem} MB; lower it with "
+            f"--set-resources filter_pairs:mem_mb={mem}") in proc.out
     assert "nothing was submitted" in proc.out
     assert "has been submitted with SLURM jobid" not in proc.out
     assert not (workdir / "results/filter").exists()

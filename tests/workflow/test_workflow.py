@@ -191,7 +191,7 @@ def test_intervals_comparisons_and_diagnostics(full_run):
 @pytest.mark.slow
 def test_plots_and_the_html_report(full_run):
     """Issue 31: the run writes the HTML report at its end, from its own config: only jobs that
-    ran (no download, no vipune_missing), no missing metadata, no placeholder plot, and the page
+    ran (no download, no check_binary), no missing metadata, no placeholder plot, and the page
     with report.md's tables in it."""
     workdir, _ = full_run
     names = ["recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency"]
@@ -201,7 +201,7 @@ def test_plots_and_the_html_report(full_run):
     html = (workdir / "results/report.html").read_text()
     for name in [*(f"{n}.png" for n in names), "report.html"]:
         assert name in html
-    assert "download_dataset" not in html and "vipune_missing" not in html and "whatif.png" not in html
+    assert "download_dataset" not in html and "check_binary" not in html and "whatif.png" not in html
     assert "Missing metadata" not in (workdir / "results/logs/report_html.log").read_text()
     page = (workdir / "results/html/report.html").read_text()
     assert "<h2>Overall (95% intervals in brackets)</h2>" in page and page.count("data:image/png;base64") == len(names)
@@ -216,7 +216,7 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     """Issue 31: in a real browser, the HTML report's first page holds the headline table with
     report.json's numbers (vipune first) and what was scored. docs/outputs.md shows how to look."""
-    from vipune_eval.stages.report.summary import headline
+    from vipune_eval.stages.report.sections import document
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
@@ -228,7 +228,7 @@ def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     front = dom[dom.index('id="vipune-eval"'):]
     body = re.search(r"<tbody>(.*?)</tbody>", front, re.S).group(1)
     shown = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
-    assert shown == headline(report)[1] and shown[0][0] == "vipune"
+    assert shown == document(report).headline.rows and shown[0][0] == "vipune"
     assert f"{report['pairs']} pairs scored" in front and "What was scored" in front
 
 
@@ -272,3 +272,4 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
+

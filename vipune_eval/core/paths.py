@@ -30,7 +30,6 @@ SUMMARY = f"{RESULTS}/summary.txt"  # what a finished run prints last
 REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at the end of a run
 REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
 REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
-PLOTS = ("recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency", "whatif")
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
 
 
@@ -45,7 +44,7 @@ METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
 FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
 LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane}}.json"  # the vipune-lane beside a binary
 PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
-PLOT = f"{RESULTS}/plots/{{plot}}.png"
+PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
 VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
 
 
@@ -97,3 +96,21 @@ def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
 def job_tmp(*parts: str) -> str:
     """A job's own scratch folder (named after its output, so a rerun finds and clears it)."""
     return "/".join([TMP, *[p.strip("/") for p in parts if p]])
+
+
+SHARD = "shard-{shard}-of-{shards}"  # one shard of a job's work, in its log's and benchmark's names
+
+
+def _of_rule(root: str, suffix: str, rule: str, parts: tuple[str, ...], per_view: bool) -> str:
+    return f"{root}/{'{view}' if per_view else ''}" + "/".join([rule, *parts]) + suffix
+
+
+def log(rule: str, *parts: str, per_view: bool = True) -> str:
+    """A rule's log: results/logs/[{view}]<rule>[/<part>...].log (a job per view and shard has
+    the wildcards in ``parts``: ``log("embed", SHARD)``)."""
+    return _of_rule(f"{RESULTS}/logs", ".log", rule, parts, per_view)
+
+
+def benchmark(rule: str, *parts: str, per_view: bool = True) -> str:
+    """A rule's benchmark file, beside its log under results/benchmarks/ (``log``'s names)."""
+    return _of_rule(f"{RESULTS}/benchmarks", ".tsv", rule, parts, per_view)

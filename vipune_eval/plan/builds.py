@@ -83,7 +83,7 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside vipune.binary (refused, with the command
-    that builds it, when it is not there); MISSING with the binary, which the vipune_missing
+    that builds it, when it is not there); MISSING with the binary, which the check_binary
     rule names."""
     if primary is None:
         return vipune_binary.MISSING, ""
@@ -96,7 +96,7 @@ def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, 
 def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     """The builds ``config`` names, fingerprinted (none when no retriever runs vipune's code).
 
-    A missing vipune.binary is reported by the vipune_missing rule, so dry runs and --lint still
+    A missing vipune.binary is reported by the check_binary rule, so dry runs and --lint still
     work; a binary that is there but does not answer stops the run here, saying why."""
     if not retrievers.uses_binary(specs):
         return Builds()

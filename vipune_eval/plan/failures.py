@@ -79,11 +79,11 @@ def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> 
                                f"put a local copy in place and set {key}.path in the config to it "
                                "(or unset HF_HUB_OFFLINE to download it)",
                                "not started"))
-    if primary == MISSING and "vipune_missing" not in seen:
+    if primary == MISSING and "check_binary" not in seen:
         try:
             resolve_binary(config["vipune"]["binary"])
         except EvalError as exc:
-            out.append(Failure("vipune_missing", exc.message, exc.fix or "", "not started"))
+            out.append(Failure("check_binary", exc.message, exc.fix or "", "not started"))
     return out
 
 

@@ -3,11 +3,11 @@
 ``whatif: {base: hybrid, grid: {k: [10, 25, 60], query: [and, or]}, measure: recall_any@5,
 select_on: dev}`` makes every point of the grid (the product of the lists, in the config's key
 order) a reference-lane run named from its parameters (``hybrid~k=60~query=or``). Each is one
-family setting of vipune_eval.retrievers, fused from the shared arms like any other, so a new
+family setting of registry.retrievers, fused from the shared arms like any other, so a new
 point costs one fusion and one scoring, and the earlier points' files are left alone.
 
 Checked at parse time, before any job runs (the registry refuses an unknown base, parameter or
-ill-typed value, listing the known); the choice and its confirmation are vipune_eval.whatif's.
+ill-typed value, listing the known); the choice and its confirmation are stages.report.whatif's.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from vipune_eval.plan.builds import Builds
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
+from vipune_eval.registry.vipune_runs import BINARY
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Search:
 
 
 SEARCHES = {
-    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_reference
+    Kind.ARMS: Search("fuse_reference", "fuse-reference"),  # from the arms of search_arms
     Kind.PERSONA: Search("search_family", "search-family"),
     Kind.PLUGIN: Search("search_plugin", "search-plugin"),
     Kind.VIPUNE: Search("search_vipune", "search-vipune"),
@@ -117,16 +118,12 @@ class Workspace:
 
     # ------------------------------------------------------------ files of the plan
     def plots(self) -> list[str]:
-        """The plots of this run, in paths.PLOTS's order: each one that has something to show (a
-        placeholder would only say what is not there)."""
-        shown = {"recall_at_k", "recall_per_category", "gold_ranks"}
-        if sum(view.protocol == "seed" for view in self.views) > 1:
-            shown.add("granularities")
-        if self.builds.primary and "vipune" in self.retrievers:  # the builds' search latencies
-            shown.add("latency")
-        if self.lab:
-            shown.add("whatif")
-        return [p for p in paths.PLOTS if p in shown]
+        """The plots of this run: each one that has something to show (stages.report.plots.PLOTS)."""
+        from vipune_eval.stages.report.plots import RunShape, shown
+
+        return shown(RunShape(seed_views=sum(view.protocol == "seed" for view in self.views),
+                              builds=bool(self.builds.primary and BINARY.hybrid in self.retrievers),
+                              lab=bool(self.lab)))
 
     def _shards(self, pattern: str, stage: str, **values: str) -> list[str]:
         n = self.config[stage]["shards"]

@@ -1,8 +1,8 @@
 """The shared arms every ARMS family ranks from: the dense arm and one bm25 arm per query form.
 
-stages.search.arms computes them once per persona (the search_reference jobs); registry.retrievers
+stages.search.arms computes them once per persona (the search_arms jobs); registry.retrievers
 names its families' parameters from them. No imports: an edit elsewhere in the registry reruns no
-search_reference job.
+search_arms job.
 """
 
 DENSE_ARM = "dense"

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.arms import BM25_QUERIES
+from vipune_eval.registry.vipune_runs import BINARY, LIB as LIB_RUNS
 from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K
 
 
@@ -61,8 +62,9 @@ class Kind(Enum):
     ARMS = "arms"        # a family setting ranked from a persona's shared arms, fused per run
     PERSONA = "persona"  # a family that ranks from the persona's own texts, per shard
     PLUGIN = "plugin"    # a user's function, called per persona
-    VIPUNE = "vipune"    # the binary
-    LIB = "vipune-lib"   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
+    # vipune's own code, named as its hybrid run (registry.vipune_runs), a preset's ``use``:
+    VIPUNE = BINARY.hybrid  # the binary
+    LIB = LIB_RUNS.hybrid   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
 
 
 VIPUNE_CODE = (Kind.VIPUNE, Kind.LIB)  # the kinds that run vipune's own code and mirror a family setting
@@ -146,12 +148,12 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("vipune", True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
-    Preset("vipune-semantic", True,
+    Preset(BINARY.hybrid, True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
+    Preset(BINARY.semantic, True,
            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
-    Preset("vipune-lib", True, "vipune's own search code on the cached vectors (vipune-lane: Database::search "
+    Preset(LIB_RUNS.hybrid, True, "vipune's own search code on the cached vectors (vipune-lane: Database::search "
                                "and search_bm25, RRF k = 25 copied from src/rrf.rs)", {"use": "hybrid"}, Kind.LIB),
-    Preset("vipune-lib-semantic", True, "vipune's own search code on the cached vectors: Database::search alone",
+    Preset(LIB_RUNS.semantic, True, "vipune's own search code on the cached vectors: Database::search alone",
            {"use": "dense"}, Kind.LIB),
     Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
     Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
@@ -164,7 +166,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 NAMES = tuple(PRESETS)
 DEFAULT = tuple(n for n in NAMES if n != "bm25-lme")  # the schema's default list
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-# What-if variants (vipune_eval.whatif) are named from their parameters, "hybrid~k=60~query=or":
+# What-if variants (plan.whatif_grid) are named from their parameters, "hybrid~k=60~query=or":
 # '~' never appears in a configured name, so the two never clash.
 VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-z0-9._+,-]+)+")
 

@@ -1,10 +1,10 @@
 """score: TREC run + qrels → the view's measures per pair, overall, per category and per split.
 
-Measures (vipune_eval.measures) come from ir-measures (trec_eval through pytrec-eval-terrier)
+Measures (registry.measures) come from ir-measures (trec_eval through pytrec-eval-terrier)
 where it computes the same thing: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|, ``Success@k``
 is recall_any@k, ``nDCG@k`` uses rel / log2(rank + 1), ``RR`` is the reciprocal rank;
 recall_all@k is ``R@k == 1``. LongMemEval's own measures (the official protocol: recall_any,
-recall_all, ndcg_any, and its turn→session scoring) come from vipune_eval.longmemeval. A pair
+recall_all, ndcg_any, and its turn→session scoring) come from core.longmemeval. A pair
 missing from the run retrieved nothing.
 """
 

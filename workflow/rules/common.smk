@@ -119,6 +119,24 @@ def get_embeddings(wildcards):
     return WS.embed_shards(view_of(wildcards))
 
 
+# What every search of a shard of personas reads: its view's rows, texts and embeddings.
+SHARD_INPUTS = {
+    "rows": paths.fill(paths.FILTER, name="rows.parquet"),
+    "texts": paths.fill(paths.FILTER, name="texts.parquet"),
+    "embeddings": get_embeddings,
+}
+
+
+def shard_options(wildcards, input):
+    """SHARD_INPUTS and the shard, as every search command of a shard takes them (not a rerun
+    trigger: the inputs are the inputs)."""
+    embeddings = " ".join(shlex.quote(e) for e in input.embeddings)
+    return (
+        f"--rows {shlex.quote(input.rows)} --texts {shlex.quote(input.texts)} --embeddings {embeddings}"
+        f" --shard {wildcards.shard} --shards {wildcards.shards}"
+    )
+
+
 def search_options(wildcards):
     return " ".join(view_of(wildcards).search_flags(config))
 

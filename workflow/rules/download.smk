@@ -7,9 +7,9 @@ if not config["dataset"]["path"]:
         output:
             fingerprint=paths.DATASET_FINGERPRINT,
         log:
-            "results/logs/download_dataset.log",
+            paths.log("download_dataset", per_view=False),
         benchmark:
-            "results/benchmarks/download_dataset.tsv"
+            paths.benchmark("download_dataset", per_view=False)
         localrule: True
         conda:
             ENV
@@ -41,9 +41,9 @@ if not config["model"]["path"]:
         output:
             fingerprint=paths.MODEL_FINGERPRINT,
         log:
-            "results/logs/download_model.log",
+            paths.log("download_model", per_view=False),
         benchmark:
-            "results/benchmarks/download_model.tsv"
+            paths.benchmark("download_model", per_view=False)
         localrule: True
         conda:
             ENV
@@ -78,9 +78,9 @@ rule vipune_home:
     output:
         directory(paths.VIPUNE_HF_HOME),
     log:
-        "results/logs/vipune_home.log",
+        paths.log("vipune_home", per_view=False),
     benchmark:
-        "results/benchmarks/vipune_home.tsv"
+        paths.benchmark("vipune_home", per_view=False)
     localrule: True
     conda:
         ENV
@@ -99,14 +99,14 @@ rule vipune_home:
         " --repo-id {params.repo_id:q} --revision {params.revision:q} --out {output:q} 2> {log:q}"
 
 
-rule vipune_missing:
+rule check_binary:
     output:
         paths.binary_fingerprint(MISSING),
         paths.lane_fingerprint(MISSING),
     log:
-        "results/logs/vipune_missing.log",
+        paths.log("check_binary", per_view=False),
     benchmark:
-        "results/benchmarks/vipune_missing.tsv"
+        paths.benchmark("check_binary", per_view=False)
     localrule: True
     conda:
         ENV

@@ -5,9 +5,9 @@ rule embed:
     output:
         paths.EMBED_SHARD,
     log:
-        "results/logs/{view}embed/shard-{shard}-of-{shards}.log",
+        paths.log("embed", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}embed/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("embed", paths.SHARD)
     conda:
         ENV
     threads: config["embed"]["threads"]

@@ -1,8 +1,8 @@
 # {view} is "" for the seed protocol at session granularity (the primary results), else the
-# view's folder: turn/, chunk/, official/, official-turn/ (vipune_eval.views).
+# view's folder: turn/, chunk/, official/, official-turn/ (registry.views.View.folder).
 
 
-rule filter:
+rule filter_pairs:
     input:
         dataset=paths.DATASET_FINGERPRINT,
     output:
@@ -10,9 +10,9 @@ rule filter:
         qrels=paths.fill(paths.FILTER, name="qrels.txt"),
         summary=paths.fill(paths.FILTER, name="summary.json"),
     log:
-        "results/logs/{view}filter.log",
+        paths.log("filter_pairs"),
     benchmark:
-        "results/benchmarks/{view}filter.tsv"
+        paths.benchmark("filter_pairs")
     conda:
         ENV
     threads: 1
@@ -20,7 +20,7 @@ rule filter:
         mem_mb=2000,
         runtime=60,
     params:
-        code=code_version("filter"),
+        code=code_version("filter-pairs"),
         dataset=untracked(WS.dataset_file),
         protocol=lambda wildcards: view_of(wildcards).protocol,
         granularity=lambda wildcards: view_of(wildcards).granularity,
@@ -28,7 +28,7 @@ rule filter:
         seed=config["split"]["seed"],
         dev_fraction=config["split"]["dev_fraction"],
     shell:
-        "vipune-eval filter --dataset {params.dataset:q} --protocol {params.protocol:q}"
+        "vipune-eval filter-pairs --dataset {params.dataset:q} --protocol {params.protocol:q}"
         " --granularity {params.granularity:q} --pairs-out {output.pairs:q} --qrels-out {output.qrels:q}"
         " --summary-out {output.summary:q} {params.expected} --split-seed {params.seed:q}"
         " --dev-fraction {params.dev_fraction:q} 2> {log:q}"
@@ -41,9 +41,9 @@ rule filter_rows:
         rows=paths.fill(paths.FILTER, name="rows.parquet"),
         texts=paths.fill(paths.FILTER, name="texts.parquet"),
     log:
-        "results/logs/{view}filter_rows.log",
+        paths.log("filter_rows"),
     benchmark:
-        "results/benchmarks/{view}filter_rows.tsv"
+        paths.benchmark("filter_rows")
     conda:
         ENV
     threads: 1

@@ -6,9 +6,9 @@ rule report:
         md=paths.REPORT_MD,
         summary=paths.SUMMARY,
     log:
-        "results/logs/report.log",
+        paths.log("report", per_view=False),
     benchmark:
-        "results/benchmarks/report.tsv"
+        paths.benchmark("report", per_view=False)
     conda:
         ENV
     threads: 1
@@ -37,9 +37,9 @@ rule plots:
             for p in PLOTS
         },
     log:
-        "results/logs/plots.log",
+        paths.log("plots", per_view=False),
     benchmark:
-        "results/benchmarks/plots.tsv"
+        paths.benchmark("plots", per_view=False)
     conda:
         ENV
     threads: 1
@@ -50,16 +50,16 @@ rule plots:
         code=code_version("plots"),
         primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
         plots=" ".join(PLOTS),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),  # paths.PLOT's folder
     shell:
-        "vipune-eval plots --report {input:q} --out-dir results/plots --plots {params.plots} 2> {log:q}"
+        "vipune-eval plots --report {input:q} --out-dir {params.out_dir:q} --plots {params.plots} 2> {log:q}"
 
 
-# report.md as HTML with each plot beside its numbers, and the HTML report's first page
+# The report as HTML with each plot beside its numbers, and the HTML report's first page
 # (workflow/report/workflow.rst includes it): the HTML report opens on the numbers.
 rule report_page:
     input:
         report=paths.REPORT_JSON,
-        md=paths.REPORT_MD,
         plots=[paths.fill(paths.PLOT, plot=p) for p in PLOTS],
     output:
         page=report(
@@ -67,7 +67,7 @@ rule report_page:
         ),
         front=paths.REPORT_FRONT,
     log:
-        "results/logs/report_page.log",
+        paths.log("report_page", per_view=False),
     conda:
         ENV
     threads: 1
@@ -77,5 +77,5 @@ rule report_page:
     params:
         code=code_version("report-page"),
     shell:
-        "vipune-eval report-page --report {input.report:q} --markdown {input.md:q}"
-        " --plots {input.plots:q} --out-page {output.page:q} --out-front {output.front:q} 2> {log:q}"
+        "vipune-eval report-page --report {input.report:q} --plots {input.plots:q}"
+        " --out-page {output.page:q} --out-front {output.front:q} 2> {log:q}"

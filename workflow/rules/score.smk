@@ -8,9 +8,9 @@ rule score:
         run=paths.RUN,
         metrics=paths.METRICS,
     log:
-        "results/logs/{view}score/{run}.log",
+        paths.log("score", "{run}"),
     benchmark:
-        "results/benchmarks/{view}score/{run}.tsv"
+        paths.benchmark("score", "{run}")
     conda:
         ENV
     threads: 1

@@ -8,17 +8,15 @@ wildcard_constraints:
 
 
 # The shared arms (dense, bm25 AND, bm25 OR) of a shard's personas, computed once.
-rule search_reference:
+rule search_arms:
     input:
-        rows=paths.fill(paths.FILTER, name="rows.parquet"),
-        texts=paths.fill(paths.FILTER, name="texts.parquet"),
-        embeddings=get_embeddings,
+        **SHARD_INPUTS,
     output:
         paths.ARMS_SHARD,
     log:
-        "results/logs/{view}search_reference/shard-{shard}-of-{shards}.log",
+        paths.log("search_arms", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}search_reference/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("search_arms", paths.SHARD)
     conda:
         ENV
     threads: 1
@@ -26,12 +24,11 @@ rule search_reference:
         mem_mb=3000,
         runtime=60,
     params:
-        code=code_version("search-reference"),
+        code=code_version("search-arms"),
+        shard=shard_options,
         options=search_options,
     shell:
-        "vipune-eval search-reference --rows {input.rows:q} --texts {input.texts:q}"
-        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} --arms-out {output:q} 2> {log:q}"
+        "vipune-eval search-arms {params.shard} {params.options} --arms-out {output:q} 2> {log:q}"
 
 
 # One family setting (a preset or a configured variant): every shard's run, fused from the arms.
@@ -44,9 +41,9 @@ rule fuse_reference:
             for i in range(config["search"]["shards"])
         ],
     log:
-        "results/logs/{view}fuse_reference/{run}.log",
+        paths.log("fuse_reference", "{run}"),
     benchmark:
-        "results/benchmarks/{view}fuse_reference/{run}.tsv"
+        paths.benchmark("fuse_reference", "{run}")
     wildcard_constraints:
         run=runs_pattern(RUNS_OF[Kind.ARMS]),
     conda:
@@ -68,15 +65,13 @@ rule fuse_reference:
 # A family that ranks from the persona's own texts (bm25-lme), over one shard of personas.
 rule search_family:
     input:
-        rows=paths.fill(paths.FILTER, name="rows.parquet"),
-        texts=paths.fill(paths.FILTER, name="texts.parquet"),
-        embeddings=get_embeddings,
+        **SHARD_INPUTS,
     output:
         paths.SEARCH_SHARD,
     log:
-        "results/logs/{view}search_family/{run}/shard-{shard}-of-{shards}.log",
+        paths.log("search_family", "{run}", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}search_family/{run}/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("search_family", "{run}", paths.SHARD)
     wildcard_constraints:
         run=runs_pattern(RUNS_OF[Kind.PERSONA]),
     conda:
@@ -88,26 +83,24 @@ rule search_family:
     params:
         code=code_version(W.SEARCHES[Kind.PERSONA].command),
         retriever=retriever_spec,
+        shard=shard_options,
         options=search_options,
         rank_all=lambda wildcards: ("--rank-all" if view_of(wildcards).rank_all else ""),
     shell:
-        "vipune-eval search-family --rows {input.rows:q} --texts {input.texts:q}"
-        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} {params.rank_all} --retriever {params.retriever:q} --out {output:q} 2> {log:q}"
+        "vipune-eval search-family {params.shard} {params.options} {params.rank_all}"
+        " --retriever {params.retriever:q} --out {output:q} 2> {log:q}"
 
 
 # A plugin retriever (a user's function) over one shard of personas.
 rule search_plugin:
     input:
-        rows=paths.fill(paths.FILTER, name="rows.parquet"),
-        texts=paths.fill(paths.FILTER, name="texts.parquet"),
-        embeddings=get_embeddings,
+        **SHARD_INPUTS,
     output:
         paths.SEARCH_SHARD,
     log:
-        "results/logs/{view}search_plugin/{run}/shard-{shard}-of-{shards}.log",
+        paths.log("search_plugin", "{run}", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}search_plugin/{run}/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("search_plugin", "{run}", paths.SHARD)
     wildcard_constraints:
         run=runs_pattern(RUNS_OF[Kind.PLUGIN]),
     conda:
@@ -120,14 +113,13 @@ rule search_plugin:
         code=code_version(W.SEARCHES[Kind.PLUGIN].command),
         plugin=lambda wildcards: PLUGIN_SOURCES[wildcards.run],
         retriever=retriever_spec,
+        shard=shard_options,
         options=search_options,
         # not a rerun trigger: a limit, not a setting of the ranking
         timeout=untracked(config["search"]["plugin_timeout"]),
     shell:
-        "vipune-eval search-plugin --rows {input.rows:q} --texts {input.texts:q}"
-        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " {params.options} --retriever {params.retriever:q} --timeout {params.timeout:q}"
-        " --out {output:q} 2> {log:q}"
+        "vipune-eval search-plugin {params.shard} {params.options} --retriever {params.retriever:q}"
+        " --timeout {params.timeout:q} --out {output:q} 2> {log:q}"
 
 
 rule preflight:
@@ -138,9 +130,9 @@ rule preflight:
     output:
         paths.PREFLIGHT,
     log:
-        "results/logs/preflight/vipune-{binary}.log",
+        paths.log("preflight", "vipune-{binary}", per_view=False),
     benchmark:
-        "results/benchmarks/preflight/vipune-{binary}.tsv"
+        paths.benchmark("preflight", "vipune-{binary}", per_view=False)
     conda:
         ENV
     threads: 1
@@ -168,10 +160,8 @@ rule preflight:
 
 rule search_vipune:
     input:
+        **SHARD_INPUTS,
         preflight=paths.PREFLIGHT,
-        rows=paths.fill(paths.FILTER, name="rows.parquet"),
-        texts=paths.fill(paths.FILTER, name="texts.parquet"),
-        embeddings=get_embeddings,
         binary=paths.FINGERPRINT,
         hf_home=paths.VIPUNE_HF_HOME,
     output:
@@ -181,9 +171,9 @@ rule search_vipune:
         ),
         status=paths.fill(paths.STATUS_SHARD, run=paths.vipune_run("{binary}")),
     log:
-        "results/logs/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.log",
+        paths.log("search_vipune", "vipune-{binary}", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}search_vipune/vipune-{binary}/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("search_vipune", "vipune-{binary}", paths.SHARD)
     conda:
         ENV
     threads: config["search"]["threads"]
@@ -193,6 +183,7 @@ rule search_vipune:
     params:
         code=code_version(W.SEARCHES[Kind.VIPUNE].command),
         binary=binary_path,
+        shard=shard_options,
         options=search_options,
         timeout=config["vipune"]["timeout"],
         on_error=config["vipune"]["on_error"],
@@ -203,10 +194,9 @@ rule search_vipune:
             f"shard-{wildcards.shard}-of-{wildcards.shards}",
         ),
     shell:
-        "vipune-eval search-vipune --rows {input.rows:q} --texts {input.texts:q}"
-        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
+        "vipune-eval search-vipune {params.shard} {params.options}"
         " --binary={params.binary:q} --fingerprint {input.binary:q} --hf-home {input.hf_home:q}"
-        " {params.options} --threads {threads} --timeout {params.timeout:q}"
+        " --threads {threads} --timeout {params.timeout:q}"
         " --on-error {params.on_error:q} --cache {params.cache:q} --tmp {params.tmp:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"
 
@@ -215,9 +205,7 @@ rule search_vipune:
 # process per shard, no model; a new lane (vipune's source or lane/ changed) reruns these only.
 rule search_vipune_lib:
     input:
-        rows=paths.fill(paths.FILTER, name="rows.parquet"),
-        texts=paths.fill(paths.FILTER, name="texts.parquet"),
-        embeddings=get_embeddings,
+        **SHARD_INPUTS,
         lane=paths.LANE_FINGERPRINT,
     output:
         run=paths.fill(paths.SEARCH_SHARD, run=paths.lib_run("{lane}")),
@@ -226,9 +214,9 @@ rule search_vipune_lib:
         ),
         status=paths.fill(paths.STATUS_SHARD, run=paths.lib_run("{lane}")),
     log:
-        "results/logs/{view}search_vipune_lib/vipune-lib-{lane}/shard-{shard}-of-{shards}.log",
+        paths.log("search_vipune_lib", "vipune-lib-{lane}", paths.SHARD),
     benchmark:
-        "results/benchmarks/{view}search_vipune_lib/vipune-lib-{lane}/shard-{shard}-of-{shards}.tsv"
+        paths.benchmark("search_vipune_lib", "vipune-lib-{lane}", paths.SHARD)
     conda:
         ENV
     threads: 1
@@ -238,6 +226,7 @@ rule search_vipune_lib:
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
         lane=untracked(WS.builds.lane_path),
+        shard=shard_options,
         options=search_options,
         # not rerun triggers: a limit and what to do on a refusal, not settings of the ranking
         timeout=untracked(config["vipune"]["timeout"]),
@@ -248,8 +237,7 @@ rule search_vipune_lib:
             f"shard-{wildcards.shard}-of-{wildcards.shards}",
         ),
     shell:
-        "vipune-eval search-vipune-lib --rows {input.rows:q} --texts {input.texts:q}"
-        " --embeddings {input.embeddings:q} --shard {wildcards.shard} --shards {wildcards.shards}"
-        " --lane {params.lane:q} --fingerprint {input.lane:q} {params.options} --timeout {params.timeout:q}"
+        "vipune-eval search-vipune-lib {params.shard} {params.options}"
+        " --lane {params.lane:q} --fingerprint {input.lane:q} --timeout {params.timeout:q}"
         " --on-error {params.on_error:q} --tmp {params.tmp:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

@@ -40,49 +40,54 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "vipune-home": {"vipune.model_cache", "core.fingerprints"},
     "check-binary": {"vipune.binary", "vipune.client"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
-    "filter": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
+    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
     # the shared arms: their names only, never the retrievers' registry (its presets, descriptions)
-    "search-reference": SHARD | {"stages.search.arms", "registry.arms"},
+    "search-arms": SHARD | {"stages.search.arms", "registry.arms"},
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
     "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
-                               "registry.retrievers", "registry.arms", "vipune.contract"},
+                               "registry.retrievers", "registry.arms", "registry.vipune_runs", "vipune.contract"},
     "search-family": SHARD | {"stages.search.family", "stages.search.families", "registry.retrievers",
-                              "registry.arms", "vipune.contract"},
+                              "registry.arms", "registry.vipune_runs", "vipune.contract"},
     # the plugin loader is here, where the job's code version sees it
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "vipune.contract"},
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
+                              "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
-                              "vipune.import_format", "vipune.contract"},
+                              "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
     # vipune's own search code through the lane: never the binary's client, import format or model
-    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source"},
+    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
+                                  "registry.vipune_runs"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
                                   "vipune.import_format", "vipune.contract"},
     # the intervals of the metrics; never the report's comparisons or their wording
     "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
-    # the report reads every stage's outputs (the embed tally's format included)
+    # the report reads every stage's outputs (the embed tally's format included), says whether the
+    # model's files are the pinned ones (the pins) and what a vipune exit code means (the contract)
     "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
                "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
-               "stages.report.summary", "stages.embed.tally", "registry.measures", "registry.views",
-               "stages.report.compare", "registry.granularities", "core.paths", "core.intervals",
-               "core.trec", "core.manifest",
-               "vipune.release"},
+               "stages.report.summary", "stages.report.sections", "stages.report.document",
+               "stages.report.lanes", "stages.report.compare", "stages.embed.tally", "registry.measures",
+               "registry.models", "registry.views", "registry.granularities", "core.paths", "core.intervals",
+               "core.trec", "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
               "core.paths"},
-    # report.md in HTML and the summary's pieces: rendering only, nothing read but the report's files
-    "report-page": {"stages.report.html", "stages.report.markdown", "stages.report.summary",
-                    "stages.report.whatif", "registry.measures", "registry.views", "registry.granularities",
-                    "stages.report.compare", "core.paths", "core.intervals"},
+    # the report's document in HTML, each plot beside its section: rendering only, nothing read
+    # but report.json and the plots
+    "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
+                    "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
+                    "stages.report.compare", "registry.measures", "registry.views", "registry.granularities",
+                    "core.paths", "core.intervals", "registry.vipune_runs", "vipune.contract"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.html_report", "core.paths"},
 }
-EARLY = ("download-dataset", "download-model", "vipune-home", "filter", "filter-rows", "embed",
-         "search-reference", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
+EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
+         "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
 
 
 def modules(command: str) -> set[str]:
@@ -114,7 +119,7 @@ def test_only_the_vipune_commands_reach_the_client():
 
 
 def test_the_pairs_and_the_rows_do_not_reach_each_other():
-    assert not {"stages.filter.rows", "stages.filter.chunking"} & modules("filter")
+    assert not {"stages.filter.rows", "stages.filter.chunking"} & modules("filter-pairs")
     assert not {"stages.filter.pairs", "stages.filter.split"} & modules("filter-rows")
 
 
@@ -137,7 +142,7 @@ def test_the_registry_imports_no_stage_and_no_plan():
     assert "import_module(\"vipune_eval" not in sources and "import_module('vipune_eval" not in sources
 
 
-@pytest.mark.parametrize("command", ("search-reference", "filter", "filter-rows", "embed"))
+@pytest.mark.parametrize("command", ("search-arms", "filter-pairs", "filter-rows", "embed"))
 def test_the_retrievers_registry_reruns_no_arms_and_nothing_upstream(command):
     """Editing a preset's description or the report's roles reran every arms shard (issue 36)."""
     assert "registry.retrievers" not in modules(command)
@@ -193,25 +198,26 @@ def test_a_package_init_counts_for_every_module_below_it(tmp_path):
 # ---------------------------------------------------------------- the plan Snakemake makes
 
 RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
-RULES = {"filter", "filter_rows", "embed", "vipune_home", "preflight", "search_reference",
+RULES = {"filter_pairs", "filter_rows", "embed", "vipune_home", "preflight", "search_arms",
          "fuse_reference", "search_vipune", "search_vipune_lib", "score", "report", "plots",
          "report_page"}  # the tracking scenario's
 DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
-    "filter": {"score", "report"},
-    "filter_rows": {"embed", "search_reference", "search_vipune", "search_vipune_lib", "report"},
-    "embed": {"search_reference", "search_vipune", "search_vipune_lib", "report"},
+    "filter_pairs": {"score", "report"},
+    "filter_rows": {"embed", "search_arms", "search_vipune", "search_vipune_lib", "report"},
+    "embed": {"search_arms", "search_vipune", "search_vipune_lib", "report"},
     "vipune_home": {"preflight", "search_vipune"}, "preflight": {"search_vipune", "report"},
-    "search_reference": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
+    "search_arms": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
     "search_vipune_lib": {"score"},
     "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
     "stages.report.projection": {"report"},  # the projection's text
-    "stages.filter.split": {"filter"},  # the dev/test split
+    "stages.filter.split": {"filter_pairs"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
-    "stages.report.markdown": {"report", "report_page"},  # the report's Markdown (and its HTML)
+    "stages.report.markdown": {"report"},  # the report's Markdown
+    "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
     # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
     # words for a granularity's rows rerun the report only; a comparison sentence no score job
     "registry.retrievers": {"fuse_reference"},
@@ -344,7 +350,7 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
         out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "Snakefile").stdout
     planned, _ = plan(out)
     assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
-    assert not planned & {"download_dataset", "filter", "filter_rows", "embed"}
+    assert not planned & {"download_dataset", "filter_pairs", "filter_rows", "embed"}
     report = json.loads((workdir / "results/report.json").read_text())
     assert report["provenance"]["dataset"]["resolved_commit"] == datasets.ORIGINAL_AT
     assert report["provenance"]["dataset"]["sha256"] == sha256_file(data)

@@ -74,7 +74,7 @@ def test_read_log_of_a_traceback_gives_the_exception_and_points_to_the_log(tmp_p
 
 def test_a_long_error_line_is_cut(tmp_path):
     log = tmp_path / "a.log"
-    log.write_text("vipune-eval: filter: " + "x" * 1000 + "\n")
+    log.write_text("vipune-eval: filter-pairs: " + "x" * 1000 + "\n")
     found = failures.read_log("filter", [str(log)])
     assert len(found.error) == failures.WIDTH and found.error.endswith("…")
 
@@ -84,10 +84,10 @@ def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_pat
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     found = failures.not_started(CONFIG, MISSING, {"download_dataset"})
-    assert [f.rule for f in found] == ["download_model", "vipune_missing"]
+    assert [f.rule for f in found] == ["download_model", "check_binary"]
     assert "model.path" in found[0].fix and VIPUNE_FIX in found[1].fix
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online: a download may well work
-    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["vipune_missing"]
+    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["check_binary"]
     assert failures.not_started(CONFIG, "0.20.0-abc", set()) == []  # vipune was found
 
 

@@ -37,7 +37,7 @@ TEXTS_SCHEMA = pa.schema([("text_id", pa.string()), ("text", pa.string())])
 
 
 def seed_rows(instance: Instance, granularity: str, chunker: Callable | None) -> list[Row]:
-    """The rows the granularity makes of each session (vipune_eval.granularities)."""
+    """The rows the granularity makes of each session (registry.granularities)."""
     make = granularities.get(granularity).seed_rows
     return [Row(key, sid, sid, text) for sid, session, _ in instance.sessions
             for key, text in make(sid, session, chunker)]

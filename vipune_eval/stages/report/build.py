@@ -4,11 +4,13 @@ report.json for scripts and report.md for people.
 Its inputs come from a manifest (written at parse time, plan.manifest.report_manifest) that names
 every view, every run's metrics and every build. ``load`` reads every file the report needs, once;
 ``build`` turns what was loaded into the report (pure: no file is read there, so it is tested on
-hand-made inputs); stages.report.markdown renders it.
+hand-made inputs); stages.report.sections makes its document, which report.md
+(stages.report.markdown) and the summary (stages.report.summary) render.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -16,21 +18,22 @@ from typing import Any, TypedDict
 import pyarrow.parquet as pq
 
 from vipune_eval import __version__
-from vipune_eval.core.io import read_json, write_json, write_text
+from vipune_eval.core.io import dump_json, read_json, write_text
 from vipune_eval.core.manifest import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
-from vipune_eval.registry import measures
+from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
-from vipune_eval.stages.report import diagnostics, projection, summary, whatif
-from vipune_eval.stages.report.markdown import render
+from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
+from vipune_eval.stages.report.sections import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.vipune.release import RELEASE
 
 
 class Report(TypedDict, total=False):
-    """report.json (stages.report.markdown and plots read it). Every key is always written but
+    """report.json (stages.report.sections and plots read it). Every key is always written but
     ``baseline`` (a vipune.baseline is set), ``whatif`` (the lab is configured) and ``official``
     (the official protocol at session granularity is configured)."""
 
@@ -40,7 +43,7 @@ class Report(TypedDict, total=False):
     measures: dict[str, str]           # measure → definition
     dataset: dict[str, Any]            # the primary view's filter summary
     retrievers: dict[str, dict[str, Any]]  # the primary view's entries (retriever_entry)
-    retriever_order: list[str]         # the order tables and plots show them: vipune's lane first
+    retriever_order: list[str]         # the order tables and plots show them: vipune's lanes first
     retriever_settings: dict[str, dict[str, Any]]
     corpus: dict[str, Any] | None
     comparisons: dict[str, dict[str, Any]]
@@ -57,7 +60,7 @@ class Report(TypedDict, total=False):
 
 
 @dataclass
-class View:
+class LoadedView:
     """One view as the report needs it: its manifest entry and what its files hold."""
 
     entry: ManifestView                 # the manifest's entry (names, paths, ks, measures)
@@ -71,7 +74,7 @@ class Loaded:
     """Everything the report reads, read once (``load``)."""
 
     manifest: Manifest
-    views: list[View]                   # the primary first
+    views: list[LoadedView]             # the primary first
     gold: dict[str, set[str]]           # the primary view's qrels
     rows_with_gold: list[dict[str, Any]]  # the primary view's rows, with each pair's gold
     truncated: dict[str, bool]          # text id → cut at the model's limit (the primary's texts)
@@ -113,7 +116,7 @@ def _truncated(embeddings: list[str]) -> dict[str, bool]:
 
 
 def load(manifest: Manifest) -> Loaded:
-    views = [View(v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()},
+    views = [LoadedView(v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()},
                   _view_counts(v)) for v in manifest["views"]]
     primary = manifest["views"][0]
     lab = manifest.get("whatif")
@@ -173,15 +176,12 @@ def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _view_block(view: View) -> dict[str, Any]:
+def _view_block(view: LoadedView) -> dict[str, Any]:
     e = view.entry
     return {"protocol": e["protocol"], "granularity": e["granularity"],
             "description": e["description"], "ks": e["ks"], "pairs": view.summary["pairs"],
             "qrels": e["qrels"], "summary": view.summary, "measures": measures.definitions(e["measures"]),
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
-
-
-LANES = (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic"))  # lib run, binary run
 
 
 def build(loaded: Loaded) -> Report:
@@ -191,19 +191,18 @@ def build(loaded: Loaded) -> Report:
     ks = primary.entry["ks"]
     keys = measures.keys(ks, primary.entry["measures"])
     k = measures.primary_k(ks)
-    summary = primary.summary
+    counts = primary.summary  # the filter's summary of the primary view
     metrics = primary.metrics
     report: Report = {
-        "pairs": summary["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
-        "measures": measures.definitions(primary.entry["measures"]), "dataset": summary,
+        "pairs": counts["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
+        "measures": measures.definitions(primary.entry["measures"]), "dataset": counts,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
-        # report.json's keys are sorted: the configured order, the vipune lane first, is kept here
-        "retriever_order": sorted([n for n in manifest["retrievers"] if n in metrics],
-                                  key=lambda name: name not in manifest["mirrors"]),
+        # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
+        "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
         "corpus": manifest.get("corpus"),
     }
-    subject = "vipune" if "vipune" in metrics else next(iter(metrics))
+    subject = lanes.subject(list(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
                              for other in metrics if other != subject}
     report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
@@ -211,7 +210,7 @@ def build(loaded: Loaded) -> Report:
     entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
     if entry:
         report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}
-    report["splits"] = {name: {"pairs": summary["split"][name], "retrievers": {
+    report["splits"] = {name: {"pairs": counts["split"][name], "retrievers": {
         r: {"metrics": {key: m["per_split"][name][key] for key in keys},
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
@@ -234,22 +233,22 @@ def build(loaded: Loaded) -> Report:
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
-        "vipune_vs_hybrid": diagnostics.agreement(metrics, ks, "vipune", mirrors.get("vipune")),
-        "vipune_semantic_vs_dense": diagnostics.agreement(metrics, ks, "vipune-semantic",
-                                                          mirrors.get("vipune-semantic")),
+        **{lane.agreement: diagnostics.agreement(metrics, ks, lane.retriever, mirrors.get(lane.retriever))
+           for lane in lanes.LANES if lane.agreement},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
         # vipune's own search code (the lane) against the binary: they should agree on every pair
-        "lanes": [agree for lib, binary in LANES if (agree := diagnostics.agreement(metrics, ks, lib, binary))],
+        "lanes": [agree for lane in lanes.LANES
+                  if lane.binary and (agree := diagnostics.agreement(metrics, ks, lane.retriever, lane.binary))],
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {
-        "dataset": loaded.dataset, "model": loaded.model,
+        "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
         "lane": loaded.lane,
         "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
-        "split": {"seed": summary["split"]["seed"], "dev_fraction": summary["split"]["dev_fraction"],
+        "split": {"seed": counts["split"]["seed"], "dev_fraction": counts["split"]["dev_fraction"],
                   "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
                           "round(dev_fraction × n) are dev"},
         "views": {view.entry["name"]: view.entry["description"] for view in loaded.views},
@@ -257,6 +256,18 @@ def build(loaded: Loaded) -> Report:
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
+
+
+def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """provenance.model: the model's fingerprint, where its files came from (``source``: a local
+    folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
+    are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:
+    each pinned file's sha256 beside the one found, registry.models)."""
+    path = (config.get("model") or {}).get("path")
+    check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
+    return {**model, "source": "local" if path else "download", "path": path,
+            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+            "pins": check}
 
 
 def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -274,10 +285,10 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     """One entry per vipune build, the primary first; the others compared with the primary, Holm
     over every comparison of every build."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
-    if not manifest.get("primary") or "vipune" not in metrics:
+    if not manifest.get("primary") or BINARY.hybrid not in metrics:
         return []
     # the order is the configuration's (vipune.compare)
-    runs = {manifest["primary"]: metrics["vipune"], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    runs = {manifest["primary"]: metrics[BINARY.hybrid], **{b: loaded.builds[b] for b in manifest["builds"]}}
     out = []
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
@@ -298,7 +309,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     return out
 
 
-def granularities(views: list[View], keys: list[str]) -> dict[str, Any]:
+def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, Any]:
     """The seed protocol's granularities side by side; each against session, per retriever."""
     seed = [v for v in views if v.entry["protocol"] == "seed"]
     if len(seed) < 2:
@@ -318,7 +329,9 @@ def granularities(views: list[View], keys: list[str]) -> dict[str, Any]:
 
 def run_report(manifest: Path, out_json: Path, out_md: Path, out_summary: Path) -> Report:
     report = build(load(read_json(manifest)))
-    write_json(out_json, report)
-    write_text(out_md, render(report))
-    write_text(out_summary, summary.render(report))
+    text = dump_json(report, out_json)
+    write_text(out_json, text)
+    doc = document(json.loads(text))  # report.json as the HTML page reads it: the same document
+    write_text(out_md, markdown.markdown(doc))
+    write_text(out_summary, summary.text(doc))
     return report

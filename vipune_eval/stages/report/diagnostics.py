@@ -39,7 +39,7 @@ def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics:
 def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
                     roles: dict[str, str | None]) -> dict[str, Any] | None:
     """How often vipune's AND query finds nothing, and what an OR query changes in the fusion.
-    ``roles`` names the configured runs with the settings compared (vipune_eval.retrievers.roles):
+    ``roles`` names the configured runs with the settings compared (plan.manifest.roles):
     ``bm25_and``, ``hybrid_and``, ``hybrid_or``."""
     bm25, hybrid_name, or_name = roles.get("bm25_and"), roles.get("hybrid_and"), roles.get("hybrid_or")
     if bm25 not in metrics:
@@ -50,6 +50,7 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
     if hybrid_name in metrics and or_name in metrics:
         hybrid, hybrid_or = metrics[hybrid_name]["per_query"], metrics[or_name]["per_query"]
         differ = [q for q in hybrid if hybrid[q]["ranked"][:k] != hybrid_or[q]["ranked"][:k]]
+        out["hybrid_and"], out["hybrid_or"] = hybrid_name, or_name
         out[f"hybrid_vs_hybrid_or_top{k}_differs"] = len(differ)
         key = measures.key(measures.PRIMARY, k)
         out[f"{key}_on_empty_and_pairs"] = {
@@ -63,7 +64,7 @@ def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
     """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
     `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
     second sits in the fusion, not in the dense arm); the mirror is the configured reference run
-    with the family setting the binary's search mirrors (vipune_eval.retrievers)."""
+    with the family setting the binary's search mirrors (plan.manifest.mirror_of)."""
     if mirror is None or binary not in metrics or mirror not in metrics:
         return None
     vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]

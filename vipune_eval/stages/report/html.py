@@ -1,10 +1,11 @@
 """report-page: the report as HTML for Snakemake's HTML report. One self-contained page holds
-every table of report.md with each plot beside the numbers it draws (results/html/report.html);
+every section of report.md with each plot beside the numbers it draws (results/html/report.html);
 the report's first page (results/html/front.html, included by workflow/report/workflow.rst)
-holds the headline table, the provenance, the builds' differences and the warnings.
+holds the headline table, what was scored, the builds' differences and the warnings.
 
-Nothing is computed here: the page is report.md (stages.report.markdown) in HTML, the first
-page the summary's pieces (stages.report.summary) and report.md's opening lines.
+Nothing is worded here: both pages render the report's document (stages.report.sections), as
+report.md and the summary do; a plot stands beside the section its entry in
+stages.report.plots.PLOTS names.
 """
 
 from __future__ import annotations
@@ -13,17 +14,11 @@ import base64
 import html
 import re
 from pathlib import Path
-from typing import Any, Mapping
 
 from vipune_eval.core.io import read_json, write_text
-from vipune_eval.registry import measures
-from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.report import summary
-
-# plot → the start of the report.md heading whose section it stands beside ({k}: the primary k)
-PLACES = {"recall_at_k": "## Overall", "recall_per_category": "## recall@{k} per category",
-          "gold_ranks": "### Worst pairs", "granularities": "## Granularities",
-          "latency": "## vipune builds", "whatif": "## What-if lab"}
+from vipune_eval.stages.report.document import Block, Bullets, Document, Item, Paragraph, Section, Table
+from vipune_eval.stages.report.plots import PLOTS
+from vipune_eval.stages.report.sections import document
 
 STYLE = """
 #vipune-eval { font-family: system-ui, sans-serif; font-size: 14px; line-height: 1.45; color: #1f2933; }
@@ -47,71 +42,42 @@ STYLE = """
 """
 
 
-# ---------------------------------------------------------------- report.md → HTML
-
-
 def _inline(text: str) -> str:
-    """Escaped text with report.md's inline marks: `code` and **bold**."""
+    """Escaped text with the document's inline marks: `code` and **bold**."""
     out = html.escape(text, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+def table(t: Table) -> str:
+    right = t.right()
 
-
-def _table(lines: list[str]) -> str:
-    head, rule, *rows = lines
-    right = [c.endswith(":") for c in _cells(rule)]
     def row(cells: list[str], tag: str) -> str:
         return "".join(f"<{tag}{' class=num' if r else ''}>{_inline(c)}</{tag}>" for c, r in zip(cells, right))
-    body = "".join(f"<tr{' class=vipune' if _cells(r)[0].startswith('vipune') else ''}>{row(_cells(r), 'td')}</tr>"
-                   for r in rows)
-    return (f"<div class=scroll><table><thead><tr>{row(_cells(head), 'th')}</tr></thead>"
+    body = "".join(f"<tr{' class=vipune' if i in t.marked else ''}>{row(r, 'td')}</tr>" for i, r in enumerate(t.rows))
+    return (f"<div class=scroll><table><thead><tr>{row(t.columns, 'th')}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
 
 
-def markdown_to_html(text: str) -> str:
-    """report.md's Markdown (headings, tables, lists two deep, paragraphs) as HTML."""
-    out: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-        elif line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
-            i += 1
-        elif line.startswith("|"):
-            block = []
-            while i < len(lines) and lines[i].startswith("|"):
-                block.append(lines[i])
-                i += 1
-            out.append(_table(block))
-        elif line.startswith("- "):
-            items: list[tuple[str, list[str]]] = []
-            while i < len(lines) and (lines[i].startswith("- ") or lines[i].startswith("  - ")):
-                if lines[i].startswith("- "):
-                    items.append((lines[i][2:], []))
-                else:
-                    items[-1][1].append(lines[i][4:])
-                i += 1
-            out.append("<ul>" + "".join(
-                f"<li>{_inline(item)}" + ("<ul>" + "".join(f"<li>{_inline(s)}</li>" for s in sub) + "</ul>"
-                                          if sub else "") + "</li>" for item, sub in items) + "</ul>")
-        else:
-            block = []
-            while i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "|", "- ")):
-                block.append(lines[i])
-                i += 1
-            out.append(f"<p>{_inline(' '.join(block))}</p>")
-    return "\n".join(out)
+def bullets(b: Bullets, css: str = "") -> str:
+    lead = f"<p>{_inline(b.lead)}</p>\n" if b.lead else ""
+    items = "".join(f"<li{css}>{_inline(item.text)}"
+                    + ("<ul>" + "".join(f"<li>{_inline(s)}</li>" for s in item.sub) + "</ul>" if item.sub else "")
+                    + "</li>" for item in b.items)
+    return lead + (f"<ul>{items}</ul>" if b.items else "")
 
 
-# ---------------------------------------------------------------- the pages
+def _list(texts: list[str], css: str = "") -> str:
+    return bullets(Bullets([Item(t) for t in texts]), css)
+
+
+def block(b: Block) -> str:
+    if isinstance(b, Table):
+        return table(b)
+    if isinstance(b, Bullets):
+        return bullets(b)
+    assert isinstance(b, Paragraph)
+    return f"<p>{_inline(b.text)}</p>"
 
 
 def _image(path: Path, name: str) -> str:
@@ -119,50 +85,39 @@ def _image(path: Path, name: str) -> str:
     return f'<figure><img alt="{name}" src="data:image/png;base64,{data}"></figure>'
 
 
-def _sections(text: str) -> list[str]:
-    """report.md cut before every heading of level 2 or 3 (the first part: title and provenance)."""
-    return re.split(r"\n(?=#{2,3} )", text)
+def section(s: Section, plot: tuple[str, Path] | None = None) -> str:
+    """A section's heading and blocks; a plot beside the blocks."""
+    heading = f"<h{s.level}>{_inline(s.title)}</h{s.level}>\n" if s.title else ""
+    body = "\n".join(map(block, s.blocks))
+    if plot:
+        body = f'<div class="beside"><div class="numbers">{body}</div>{_image(plot[1], plot[0])}</div>'
+    return heading + body
 
 
-def page(report: Mapping[str, Any], markdown: str, plots: dict[str, Path]) -> str:
-    """Every table of report.md, each plot beside the section it draws."""
-    k = measures.primary_k(report["views"][PRIMARY.name]["ks"])
-    places = {PLACES[name].format(k=k): name for name in plots}
-    parts = []
-    for section in _sections(markdown):
-        name = next((p for heading, p in places.items() if section.startswith(heading)), None)
-        body = markdown_to_html(section)
-        if name:
-            heading, _, rest = body.partition("\n")
-            body = (f'{heading}<div class="beside"><div class="numbers">{rest}</div>'
-                    f"{_image(plots[name], name)}</div>")
-        parts.append(body)
+def page(doc: Document, plots: dict[str, Path]) -> str:
+    """Every section of the report, each plot beside the section it draws."""
+    beside = {p.beside: (p.name, plots[p.name]) for p in PLOTS if p.name in plots}
+    parts = [f"<h1>{_inline(doc.title)}</h1>", _list(doc.scored),
+             *(section(s, beside.get(s.key)) for s in doc.sections)]
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>vipune-eval report</title>"
             f"<style>{STYLE}</style></head><body><main id=vipune-eval>" + "\n".join(parts)
             + "</main></body></html>\n")
 
 
-def front(report: Mapping[str, Any], markdown: str, plots: dict[str, Path]) -> str:
-    """The HTML report's first page: the headline table beside the recall@k plot, the provenance
-    (report.md's opening lines), each build's difference, the warnings, where the rest is."""
-    columns, rows = summary.headline(report)
-    table = _table(["| " + " | ".join(columns) + " |", "|---|" + "---:|" * (len(columns) - 1),
-                    *("| " + " | ".join(r) + " |" for r in rows)])
+def front(doc: Document, plots: dict[str, Path]) -> str:
+    """The HTML report's first page: the headline table beside the recall@k plot, what was
+    scored, the warnings, each build's difference, where the rest is."""
     plot = _image(plots["recall_at_k"], "recall_at_k") if "recall_at_k" in plots else ""
-    provenance = _sections(markdown)[0].split("\n", 1)[1]  # without the "# vipune-eval report" title
-    parts = [f"<h2>{report['pairs']} pairs scored</h2>",
-             f"<p>{_inline(report['protocol'])}. recall@k: the share of a pair's gold sessions among the "
+    parts = [f"<h2>{doc.pairs} pairs scored</h2>",
+             f"<p>{_inline(doc.protocol)}. recall@k: the share of a pair's gold sessions among the "
              "first k results; brackets: 95% intervals.</p>",
-             f'<div class="beside"><div class="numbers">{table}</div>{plot}</div>',
-             "<h3>What was scored</h3>", markdown_to_html(provenance)]
-    builds = summary.build_lines(report)
-    if builds:
-        parts += [f"<h3>vipune builds against {html.escape(report['builds'][0]['id'])}</h3>",
-                  "<ul>" + "".join(f"<li>{_inline(b)}</li>" for b in builds) + "</ul>"]
-    warned = summary.warnings(report)
-    if warned:
-        parts += ["<h3>Warnings</h3>", "<ul>" + "".join(f'<li class="warning">{_inline(w)}</li>'
-                                                         for w in warned) + "</ul>"]
+             f'<div class="beside"><div class="numbers">{table(doc.headline)}</div>{plot}</div>',
+             "<h3>What was scored</h3>", _list(doc.scored)]
+    if doc.warnings:
+        parts += ["<h3>Warnings</h3>", _list(doc.warnings, ' class="warning"')]
+    if doc.builds:
+        parts += [f"<h3>vipune builds against {html.escape(doc.primary_build or '')}</h3>",
+                  _list(doc.builds)]
     parts.append("<p>Every table, each plot beside its numbers: <strong>Report → report.html</strong> in the "
                  "menu. The files: <code>results/report.md</code>, <code>results/report.json</code>.</p>")
     # Snakemake shows this text in a narrow column: widen the column that holds it
@@ -170,9 +125,8 @@ def front(report: Mapping[str, Any], markdown: str, plots: dict[str, Path]) -> s
     return f"<style>{style}</style><div id=vipune-eval>" + "\n".join(parts) + "</div>\n"
 
 
-def run_page(report: Path, markdown: Path, plots: list[Path], out_page: Path, out_front: Path) -> None:
-    data = read_json(report)
-    text = markdown.read_text(encoding="utf-8")
+def run_page(report: Path, plots: list[Path], out_page: Path, out_front: Path) -> None:
+    doc = document(read_json(report))
     by_name = {p.stem: p for p in plots}
-    write_text(out_page, page(data, text, by_name))
-    write_text(out_front, front(data, text, by_name))
+    write_text(out_page, page(doc, by_name))
+    write_text(out_front, front(doc, by_name))

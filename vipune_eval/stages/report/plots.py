@@ -1,23 +1,41 @@
-"""plots: recall@k with intervals, per-category recall, where the gold sessions rank."""
+"""plots: recall@k with intervals, per-category recall, where the gold sessions rank, and the
+plots a run draws only when it has something to show (``PLOTS``, the one table of them).
+
+A new plot is one function ``draw(report, out)`` here and its entry in ``PLOTS`` (its name, the
+report section it stands beside, when a run has something to show), its caption
+workflow/report/<name>.rst, and its test: the workflow asks for it, Snakemake's HTML report lists
+it, and the HTML page puts it beside its section.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-import matplotlib
+from vipune_eval.core.io import atomic_path, read_json
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import measures
+from vipune_eval.registry.views import PRIMARY
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from vipune_eval.core.io import atomic_path, read_json  # noqa: E402
-from vipune_eval.errors import EvalError  # noqa: E402
-from vipune_eval.registry import measures  # noqa: E402
-from vipune_eval.registry.views import PRIMARY  # noqa: E402
+def _pyplot():
+    """matplotlib's pyplot, imported when a plot is drawn (the parse-time plan reads ``PLOTS``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _primary_ks(report: dict[str, Any]) -> list[int]:
+    return report["views"][PRIMARY.name]["ks"]
 
 
 def _save(fig, path: Path) -> None:
+    plt = _pyplot()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -39,7 +57,8 @@ def category_label(category: str, pairs: int) -> str:
     return f"{wrapped}\n({pairs} pair{'s' if pairs != 1 else ''})"
 
 
-def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
+def recall_at_k(report: dict[str, Any], out: Path) -> None:
+    plt, ks = _pyplot(), _primary_ks(report)
     names = retriever_order(report)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(ks)
@@ -58,7 +77,8 @@ def recall_at_k(report: dict[str, Any], ks: list[int], out: Path) -> None:
     _save(fig, out)
 
 
-def per_category(report: dict[str, Any], k: int, out: Path) -> None:
+def per_category(report: dict[str, Any], out: Path) -> None:
+    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
     names = retriever_order(report)
     categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
     key = measures.key(measures.PRIMARY, k)
@@ -80,7 +100,8 @@ def per_category(report: dict[str, Any], k: int, out: Path) -> None:
     _save(fig, out)
 
 
-def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> None:
+def gold_rank_distribution(report: dict[str, Any], out: Path) -> None:
+    plt, limit = _pyplot(), report["provenance"]["config"]["search_limit"]
     ranks = report["diagnostics"]["gold_ranks"]
     counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
     labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
@@ -94,8 +115,9 @@ def gold_rank_distribution(report: dict[str, Any], limit: int, out: Path) -> Non
     _save(fig, out)
 
 
-def granularities(report: dict[str, Any], k: int, out: Path) -> None:
+def granularities(report: dict[str, Any], out: Path) -> None:
     """recall@k of each retriever at each granularity (drawn when more than one is configured)."""
+    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
     grains = report["granularities"]
     names = retriever_order(report)
     key = measures.key(measures.PRIMARY, k)
@@ -115,8 +137,9 @@ def granularities(report: dict[str, Any], k: int, out: Path) -> None:
     _save(fig, out)
 
 
-def latency(report: dict[str, Any], k: int, out: Path) -> None:
+def latency(report: dict[str, Any], out: Path) -> None:
     """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
+    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
     key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for build in report["builds"]:
@@ -137,6 +160,7 @@ def latency(report: dict[str, Any], k: int, out: Path) -> None:
 def whatif(report: dict[str, Any], out: Path) -> None:
     """The what-if measure against each numeric grid parameter, one line per setting of the
     others, solid on the selection split and dashed on the confirmation split."""
+    plt = _pyplot()
     block = report["whatif"]
     grid, rows = block["grid"], block["variants"]
     numeric = [p for p, values in grid.items()
@@ -172,20 +196,47 @@ def whatif(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
+@dataclass(frozen=True)
+class RunShape:
+    """What a run holds that decides whether a plot has something to show (plan.workspace.Workspace.plots
+    fills it at parse time)."""
+
+    seed_views: int   # views of the seed protocol (one per granularity)
+    builds: bool      # vipune's lane with a primary build: the builds' search latencies
+    lab: bool         # the what-if lab
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str                                  # results/plots/<name>.png; caption workflow/report/<name>.rst
+    draw: Callable[[dict[str, Any], Path], None]
+    beside: str                                # the key of the report section it stands beside (stages.report.sections)
+    shown: Callable[[RunShape], bool] = lambda run: True
+
+
+PLOTS = (
+    Plot("recall_at_k", recall_at_k, "overall"),
+    Plot("recall_per_category", per_category, "per-category"),
+    Plot("gold_ranks", gold_rank_distribution, "worst-pairs"),
+    Plot("granularities", granularities, "granularities", lambda run: run.seed_views > 1),
+    Plot("latency", latency, "builds", lambda run: run.builds),
+    Plot("whatif", whatif, "whatif", lambda run: run.lab),
+)
+BY_NAME = {plot.name: plot for plot in PLOTS}
+
+
+def shown(run: RunShape) -> list[str]:
+    """The plots of a run, in ``PLOTS``'s order: each one that has something to show (a
+    placeholder would only say what is not there)."""
+    return [plot.name for plot in PLOTS if plot.shown(run)]
+
+
 def run_plots(report: Path, out_dir: Path, plots: list[str]) -> None:
-    """Draw ``plots`` (names of paths.PLOTS): the workflow asks for those that have something to
-    show in this run (plan.workspace.Workspace.plots), so no plot is a placeholder."""
+    """Draw ``plots`` (names of ``PLOTS``): the workflow asks for those that have something to
+    show in this run (``shown``), so no plot is a placeholder."""
     data = read_json(report)
-    ks = data["views"][PRIMARY.name]["ks"]
-    k = measures.primary_k(ks)
-    draw = {"recall_at_k": lambda out: recall_at_k(data, ks, out),
-            "recall_per_category": lambda out: per_category(data, k, out),
-            "gold_ranks": lambda out: gold_rank_distribution(data, data["provenance"]["config"]["search_limit"], out),
-            "granularities": lambda out: granularities(data, k, out),
-            "latency": lambda out: latency(data, k, out),
-            "whatif": lambda out: whatif(data, out)}
-    unknown = sorted(set(plots) - set(draw))
+    unknown = sorted(set(plots) - set(BY_NAME))
     if unknown:
-        raise EvalError(f"no plot named {', '.join(unknown)} (plots: {', '.join(draw)})")
+        raise EvalError(f"no plot named {', '.join(unknown)} (plots: {', '.join(BY_NAME)})")
     for name in plots:
-        draw[name](out_dir / f"{name}.png")
+        BY_NAME[name].draw(data, out_dir / f"{name}.png")

@@ -1,7 +1,7 @@
 """The what-if lab's verdict: the variant chosen on one split, confirmed on the other.
 
 The grid itself (config key ``whatif``, each point a named family setting) is
-vipune_eval.whatif_grid's, checked at parse time; this module reads the scored runs only (the
+plan.whatif_grid's, checked at parse time; this module reads the scored runs only (the
 report imports it, not the registry). ``analyse`` picks ``chosen``, the best on ``select_on`` (a
 tie goes to the base's own setting when it is among the tied, else to the first in grid order),
 and tests every variant against the base on the other split: the difference, a paired

@@ -1,4 +1,4 @@
-"""search-reference: a shard's shared arms, the reference lane's one search per persona.
+"""search-arms: a shard's shared arms, the reference lane's one search per persona.
 
 The reference retrievers run on the cached vectors without the binary (the model-free lane). They
 mirror vipune's search (docs/vipune-contract.md, "How search ranks") where it matters — the
@@ -150,7 +150,7 @@ def read_arms(path: Path) -> Iterator[Arms]:
     try:
         table = pq.read_table(path, schema=_ARMS_SCHEMA)
     except (OSError, pa.ArrowInvalid) as exc:
-        raise EvalError(f"cannot read the arms file {path}: {exc} (rerun search_reference)") from exc
+        raise EvalError(f"cannot read the arms file {path}: {exc} (rerun search_arms)") from exc
     lists = {}
     for name in _ARMS_SCHEMA.names[1:]:
         column = table.column(name).combine_chunks()

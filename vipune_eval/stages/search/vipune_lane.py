@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core import trec
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, shown
 from vipune_eval.vipune.import_format import import_lines
@@ -151,7 +152,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     done = [r for r in results if "documents" in r]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done],
-                       "vipune" if name == "hybrid" else "vipune-semantic")
+                       BINARY.of(name))
     write_json(status_out, {
         "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
         "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},

@@ -19,9 +19,10 @@ from typing import Any
 from vipune_eval.core import trec
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
+from vipune_eval.registry.vipune_runs import LIB, SEARCHES
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
 
-RANKINGS = ("hybrid", "semantic")  # the lane's two answers per persona: vipune-lib, vipune-lib-semantic
+RANKINGS = SEARCHES  # the lane's two answers per persona: vipune-lib, vipune-lib-semantic
 
 
 def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: float, on_error: str,
@@ -56,7 +57,7 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
         shutil.rmtree(tmp, ignore_errors=True)
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(qid, docs[name]) for qid, docs in done.items()],
-                       "vipune-lib" if name == "hybrid" else "vipune-lib-semantic")
+                       LIB.of(name))
     write_json(status_out, {
         "failed": failed,
         "search_seconds": {qid: s["hybrid"] for qid, s in seconds.items()},

@@ -5,6 +5,7 @@ own function on a small hand-made run, so their shape is the real one."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ import pytest
 
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
-from vipune_eval.stages.report.build import Loaded, View, build
+from vipune_eval.stages.report.build import Loaded, LoadedView, build
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.score import run_score
 
@@ -61,7 +62,7 @@ def loaded(tmp_path) -> Loaded:
                 "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
     rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
             for q, g in GOLD.items()]
-    return Loaded(manifest=manifest, views=[View(entry, summary, m, {"rows": 16, "unique_texts": 9, "tokens_embedded": 900})],
+    return Loaded(manifest=manifest, views=[LoadedView(entry, summary, m, {"rows": 16, "unique_texts": 9, "tokens_embedded": 900})],
                   gold={q: set(g) for q, g in GOLD.items()}, rows_with_gold=rows,
                   truncated={**{f"t-{q}": q == "q7" for q in GOLD}, "tx": False},
                   tallies=[Tally(texts=9, tokens=900, squares=90_000, seconds=2.0, threads=2,
@@ -88,15 +89,51 @@ def test_build_takes_every_number_from_what_was_loaded(loaded):
     assert report["splits"]["test"]["pairs"] == 6 and "dev" in report["splits"]
 
 
-def test_build_reads_no_file(loaded, monkeypatch):
-    import builtins
+READS: list[list[str]] = []  # while a test watches: each file the process opened (an audit hook stays)
+HOOKED: list = []            # the audit hook, once added (it cannot be removed)
+FILE_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "sqlite3.connect", "mmap.__new__", "shutil.copyfile"}
 
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"build opened {args[0]}")
 
-    monkeypatch.setattr(builtins, "open", refuse)
-    monkeypatch.setattr(pq, "read_table", refuse)
+def _audit(event: str, args: tuple) -> None:
+    if READS and event in FILE_EVENTS:
+        READS[-1].append(f"{event} {args[0] if args else ''}")
+
+
+@pytest.fixture
+def no_file_read(monkeypatch, tmp_path):
+    """Every file the process opens while the test runs, as Python's audit hook sees it
+    (builtins.open, io.open, os.open, Path.open/read_text/read_bytes, sqlite3, mmap, listings),
+    and pyarrow's readers, whose C++ opens no hook sees, refused; the working directory an empty
+    folder, so a results/ path the manifest names is not there either."""
+    import pyarrow
+    import pyarrow.dataset
+
+    if not HOOKED:
+        sys.addaudithook(_audit)
+        HOOKED.append(_audit)
+
+    def refuse(name):
+        def read(*args, **kwargs):
+            raise AssertionError(f"{name} {args[0] if args else ''}")
+        return read
+
+    for module, names in ((pq, [n for n in dir(pq) if n.startswith("read_")] + ["ParquetFile", "ParquetDataset"]),
+                          (pyarrow, ["memory_map", "OSFile", "input_stream", "open_stream", "open_file"]),
+                          (pyarrow.dataset, ["dataset"])):
+        for name in names:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, refuse(f"{module.__name__}.{name}"))
+    monkeypatch.chdir(tmp_path)
+    READS.append([])
+    try:
+        yield READS[-1]
+    finally:
+        READS.pop()
+
+
+def test_build_reads_no_file(loaded, no_file_read):
     build(loaded)
+    assert no_file_read == []
 
 
 def test_render_gives_the_headline_table_and_the_sections(loaded):
@@ -228,19 +265,19 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
     assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
             f"({100 * r['difference']:+.1f} points") in text
-    assert f"  ! {other} fails its preflight (rrf_k25_ranks_from_1)" in text
+    assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
 
 
 def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
     from vipune_eval.stages.report import html
+    from vipune_eval.stages.report.sections import document
 
     report = build(loaded)
-    text = render(report)
     png = tmp_path / "recall_at_k.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n")
     categories = tmp_path / "recall_per_category.png"
     categories.write_bytes(b"\x89PNG\r\n\x1a\n")
-    page = html.page(report, text, {"recall_at_k": png, "recall_per_category": categories})
+    page = html.page(document(report), {"recall_at_k": png, "recall_per_category": categories})
     overall = page[page.index("<h2>Overall"):page.index("<h2>recall@1 per category")]
     assert '<div class="beside"><div class="numbers">' in overall and overall.count("data:image/png") == 1
     assert "<th class=num>recall@1</th>" in overall and "<tr class=vipune><td>vipune</td><td class=num>8</td>" in overall
@@ -253,25 +290,246 @@ def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
 
 
 def test_the_html_reports_first_page_holds_the_headline_and_what_was_scored(loaded, tmp_path):
-    from vipune_eval.stages.report import html, summary
+    from vipune_eval.stages.report import html
+    from vipune_eval.stages.report.sections import document
 
     report = build(loaded)
     png = tmp_path / "recall_at_k.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n")
-    front = html.front(report, render(report), {"recall_at_k": png})
+    front = html.front(document(report), {"recall_at_k": png})
     first_table = front[front.index("<table>"):front.index("</table>")]
-    rows = summary.headline(report)[1]
+    rows = document(report).headline.rows
     assert first_table.index(f"<td>{rows[0][0]}</td>") < first_table.index(f"<td>{rows[1][0]}</td>")
     assert f"<td class=num>{rows[0][2]}</td>" in first_table
     assert "<h3>What was scored</h3>" in front and "dataset" in front and "model: files from /models/x" in front
     assert "<h3>Warnings</h3>" in front and "vipune-eval report" not in front  # report.md's title is left out
 
 
-def test_markdown_to_html_knows_report_mds_marks():
-    from vipune_eval.stages.report.html import markdown_to_html
+def test_the_html_renders_each_block_of_the_document():
+    """The HTML page renders the document's blocks (no Markdown is parsed): headings, lists two
+    deep, tables with their numeric columns and vipune's lanes marked, paragraphs, inline marks."""
+    from vipune_eval.stages.report import html
+    from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
 
-    out = markdown_to_html("# T\n\n- a `x` <b>\n  - sub\n- b\n\n| h | n |\n|---|---:|\n| r | 1 |\n\n**bold** line\nnext")
+    out = html.section(Section("t", "T", [Bullets([Item("a `x` <b>", ["sub"]), Item("b")]),
+                                          Table(["h", "n"], [["r", "1"], ["vipune", "2"]], marked=frozenset({1})),
+                                          Paragraph("**bold** line next")], level=1))
     assert out == ("<h1>T</h1>\n<ul><li>a <code>x</code> &lt;b&gt;<ul><li>sub</li></ul></li><li>b</li></ul>\n"
                    "<div class=scroll><table><thead><tr><th>h</th><th class=num>n</th></tr></thead>"
-                   "<tbody><tr><td>r</td><td class=num>1</td></tr></tbody></table></div>\n"
+                   "<tbody><tr><td>r</td><td class=num>1</td></tr><tr class=vipune><td>vipune</td>"
+                   "<td class=num>2</td></tr></tbody></table></div>\n"
                    "<p><strong>bold</strong> line next</p>")
+
+
+def test_each_plot_has_its_caption_and_stands_beside_its_section(loaded, tmp_path):
+    """A plot is one entry of plots.PLOTS: its caption file exists, and the HTML page puts it beside
+    the section its entry names (here every section this report has: no granularities, no lab)."""
+    from support.scenarios import REPO
+    from vipune_eval.stages.report import html
+    from vipune_eval.stages.report.plots import PLOTS
+    from vipune_eval.stages.report.sections import document
+
+    assert all((REPO / "workflow" / "report" / f"{p.name}.rst").is_file() for p in PLOTS)
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}}
+    doc = document(build(loaded))
+    pngs = {}
+    for p in PLOTS:
+        pngs[p.name] = tmp_path / f"{p.name}.png"
+        pngs[p.name].write_bytes(b"\x89PNG\r\n\x1a\n" + p.name.encode())
+    page = html.page(doc, pngs)
+    keys = [s.key for s in doc.sections]
+    placed = [p for p in PLOTS if p.beside in keys]
+    assert {p.name for p in placed} == {"recall_at_k", "recall_per_category", "gold_ranks", "latency"}
+    assert page.count("<figure>") == len(placed)
+    for p in placed:
+        section = next(s for s in doc.sections if s.key == p.beside)
+        heading = f"<h{section.level}>{section.title}</h{section.level}>"
+        figure = page.index(f'<img alt="{p.name}"')
+        assert page.rindex("<h", 0, figure) == page.index(heading), p.name
+
+
+BGE, BGE_AT = "BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+
+
+@pytest.mark.parametrize("path, onnx, pinned, words", [
+    # issue 36 item 6: a local folder of other bytes laid out as bge-small says they are not its pinned ones
+    ("/models/minilm", "003dfe404dce" + "0" * 52, False,
+     "model: files from /models/minilm laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
+     "003dfe404dce), mean pooling + L2: not the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e (pinned: "
+     "`onnx/model.onnx` sha256 828e1496d7fa): numbers are not comparable with runs on the pinned model"),
+    ("/models/bge", None, True,
+     "model: files from /models/bge laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
+     "828e1496d7fa), mean pooling + L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+    (None, None, True,
+     "model: BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 828e1496d7fa), downloaded, mean pooling "
+     "+ L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+])
+def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path, onnx, pinned, words):
+    """Issues 36 item 6 and 39 item 6: report.md's model line and provenance.model say where the
+    files came from and whether they are the pinned bytes of the model they are laid out as."""
+    from vipune_eval.registry.models import pins
+    from vipune_eval.stages.report import summary
+
+    pinned_files = pins(BGE, BGE_AT)
+    loaded.model = {"kind": "model", "repo_id": BGE, "revision": BGE_AT, "file": "model.onnx", "pooling": "mean",
+                    "files": {"model.onnx": onnx or pinned_files["onnx/model.onnx"],
+                              "tokenizer.json": pinned_files["tokenizer.json"]}}
+    loaded.config = {"model": {"path": path}}
+    report = build(loaded)
+    model = report["provenance"]["model"]
+    assert (model["source"], model["path"], model["pinned"]) == ("local" if path else "download", path, pinned)
+    assert model["pins"]["onnx/model.onnx"] == {"pinned": pinned_files["onnx/model.onnx"], "found": model["files"]["model.onnx"]}
+    assert f"- {words}\n" in render(report)
+    assert summary.render(report).splitlines()[1] == f"  {words.replace('`', '')}"  # the summary's first lines
+
+
+def test_a_model_with_no_pins_says_its_bytes_are_not_checked(loaded):
+    report = build(loaded)
+    assert report["provenance"]["model"]["pinned"] is None and report["provenance"]["model"]["pins"] is None
+    assert ("- model: files from /models/x laid out as m/x@rrrrrrrrrrrr `model.onnx` (sha256 cdcdcdcdcdcd), mean "
+            "pooling + L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked\n") in render(report)
+
+
+def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
+    """Issue 39 item 6: summary.txt's first lines name the vipune build (version and fingerprint
+    id, where it came from), the model and the data by what they are; report.md's lines too."""
+    from vipune_eval.stages.report import summary
+
+    primary = "0.20.1-aaaaaaaaaaaa"
+    loaded.manifest.update(primary=primary, corpus={
+        "preset": None, "release": "local", "source": "the local file lme.json", "sha256": "ab" * 32,
+        "note": "a local file that is none of the pinned releases"})
+    loaded.sources = {primary: "vipune.binary 'vipune' = /usr/local/bin/vipune"}
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.1", "sha256": "aa" * 32}}
+    loaded.preflights = {primary: {}}
+    report = build(loaded)
+    lines = summary.render(report).splitlines()
+    assert lines[1:4] == [
+        "  vipune 0.20.1, build 0.20.1-aaaaaaaaaaaa, from vipune.binary 'vipune' = /usr/local/bin/vipune",
+        "  model: files from /models/x laid out as m/x@rrrrrrrrrrrr model.onnx (sha256 cdcdcdcdcdcd), mean pooling + "
+        "L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked",
+        "  corpus: local (the local file lme.json, sha256 abababababab…): a local file that is none of the pinned releases"]
+    assert (f"- vipune 0.20.1 (binary sha256 {'aa' * 32}; the contract was checked against {report['provenance']['contract_release']})"
+            f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n") in render(report)
+    loaded.manifest.update(corpus=None)  # no corpus block: the dataset's line names the data
+    assert summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
+
+
+def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_differ(loaded):
+    """Issue 37: the lib lane's build (the vipune source it was built from, a release or a checkout
+    with its git description) is named in summary.txt's first lines and report.md's; every pair
+    where the lib lane and the binary rank differently is named, never averaged away."""
+    from vipune_eval.stages.report import summary
+
+    primary, lane = "0.20.2-aaaaaaaaaaaa", "0.20.2-cccccccccccc"
+    loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
+    loaded.preflights = {primary: {}}
+    loaded.lane = {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+                   "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)", "lane_source": "ee" * 32}}
+    lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))  # the binary's, but for one pair
+    lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
+    loaded.views[0].metrics["vipune-lib"] = lib
+    report = build(loaded)
+    line = (f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
+            f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee")
+    assert f"  {line}" in summary.render(report).splitlines()[1:4]
+    assert f"- {line}\n" in render(report)
+    [agree] = report["diagnostics"]["lanes"]
+    assert (agree["run"], agree["mirror"], agree["differ_top10"]) == ("vipune-lib", "vipune", ["q3"])
+    assert "they differ on 1: q3." in render(report)
+    assert any("vipune-lib" in w and "q3" in w for w in summary.render(report).splitlines())
+
+
+def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
+    """Issue 38: the summary's warning for a build that fails its preflight gives the words of
+    report.md's builds table (the drift, where the preflight named it), from one owner."""
+    from vipune_eval.stages.report import html, summary
+    from vipune_eval.stages.report.sections import document, failed_preflight
+
+    drift = ("RRF k differs: same order, other scores (vipune's fused scores fit k = 60; the contract and the "
+             "hybrid mirrors use k = 25)")
+    primary, other = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.builds = {other: loaded.views[0].metrics["vipune"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"],
+                                              "drift": [drift]}}
+    report = build(loaded)
+    words = failed_preflight(report["builds"][1])
+    assert words == f"fails preflight: {drift}"
+    assert f"| {other} — {words} | 0.20.2 |" in render(report)
+    assert f"  ! {other} {words}; its search does not do what the contract says" in summary.render(report)
+    assert f"{other} {words}; its search" in html.front(document(report), {})
+
+
+def test_refused_questions_are_named_with_why_in_the_first_lines(loaded, fake_vipune_bin, vipune_hf_home, tmp_path):
+    """Issue 38: under vipune.on_error: record, a question vipune refuses (over 512 tokens: exit 3)
+    is named, with why, in the summary's and report.md's first lines. The message is the one the
+    vipune client records for the fake vipune's refusal, as the real one refuses."""
+    from vipune_eval.stages.report import summary
+    from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+
+    client = Vipune(fake_vipune_bin, tmp_path / "home", 30, hf_home=vipune_hf_home)
+    with pytest.raises(VipuneError) as refused:
+        settings = VipuneSettings(str(fake_vipune_bin), tmp_path / "fp.json", vipune_hf_home, tmp_path, 30)
+        flags = settings.search_flags(10, True)
+        client.search(tmp_path / "memories.db", "q3", " ".join(["word"] * 600), flags, "persona q3")
+    injected = "persona q6: `vipune --json search --hybrid -- why` exited 1: injected; stderr: "
+    loaded.views[0].metrics["vipune"]["failed"] = {"q3": str(refused.value), "q5": str(refused.value), "q6": injected}
+    report = build(loaded)
+    lines = summary.render(report).splitlines()
+    why = "left out of every average (vipune.on_error: record; report.json lists why)"
+    assert lines[4:7] == ["warnings:",
+                          f"  ! vipune: 2 pairs failed and are {why}; vipune refuses a question over 512 tokens (exit 3): q3, q5",
+                          f"  ! vipune: 1 pair failed and is {why}; vipune exited 1: q6"]
+    text = render(report).splitlines()
+    assert text[text.index("## Warnings") + 2] == (f"- vipune: 2 pairs failed and are {why}; vipune refuses a question over "
+                                                   "512 tokens (exit 3): q3, q5")
+    assert text.index("## Warnings") < 12 and text.index("## Warnings") < text.index("## Overall (95% intervals in brackets)")
+
+
+def test_the_document_takes_no_order_from_report_jsons_mappings(loaded):
+    """report.md is rendered in the report job and the HTML page from report.json (sorted keys):
+    every order a reader sees (measures, retrievers, comparisons, granularities) is set by the
+    sections, so any order of report.json's mappings gives the same document."""
+    from vipune_eval.stages.report.sections import document
+
+    def reorder(value, reverse):
+        if isinstance(value, dict):
+            return {k: reorder(value[k], reverse) for k in sorted(value, reverse=reverse)}
+        return [reorder(v, reverse) for v in value] if isinstance(value, list) else value
+
+    report = build(loaded)
+    assert document(reorder(report, False)) == document(reorder(report, True)) == document(report)
+    text = render(report)
+    assert text.index("**vipune vs dense**") < text.index("**vipune vs hybrid**")  # the report's order
+    assert "| retriever | pairs | recall@1 | recall@5 | recall@10 | recall_any@1 |" in text
+
+
+def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
+    """vipune-lib (vipune's code through vipune-lane) is a Lane: first in the headline and marked
+    in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
+    report.md's diagnostics and the summary's warnings."""
+    from vipune_eval.stages.report import html, lanes, summary
+    from vipune_eval.stages.report.sections import document
+
+    assert "vipune-lib" in lanes.NAMES
+    monkeypatch.setitem(RANKED, "vipune-lib", [1, 1, 2, 3, None, 1, 1, 1])  # q7's gold at 1, not 6
+    loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path, "vipune-lib")
+    loaded.manifest["retrievers"] = ["dense", "vipune-lib", "hybrid", "vipune"]
+    report = build(loaded)
+    assert report["retriever_order"] == ["vipune-lib", "vipune", "dense", "hybrid"]
+    [lane] = report["diagnostics"]["lanes"]
+    assert (lane["run"], lane["mirror"], lane["differ_top10"]) == ("vipune-lib", "vipune", ["q7"])
+    assert "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune " \
+           "(the binary, with its model) return the same ranking on" in render(report)
+    assert "they differ on 1: q7." in render(report)
+    assert "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7" \
+           in summary.render(report)
+    front = html.front(document(report), {})
+    assert front.count("<tr class=vipune>") == 2 and "<tr class=vipune><td>vipune-lib</td>" in front
