@@ -29,7 +29,7 @@ WORKFLOW_TESTS = TESTS / "workflow"
 # end, instead of one long file started last setting the wall time alone.
 LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py",  # CI only: skipped here
                  "workflow/test_workflow.py", "workflow/test_vipune_faults.py", "workflow/test_reruns.py",
-                 "workflow/test_compare_builds.py", "workflow/test_resilience.py", "unit/plan/test_codeversion.py",
+                 "workflow/test_compare_builds.py", "workflow/test_resilience.py", "workflow/test_code_tracking.py",
                  "workflow/test_cold_small_run.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",
                  "workflow/test_whatif_lab.py", "project/test_plain_install.py")
 BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
