@@ -5,24 +5,22 @@ Each rule's code version hashes the package modules its ``vipune-eval <command>`
 command's jobs, and everything below them, whenever it is edited. The fast tests hold every
 command to a budget of modules written from what the command means (the filter may not reach
 report code, the downloads may not reach the vipune client, ...); a stray import fails them. The
-slow ones edit a module in a copy of the repository and read the plan from a Snakemake dry run:
-the edits a maintainer makes most (the projection's text, the dev/test split, the vipune client,
-a measure, the report's Markdown) rerun exactly the rules that reach them and their downstream.
+workflow's dry runs (tests/workflow/test_code_tracking.py) edit a module in a copy of the
+repository: the edits a maintainer makes most (the projection's text, the dev/test split, the
+vipune client, a measure, the report's Markdown) rerun exactly the rules that reach them and their
+downstream.
 """
 
 import dataclasses
-import json
-import re
 import shutil
-from pathlib import Path
 
 import pytest
 
-from support import scenarios
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 from vipune_eval.registry import granularities
 
+from support.rerun_plan import EDITS, RULE, RULES
 from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
 
@@ -197,161 +195,8 @@ def test_a_package_init_counts_for_every_module_below_it(tmp_path):
 
 # ---------------------------------------------------------------- the plan Snakemake makes
 
-RULE = {c: c.replace("-", "_") for c in COMMANDS}  # the rule named after each command
-RULES = {"filter_pairs", "filter_rows", "embed", "vipune_home", "preflight", "search_arms",
-         "fuse_reference", "search_vipune", "search_vipune_lib", "score", "report", "plots",
-         "report_page"}  # the tracking scenario's
-DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, one view)
-    "filter_pairs": {"score", "report"},
-    "filter_rows": {"embed", "search_arms", "search_vipune", "search_vipune_lib", "report"},
-    "embed": {"search_arms", "search_vipune", "search_vipune_lib", "report"},
-    "vipune_home": {"preflight", "search_vipune"}, "preflight": {"search_vipune", "report"},
-    "search_arms": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
-    "search_vipune_lib": {"score"},
-    "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
-}
-EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
-    "stages.report.projection": {"report"},  # the projection's text
-    "stages.filter.split": {"filter_pairs"},  # the dev/test split
-    "vipune.client": {"preflight", "search_vipune"},
-    "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
-    "registry.measures": {"score", "report", "plots", "report_page"},
-    "stages.report.markdown": {"report"},  # the report's Markdown
-    "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
-    # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
-    # words for a granularity's rows rerun the report only; a comparison sentence no score job
-    "registry.retrievers": {"fuse_reference"},
-    "registry.views": {"report", "plots", "report_page"},
-    "stages.report.compare": {"report", "report_page"},
-    "core.io": RULES,  # shared by every stage: legitimately everything
-}
-
-
-def closure(rules):
-    out, todo = set(), list(rules)
-    while todo:
-        rule = todo.pop()
-        if rule not in out:
-            out.add(rule)
-            todo.extend(DOWNSTREAM[rule])
-    return out
-
-
-def plan(out):
-    """(every planned rule, the rules planned because a param — the code version — changed).
-
-    Snakemake gives a job one reason: a job downstream of a rerun reads "input files updated",
-    so only the topmost changed rules carry "params have changed"."""
-    if "Nothing to be done" in out:
-        return set(), set()
-    table = out[out.index("Job stats:"):out.index("total")]
-    planned = {m[1] for m in re.finditer(r"^(\w+)\s+\d+$", table, re.M)} - {"all"}
-    reasons = out[out.index("Reasons:"):]
-    params = re.search(r"params have changed since last execution:\n\s+(.*)", reasons)
-    return planned, set(params.group(1).split(", ")) if params else set()
-
 
 def test_the_edits_table_agrees_with_the_budgets():
     for module, rules in EDITS.items():
         reaching = {RULE[c] for c in COMMANDS if module in command_modules(c)} & RULES
         assert reaching == rules, module
-
-
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory, workflow_env, scenario_inputs):
-    root = tmp_path_factory.mktemp("tracking")
-    repo = root / "repo"
-    repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
-        source = REPO / part
-        if source.is_dir():
-            shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, repo / part)
-    workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
-    scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "Snakefile")
-    return repo, workdir
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("module", sorted(EDITS))
-def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
-    repo, workdir = copy
-    path = (repo / "vipune_eval").joinpath(*module.split(".")).with_suffix(".py")
-    original = path.read_bytes()
-    try:
-        path.write_bytes(original + b"\n# an edit\n")
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
-                                  snakefile=repo / "Snakefile").stdout
-    finally:
-        path.write_bytes(original)
-    planned, changed = plan(out)
-    direct = EDITS[module]
-    assert planned == closure(direct), out[-2000:]
-    topmost = {r for r in direct if not any(r in DOWNSTREAM[u] for u in closure(direct) - {r})}
-    assert changed == topmost, out[-2000:]
-
-
-@pytest.mark.slow
-def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, fake_vipune_bin):
-    """Issue 37: lane/ edited and built again (build.sh names the new lane after its sources)
-    plans the lib lane's searches, their scores and the report, nothing of the binary's lane; before
-    the new lane is built the run is refused, naming the command that builds it."""
-    from vipune_eval.vipune import lane_source
-
-    repo, workdir = copy
-    source = repo / "lane" / "src" / "main.rs"
-    original = source.read_bytes()
-    old = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
-    try:
-        source.write_bytes(original + b"\n// an edit\n")
-        new = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
-        proc = scenarios.snakemake(workdir, "-n", env=workflow_env, snakefile=repo / "Snakefile", check=False)
-        assert proc.returncode != 0 and f"{new} is not there" in proc.stderr, proc.stderr[-2000:]
-        assert ".ci/vipune/build.sh" in proc.stderr
-        new.write_bytes(old.read_bytes() + b"# built from the edited lane/\n")
-        new.chmod(0o755)
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env, snakefile=repo / "Snakefile").stdout
-    finally:
-        source.write_bytes(original)
-        new.unlink(missing_ok=True)
-    planned, _ = plan(out)
-    assert planned == closure({"search_vipune_lib"}), out[-2000:]
-
-
-@pytest.mark.slow
-def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
-    """Issue 28: with the default config the dataset is downloaded (here from tests/support/hub.py,
-    at the paper's pinned commit under its served name), and an edit of the vipune client reruns
-    the preflight and vipune's searches, nothing upstream. The finished run's report holds the
-    resolved commit and the sha256 the bytes were checked against (issue 30). (The model comes from
-    a local folder: the tiny model under bge-small's pinned name is refused by the pins, rightly.)"""
-    from support.hub import Hub
-    from vipune_eval.core.io import sha256_file
-    from vipune_eval.registry import datasets
-
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
-        source = REPO / part
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, repo / part)
-    data, model = scenario_inputs("tracking")
-    with Hub() as hub:
-        hub.add("datasets", datasets.ORIGINAL, datasets.ORIGINAL_AT, {"longmemeval_m": data.read_bytes()})
-        env = {**workflow_env, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home")}
-        env.pop("HF_HUB_OFFLINE")
-        workdir = scenarios.make_workdir(tmp_path / "run", data, model, scenario="tracking")
-        scenarios.set_config(workdir, dataset={"path": None, "preset": "m", "sha256": sha256_file(data)})
-        scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "Snakefile")
-        assert any(r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m"
-                   for r in hub.requests)
-        client = repo / "vipune_eval" / "vipune" / "client.py"
-        client.write_text(client.read_text() + "\n# an edit\n")
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "Snakefile").stdout
-    planned, _ = plan(out)
-    assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
-    assert not planned & {"download_dataset", "filter_pairs", "filter_rows", "embed"}
-    report = json.loads((workdir / "results/report.json").read_text())
-    assert report["provenance"]["dataset"]["resolved_commit"] == datasets.ORIGINAL_AT
-    assert report["provenance"]["dataset"]["sha256"] == sha256_file(data)
-    assert report["corpus"]["release"] == "custom" and not report["corpus"]["same_as_paper"]

@@ -3,10 +3,7 @@ a build named twice is dropped with a note (issue 24)."""
 
 import copy
 import math
-import os
 import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -134,26 +131,6 @@ def test_a_wrong_dataset_path_and_model_path_are_named_in_one_message(tmp_path, 
     assert f"dataset.path {tmp_path / 'nothere.json'} does not exist" in message
     assert f"model file {tmp_path / 'nomodel' / 'onnx' / 'model.onnx'} not found" in message
     assert "search_limit (3) must be at least the largest k (10)" in message
-
-
-@pytest.mark.slow
-def test_bad_values_stop_the_run_before_any_job(tmp_path):
-    (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\ngranularity: [session]\n")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
-                           "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert proc.returncode == 1
-    lines = proc.stderr.strip().splitlines()
-    start = lines.index("vipune-eval: bad configuration, 3 problems:")
-    assert lines[start + 1:] == [
-        "  - granularities ['turn'] has no session: session is required (the primary result, the one the "
-        "others are compared with); use ['session', 'turn']",
-        "  - split.dev_fraction must be a number from 0 to 1, got nan",
-        "  - granularity: not a config key; did you mean granularities?",
-        "vipune-eval: fix: fix these keys in your config file (every key: docs/configuration.md); "
-        "rename granularity → granularities"], proc.stderr
-    assert "does not contain items" not in proc.stderr and "Failed validating" not in proc.stderr
-    assert not (tmp_path / "results" / "logs").exists()
 
 
 def test_the_license_is_an_spdx_expression_built_by_a_setuptools_that_reads_it():
