@@ -112,12 +112,12 @@ PRIMARY = View("seed", granularities.PRIMARY)
 
 def configured(config: dict[str, Any]) -> list[View]:
     """The views a configuration asks for, the primary first."""
-    asked = config.get("granularities", [granularities.PRIMARY])
+    asked = config["granularities"]
     wrong = granularities.problems(asked)
     if wrong:
         raise EvalError("; ".join(wrong))
     views = [View("seed", g) for g in GRANULARITIES if g in asked]
-    if config.get("protocol") == "official":
+    if config["protocol"] == "official":
         views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in asked]
     return views
 

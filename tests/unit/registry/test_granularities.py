@@ -45,10 +45,10 @@ def test_properties_drive_the_views():
 
 def test_the_config_is_checked_by_the_owner():
     with pytest.raises(EvalError, match=r"unknown granularity 'sentence' \(granularities: session, turn, chunk\)"):
-        views.configured({"granularities": ["session", "sentence"]})
+        views.configured({"granularities": ["session", "sentence"], "protocol": "seed"})
     with pytest.raises(EvalError, match=r"has no session: session is required"):
-        views.configured({"granularities": ["turn"]})
-    assert [v.granularity for v in views.configured({"granularities": ["chunk", "session"]})] == ["session", "chunk"]
+        views.configured({"granularities": ["turn"], "protocol": "seed"})
+    assert [v.granularity for v in views.configured({"granularities": ["chunk", "session"], "protocol": "seed"})] == ["session", "chunk"]
 
 
 def test_the_cli_names_no_granularity():
