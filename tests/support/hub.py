@@ -12,7 +12,8 @@ What huggingface_hub (and our download stage) asks of the hub, served from memor
   ``RevisionNotFound`` / ``EntryNotFound``, ``X-Error-Message`` and a JSON ``{"error": ...}``
   body, which huggingface_hub maps to its named exceptions.
 Faults a test can set: ``cut[file] = n`` ends the next transfer of ``file`` after ``n`` bytes
-(the connection closes mid-body, Content-Length promising more); ``damaged[file] = bytes`` sends
+(the connection closes mid-body, Content-Length promising more), ``cut[file] = [n, m, ...]`` the
+next transfers, one cut each; ``damaged[file] = bytes`` sends
 those bytes instead of the file's (same headers: damage in transit); ``silent`` holds path fragments
 (``"/api/"``, ``"/resolve/"``) of requests accepted and never answered (a hung server);
 ``trickle[file] = (n, seconds)`` sends the first ``n`` bytes of the next transfers of ``file``, then
@@ -195,6 +196,10 @@ class Hub:
                 if filename in hub.trickle:
                     return self._trickle(chunk, *hub.trickle[filename])
                 cut = hub.cut.pop(filename, None)
+                if isinstance(cut, list):
+                    if len(cut) > 1:
+                        hub.cut[filename] = cut[1:]
+                    cut = cut[0]
                 if cut is not None and cut < len(chunk):
                     self.wfile.write(chunk[:cut])
                     self.wfile.flush()

@@ -113,10 +113,10 @@ def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, 
             break
         except _Interrupted as cut:
             if attempt == ATTEMPTS:
-                raise EvalError(f"the transfer of {what} stopped {ATTEMPTS} times (last at {cut} "
-                                f"bytes; kept in {part})",
+                raise EvalError(f"the transfer of {what} from {cut.url} stopped {ATTEMPTS} times "
+                                f"(last at {cut.kept} bytes; kept in {part})",
                                 fix="run the workflow again: the transfer resumes where it stopped") from None
-            log.warning("%s: transfer interrupted at %s bytes; resuming", what, cut)
+            log.warning("%s: transfer interrupted at %s bytes; resuming", what, cut.kept)
     if size is not None and total != size:
         part.unlink()
         raise EvalError(f"{what}: received {total} bytes, the pin says {size}; the bytes were deleted",
@@ -133,7 +133,11 @@ def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, 
 
 
 class _Interrupted(Exception):
-    """The connection ended before the response's last byte (str: the bytes kept)."""
+    """The connection to ``url`` ended before the response's last byte, ``kept`` bytes in."""
+
+    def __init__(self, kept: int, url: str):
+        super().__init__(kept, url)
+        self.kept, self.url = kept, url
 
 
 def _announced(response, sha256: str | None, size: int | None, what: str) -> None:
@@ -198,11 +202,11 @@ def _transfer(repo_id: str, filename: str, commit: str, repo_type: str, part: Pa
     except httpx.ReadTimeout as exc:
         if not answered:  # no answer at all: hub_errors names the URL; retrying would wait as long again
             raise
-        raise _Interrupted(part.stat().st_size if part.exists() else 0) from exc
+        raise _Interrupted(part.stat().st_size if part.exists() else 0, url) from exc
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        raise _Interrupted(part.stat().st_size if part.exists() else 0) from exc
+        raise _Interrupted(part.stat().st_size if part.exists() else 0, url) from exc
     if length and have < length:
-        raise _Interrupted(have)
+        raise _Interrupted(have, url)
     return digest.hexdigest(), have
 
 

@@ -160,6 +160,20 @@ def test_an_interrupted_transfer_resumes_with_a_range_request(hub, tmp_path):
     assert not (tmp_path / "dl/longmemeval_m.part").exists()
 
 
+def test_a_transfer_cut_on_every_try_names_the_url_and_a_rerun_resumes(hub, tmp_path):
+    hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
+    hub.cut["longmemeval_m"] = [20_000, 20_000, 20_000]
+    block = {**datasets.resolve({"preset": "m"}), "sha256": sha(DATA), "size": len(DATA)}
+    proc = download_dataset(hub, tmp_path, block)
+    assert proc.returncode != 0
+    url = f"{hub.endpoint}/datasets/xiaowu0162/longmemeval/resolve/{PAPER_AT}/longmemeval_m"
+    assert f"from {url} stopped 3 times (last at 60000 bytes; kept in" in proc.stderr, proc.stderr
+    assert (tmp_path / "dl/longmemeval_m.part").stat().st_size == 60_000
+    again = download_dataset(hub, tmp_path, block)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "dl/longmemeval_m").read_bytes() == DATA
+
+
 def test_a_part_left_by_a_killed_job_is_continued_not_restarted(hub, tmp_path):
     hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
     (tmp_path / "dl").mkdir()
