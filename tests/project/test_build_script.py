@@ -56,4 +56,6 @@ def test_a_checkout_whose_lock_the_registry_cannot_honour_builds_from_a_copy(che
                           check=True).stdout
     lane = json.loads(said)
     assert lane["binary_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
-    assert lane["vipune_source"].startswith(f"checkout {checkout}") and "webpki-roots" in lane["vipune_source"]
+    assert lane["vipune_source"].startswith(f"checkout {checkout}")
+    assert lane["vipune_source"].endswith(  # the binary's words for the move (plan.builds)
+        f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(lock_deviations(binary))})")
