@@ -191,17 +191,21 @@ relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins
     return 1
 }
 
-fetchable() { # $1: a vipune source whose Cargo.lock the registry can honour, relocked if need be
+fetchable() { # $1: a vipune source whose Cargo.lock the registry can honour, relocked if need be;
+    # the moves are kept beside it too ($1.lock-deviations.txt), so a later build from the same
+    # relocked copy (the binary deleted, another home) still records them
     if ! (cd "$1" && cargo fetch --locked) 2>"$cache/fetch.log"; then
         grep -q "failed to select a version for the requirement" "$cache/fetch.log" || { cat "$cache/fetch.log" >&2; return 1; }
-        relock "$1"
+        relock "$1" && cp "$deviations" "$1.lock-deviations.txt"
+    elif [ -f "$1.lock-deviations.txt" ]; then
+        cp "$1.lock-deviations.txt" "$deviations"
     fi
 }
 
 if [ "$version" = checkout ]; then
     # A copy (modification times kept, so cargo rebuilds only what changed since the last call)
     src=$home/src
-    rm -rf "$src" && mkdir -p "$src"
+    rm -rf "$src" "$src.lock-deviations.txt" && mkdir -p "$src"
     tar -C "$checkout" --exclude=./target --exclude=./.git -cf - . | tar -C "$src" -xf -
     vipune_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$src/Cargo.toml" | head -n1)
     described=$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo "not a git tree")
@@ -225,7 +229,7 @@ else
     src=$cache/src-$version
     if [ ! -f "$src/Cargo.toml" ]; then
         registry=$(registry_source "$version")
-        rm -rf "$src.part" && cp -rp "$registry" "$src.part" && mv "$src.part" "$src"
+        rm -rf "$src.part" "$src.lock-deviations.txt" && cp -rp "$registry" "$src.part" && mv "$src.part" "$src"
     fi
     fetchable "$src"
     works || cargo install --path "$src" --locked --root "$home" --force >&2 # the release's own lock could not be honoured

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vipune_eval.core.process import kill_group, shown
 from vipune_eval.errors import EvalError
 
 class VipuneError(EvalError):
@@ -54,14 +54,6 @@ def isolated_env(home: Path, hf_home: Path | None = None) -> dict[str, str]:
             legacy.symlink_to(hf_home, target_is_directory=True)
         env.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", **dict.fromkeys(PROXY_VARIABLES, NO_NETWORK_PROXY))
     return env
-
-
-def shown(cmd: list[str]) -> str:
-    """A command line for an error message, with a long last argument (a question) shortened."""
-    words = [str(c) for c in cmd]
-    if len(words[-1]) > 200:
-        words[-1] = words[-1][:200] + f"… ({len(words[-1])} characters)"
-    return " ".join(words)
 
 
 @dataclass(frozen=True)
@@ -116,7 +108,7 @@ class Vipune:
         try:
             out, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             out, err = proc.communicate()
             raise VipuneError(
                 f"{where}: `{shown(cmd)}` did not finish within {self.timeout:g} s (vipune.timeout) "
@@ -207,13 +199,6 @@ class Vipune:
 
     def doctor_fts(self, db: Path, where: str) -> dict[str, Any]:
         return self.call(["--db-path", str(db), "--json", "doctor", "--fts"], where)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def _text(data: bytes | None) -> str:

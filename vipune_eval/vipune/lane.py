@@ -10,6 +10,7 @@ and docs/vipune-contract.md.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import queue
 import subprocess
@@ -22,6 +23,7 @@ import numpy as np
 
 from vipune_eval.core.io import check_planned_bytes, sha256_file
 from vipune_eval.core.persona import Persona
+from vipune_eval.core.process import kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
 
@@ -62,8 +64,7 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
                 "`.ci/vipune/build.sh --checkout DIR`)")
     sha = sha256_file(path)
-    # The id names the pair (these lane bytes, that binary): a real lane records its binary's
-    # sha256 in its bytes anyway; a lane script that does not still gets one id per binary.
+    # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
     version = said.get("vipune") or binary["version"]
     return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
@@ -107,75 +108,133 @@ class LaneRun:
     tmp: Path          # the per-persona databases (created and removed by the lane)
     timeout: float     # seconds the lane may take for one persona
 
-    def search(self, personas: Iterable[Persona], limit: int) -> Iterator[tuple[Persona, dict[str, Any]]]:
+    def search(self, personas: Iterable[Persona], limit: int,
+               record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
         """Each persona with the lane's answer, in order: its rankings and timings, or its error.
-        One process for all of them; a lane that dies, hangs or answers out of turn is a LaneError
-        naming the command and the persona it was on."""
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        cmd = [str(self.lane), "search", "--tmp", str(self.tmp)]
-        stderr = (self.tmp / "lane.stderr").open("w+b")
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
-        sent: queue.Queue[Persona | None] = queue.Queue()
-        lines: queue.Queue[bytes] = queue.Queue()
-        failure: list[BaseException] = []
-
-        def write() -> None:
+        One process for all of them. A lane that dies, hangs or answers out of turn on a persona
+        is a LanePersonaError naming the command and that persona; with ``record`` that persona is
+        answered with the error instead and a new lane goes on with the personas after it."""
+        rest: Iterator[Persona] = iter(personas)
+        while True:
+            process = _LaneProcess(self, rest, limit)
             try:
-                for persona in personas:
-                    sent.put(persona)
-                    proc.stdin.write(frame(persona, limit))
-            except BrokenPipeError:
-                pass  # the lane died: the reader says how
-            except BaseException as exc:  # noqa: BLE001 - reading the personas failed: re-raised below
-                failure.append(exc)
+                yield from process.answers()
+                return
+            except LanePersonaError as exc:
+                if not record:
+                    raise
+                unanswered = process.stop()
+                yield exc.persona, {"question_id": exc.persona.question_id, "error": exc.detail}
+                rest = itertools.chain(unanswered, rest)
             finally:
-                sent.put(None)
-                try:
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    pass
+                process.stop()
 
-        def read() -> None:
-            for line in proc.stdout:
-                lines.put(line)
-            lines.put(b"")
 
-        threads = [threading.Thread(target=write, daemon=True), threading.Thread(target=read, daemon=True)]
-        for t in threads:
-            t.start()
-        shown = " ".join(cmd)
+class LanePersonaError(LaneError):
+    """The lane died, hung or broke its protocol on ``persona``."""
+
+    def __init__(self, persona: Persona, detail: str, fix: str):
+        super().__init__(f"persona {persona.question_id}: {detail}", fix=fix)
+        self.persona, self.detail = persona, detail
+
+
+class _LaneProcess:
+    """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
+
+    def __init__(self, run: LaneRun, personas: Iterator[Persona], limit: int):
+        run.tmp.mkdir(parents=True, exist_ok=True)
+        self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp)]
+        self.timeout = run.timeout
+        self.stderr = (run.tmp / "lane.stderr").open("w+b")
+        try:  # a session of its own, so a kill reaches a wrapper script's children too
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.stderr, start_new_session=True)
+        except OSError as exc:
+            self.stderr.close()
+            raise LaneError(f"cannot run `{shown(self.cmd)}`: {exc}",
+                            fix=f"build it again: `{build_command('VERSION')}`") from None
+        self.sent: queue.Queue[Persona | None] = queue.Queue()
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.failure: list[BaseException] = []
+        self.writer = threading.Thread(target=self._write, args=(personas, limit), daemon=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.writer.start()
+        self.reader.start()
+
+    def _write(self, personas: Iterator[Persona], limit: int) -> None:
         try:
-            while (persona := sent.get()) is not None:
-                try:
-                    line = lines.get(timeout=self.timeout)
-                except queue.Empty:
-                    raise LaneError(f"persona {persona.question_id}: `{shown}` gave no answer within "
-                                    f"{self.timeout:g} s (vipune.timeout); it was killed",
-                                    fix="raise vipune.timeout, or see whether the lane hangs on this persona") from None
-                if not line:
-                    proc.wait()
-                    stderr.seek(0)
-                    raise LaneError(f"persona {persona.question_id}: `{shown}` ended (exit {proc.returncode}) "
-                                    f"before answering; stderr: {stderr.read().decode(errors='replace')[-500:]!r}",
-                                    fix="a malformed persona or a crash of vipune's code: rerun this shard "
-                                        "alone to see it, and report a crash to vipune")
-                try:
-                    answer = json.loads(line)
-                except json.JSONDecodeError:
-                    answer = None
-                if not isinstance(answer, dict) or answer.get("question_id") != persona.question_id:
-                    raise LaneError(f"persona {persona.question_id}: `{shown}` answered {line[:200]!r}, "
-                                    "not this persona's JSON line (a protocol violation)",
-                                    fix="build the lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
-                yield persona, answer
-            if failure:
-                raise failure[0]
-            if proc.wait(timeout=self.timeout) != 0:
-                stderr.seek(0)
-                raise LaneError(f"`{shown}` exited {proc.returncode} after the last persona; stderr: "
-                                f"{stderr.read().decode(errors='replace')[-500:]!r}")
+            for persona in personas:
+                framed = frame(persona, limit)
+                self.sent.put(persona)  # after its frame: a persona on the queue is one the lane was sent
+                self.proc.stdin.write(framed)
+        except BrokenPipeError:
+            pass  # the lane died: the reader says how
+        except BaseException as exc:  # noqa: BLE001 - reading the personas failed: re-raised by answers()
+            self.failure.append(exc)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            stderr.close()
+            self.sent.put(None)
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
+
+    def _stderr(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")[-500:]
+
+    def answers(self) -> Iterator[tuple[Persona, dict[str, Any]]]:
+        shown_cmd = shown(self.cmd)
+        while (persona := self.sent.get()) is not None:
+            try:
+                line = self.lines.get(timeout=self.timeout)
+            except queue.Empty:
+                raise LanePersonaError(persona, f"`{shown_cmd}` gave no answer within {self.timeout:g} s "
+                                       "(vipune.timeout); it was killed",
+                                       fix="raise vipune.timeout, or see whether the lane hangs on this persona") from None
+            if not line:
+                if self.failure:
+                    raise self.failure[0]
+                self.proc.wait()
+                raise LanePersonaError(persona, f"`{shown_cmd}` ended (exit {self.proc.returncode}) before "
+                                       f"answering; stderr: {self._stderr()!r}",
+                                       fix="a malformed persona or a crash of vipune's code: rerun this shard "
+                                           "alone to see it, and report a crash to vipune")
+            try:
+                answer = json.loads(line)
+            except json.JSONDecodeError:
+                answer = None
+            if not isinstance(answer, dict) or answer.get("question_id") != persona.question_id:
+                raise LanePersonaError(persona, f"`{shown_cmd}` answered {line[:200]!r}, not this persona's "
+                                       "JSON line (a protocol violation)",
+                                       fix="build the lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
+            yield persona, answer
+        if self.failure:
+            raise self.failure[0]
+        try:
+            code = self.proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise LaneError(f"`{shown_cmd}` did not exit within {self.timeout:g} s (vipune.timeout) after "
+                            "answering the last persona; it was killed",
+                            fix="see whether the lane hangs at the end of its input") from None
+        if code != 0:
+            raise LaneError(f"`{shown_cmd}` exited {code} after the last persona; stderr: {self._stderr()!r}",
+                            fix="report it to vipune with the lane's stderr")
+
+    def stop(self) -> list[Persona]:
+        """End the process (killed, with its children, where it still runs) and return the personas
+        it was sent and did not answer, in order."""
+        if self.proc.poll() is None:
+            kill_group(self.proc)
+        self.proc.wait()
+        self.writer.join()
+        self.stderr.close()
+        unanswered = []
+        while not self.sent.empty():
+            if (persona := self.sent.get()) is not None:
+                unanswered.append(persona)
+        return unanswered

@@ -228,9 +228,9 @@ rule search_vipune_lib:
         lane=untracked(WS.builds.lane_path),
         shard=shard_options,
         options=search_options,
-        # not rerun triggers: a limit and what to do on a refusal, not settings of the ranking
-        timeout=untracked(config["vipune"]["timeout"]),
-        on_error=untracked(config["vipune"]["on_error"]),
+        # tracked as search_vipune's are: a longer timeout or another policy may score a pair recorded as failed
+        timeout=config["vipune"]["timeout"],
+        on_error=config["vipune"]["on_error"],
         tmp=lambda wildcards: paths.job_tmp(
             f"{wildcards.view}search",
             paths.lib_run(wildcards.lane),

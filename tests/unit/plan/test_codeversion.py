@@ -36,7 +36,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "download-model": {"stages.download", "core.fingerprints"},
     # the model laid out where vipune looks: the layout only, not the client
     "vipune-home": {"vipune.model_cache", "core.fingerprints"},
-    "check-binary": {"vipune.binary", "vipune.client"},
+    "check-binary": {"vipune.binary", "vipune.client", "core.process"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
     "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
@@ -55,13 +55,13 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
-    "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary",
+    "search-vipune": SHARD | {"stages.search.vipune_lane", "vipune.client", "vipune.binary", "core.process",
                               "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
     # vipune's own search code through the lane: never the binary's client, import format or model
     "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
-                                  "registry.vipune_runs"},
+                                  "registry.vipune_runs", "core.process"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
-    "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary",
+    "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract"},
     # the intervals of the metrics; never the report's comparisons or their wording
     "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},

@@ -7,7 +7,9 @@ checked against the real lane here, as the fake binary is against the real one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +152,30 @@ def test_a_lane_that_hangs_is_killed_after_the_timeout(fake, tmp_path, monkeypat
     monkeypatch.setenv("FAKE_LANE_FAULT", "hang")
     with pytest.raises(LaneError, match=f"persona {PERSONAS[0].question_id}: .*no answer within 2 s"):
         list(LaneRun(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, 10))
+
+
+@pytest.mark.parametrize("fault, timeout, expected", [
+    ("crash", 60, r"ended \(exit 1\) before answering; stderr: .*injected crash"),
+    ("hang", 2, "gave no answer within 2 s"),
+    ("garbage", 60, "not this persona's JSON line"),
+])
+def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_new_lane_goes_on(
+        fake, tmp_path, monkeypatch, fault, timeout, expected):
+    """vipune.on_error: record: the persona it crashed, hung or broke the protocol on carries the
+    error, and every persona after it (those already sent to the dead lane too) is answered."""
+    monkeypatch.setenv("FAKE_LANE_FAULT", fault)
+    monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
+    answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, 10, record=True))
+    assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
+    broken = answers[2][1]
+    assert set(broken) == {"question_id", "error"} and re.search(expected, broken["error"])
+    assert all("hybrid" in answer for p, answer in answers if p is not PERSONAS[2])
+
+
+def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
+    broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384
+    with pytest.raises(ValueError, match="dimension"):
+        list(LaneRun(fake[1], tmp_path / "dbs", 60).search([PERSONAS[0], broken, PERSONAS[2]], 10, record=True))
 
 
 def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, monkeypatch):

@@ -25,14 +25,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-
-from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core import trec
+from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.core.process import shown
 from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.vipune.binary import planned_binary
-from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, shown
+from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
+
 
 def ranking_of(persona: Persona, hits: list[dict[str, Any]], command: str) -> Ranking:
     """The hits as (row id, score), refusing ids that are unknown or repeated."""

@@ -10,48 +10,63 @@ src/rrf.rs). No model and no process per persona: the whole per-run phase takes 
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
-import tempfile
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import trec
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
+from vipune_eval.errors import EvalError
 from vipune_eval.registry.vipune_runs import LIB, SEARCHES
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
-
-RANKINGS = SEARCHES  # the lane's two answers per persona: vipune-lib, vipune-lib-semantic
 
 
 def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: float, on_error: str,
                    tmp: Path, out: Path, semantic_out: Path, status_out: Path) -> None:
-    """The lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona vipune
-    refuses, ``record`` lists such personas in the status file (left out of every average)."""
+    """The lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona the
+    lane refuses, crashes or hangs on, or answers out of contract; ``record`` lists such personas
+    in the status file (left out of every average) and goes on with the others."""
     check_lane(lane, fingerprint)
-    shutil.rmtree(tmp, ignore_errors=True)  # what a killed attempt left behind
     databases = database_folder(tmp)
-    log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
-    progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
     done: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
     steps: Counter[str] = Counter()
+
+    def fail(qid: str, why: str) -> None:
+        failed[qid] = why
+        log.error("%s", why)
+        if on_error == "stop":
+            raise LaneError(why, fix="set vipune.on_error: record to score the other pairs anyway")
+
     try:
-        for persona, answer in LaneRun(lane, databases, timeout).search(shard.personas(), shard.limit):
-            qid = persona.question_id
-            if "error" in answer:
-                failed[qid] = f"persona {qid}: vipune-lane: {answer['error']}"
-                log.error("%s", failed[qid])
-                if on_error == "stop":
-                    raise LaneError(failed[qid], fix="set vipune.on_error: record to score the other pairs anyway")
-                continue
-            done[qid] = {name: persona.documents(_ranking(persona, answer, name, lane), shard.depth, shard.collapse)
-                         for name in RANKINGS}
-            steps.update(answer["seconds"])
-            seconds[qid] = _latency(answer["seconds"])
-            progress.advance()
+        log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
+        progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
+        search = LaneRun(lane, databases, timeout).search(shard.personas(), shard.limit, record=on_error == "record")
+        with closing(search) as answers:  # the lane is ended before its databases are removed
+            for persona, answer in answers:
+                qid = persona.question_id
+                if "error" in answer:
+                    fail(qid, f"persona {qid}: vipune-lane: {answer['error']}")
+                    continue
+                try:
+                    spent = answer.get("seconds")
+                    if not isinstance(spent, dict):
+                        raise EvalError(f"persona {qid}: `{lane.name} search` answered without its seconds "
+                                        "per step (a protocol violation)")
+                    done[qid] = {name: persona.documents(_ranking(persona, answer, name, lane), shard.depth,
+                                                         shard.collapse) for name in SEARCHES}
+                except EvalError as exc:
+                    fail(qid, exc.message)
+                    continue
+                steps.update(spent)
+                seconds[qid] = _latency(spent)
+                progress.advance()
     finally:
         shutil.rmtree(databases, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -69,13 +84,19 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
 
 
 def database_folder(tmp: Path, ram: Path = Path("/dev/shm")) -> Path:
-    """Where the lane's throwaway databases live: in RAM (``/dev/shm``) where the machine has it,
-    else in the job's scratch folder. ``Database::open`` commits its schema and migrations step by
-    step, and on a disk the fsyncs of those commits cost more than seeding and searching the
-    persona (benchmarks/bench_lanes.py); in RAM they cost nothing and the database is still a file."""
-    if ram.is_dir():
+    """Where the lane's throwaway databases live, emptied of what a killed attempt left: in RAM
+    (``/dev/shm``) where the machine has it, in a folder named after the job's scratch folder (so
+    the job's next attempt finds it), else in that scratch folder. ``Database::open`` commits its
+    schema and migrations step by step, and on a disk the fsyncs of those commits cost more than
+    seeding and searching the persona (benchmarks/bench_lanes.py); in RAM they cost nothing and
+    the database is still a file."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    if ram.is_dir() and os.access(ram, os.W_OK):
+        folder = ram / f"vipune-lib-{hashlib.sha256(str(tmp.resolve()).encode()).hexdigest()[:16]}"
+        shutil.rmtree(folder, ignore_errors=True)
         try:
-            return Path(tempfile.mkdtemp(prefix="vipune-lib-", dir=ram))
+            folder.mkdir()
+            return folder
         except OSError:
             pass
     tmp.mkdir(parents=True, exist_ok=True)
