@@ -77,10 +77,10 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         said = json.loads(proc.stdout)
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-        raise LaneError(f"`{' '.join(cmd)}` did not print its build as JSON: {exc}",
+        raise LaneError(f"`{shown(cmd)}` did not print its build as JSON: {exc}",
                         fix=f"build it again: `{build_command('VERSION')}`") from None
     if proc.returncode != 0 or not isinstance(said, dict) or said.get("name") != "vipune-lane":
-        raise LaneError(f"`{' '.join(cmd)}` exited {proc.returncode} saying {proc.stdout[:200]!r} "
+        raise LaneError(f"`{shown(cmd)}` exited {proc.returncode} saying {proc.stdout[:200]!r} "
                         f"{proc.stderr[-300:]!r}: not a vipune-lane",
                         fix=f"build it again: `{build_command('VERSION')}`")
     return said
