@@ -137,7 +137,7 @@ if [ $cached_only = 1 ]; then
         exit 0
     fi
     if command -v cargo >/dev/null; then
-        echo "vipune $version is not built in $cache: \`.ci/vipune/build.sh $version\` builds it (cargo, crates.io and PyPI; about 8 min cold on 2 cores)" >&2
+        echo "vipune $version is not built in $cache: \`.ci/vipune/build.sh $version\` builds it (cargo, crates.io and PyPI; about 4 min cold on 2 idle cores)" >&2
     else
         echo "vipune $version is not built in $cache, and cargo is not installed here to build it (.ci/vipune/build.sh)" >&2
     fi
