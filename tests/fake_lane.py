@@ -38,8 +38,9 @@ def version() -> dict:
         hashlib.sha256(binary.read_bytes()).hexdigest() if binary.is_file() else None)
     return {"name": "vipune-lane", "lane": "0.1.0", "vipune": vipune.DEFAULT_VERSION,
             "vipune_source": "the fake lane of the tests (tests/fake_lane.py)", "lane_source": None,
-            "binary_sha256": sha, "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search"],
-            "fusion": "fake_vipune.rrf_fusion"}
+            "binary_sha256": sha, "profile": None,
+            "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
+            "sources": None}
 
 
 def answer(header: dict, vectors: bytes, db_path: str) -> dict:
@@ -48,6 +49,14 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
     qid, n, dims = header["question_id"], len(header["ids"]), header["dims"]
     matrix = np.frombuffer(vectors, dtype="<f4").reshape(n + 1, dims)
     limit, query = header["limit"], header["question"].strip()
+    try:  # what the fake binary's search refuses, in its order, with its message and exit code
+        vipune.validate_query(query)
+        vipune.validate_limit(limit)
+        if query and header["question_tokens"] > vipune.MAX_EMBEDDING_TOKENS:
+            raise vipune.VipuneError(f"content exceeds {vipune.MAX_EMBEDDING_TOKENS}-token embedding limit "
+                                     f"(measured: {header['question_tokens']} tokens)", vipune.EXIT_TOO_LONG)
+    except vipune.VipuneError as exc:
+        return {"question_id": qid, "error": str(exc), "exit_code": exc.code}
     conn = vipune.open_db(db_path)
     try:
         conn.execute("BEGIN")
@@ -63,15 +72,14 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
                                    vipune.bm25_search(conn, query, qid, pool)])[:limit]
         seconds = time.perf_counter() - start
     except (vipune.VipuneError, sqlite3.Error) as exc:
-        return {"question_id": qid, "error": str(exc)}
+        return {"question_id": qid, "error": str(exc), "exit_code": vipune.EXIT_ERROR}
     finally:
         conn.close()
     hybrid = [[r["id"], r["similarity"]] for r in fused]
     if _faulted("foreign-id", query) and hybrid:
         hybrid[0][0] = "no-such-row"
     return {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
-            "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "dense_pool": seconds / 2,
-                        "bm25": 0.0, "fuse": 0.0}}
+            "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "hybrid": seconds / 2}}
 
 
 def _faulted(fault: str, question: str) -> bool:
@@ -79,12 +87,10 @@ def _faulted(fault: str, question: str) -> bool:
 
 
 def search(args: list[str]) -> int:
-    if args[:1] == ["--in-memory"]:
-        folder = None
-    elif args[:1] == ["--tmp"] and len(args) > 1:
+    if args[:1] == ["--tmp"] and len(args) > 1:
         folder = args[1]
     else:
-        print("vipune-lane: search needs --tmp DIR or --in-memory", file=sys.stderr)
+        print("vipune-lane: search needs --tmp DIR", file=sys.stderr)
         return 2
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     for number, line in enumerate(iter(stdin.readline, b""), start=1):
@@ -105,9 +111,7 @@ def search(args: list[str]) -> int:
             stdout.flush()
             continue
         if _faulted("refuse", question):
-            result = {"question_id": header["question_id"], "error": "injected refusal"}
-        elif folder is None:
-            result = answer(header, vectors, ":memory:")
+            result = {"question_id": header["question_id"], "error": "injected refusal", "exit_code": 1}
         else:
             with tempfile.TemporaryDirectory(dir=folder) as tmp:
                 result = answer(header, vectors, str(Path(tmp) / f"persona-{number}.db"))
@@ -122,7 +126,7 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["search"]:
         return search(argv[1:])
-    print("usage: vipune-lane version | vipune-lane search [--tmp DIR | --in-memory]", file=sys.stderr)
+    print("usage: vipune-lane version | vipune-lane search --tmp DIR", file=sys.stderr)
     return 2
 
 

@@ -3,7 +3,7 @@
 # with no download but crates.io and PyPI; prints the path of the vipune binary.
 #
 # usage: .ci/vipune/build.sh [--cached] [VERSION [ONNXRUNTIME_VERSION]]
-#        .ci/vipune/build.sh --checkout DIR [ONNXRUNTIME_VERSION]
+#        .ci/vipune/build.sh --checkout DIR [--fast] [ONNXRUNTIME_VERSION]
 #
 #   VERSION    a release on crates.io (`cargo install vipune --version VERSION --locked`); by
 #              default the one the harness's contract was checked against, read from
@@ -11,6 +11,12 @@
 #   --checkout a clone of randomm/vipune, built as it is now, e.g. to compare your change with
 #              the last release (docs/reruns.md). It is built from a copy (your tree is never
 #              written to: no target/, no Cargo.lock change), incrementally on every call.
+#   --fast     (with --checkout) the maintainer's loop: vipune's release profile without its fat
+#              LTO and single codegen unit (profile "fast": thin-local LTO, 16 codegen units,
+#              incremental), a one-line edit rebuilt in seconds, not minutes. The code and the
+#              floating-point arithmetic are the same (no fast-math in Rust), so it ranks as the
+#              release profile does (tests/unit/vipune/test_lane.py checks every list and score);
+#              its binary and lane say "profile": "fast" and every report names a fast build.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
 #   --source VERSION  print the folder of that release's own sources, as crates.io ships them
@@ -22,8 +28,11 @@
 # The lane: lane/ (a Rust command linking the `vipune` library crate; docs/vipune-contract.md)
 # built against the very source and Cargo.lock the binary was built from, named after its own
 # sources' sha256 (vipune_eval/vipune/lane_source.py): bin/vipune-lane-<sha12> beside bin/vipune.
-# It records the binary's sha256, so the workflow pairs the two. A release's lane is reused
-# while it runs and names that binary; a checkout's is rebuilt (incrementally) with it.
+# It compiles vipune's private search files from that source (lane/vipune_sources.json, "compiled",
+# included by path by lane/build.rs) and records the sha256 of each vipune item it still copies
+# against the one it was copied from ("copies"), the binary's sha256 (so the workflow pairs the
+# two) and its profile. A release's lane is reused while it runs and names that binary; a
+# checkout's is rebuilt (incrementally) with it.
 #
 # ort-sys's build script would fetch ONNX Runtime from pyke's CDN; instead it is pointed at the
 # libonnxruntime.so.<ver> inside PyPI's onnxruntime wheel (ORT_LIB_PATH, ORT_PREFER_DYNAMIC_LINK=1,
@@ -62,6 +71,7 @@ registry_source() { # $1: a release; prints cargo's registry copy of its sources
 
 cached_only=0
 checkout=
+profile=release
 case ${1:-} in
 --source)
     registry_source "${2:?--source needs a release}"
@@ -71,6 +81,10 @@ case ${1:-} in
 --checkout)
     checkout=$(cd "${2:?--checkout needs the folder of a vipune clone}" && pwd)
     shift 2
+    if [ "${1:-}" = --fast ]; then
+        profile=fast
+        shift
+    fi
     ;;
 esac
 
@@ -90,6 +104,7 @@ if [ -n "$checkout" ]; then
     ort_version=${1:-$(ort_for_sys "$(locked_ort_sys "$checkout/Cargo.lock")")}
     [ -n "$ort_version" ] || { echo "build.sh: say which ONNX Runtime $checkout's ort-sys ($(locked_ort_sys "$checkout/Cargo.lock")) needs (second argument)" >&2; exit 2; }
     home=$cache/checkout-$(basename "$checkout")-ort$ort_version
+    [ $profile = release ] || home=$home-$profile
 else
     version=${1:-$(sed -n 's/^RELEASE = "\(.*\)"$/\1/p' "$repo/vipune_eval/vipune/release.py")}
     case $version in
@@ -170,6 +185,10 @@ ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so.1"
 export ORT_LIB_PATH=$ort_dir ORT_LIB_LOCATION=$ort_dir ORT_PREFER_DYNAMIC_LINK=1 ORT_SKIP_DOWNLOAD=1
 export RUSTFLAGS="-C link-arg=-Wl,-rpath,$ort_dir"
 export CARGO_TARGET_DIR=$cache/target-ort$ort_version
+# The fast profile (--fast): vipune's release profile, but LTO only within a crate and 16 codegen
+# units compiled incrementally; the same opt-level, so the same code and arithmetic.
+profile_flags=(--profile "$profile" --config 'profile.fast.inherits="release"' --config 'profile.fast.lto=false'
+    --config 'profile.fast.codegen-units=16' --config 'profile.fast.incremental=true')
 deviations=$home/lock-deviations.txt
 
 relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins that the registry
@@ -213,7 +232,7 @@ if [ "$version" = checkout ]; then
     rm -f "$deviations"
     fetchable "$src"
     echo "build.sh: cargo install --path $checkout (a copy) against ONNX Runtime $ort_version (PyPI wheel)" >&2
-    cargo install --path "$src" --locked --root "$home" --force >&2
+    cargo install --path "$src" --locked --root "$home" --force "${profile_flags[@]}" >&2
 else
     vipune_version=$version
     vipune_source="vipune $version from crates.io"
@@ -251,11 +270,13 @@ if [ "$version" = checkout ] || ! lane_works; then
     echo "build.sh: building $lane_name against $vipune_source" >&2
     work=$home/lane-src # a copy: the build writes a Cargo.lock; modification times kept
     rm -rf "$work" && cp -rp "$repo/lane" "$work" && cp -p "$src/Cargo.lock" "$work/Cargo.lock"
+    sources=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src")
     VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipune_source \
         VIPUNE_LANE_SOURCE_ID=$lane_sha VIPUNE_LANE_BINARY_SHA256=$(sha256sum "$bin" | cut -d' ' -f1) \
-        cargo build --release --manifest-path "$work/Cargo.toml" \
+        VIPUNE_LANE_VIPUNE_SRC=$src VIPUNE_LANE_SOURCES=$sources VIPUNE_LANE_PROFILE=$profile \
+        cargo build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
         --config "patch.crates-io.vipune.path = \"$src\"" >&2
-    cp "$CARGO_TARGET_DIR/release/vipune-lane" "$lane.part" && mv "$lane.part" "$lane"
+    cp "$CARGO_TARGET_DIR/$profile/vipune-lane" "$lane.part" && mv "$lane.part" "$lane"
     lane_works || { echo "build.sh: $lane was built but does not name $bin's sha256 (\`$lane version\`)" >&2; exit 1; }
 fi
 echo "build.sh: vipune $version and its lane ready in $((SECONDS - start)) s" >&2

@@ -1,70 +1,64 @@
-//! vipune-lane: vipune's own search code (`vipune::Database`) fed cached query vectors, many
-//! personas per process: the model-free lane of vipune-eval (docs/vipune-contract.md).
+//! vipune-lane: vipune's own search code fed cached query vectors, many personas per process:
+//! the lib lane of vipune-eval (docs/vipune-contract.md, "The lib lane").
 //!
-//! `vipune-lane version` prints, as JSON, what it was built from (set by .ci/vipune/build.sh).
+//! What runs is vipune's: the library (`Database::open`, `insert_with_id`, `search`,
+//! `search_bm25`) and, compiled into this crate from the very source the lane is built against,
+//! the private files lane/vipune_sources.json lists (`MemoryStore::search` and `search_hybrid`
+//! with their trim, checks, candidate pool and call order; `rrf_fusion`; the recency checks).
+//! What stays a copy (the query's embedding answered from the cache, the command's call, the
+//! import's transaction, the exit code) is in src/copies.rs, each item pinned by the sha256 of
+//! the vipune item it copies.
 //!
-//! `vipune-lane search [--tmp DIR | --in-memory] [--breakdown]` reads personas from stdin and
-//! answers each with one JSON line on stdout, in order. A persona is one JSON line
+//! `vipune-lane version` prints, as JSON, what it was built from (set by .ci/vipune/build.sh):
+//! vipune's version and source, the binary built beside it, the compiled files' sha256 and each
+//! copy with whether the source still has the pinned bytes.
 //!
-//!   {"question_id": str, "question": str, "limit": int, "dims": int,
+//! `vipune-lane search --tmp DIR [--breakdown]` reads personas from stdin and answers each with
+//! one JSON line on stdout, in order. A persona is one JSON line
+//!
+//!   {"question_id": str, "question": str, "question_tokens": int, "limit": int, "dims": int,
 //!    "ids": [str], "contents": [str], "created_at": [str]}
 //!
-//! followed by (rows + 1) × dims little-endian float32: each row's vector, then the question's.
-//! Per persona: a fresh database (`Database::open` on a temporary file, or ":memory:"), the rows
-//! inserted with `Database::insert_with_id` in one transaction, as `vipune import` writes them
-//! (its FTS5 triggers index each row), then
-//!   semantic: `Database::search(question_id, query_vector, limit)`   (`search --no-hybrid`)
-//!   hybrid:   `Database::search` and `Database::search_bm25` over clamp(10 × limit, 50, 10000)
-//!             candidates each, fused by RRF k = 25 (a copy of vipune's private src/rrf.rs, the
-//!             only part that is not vipune's own code), cut to limit    (`search --hybrid`)
-//! with `--recency 0` (no recency blending) and the binary's trimmed query. Answer:
+//! followed by (rows + 1) × dims little-endian float32: each row's vector, then the question's
+//! (`question_tokens`: the question's tokens as vipune counts them). Per persona: a fresh
+//! database file in DIR seeded as `vipune import` seeds it, then the two searches as
+//! `vipune search --no-hybrid` and `--hybrid` run them (`--recency 0 --no-touch`), each through
+//! vipune's `MemoryStore`. Answer:
 //!   {"question_id", "semantic": [[id, score], ...], "hybrid": [[id, score], ...],
-//!    "seconds": {"open", "insert", "semantic", "dense_pool", "bm25", "fuse"[, "insert_without_fts"]}}
-//! or {"question_id", "error": "..."} when vipune refuses the persona. A malformed stream stops
-//! the process with exit 2 and a message naming the persona.
+//!    "seconds": {"open", "insert", "semantic", "hybrid"[, "insert_without_fts"]}}
+//! or, where vipune refuses the persona, {"question_id", "error": "<vipune's message>",
+//! "exit_code": <the binary's exit code for it>}. A malformed stream stops the process with
+//! exit 2 and a message naming the persona.
 
-use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::{json, Value};
-use vipune::Database;
 
-/// vipune's `RrfConfig::default().k` (src/rrf.rs).
-const RRF_K: f64 = 25.0;
-/// vipune's `MAX_CANDIDATE_POOL` (src/memory/search.rs).
-const MAX_CANDIDATE_POOL: usize = 10_000;
-
-/// The candidate pool of `MemoryStore::search_hybrid`: limit × 10, at least 50, at most 10,000.
-fn candidate_pool(limit: usize) -> usize {
-    limit.saturating_mul(10).clamp(50, MAX_CANDIDATE_POOL)
-}
-
-/// A copy of vipune's `rrf::rrf_fusion` (private): score = Σ 1 / (k + rank), ranks from 1, in
-/// the order the lists are given; sorted by score, ties to the smaller id.
-fn rrf_fusion(lists: &[Vec<(String, f64)>]) -> Vec<(String, f64)> {
-    let mut fused: HashMap<String, f64> = HashMap::new();
-    for list in lists {
-        for (rank, (id, _)) in list.iter().enumerate() {
-            let score = 1.0f64 / (RRF_K + (rank + 1) as f64);
-            *fused.entry(id.clone()).or_insert(0.0) += score;
-        }
+// vipune's crate paths, so that its private files compile here unchanged (`crate::errors::Error`…)
+use vipune::{config, embedding, embedding_profiles, errors};
+mod sqlite {
+    pub use vipune::{Database, Memory};
+    pub mod identity {
+        pub use vipune::assert_identity_ok;
     }
-    let mut out: Vec<(String, f64)> = fused.into_iter().collect();
-    out.sort_by(|a, b| {
-        b.1.partial_cmp(&a.1)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.0.cmp(&b.0))
-    });
-    out
 }
+include!(concat!(env!("OUT_DIR"), "/vipune_source.rs"));
+
+mod copies;
+
+use copies::{exit_code, insert_rows, search_as_the_command, CachedQuery, Row, QUERY};
+use errors::Error;
+use memory::store::MemoryStore;
+use sqlite::Database;
 
 /// What a persona's header line says.
 struct Persona {
     question_id: String,
     question: String,
+    question_tokens: usize,
     limit: usize,
     dims: usize,
     ids: Vec<String>,
@@ -106,6 +100,7 @@ fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
     };
     let persona = Persona {
         question: text("question")?,
+        question_tokens: count("question_tokens")?,
         limit: count("limit")?,
         dims: count("dims")?,
         ids: strings(&header, "ids", &question_id)?,
@@ -126,59 +121,27 @@ fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
     Ok(persona)
 }
 
-/// Where each persona's database lives.
-enum Store {
-    Folder(PathBuf),
-    Memory,
+/// A persona's database file in the lane's folder, and its removal with SQLite's side files.
+fn database_path(dir: &Path, number: usize) -> PathBuf {
+    dir.join(format!("persona-{number}.db"))
 }
 
-impl Store {
-    fn path(&self, number: usize) -> PathBuf {
-        match self {
-            Store::Folder(dir) => dir.join(format!("persona-{number}.db")),
-            Store::Memory => PathBuf::from(":memory:"),
-        }
-    }
-
-    fn remove(&self, path: &Path) {
-        if let Store::Folder(_) = self {
-            for suffix in ["", "-journal", "-wal", "-shm"] {
-                let mut name = path.as_os_str().to_owned();
-                name.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(name));
-            }
-        }
+fn remove_database(path: &Path) {
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
     }
 }
 
-fn err<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
-    move |e| format!("{what}: {e}")
-}
-
-/// The persona's rows in one transaction, as `vipune import` writes them.
-fn insert_rows(db: &Database, p: &Persona, blobs: &[u8]) -> Result<(), String> {
+fn rows<'a>(p: &'a Persona, blobs: &'a [u8]) -> impl Iterator<Item = Row<'a>> {
     let width = p.dims * 4;
-    db.conn().execute_batch("BEGIN").map_err(err("BEGIN"))?;
-    for (i, id) in p.ids.iter().enumerate() {
-        let created = &p.created_at[i];
-        db.insert_with_id(
-            id,
-            &p.question_id,
-            &p.contents[i],
-            &blobs[i * width..(i + 1) * width],
-            None,
-            created,
-            created,
-            "fact",
-            "active",
-            None,
-            0,
-            None,
-        )
-        .map_err(|e| format!("insert of row {id}: {e}"))?;
-    }
-    db.conn().execute_batch("COMMIT").map_err(err("COMMIT"))?;
-    Ok(())
+    p.ids.iter().enumerate().map(move |(i, id)| Row {
+        id,
+        content: &p.contents[i],
+        embedding: &blobs[i * width..(i + 1) * width],
+        created_at: &p.created_at[i],
+    })
 }
 
 fn ranking(memories: Vec<vipune::Memory>) -> Vec<(String, f64)> {
@@ -205,64 +168,54 @@ impl Laps {
     }
 }
 
-fn search(p: &Persona, vectors: &[u8], store: &Store, number: usize, breakdown: bool) -> Result<Value, String> {
+fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, breakdown: bool) -> Result<Value, Error> {
     let query: Vec<f32> = vectors[p.ids.len() * p.dims * 4..]
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    let text = p.question.trim(); // as MemoryStore::search and search_hybrid do
-    let path = store.path(number);
+    QUERY.with(|q| *q.borrow_mut() = Some(CachedQuery { vector: query, tokens: p.question_tokens }));
+    let path = database_path(dir, number);
     let mut laps = Laps::start();
     let result = (|| {
         if breakdown {
             // The same inserts into a database without the FTS5 insert trigger: the difference
             // to "insert" is what indexing the rows costs.
-            let bare = Database::open(&path).map_err(err("Database::open"))?;
+            let bare = Database::open(&path)?;
             bare.conn()
                 .execute_batch("DROP TRIGGER memories_fts_insert")
-                .map_err(err("DROP TRIGGER"))?;
+                .map_err(|e| Error::Config(format!("DROP TRIGGER: {e}")))?;
             laps = Laps::start();
-            insert_rows(&bare, p, vectors)?;
+            insert_rows(&bare, &p.question_id, rows(p, vectors))?;
             laps.lap("insert_without_fts");
             drop(bare);
-            store.remove(&path);
+            remove_database(&path);
             laps.clock = Instant::now();
         }
-        let db = Database::open(&path).map_err(err("Database::open"))?;
+        let db = Database::open(&path)?;
         laps.lap("open");
-        insert_rows(&db, p, vectors)?;
+        insert_rows(&db, &p.question_id, rows(p, vectors))?;
         laps.lap("insert");
-        let semantic = db
-            .search(&p.question_id, &query, p.limit, None, None)
-            .map_err(err("Database::search"))?;
+        drop(db);
+        let mut store = MemoryStore::new(&path, vipune::EMBED_MODEL_ID, config::Config::default())?;
+        let semantic = search_as_the_command(&mut store, &p.question_id, &p.question, p.limit, false)?;
         laps.lap("semantic");
-        let pool = candidate_pool(p.limit);
-        let dense = db
-            .search(&p.question_id, &query, pool, None, None)
-            .map_err(err("Database::search"))?;
-        laps.lap("dense_pool");
-        let bm25 = db
-            .search_bm25(text, &p.question_id, pool, None, None)
-            .map_err(err("Database::search_bm25"))?;
-        laps.lap("bm25");
-        let mut hybrid = rrf_fusion(&[ranking(dense), ranking(bm25)]);
-        hybrid.truncate(p.limit);
-        laps.lap("fuse");
-        Ok(json!({"question_id": p.question_id, "semantic": ranking(semantic), "hybrid": hybrid,
+        let hybrid = search_as_the_command(&mut store, &p.question_id, &p.question, p.limit, true)?;
+        laps.lap("hybrid");
+        Ok(json!({"question_id": p.question_id, "semantic": ranking(semantic), "hybrid": ranking(hybrid),
                   "seconds": std::mem::take(&mut laps.seconds)}))
     })();
-    store.remove(&path);
+    remove_database(&path);
     result
 }
 
-fn run_search(store: Store, breakdown: bool) -> Result<(), String> {
+fn run_search(dir: &Path, breakdown: bool) -> Result<(), String> {
     let mut input = BufReader::with_capacity(1 << 20, io::stdin().lock());
     let mut output = BufWriter::new(io::stdout().lock());
     let mut line = String::new();
     let mut vectors = Vec::new();
     for number in 1.. {
         line.clear();
-        if input.read_line(&mut line).map_err(err("reading stdin"))? == 0 {
+        if input.read_line(&mut line).map_err(|e| format!("reading stdin: {e}"))? == 0 {
             return Ok(());
         }
         let persona = parse_header(line.trim_end(), number)?;
@@ -271,13 +224,21 @@ fn run_search(store: Store, breakdown: bool) -> Result<(), String> {
             format!("persona {}: its {} vectors of {} floats: {e}", persona.question_id,
                     persona.ids.len() + 1, persona.dims)
         })?;
-        let answer = search(&persona, &vectors, &store, number, breakdown)
-            .unwrap_or_else(|e| json!({"question_id": persona.question_id, "error": e}));
-        serde_json::to_writer(&mut output, &answer).map_err(err("writing stdout"))?;
-        output.write_all(b"\n").map_err(err("writing stdout"))?;
-        output.flush().map_err(err("writing stdout"))?;
+        let answer = search(&persona, &vectors, dir, number, breakdown).unwrap_or_else(|e| {
+            json!({"question_id": persona.question_id, "error": e.to_string(), "exit_code": exit_code(&e)})
+        });
+        let written = serde_json::to_writer(&mut output, &answer)
+            .map_err(io::Error::from)
+            .and_then(|()| output.write_all(b"\n"))
+            .and_then(|()| output.flush());
+        written.map_err(|e| format!("writing stdout: {e}"))?;
     }
     Ok(())
+}
+
+/// A JSON value set at build time by .ci/vipune/build.sh, or null.
+fn built(value: Option<&str>) -> Value {
+    value.and_then(|v| serde_json::from_str(v).ok()).unwrap_or(Value::Null)
 }
 
 fn version() -> Value {
@@ -288,14 +249,14 @@ fn version() -> Value {
         "vipune_source": option_env!("VIPUNE_LANE_VIPUNE_SOURCE"),
         "lane_source": option_env!("VIPUNE_LANE_SOURCE_ID"),
         "binary_sha256": option_env!("VIPUNE_LANE_BINARY_SHA256"),
-        "calls": ["Database::open", "Database::insert_with_id", "Database::search",
-                  "Database::search_bm25"],
-        "fusion": format!("RRF k = {RRF_K} over clamp(10 x limit, 50, {MAX_CANDIDATE_POOL}) \
-                           candidates (a copy of vipune's src/rrf.rs)"),
+        "profile": option_env!("VIPUNE_LANE_PROFILE"),
+        "calls": ["Database::open", "Database::insert_with_id", "MemoryStore::new",
+                  "MemoryStore::search", "MemoryStore::search_hybrid"],
+        "sources": built(option_env!("VIPUNE_LANE_SOURCES")),
     })
 }
 
-const USAGE: &str = "usage: vipune-lane version | vipune-lane search [--tmp DIR | --in-memory] [--breakdown]";
+const USAGE: &str = "usage: vipune-lane version | vipune-lane search --tmp DIR [--breakdown]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -305,22 +266,21 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some("search") => {
-            let mut store = None;
+            let mut dir = None;
             let mut breakdown = false;
             let mut rest = args[1..].iter();
             let mut bad = None;
             while let Some(arg) = rest.next() {
                 match arg.as_str() {
-                    "--tmp" => store = rest.next().map(|d| Store::Folder(PathBuf::from(d))),
-                    "--in-memory" => store = Some(Store::Memory),
+                    "--tmp" => dir = rest.next().map(PathBuf::from),
                     "--breakdown" => breakdown = true,
                     other => bad = Some(other.to_string()),
                 }
             }
-            match (bad, store) {
+            match (bad, dir) {
                 (Some(arg), _) => Err(format!("unknown argument {arg:?}\n{USAGE}")),
-                (None, None) => Err(format!("search needs --tmp DIR or --in-memory\n{USAGE}")),
-                (None, Some(store)) => run_search(store, breakdown),
+                (None, None) => Err(format!("search needs --tmp DIR\n{USAGE}")),
+                (None, Some(dir)) => run_search(&dir, breakdown),
             }
         }
         _ => Err(USAGE.to_string()),

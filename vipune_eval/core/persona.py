@@ -39,6 +39,7 @@ class Persona:
     vectors: np.ndarray         # (rows, dim) float32
     query_vector: np.ndarray    # (dim,) float32
     docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
+    query_tokens: int | None = None  # the question's tokens as vipune counts them (the lib lane's refusal)
     _doc_of: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -96,10 +97,12 @@ def first_documents(docs: Iterable[str], depth: int, collapse: bool = True) -> l
 
 class Vectors:
     """The embedding shards in one matrix, looked up by text id (only ``keep``, when given, so
-    a search shard holds the vectors of its own personas, not of the whole dataset)."""
+    a search shard holds the vectors of its own personas, not of the whole dataset), with each
+    text's token count as vipune counts them."""
 
     def __init__(self, paths: Iterable[Path], keep: pa.Array | None = None) -> None:
-        table = pa.concat_tables([read_rows_with_ids(p, ["text_id", "embedding"], keep) for p in paths])
+        table = pa.concat_tables([read_rows_with_ids(p, ["text_id", "embedding", "tokens"], keep) for p in paths])
+        self.tokens = table.column("tokens").to_numpy()
         column = table.column("embedding").combine_chunks()
         dim = column.type.list_size
         values = column.values
@@ -190,4 +193,5 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
             texts=[text[t] for t in pair["row_text_ids"]],
             vectors=vectors.get(pair["row_text_ids"]),
             query_vector=vectors.get([pair["question_text_id"]])[0],
-            docs=pair["row_docs"])
+            docs=pair["row_docs"],
+            query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]))

@@ -94,7 +94,8 @@ def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
 def frame(persona: Persona, limit: int) -> bytes:
     """One persona on the lane's stdin: its header line, then its rows' vectors and the question's."""
     vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
-    header = {"question_id": persona.question_id, "question": persona.question, "limit": limit,
+    header = {"question_id": persona.question_id, "question": persona.question,
+              "question_tokens": persona.query_tokens, "limit": limit,
               "dims": int(vectors.shape[1]), "ids": persona.row_ids, "contents": persona.texts,
               "created_at": persona.created_at}
     return json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n" + vectors.tobytes()

@@ -1,22 +1,28 @@
-"""The lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs.
+"""The lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs,
+and what of a vipune source it compiles and what it copies (``lane/vipune_sources.json``).
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system
 Python, before anything is installed, to name the lane it builds (``vipune-lane-<id>`` beside the
-vipune binary); the workflow asks the same function which lane to look for there.
+vipune binary) and to record, for the vipune source it builds against, the sha256 of each file
+the lane compiles and of each item the lane copies (``--sources DIR``); the workflow asks the same
+functions which lane to look for and reads that record back from ``vipune-lane version``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import sys
 from pathlib import Path
 
 LANE = Path(__file__).resolve().parents[2] / "lane"  # the crate, beside the package
+SOURCES = "vipune_sources.json"  # in LANE: the files compiled from vipune's source, the items copied
 
 
 def files(lane: Path = LANE) -> list[Path]:
-    """What the lane is built from: its manifest and its Rust sources."""
-    return sorted([lane / "Cargo.toml", *(lane / "src").rglob("*.rs")])
+    """What the lane is built from: its manifest, build script, Rust sources and source list."""
+    return sorted([lane / "Cargo.toml", lane / "build.rs", lane / SOURCES, *(lane / "src").rglob("*.rs")])
 
 
 def source_sha256(lane: Path = LANE) -> str:
@@ -32,6 +38,81 @@ def lane_name(sha256: str) -> str:
     return f"vipune-lane-{sha256[:12]}"
 
 
-if __name__ == "__main__":  # build.sh: the sha256 and the file name, on one line
-    sha = source_sha256(Path(sys.argv[1]) if len(sys.argv) > 1 else LANE)
-    print(sha, lane_name(sha))
+def rust_item(text: str, item: str) -> str | None:
+    """The text of the first ``item`` (e.g. ``fn get_embedding``) in Rust source ``text``, from its
+    keyword to its closing brace, or None where it has none. Strings, character literals and
+    comments are skipped when braces are counted, so a brace inside them does not end the item."""
+    found = re.search(rf"\b{re.escape(item)}\s*[<(]", text)
+    if not found:
+        return None
+    depth, i = 0, found.start()
+    literal = re.compile(r'r(#*)"|"|\'(?:\\.|[^\\\'])\'|//|/\*')
+    while i < len(text):
+        char = text[i]
+        if char in "{}":
+            depth += 1 if char == "{" else -1
+            if depth == 0:
+                return text[found.start():i + 1]
+            i += 1
+            continue
+        m = literal.match(text, i)
+        if not m:
+            i += 1
+        elif m.group(0) == "//":
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif m.group(0) == "/*":
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+        elif m.group(0).startswith("'"):
+            i = m.end()
+        elif m.group(0) == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+        else:  # a raw string: ends at a quote followed by as many hashes
+            end = text.find('"' + m.group(1), m.end())
+            i = len(text) if end < 0 else end + 1 + len(m.group(1))
+    return None
+
+
+def item_sha256(source: Path, file: str, item: str) -> str | None:
+    """sha256 of one item's text in a vipune source, or None where the file or the item is gone."""
+    path = source / file
+    text = rust_item(path.read_text(encoding="utf-8"), item) if path.is_file() else None
+    return None if text is None else hashlib.sha256(text.encode()).hexdigest()
+
+
+def listed(lane: Path = LANE) -> dict:
+    """lane/vipune_sources.json: the vipune files the lane compiles, the items it copies."""
+    return json.loads((lane / SOURCES).read_text(encoding="utf-8"))
+
+
+def vipune_sources(source: Path, lane: Path = LANE) -> dict:
+    """What the lane takes from the vipune source at ``source``: each compiled file with its
+    sha256, and each copied item with the sha256 it was copied at (``pinned``), the source's own
+    (``source``; None where the item is gone) and whether they agree (``same``)."""
+    sources = listed(lane)
+    compiled = []
+    for file in sources["compiled"]:
+        path = source / file
+        if not path.is_file():
+            raise SystemExit(f"lane_source.py: {path} is missing: the lane compiles vipune's {file} "
+                             f"and cannot be built against {source}")
+        compiled.append({"file": file, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    copies = []
+    for copy in sources["copies"]:
+        mine = item_sha256(source, copy["file"], copy["item"])
+        copies.append({"file": copy["file"], "item": copy["item"], "copied_to": copy["copied_to"],
+                       "what": copy["what"], "pinned": copy["sha256"], "source": mine,
+                       "same": mine == copy["sha256"]})
+    return {"compiled": compiled, "copies": copies}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--sources"]:  # build.sh: what the lane takes from the vipune source DIR
+        print(json.dumps(vipune_sources(Path(sys.argv[2])), separators=(",", ":")))
+    else:  # build.sh: the sha256 and the file name, on one line
+        sha = source_sha256(Path(sys.argv[1]) if len(sys.argv) > 1 else LANE)
+        print(sha, lane_name(sha))

@@ -57,7 +57,8 @@ def random_persona(seed: int, rows: int, dims: int = 384) -> Persona:
         row_ids=[f"{qid}::s{i}" for i in range(rows)], session_ids=[f"s{i}" for i in range(rows)],
         created_at=[f"2023-01-0{d}T00:00:00Z" for d in days],
         texts=["user: " + " ".join(rng.choice(WORDS, rng.integers(3, 12))) for _ in range(rows)],
-        vectors=vectors, query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32))
+        vectors=vectors, query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32),
+        query_tokens=6)
 
 
 PERSONAS = [random_persona(seed, rows) for seed, rows in enumerate([5, 40, 120, 60, 1, 300])]
@@ -74,20 +75,34 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
         for lane_ranking, name in (("semantic", "dense"), ("hybrid", "hybrid")):
             assert [rid for rid, _ in answer[lane_ranking]] == [rid for rid, _ in mirror[name]], (persona.question_id, name)
             assert [s for _, s in answer[lane_ranking]] == pytest.approx([s for _, s in mirror[name]], rel=1e-6)
-        assert set(answer["seconds"]) >= {"open", "insert", "semantic", "dense_pool", "bm25", "fuse"}
+        assert set(answer["seconds"]) == {"open", "insert", "semantic", "hybrid"}
     assert not list((tmp_path / "dbs").glob("*.db"))  # every throwaway database removed
 
 
-def test_an_in_memory_database_ranks_as_a_file_does(build, tmp_path):
+# What vipune's search refuses, checked by vipune's own code in the real lane (search.rs's
+# validate_input_length, the copied token check), with its message and the binary's exit code.
+REFUSALS = [
+    ("   ", 0, "Input cannot be empty", 1),
+    ("x" * 100_001, 3, "Input too long: 100001 characters (max: 100000)", 1),
+    ("what is my cat named?", 513, "content exceeds 512-token embedding limit (measured: 513 tokens)", 3),
+]
+
+
+@pytest.mark.parametrize("question, tokens, message, code", REFUSALS)
+def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_code(
+        build, tmp_path, question, tokens, message, code):
     binary, lane = build
-    stream = b"".join(frame(p, 10) for p in PERSONAS)
+    refused = dataclasses.replace(PERSONAS[1], question=question, query_tokens=tokens)
+    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], 10))
+    assert answers[1][1] == {"question_id": refused.question_id, "error": message, "exit_code": code}
+    assert "hybrid" in answers[0][1] and "hybrid" in answers[2][1]
 
-    def rankings(*where: str) -> list[dict]:
-        out = subprocess.run([str(lane), "search", *where], input=stream, capture_output=True, check=True)
-        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.stdout.splitlines()]
 
-    (tmp_path / "dbs").mkdir()
-    assert rankings("--in-memory") == rankings("--tmp", str(tmp_path / "dbs"))
+def test_a_question_of_512_tokens_is_searched(build, tmp_path):
+    binary, lane = build
+    at_the_limit = dataclasses.replace(PERSONAS[1], query_tokens=512)
+    [(_, answer)] = LaneRun(lane, tmp_path / "dbs", timeout=60).search([at_the_limit], 10)
+    assert len(answer["hybrid"]) == 10
 
 
 def test_the_lane_names_its_build_and_the_binary_beside_it(build):
@@ -105,7 +120,10 @@ def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
     if "fake" in said["vipune_source"]:
         pytest.skip("the fake lane has no sources of its own")
     assert said["lane_source"] == lane_source.source_sha256()
-    assert said["calls"] == ["Database::open", "Database::insert_with_id", "Database::search", "Database::search_bm25"]
+    assert said["calls"] == ["Database::open", "Database::insert_with_id", "MemoryStore::new",
+                             "MemoryStore::search", "MemoryStore::search_hybrid"]
+    assert [c["file"] for c in said["sources"]["compiled"]] == lane_source.listed()["compiled"]
+    assert all(copy["same"] for copy in said["sources"]["copies"])  # a release: every copy as pinned
     assert said["vipune"] in (real_vipune.RELEASE, real_vipune.OLDER)
     assert said["binary_sha256"] == _sha(binary)
 
@@ -182,7 +200,8 @@ def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, m
     monkeypatch.setenv("FAKE_LANE_FAULT", "refuse")
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[1].question)
     answers = dict((p.question_id, a) for p, a in LaneRun(fake[1], tmp_path / "dbs", 60).search(PERSONAS, 10))
-    assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal"}
+    assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal",
+                                                "exit_code": 1}
     assert all("hybrid" in answers[p.question_id] for p in PERSONAS if p is not PERSONAS[1])
 
 
