@@ -260,6 +260,11 @@ if ldd "$bin" | grep -q "libonnxruntime.*not found"; then
     exit 1
 fi
 works || { echo "build.sh: $bin was built but \`vipune --json version\` does not say $version" >&2; exit 1; }
+if [ $profile = release ]; then # read by vipune_eval/vipune/binary.py's build_profile
+    rm -f "$home/build-profile.txt"
+else
+    echo "$profile" >"$home/build-profile.txt"
+fi
 if [ -f "$deviations" ]; then # in the words of vipune_eval/vipune/binary.py's lock_deviations
     moved=$(sed -nE 's/.*(Downgrading|Updating|Upgrading) ([^ ]+) v([^ ]+) -> v([^ ]+).*/\2 \3 → \4/p' "$deviations" | awk '!seen[$0]++' | paste -sd, - | sed 's/,/, /g')
     vipune_source="$vipune_source, built with its Cargo.lock moved where the registry lacks a pin ($moved)"

@@ -1,41 +1,107 @@
-""".ci/vipune/build.sh on a vipune source tree (issue 38): a checkout whose Cargo.lock pins a crate
-the registry lacks builds where the release builds, from a copy, and says what it moved.
+""".ci/vipune/build.sh on a vipune source tree. A checkout whose Cargo.lock pins a crate the
+registry lacks builds where the release builds, from a copy, and says what it moved (issue 38); a
+fast build (``--fast``) ranks exactly as the release profile, and the lib lane of a checkout whose
+fusion differs (RRF k = 60) ranks exactly as that checkout's binary (issue 43).
 
-The tree is vipune's own release sources as crates.io ships them (their Cargo.lock pins
-webpki-roots 1.0.11, which this registry lacks), set up and first built by ``.ci/run``
-(VIPUNE_EVAL_CHECKOUT_FIXTURE); here build.sh runs on it again, which rebuilds nothing that did not
-change. Skipped, saying why, where CI has not set it up.
+The trees are vipune's own release sources as crates.io ships them (their Cargo.lock pins
+webpki-roots 1.0.11, which this registry lacks), and a copy of them with ``RrfConfig::default().k``
+= 60, set up and first built by ``.ci/run`` (VIPUNE_EVAL_CHECKOUT_FIXTURE, VIPUNE_EVAL_K60_FIXTURE);
+here build.sh runs on them again, which rebuilds nothing that did not change. Skipped, saying why,
+where CI has not set them up.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from support import real_vipune
+from support.synthetic import VOCABULARY
+from vipune_eval.core.persona import Persona
+from vipune_eval.core.tokens import count_tokens
 from vipune_eval.vipune.binary import lock_deviations
-from vipune_eval.vipune.lane import find_lane
+from vipune_eval.vipune.lane import LaneRun, find_lane
 
 pytestmark = pytest.mark.real_vipune
 
 BUILD = real_vipune.BUILD
 FIXTURE = "VIPUNE_EVAL_CHECKOUT_FIXTURE"
+K60_FIXTURE = "VIPUNE_EVAL_K60_FIXTURE"
 
 
-@pytest.fixture(scope="module")
-def checkout() -> Path:
-    folder = os.environ.get(FIXTURE)
+def fixture_tree(variable: str) -> Path:
+    folder = os.environ.get(variable)
     if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{FIXTURE} names no vipune source tree (.ci/run sets one up and builds it)"
+        why = f"{variable} names no vipune source tree (.ci/run sets one up and builds it)"
         if real_vipune.required():
             pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
         pytest.skip(why)
     return Path(folder)
+
+
+@pytest.fixture(scope="module")
+def checkout() -> Path:
+    return fixture_tree(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def k60_checkout() -> Path:
+    return fixture_tree(K60_FIXTURE)
+
+
+def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:
+    """(binary, lane) of ``build.sh --checkout folder [flags]`` (built by .ci/run: seconds here)."""
+    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(folder), *flags], capture_output=True, text=True,
+                          timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    binary = Path(proc.stdout.strip().splitlines()[-1])
+    return binary, find_lane(binary, "checkout")
+
+
+def release_build() -> tuple[Path, Path]:
+    binary, why = real_vipune.find()
+    if binary is None:
+        pytest.fail(why) if real_vipune.required() else pytest.skip(why)
+    return binary, find_lane(binary, real_vipune.RELEASE)
+
+
+def lane_said(lane: Path) -> dict:
+    return json.loads(subprocess.run([str(lane), "version"], capture_output=True, text=True, check=True).stdout)
+
+
+def personas(model_dir: Path, count: int = 6) -> list[Persona]:
+    """Haystacks of the tiny model's words (so BM25 matches some rows, and the fusion decides),
+    with exact cosine ties (so the tie-breaks decide too)."""
+    words = np.array(VOCABULARY[:40])
+    out = []
+    for seed in range(count):
+        rng = np.random.default_rng(seed)
+        rows = [12, 60, 150, 7, 90, 300][seed % 6]
+        vectors = rng.normal(size=(rows, 384)).astype(np.float32)
+        vectors[1::9] = vectors[0]
+        question = " ".join(rng.choice(words, 2))
+        qid = f"k{seed}"
+        out.append(Persona(
+            question_id=qid, question=question, row_ids=[f"{qid}::s{i}" for i in range(rows)],
+            session_ids=[f"s{i}" for i in range(rows)],
+            created_at=[f"2023-01-0{d}T00:00:00Z" for d in rng.integers(1, 4, rows)],
+            texts=["user: " + " ".join(rng.choice(words, rng.integers(2, 9))) for _ in range(rows)],
+            vectors=vectors, query_vector=np.zeros(384, np.float32),
+            query_tokens=int(count_tokens(model_dir, [question])[0])))
+    return out
+
+
+def lane_rankings(lane: Path, persona: Persona, query: np.ndarray, tmp: Path) -> dict[str, list]:
+    fed = dataclasses.replace(persona, query_vector=query)
+    [(_, answer)] = LaneRun(lane, tmp, timeout=60).search([fed], 10)
+    return {name: [tuple(hit) for hit in answer[name]] for name in ("semantic", "hybrid")}
 
 
 def tree(folder: Path) -> dict[str, str]:
@@ -59,3 +125,42 @@ def test_a_checkout_whose_lock_the_registry_cannot_honour_builds_from_a_copy(che
     assert lane["vipune_source"].startswith(f"checkout {checkout}")
     assert lane["vipune_source"].endswith(  # the binary's words for the move (plan.builds)
         f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(lock_deviations(binary))})")
+
+
+def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_home, vipune_tiny_model_dir,
+                                                          tmp_path):
+    """The release's own sources built --fast: other bytes, the same lists and scores, binary and
+    lane, on every persona; its lane says it is a fast build (the report names it so)."""
+    release, release_lane = release_build()
+    fast, fast_lane = build_checkout(checkout, "--fast")
+    assert lane_said(fast_lane)["profile"] == "fast" and lane_said(release_lane)["profile"] == "release"
+    assert hashlib.sha256(fast.read_bytes()).digest() != hashlib.sha256(release.read_bytes()).digest()
+    for i, persona in enumerate(personas(vipune_tiny_model_dir)):
+        query, by_release = real_vipune.binary_rankings(release, persona, vipune_hf_home, tmp_path / f"r{i}")
+        fast_query, by_fast = real_vipune.binary_rankings(fast, persona, vipune_hf_home, tmp_path / f"f{i}")
+        assert fast_query.tobytes() == query.tobytes()
+        assert by_fast == by_release, persona.question_id
+        assert lane_rankings(fast_lane, persona, query, tmp_path / "dbs") == by_release, persona.question_id
+        assert lane_rankings(release_lane, persona, query, tmp_path / "dbs") == by_release, persona.question_id
+
+
+def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_home, vipune_tiny_model_dir,
+                                                       tmp_path):
+    """A checkout whose RRF k is 60 (src/rrf.rs): its lane's fused scores equal its binary's on
+    every list and score, and differ from the release's k = 25 (the lane compiles rrf.rs from the
+    source it is built against; a copy would have kept 25)."""
+    assert "Self { k: 60.0 }" in (k60_checkout / "src" / "rrf.rs").read_text()
+    binary, lane = build_checkout(k60_checkout, "--fast")
+    _, release_lane = release_build()
+    compiled = {c["file"]: c["sha256"] for c in lane_said(lane)["sources"]["compiled"]}
+    released = {c["file"]: c["sha256"] for c in lane_said(release_lane)["sources"]["compiled"]}
+    assert compiled["src/rrf.rs"] != released["src/rrf.rs"] and compiled["src/memory/search.rs"] == released["src/memory/search.rs"]
+    assert all(copy["same"] for copy in lane_said(lane)["sources"]["copies"])  # rrf.rs is compiled, not copied
+    fused_differ = 0
+    for i, persona in enumerate(personas(vipune_tiny_model_dir)):
+        query, by_binary = real_vipune.binary_rankings(binary, persona, vipune_hf_home, tmp_path / f"b{i}")
+        assert lane_rankings(lane, persona, query, tmp_path / "dbs") == by_binary, persona.question_id
+        by_release = lane_rankings(release_lane, persona, query, tmp_path / "dbs")
+        assert by_release["semantic"] == by_binary["semantic"]
+        fused_differ += [s for _, s in by_release["hybrid"]] != [s for _, s in by_binary["hybrid"]]
+    assert fused_differ == len(personas(vipune_tiny_model_dir))

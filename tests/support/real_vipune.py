@@ -30,3 +30,31 @@ def find(version: str = RELEASE) -> tuple[Path | None, str]:
 
 def required() -> bool:
     return os.environ.get(REQUIRED) == "required"
+
+
+def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int = 10):
+    """What the binary itself does with ``persona``: (its own embedding of the question, read back
+    by ``add`` then ``export``; {"semantic": [(id, score)], "hybrid": [...]} of its two searches on
+    a database seeded by ``import``). The lane fed that very vector must answer the same lists."""
+    import base64
+    import json
+
+    import numpy as np
+
+    from vipune_eval.vipune.client import Vipune, VipuneSettings
+    from vipune_eval.vipune.import_format import import_lines
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    vipune = Vipune(binary, tmp / "home", 120, hf_home=hf_home)
+    vipune.add(tmp / "probe.db", "probe", persona.question, "test")
+    vipune.export(tmp / "probe.db", tmp / "export.jsonl", "test")
+    [row] = [json.loads(line) for line in (tmp / "export.jsonl").read_text().splitlines()[1:] if line.strip()]
+    query = np.frombuffer(base64.b64decode(row["embedding"]), "<f4")
+    (tmp / "import.jsonl").write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
+    vipune.import_file(tmp / "persona.db", tmp / "import.jsonl", "test")
+    flags = VipuneSettings("", Path(), Path(), Path(), 0).search_flags
+    rankings = {}
+    for name, hybrid in (("semantic", False), ("hybrid", True)):
+        hits, _ = vipune.search(tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), "test")
+        rankings[name] = [(h["id"], h["similarity"]) for h in hits]
+    return query, rankings

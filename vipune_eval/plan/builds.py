@@ -62,9 +62,12 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
     if "path" not in build:
         return f"{key} {entry!r}: evaluated in this directory before"
     moved = vipune_binary.lock_deviations(Path(build["path"]))
+    profile = vipune_binary.build_profile(Path(build["path"]))
     return (f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
             + (f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(moved)})"
-               if moved else ""))
+               if moved else "")
+            + (f", a {profile} build (cargo profile {profile}, not vipune's release profile: other bytes than "
+               "a release build's, the same rankings)" if profile else ""))
 
 
 def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,13 @@ def lock_deviations(binary: Path) -> list[str]:
     return [f"{crate} {old} → {new}" for crate, old, new in dict.fromkeys(moves)]
 
 
+def build_profile(binary: Path) -> str | None:
+    """The cargo profile .ci/vipune/build.sh built ``binary`` with when it was not vipune's release
+    profile (its build-profile.txt beside bin/: "fast" for ``--checkout DIR --fast``), else None."""
+    record = Path(binary).resolve().parent.parent / "build-profile.txt"
+    return record.read_text().strip() or None if record.is_file() else None
+
+
 def planned_binary(vipune: VipuneSettings) -> tuple[Path, dict[str, Any]]:
     """The executable a job runs and the fingerprint it was planned for (the one way a job finds
     its binary). ``vipune.binary`` is empty for a build the workflow knows by its fingerprint id

@@ -127,3 +127,13 @@ def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_b
     rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")
     with pytest.raises(EvalError, match="is not the binary this result belongs to"):
         check_fingerprint(rebuilt, fingerprint)
+
+
+def test_a_fast_build_is_known_by_the_record_build_sh_leaves_beside_bin(tmp_path):
+    """build.sh --checkout DIR --fast writes build-profile.txt beside bin/; a release build none."""
+    (tmp_path / "bin").mkdir()
+    vipune = tmp_path / "bin" / "vipune"
+    vipune.write_text("#!/bin/sh\n")
+    assert binary.build_profile(vipune) is None
+    (tmp_path / "build-profile.txt").write_text("fast\n")
+    assert binary.build_profile(vipune) == "fast"

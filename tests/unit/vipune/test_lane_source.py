@@ -1,0 +1,98 @@
+"""lane_source: the lane's own identity, and what it takes from a vipune source: the files it
+compiles, the items it copies and whether the source still has the bytes each copy was made from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vipune_eval.vipune import lane_source
+from vipune_eval.vipune.lane import stale_copies
+
+RUST = r'''
+/// doc with a } brace
+pub(crate) fn get_embedding(&mut self, content: &str) -> Result<Vec<f32>, Error> {
+    let s = "a { brace in a string \" still";
+    let r = r#"raw } "quoted" {"#;
+    let c = '{';
+    // a comment }
+    /* a block { comment */
+    if content.is_empty() { return Ok(vec![]); }
+    Ok(vec![1.0])
+}
+
+fn after() {}
+'''
+
+
+def test_an_item_is_cut_at_its_own_closing_brace_whatever_its_strings_and_comments_hold():
+    item = lane_source.rust_item(RUST, "fn get_embedding")
+    assert item.startswith("fn get_embedding(") and item.endswith("Ok(vec![1.0])\n}")
+    assert "fn after" not in item
+    assert lane_source.rust_item(RUST, "fn get_embed") is None  # a whole name, not a prefix
+    assert lane_source.rust_item(RUST, "fn missing") is None
+
+
+def fake_source(folder: Path) -> Path:
+    """A vipune source holding every file and item lane/vipune_sources.json names."""
+    listed = lane_source.listed()
+    for file in listed["compiled"]:
+        (folder / file).parent.mkdir(parents=True, exist_ok=True)
+        (folder / file).write_text(f"// {file}\n")
+    for copy in listed["copies"]:
+        path = folder / copy["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as out:
+            out.write(f"{copy['item']}() {{ original(); }}\n")
+    return folder
+
+
+def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsewhere_is_not(tmp_path):
+    source = fake_source(tmp_path / "vipune")
+    pinned = {(c["file"], c["item"]): lane_source.item_sha256(source, c["file"], c["item"])
+              for c in lane_source.listed()["copies"]}
+    lane = tmp_path / "lane"
+    shutil.copytree(lane_source.LANE, lane)
+    listed = lane_source.listed(lane)
+    for copy in listed["copies"]:
+        copy["sha256"] = pinned[(copy["file"], copy["item"])]
+    (lane / lane_source.SOURCES).write_text(json.dumps(listed))
+    assert all(c["same"] for c in lane_source.vipune_sources(source, lane)["copies"])
+
+    handlers = source / "src/commands/handlers.rs"
+    handlers.write_text(handlers.read_text() + "fn handle_add() { edited(); }\n")  # outside the copied item
+    assert all(c["same"] for c in lane_source.vipune_sources(source, lane)["copies"])
+    handlers.write_text(handlers.read_text().replace("original()", "edited()"))
+    found = lane_source.vipune_sources(source, lane)
+    changed = [c for c in found["copies"] if not c["same"]]
+    assert [(c["file"], c["item"]) for c in changed] == [("src/commands/handlers.rs", "fn handle_search")]
+    [sentence] = stale_copies({"sources": found})
+    assert sentence.startswith("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this "
+                               "source changes (") and sentence.endswith("its numbers do not follow that edit")
+
+    (source / "src/main.rs").write_text("// no main any more\n")
+    gone = stale_copies({"sources": lane_source.vipune_sources(source, lane)})
+    assert any("from src/main.rs, which this source no longer has" in s for s in gone)
+
+
+def test_a_source_without_a_file_the_lane_compiles_cannot_build_it(tmp_path):
+    source = fake_source(tmp_path / "vipune")
+    (source / "src/rrf.rs").unlink()
+    with pytest.raises(SystemExit, match="src/rrf.rs is missing: the lane compiles vipune's src/rrf.rs"):
+        lane_source.vipune_sources(source)
+
+
+def test_build_sh_reads_the_record_on_one_line(tmp_path):
+    source = fake_source(tmp_path / "vipune")
+    said = subprocess.run([sys.executable, str(Path(lane_source.__file__)), "--sources", str(source)],
+                          capture_output=True, text=True, check=True).stdout
+    assert "\n" not in said.strip() and json.loads(said) == lane_source.vipune_sources(source)
+
+
+def test_a_lane_that_records_no_sources_names_no_copy():
+    assert stale_copies({"sources": None}) == [] and stale_copies({}) == []
