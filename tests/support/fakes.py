@@ -15,21 +15,22 @@ FAKE_LANE = TESTS / "fake_lane.py"
 
 def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Path, Path | None]:
     """(binary, lane): shell wrappers around tests/fake_vipune.py and tests/fake_lane.py in
-    ``folder/bin`` (no lane with ``lane=False``); ``preamble``: shell lines the binary's wrapper
-    runs first (a comment that changes its bytes, an exported FAKE_VIPUNE_FAULT)."""
+    ``folder/bin`` (no lane with ``lane=False``); ``preamble``: shell lines both wrappers run
+    first (a comment that changes their bytes, an exported FAKE_VIPUNE_FAULT: the lane is built
+    from the binary's source, so it searches as its binary does)."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     binary = bin_dir / "vipune"
     binary.write_text(f'#!/bin/sh\n{preamble}exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     binary.chmod(0o755)
-    return binary, fake_lane(bin_dir) if lane else None
+    return binary, fake_lane(bin_dir, preamble) if lane else None
 
 
-def fake_lane(bin_dir: Path) -> Path:
+def fake_lane(bin_dir: Path, preamble: str = "") -> Path:
     """The fake lane beside ``bin_dir/vipune``, named as build.sh names the lane of this checkout."""
     sha = lane_source.source_sha256()
     wrapper = bin_dir / lane_source.lane_name(sha)
-    wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n'
+    wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n{preamble}'
                        f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
     wrapper.chmod(0o755)
     return wrapper

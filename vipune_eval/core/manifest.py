@@ -57,6 +57,7 @@ class Manifest(TypedDict):
     primary: str | None
     lane: dict[str, str] | None  # the vipune-lane of the vipune-lib runs: its id and fingerprint file
     builds: list[str]
+    compared_on: str | None  # the retriever the builds are compared by (vipune or vipune-lib), or none
     baseline: str | None
     sources: str  # paths.BUILD_SOURCES: build id → where it came from (not an input of the report)
     fingerprints: dict[str, str]

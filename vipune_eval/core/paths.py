@@ -93,6 +93,21 @@ def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
     return found
 
 
+def fingerprinted_lanes(binary_id: str, lane_source: str, results: Path = Path(RESULTS)) -> list[dict]:
+    """The fingerprints of the lanes built from ``lane_source`` (the sha256 of lane/) beside the
+    binary ``binary_id`` that this directory evaluated, by id."""
+    found = []
+    for path in sorted((results / "fingerprints").glob("vipune-lane-*.json")):
+        try:
+            fingerprint = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if (isinstance(fingerprint, dict) and fingerprint.get("binary") == binary_id
+                and (fingerprint.get("built") or {}).get("lane_source") == lane_source):
+            found.append(fingerprint)
+    return found
+
+
 def job_tmp(*parts: str) -> str:
     """A job's own scratch folder (named after its output, so a rerun finds and clears it)."""
     return "/".join([TMP, *[p.strip("/") for p in parts if p]])

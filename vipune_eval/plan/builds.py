@@ -19,6 +19,7 @@ from vipune_eval.core.io import read_json, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
+from vipune_eval.registry.vipune_runs import BINARY, LIB
 from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.vipune import lane as vipune_lane
 
@@ -35,7 +36,8 @@ class Builds:
     sources: dict[str, str] = field(default_factory=dict)  # id → where it came from, in words
     notes: tuple[str, ...] = ()  # printed at parse time: what was dropped
     lane: str | None = None  # fingerprint id of the vipune-lane beside vipune.binary
-    lane_path: str = ""  # where that lane is ("" when vipune.binary is missing)
+    lanes: dict[str, str] = field(default_factory=dict)  # build id → its lane's id (the lib lane compares builds)
+    lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
 
     @property
     def evaluated(self) -> list[str]:
@@ -84,16 +86,37 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             fix="give the build's path, or the id of one this directory evaluated before") from None
 
 
-def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
-    """(fingerprint id, path) of the vipune-lane beside vipune.binary (refused, with the command
-    that builds it, when it is not there); MISSING with the binary, which the check_binary
-    rule names."""
-    if primary is None:
+def _lane(build: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
+    """(fingerprint id, path) of the vipune-lane beside a build's binary (refused, with the
+    command that builds it, when it is not there); MISSING with vipune.binary, which the
+    check_binary rule names. A build known by its id alone: the lane of this checkout's lane/
+    sources evaluated beside it here before (no path: its results are not computed again)."""
+    if build is None:
         return vipune_binary.MISSING, ""
-    path = vipune_lane.find_lane(Path(primary["path"]), primary["version"])
-    fingerprint = vipune_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
+    if "path" not in build:
+        known = paths.fingerprinted_lanes(build["id"], vipune_lane.source_sha256())
+        if not known:
+            raise EvalError(f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
+                            "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
+                            "builds by them",
+                            fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
+        return known[0]["id"], ""
+    path = vipune_lane.find_lane(Path(build["path"]), build["version"])
+    fingerprint = vipune_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
     write_json_if_changed(paths.lane_fingerprint(fingerprint["id"]), fingerprint)
     return fingerprint["id"], str(path)
+
+
+def compared_on(specs: list[retrievers.Spec]) -> Kind | None:
+    """Which of vipune's ways compares the builds of vipune.compare: the binary's hybrid search
+    where it is configured, else the lib lane's (the maintainer's loop: a checkout's vipune-lib
+    against a release's, no model), else none."""
+    names = {s.name for s in specs}
+    if BINARY.hybrid in names:
+        return Kind.VIPUNE
+    if LIB.hybrid in names:
+        return Kind.LIB
+    return None
 
 
 def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
@@ -132,9 +155,16 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
         fingerprints[build["id"]] = build
         if "path" in build:
             found[build["id"]] = build["path"]
-    lane, lane_path = (_lane(primary, config) if any(s.kind is Kind.LIB for s in specs) else (None, ""))
+    lanes: dict[str, str] = {}
+    lane_paths: dict[str, str] = {}
+    if any(s.kind is Kind.LIB for s in specs):
+        lanes[primary_id], path = _lane(primary, config)
+        lane_paths[lanes[primary_id]] = path
+        for build in compared if compared_on(specs) is Kind.LIB else []:
+            lanes[build], path = _lane(fingerprints[build], config)
+            lane_paths[lanes[build]] = path
     builds = Builds(primary_id, tuple(compared), baseline, found, fingerprints, sources, tuple(notes),
-                    lane, lane_path)
+                    lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v})
     if vipune["preflight"] == "enforce":
         refuse_recorded_failures(builds)
     return builds

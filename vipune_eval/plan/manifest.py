@@ -11,9 +11,12 @@ from typing import Any
 
 from vipune_eval.core import paths
 from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import Workspace
 from vipune_eval.registry import datasets, retrievers, views
+from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
+from vipune_eval.registry.vipune_runs import BINARY, LIB
 from vipune_eval.vipune.binary import MISSING
 
 
@@ -67,7 +70,7 @@ def report_manifest(ws: Workspace) -> Manifest:
             "pairs": _filtered(view, "pairs.parquet"), "rows": _filtered(view, "rows.parquet"),
             "embeddings": ws.embed_shards(view),
             "metrics": {r: _metrics(view, ws.run_of(r)) for r in ws.retrievers},
-            "builds": ({b: _metrics(view, paths.vipune_run(b)) for b in builds.compared}
+            "builds": ({b: _metrics(view, ws.compared_run(b).name) for b in builds.compared}
                        if view == views.PRIMARY else {}),
         })
     binary = builds.evaluated
@@ -80,13 +83,17 @@ def report_manifest(ws: Workspace) -> Manifest:
         "roles": roles(ws.specs),
         "mirrors": {s.name: mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
         "primary": builds.primary, "builds": list(builds.compared),
+        # the retriever that compares the builds: the binary's hybrid search, or the lib lane's
+        "compared_on": {Kind.VIPUNE: BINARY.hybrid, Kind.LIB: LIB.hybrid, None: None}[compared_on(ws.specs)],
         "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
                  if builds.lane and builds.lane != MISSING else None),
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
-        # a build named by id alone keeps the preflight it had when it was evaluated here
-        "preflight": {b: paths.preflight(b) for b in binary
-                      if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()},
+        # a build named by id alone keeps the preflight it had when it was evaluated here; the
+        # preflight checks the binary's search and model, so a run of the lib lane alone has none
+        "preflight": ({b: paths.preflight(b) for b in binary
+                       if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()}
+                      if any(s.kind is Kind.VIPUNE for s in ws.specs) else {}),
         "views": entries,
         "whatif": whatif_manifest(ws),
     }

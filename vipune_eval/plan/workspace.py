@@ -20,11 +20,11 @@ from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import builds as vipune_builds
 from vipune_eval.plan import config_check, whatif_grid
-from vipune_eval.plan.builds import Builds
+from vipune_eval.plan.builds import Builds, compared_on
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.vipune_runs import BINARY
+from vipune_eval.registry.vipune_runs import BINARY, LIB
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,21 @@ class Workspace:
             else:
                 out[self.run_of(s.name)] = Run(self.run_of(s.name), self.builds.primary)
         for build in self.builds.compared:
-            out.setdefault(paths.vipune_run(build), Run(paths.vipune_run(build), build))
+            run = self.compared_run(build)
+            out.setdefault(run.name, run)
         if self.lab:
             for s in (self.lab.base, *self.lab.variants):
                 out.setdefault(s.name, Run(s.name, spec=s))
         return out
+
+    def compared_run(self, build: str) -> Run:
+        """The run a build of vipune.compare is compared by: the binary's hybrid search, or the
+        lib lane's where only the lib lane is configured (plan.builds.compared_on)."""
+        if compared_on(self.specs) is Kind.LIB:
+            lane = self.builds.lanes[build]
+            spec = next(s for s in self.specs if s.name == LIB.hybrid)
+            return Run(paths.lib_run(lane), spec=spec, lane=lane)
+        return Run(paths.vipune_run(build), build)
 
     def run_of(self, retriever: str) -> str:
         """The run name of a configured retriever (the primary build for the vipune lane)."""
@@ -122,7 +132,7 @@ class Workspace:
         from vipune_eval.stages.report.plots import RunShape, shown
 
         return shown(RunShape(seed_views=sum(view.protocol == "seed" for view in self.views),
-                              builds=bool(self.builds.primary and BINARY.hybrid in self.retrievers),
+                              builds=bool(self.builds.primary and compared_on(self.specs)),
                               lab=bool(self.lab)))
 
     def _shards(self, pattern: str, stage: str, **values: str) -> list[str]:

@@ -225,7 +225,8 @@ rule search_vipune_lib:
         runtime=30,
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
-        lane=untracked(WS.builds.lane_path),
+        # the lane of this build (vipune.binary's, or a compared build's): untracked, as a path
+        lane=lambda wildcards, input: WS.builds.lane_paths.get(wildcards.lane, ""),
         shard=shard_options,
         options=search_options,
         # tracked as search_vipune's are: a longer timeout or another policy may score a pair recorded as failed
@@ -238,6 +239,6 @@ rule search_vipune_lib:
         ),
     shell:
         "vipune-eval search-vipune-lib {params.shard} {params.options}"
-        " --lane {params.lane:q} --fingerprint {input.lane:q} --timeout {params.timeout:q}"
+        " --lane={params.lane:q} --fingerprint {input.lane:q} --timeout {params.timeout:q}"
         " --on-error {params.on_error:q} --tmp {params.tmp:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

@@ -24,7 +24,6 @@ from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
 from vipune_eval.stages.report.sections import document
@@ -245,7 +244,7 @@ def build(loaded: Loaded) -> Report:
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
         "lane": loaded.lane,
-        "preflight": loaded.preflights[manifest["primary"]] if manifest.get("primary") else None,
+        "preflight": loaded.preflights.get(manifest["primary"]) if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
         "split": {"seed": counts["split"]["seed"], "dev_fraction": counts["split"]["dev_fraction"],
@@ -285,10 +284,11 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     """One entry per vipune build, the primary first; the others compared with the primary, Holm
     over every comparison of every build."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
-    if not manifest.get("primary") or BINARY.hybrid not in metrics:
+    compared_on = manifest.get("compared_on")
+    if not manifest.get("primary") or compared_on not in metrics:
         return []
     # the order is the configuration's (vipune.compare)
-    runs = {manifest["primary"]: metrics[BINARY.hybrid], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    runs = {manifest["primary"]: metrics[compared_on], **{b: loaded.builds[b] for b in manifest["builds"]}}
     out = []
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]

@@ -31,6 +31,10 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
     """The lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona the
     lane refuses, crashes or hangs on, or answers out of contract; ``record`` lists such personas
     in the status file (left out of every average) and goes on with the others."""
+    if not str(lane) or str(lane) == ".":
+        raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
+                        "fingerprint id alone, so its vipune-lib results cannot be computed again",
+                        fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
     check_lane(lane, fingerprint)
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
