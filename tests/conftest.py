@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval.vipune.model_cache import build_vipune_hf_home
+from vipune_eval.vipune.home import build_vipune_hf_home
 from support import real_vipune, scenarios
 from support.tinymodel import build_tiny_model
 from support.fakes import fake_build

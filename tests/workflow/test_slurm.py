@@ -35,7 +35,7 @@ TOOLS = ("sinfo", "sbatch", "sacct", "scontrol", "squeue", "scancel")
 REQUIRED = os.environ.get("VIPUNE_EVAL_SLURM") == "required"
 RUN_TIMEOUT = 900  # s; a run that has not ended by then is hung (e.g. a job PENDING for ever)
 # Rules that run on the submitting node: localrules and the target rule.
-LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "check_binary", "all"}
+LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_binary", "all"}
 
 
 def unavailable(reason):

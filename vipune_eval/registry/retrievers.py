@@ -6,7 +6,7 @@ use: <family or plugin>, <params>}``. Families carry typed parameters whose defa
 ``use`` holding ``:`` is a plugin, ``path/to/file.py:function`` (relative to the working
 directory) or ``package.module:function`` (see stages.search.plugin). ``resolve`` checks every
 entry before any job runs and refuses what it does not know, listing what it does. How each
-family ranks is stages.search.families's; the report's roles of the configured runs are
+family ranks is stages.search.rankers's; the report's roles of the configured runs are
 plan.manifest's.
 """
 
@@ -80,7 +80,7 @@ class Param:
 @dataclass(frozen=True)
 class Family:
     """A kind of reference retriever and its typed parameters (defaults = vipune 0.20's search);
-    how it ranks is stages.search.families's."""
+    how it ranks is stages.search.rankers's."""
 
     name: str
     description: str

@@ -12,7 +12,7 @@ import pytest
 from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.core.persona import Persona
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, isolated_env
-from vipune_eval.stages.search.vipune_lane import evaluate, searches
+from vipune_eval.stages.search.vipune import evaluate, searches
 from vipune_eval.vipune.import_format import import_lines
 
 

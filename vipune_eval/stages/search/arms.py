@@ -9,7 +9,7 @@ and the others give context for its number.
 
 A persona's arms (registry.arms.ARMS: dense and one bm25 arm per query form), each ranking
 every row it finds, are computed once (``persona_arms``) and written to an arms file; every ARMS
-family setting ranks from them (stages.search.fuse), so a grid of hybrid variants costs fusions,
+family setting ranks from them (stages.search.fuse_reference), so a grid of hybrid variants costs fusions,
 not searches.
 """
 

@@ -11,7 +11,7 @@ from vipune_eval.core.persona import Persona
 from support.results import lme_order
 from support.search import search_persona
 from vipune_eval.stages.search.arms import persona_arms, write_arms
-from vipune_eval.stages.search.fuse import run_fuse
+from vipune_eval.stages.search.fuse_reference import run_fuse_reference
 
 
 def persona(seed):
@@ -47,4 +47,4 @@ def test_bm25_lme_is_a_preset_of_a_persona_family():
 def test_fusing_refuses_a_persona_family(tmp_path):
     write_arms(tmp_path / "arms.parquet", [persona_arms(persona(0))])
     with pytest.raises(EvalError, match="not a family setting fused from the arms"):
-        run_fuse([tmp_path / "arms.parquet"], "bm25-lme", 10, 10, [tmp_path / "out.run"])
+        run_fuse_reference([tmp_path / "arms.parquet"], "bm25-lme", 10, 10, [tmp_path / "out.run"])

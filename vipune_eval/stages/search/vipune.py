@@ -1,4 +1,4 @@
-"""The vipune lane: one throwaway database per persona, driven through the client.
+"""search-vipune, the binary lane: one throwaway database per persona, driven through the client.
 
 Per persona: the import JSONL from the cached vectors (docs/vipune-contract.md: a header with
 both ``version`` and ``format_version``), ``import`` into a fresh database, then one
