@@ -72,3 +72,45 @@ def test_a_rule_that_runs_a_command_is_named_for_it():
     assert not wrong, "; ".join(wrong) + " (a rule is its command with '_': search-arms runs in rule search_arms)"
     unknown = sorted({c for commands in found.values() for c in commands} - set(COMMANDS))
     assert not unknown, f"rules run commands the CLI lacks: {unknown}"
+
+
+# "lane" is one of vipune's two lanes (docs/glossary.md); these phrases each meant two things.
+RETIRED = re.compile(r"model-free lane|vipune lanes?\b|reference[- ]lanes?\b", re.I)
+# Files that still hold a retired phrase, each with its reason; a stale entry fails below.
+PHRASES_NOT_YET = {
+    "vipune_eval/stages/report/sections.py": "being split into a package (issue 42.2, branch `report`)",
+}
+
+
+def prose_files() -> list:
+    """The docs, the package, the workflow and the configs: what a reader reads as prose."""
+    return sorted({*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *(REPO / "vipune_eval").rglob("*.py"),
+                   *(REPO / "workflow").rglob("*.smk"), *(REPO / "workflow").rglob("*.yaml"),
+                   *(REPO / "workflow").rglob("*.rst"), *(REPO / "config").glob("*.yaml"),
+                   REPO / "Snakefile", REPO / "lane" / "Cargo.toml"})
+
+
+def retired_phrases(text: str) -> list[str]:
+    """The retired phrases in ``text``, also where a line break (and a comment's ``#``) splits one."""
+    text = text.split("## Retired phrases")[0]  # the glossary names them to retire them
+    return [m.group(0) for m in RETIRED.finditer(re.sub(r"[ \t]*\n[ \t]*(?:#+[ \t]*)?", " ", text))]
+
+
+def test_no_retired_lane_phrase_in_the_docs_the_package_or_the_workflow():
+    found = [f"{path.relative_to(REPO)}: {', '.join(sorted(set(phrases)))}" for path in prose_files()
+             if path.relative_to(REPO).as_posix() not in PHRASES_NOT_YET
+             and (phrases := retired_phrases(path.read_text(encoding="utf-8")))]
+    assert not found, ("retired phrases (docs/glossary.md says what to write instead: the binary lane, the lib "
+                       f"lane, the reference retrievers): {'; '.join(found)}")
+
+
+def test_the_phrase_exceptions_are_still_needed():
+    stale = [name for name in PHRASES_NOT_YET
+             if not (REPO / name).is_file() or not retired_phrases((REPO / name).read_text(encoding="utf-8"))]
+    assert not stale, f"tests/project/test_names.py PHRASES_NOT_YET: remove {stale} (no retired phrase there now)"
+
+
+def test_the_phrase_check_sees_a_phrase_split_by_a_line_break():
+    assert retired_phrases("the vipune\n    # lane's shards; the Model-free lane") == ["vipune lane", "Model-free lane"]
+    assert retired_phrases("the binary lane, the lib lane, vipune-lane, the reference retrievers") == []
+    assert (REPO / "docs" / "glossary.md") in prose_files()

@@ -181,7 +181,7 @@ def test_a_failed_job_is_reported_failed_and_the_run_exits_non_zero_naming_the_r
             states.setdefault(rule_name, set()).add(state)
     assert states.pop("preflight") == {"FAILED"}
     assert states and all(s == {"COMPLETED"} for s in states.values()), states
-    # --keep-going: the reference lane went on without the vipune lane.
+    # --keep-going: the reference retrievers went on without the binary lane.
     assert {"filter_pairs", "embed", "search_arms", "score"} <= set(states)
     assert "search_vipune" not in states and "report" not in states
     assert "embedding parity failed" in broken.out  # the failed job's log, printed

@@ -76,7 +76,7 @@ def lane_fingerprint_file(lane_id: str) -> str:
 
 
 def lib_run(lane_id: str, semantic: bool = False) -> str:
-    """Run name of a lane's hybrid search (vipune-lib), or of its semantic search."""
+    """Run name of the lib lane's hybrid search (vipune-lib) with a vipune-lane, or of its semantic search."""
     return f"vipune-lib-{lane_id}" + ("-semantic" if semantic else "")
 
 

@@ -165,7 +165,7 @@ def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
     ({"use": "hybrid"}, ["'name'"]),
     ({"name": "a/b", "use": "hybrid"}, ["'name'"]),
     ({"name": "hybrid", "use": "hybrid", "k": 60}, ["taken by a preset"]),
-    ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or the vipune lane"]),
+    ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or reserved for vipune's own runs"]),
     ({"name": "x"}, ["'use'"]),
     ({"name": "x", "use": "p.py:f", "k": 3}, ["a plugin takes no parameters"]),
     (3, ["a preset name or a mapping"]),

@@ -1,4 +1,4 @@
-"""The vipune lane's resume key follows every flag of its searches (issue 36)."""
+"""The binary lane's resume key follows every flag of its searches (issue 36)."""
 
 from pathlib import Path
 
