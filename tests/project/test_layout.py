@@ -41,10 +41,9 @@ def test_test_file_names_are_unique():
 
 
 def test_helpers_live_in_support_only():
-    """Every Python file under tests/ is a test file, a conftest, a fake stand-in or support."""
+    """Every Python file under tests/ is a test file, a conftest or support (the fakes included)."""
     others = [p.relative_to(REPO) for p in TESTS.rglob("*.py")
-              if not p.name.startswith("test_") and p.name != "conftest.py"
-              and p.parent != TESTS / "support" and not p.name.startswith("fake_")]
+              if not p.name.startswith("test_") and p.name != "conftest.py" and p.parent != TESTS / "support"]
     assert not others, others
 
 
