@@ -13,7 +13,6 @@ from vipune_eval.core.persona import Persona
 from support.search import rrf, search_persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
 from vipune_eval.stages.search import rankers
-from vipune_eval.stages.search.fuse_reference import run_fuse_reference
 from vipune_eval.vipune.contract import candidate_pool
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()
@@ -130,19 +129,6 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
             assert np.array_equal(rankers.rank(a, spec, 10)[0], rankers.rank(b, spec, 10)[0])
             assert a.documents(rankers.rank(a, spec, 10)[0], 10) == \
                 b.documents(rankers.rank(b, spec, 10)[0], 10)
-
-
-def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
-    arms = [persona_arms(random_persona(s)) for s in range(2)]
-    write_arms(tmp_path / "a0.parquet", arms[:1])
-    write_arms(tmp_path / "a1.parquet", arms[1:])
-    spec = registry.spec({"name": "k60", "use": "hybrid", "k": 60})
-    outs = [tmp_path / "r0.run", tmp_path / "r1.run"]
-    run_fuse_reference([tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), 10, 10, outs)
-    first = outs[0].read_text().splitlines()
-    assert first and all(line.endswith(" k60") for line in first)
-    docs = [line.split()[2] for line in first]
-    assert docs == arms[0].documents(rankers.rank(arms[0], spec, 10)[0], 10)
 
 
 # ------------------------------------------------------------------ refusals
