@@ -25,7 +25,7 @@
 #   ONNXRUNTIME_VERSION  the ONNX Runtime the build's ort-sys was made for; by default from the
 #              ort-sys version its Cargo.lock pins (rc.15 → 1.31.1, rc.9 → 1.20.1).
 #
-# The lane: lane/ (a Rust command linking the `vipune` library crate; docs/vipune-contract.md)
+# vipune-lane: lane/ (a Rust command linking the `vipune` library crate; docs/vipune-contract.md)
 # built against the very source and Cargo.lock the binary was built from, named after its own
 # sources' sha256 (vipune_eval/vipune/lane_source.py): bin/vipune-lane-<sha12> beside bin/vipune.
 # It compiles vipune's private search files from that source (lane/vipune_sources.json, "compiled",
@@ -118,7 +118,7 @@ else
 fi
 bin=$home/bin/vipune
 read -r lane_sha lane_name <<<"$(python3 "$repo/vipune_eval/vipune/lane_source.py")"
-[ -n "$lane_name" ] || { echo "build.sh: cannot name the lane (python3 $repo/vipune_eval/vipune/lane_source.py)" >&2; exit 1; }
+[ -n "$lane_name" ] || { echo "build.sh: cannot name vipune-lane (python3 $repo/vipune_eval/vipune/lane_source.py)" >&2; exit 1; }
 lane=$home/bin/$lane_name
 
 works() { # a build counts only if it runs and names its version; vipune has no --version flag,
@@ -244,7 +244,7 @@ else
             grep -q "failed to select a version for the requirement" "$log" || exit 1
         fi
     fi
-    # The lane needs the source itself: a copy of cargo's registry copy, relocked where need be.
+    # vipune-lane needs the source itself: a copy of cargo's registry copy, relocked where need be.
     src=$cache/src-$version
     if [ ! -f "$src/Cargo.toml" ]; then
         registry=$(registry_source "$version")
@@ -270,7 +270,7 @@ if [ -f "$deviations" ]; then # in the words of vipune_eval/vipune/binary.py's l
     vipune_source="$vipune_source, built with its Cargo.lock moved where the registry lacks a pin ($moved)"
 fi
 
-# The lane: lane/ against the same source and lock ($src), beside the binary it records.
+# vipune-lane: lane/ against the same source and lock ($src), beside the binary it records.
 if [ "$version" = checkout ] || ! lane_works; then
     echo "build.sh: building $lane_name against $vipune_source" >&2
     work=$home/lane-src # a copy: the build writes a Cargo.lock; modification times kept

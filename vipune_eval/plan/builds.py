@@ -21,7 +21,7 @@ from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.vipune_runs import BINARY, LIB
 from vipune_eval.vipune import binary as vipune_binary
-from vipune_eval.vipune import lane as vipune_lane
+from vipune_eval.vipune import lane as lib_lane
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     cache = Path(paths.CACHE)
     fingerprint = vipune_binary.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
                                                    cache, extra)
-    write_json_if_changed(paths.binary_fingerprint(fingerprint["id"]), fingerprint)
+    write_json_if_changed(paths.binary_fingerprint_file(fingerprint["id"]), fingerprint)
     return {**fingerprint, "path": str(path)}
 
 
@@ -89,21 +89,21 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 def _lane(build: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside a build's binary (refused, with the
     command that builds it, when it is not there); MISSING with vipune.binary, which the
-    check_binary rule names. A build known by its id alone: the lane of this checkout's lane/
+    vipune_binary rule names. A build known by its id alone: the lane of this checkout's lane/
     sources evaluated beside it here before (no path: its results are not computed again)."""
     if build is None:
         return vipune_binary.MISSING, ""
     if "path" not in build:
-        known = paths.fingerprinted_lanes(build["id"], vipune_lane.source_sha256())
+        known = paths.fingerprinted_lanes(build["id"], lib_lane.source_sha256())
         if not known:
             raise EvalError(f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
                             "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
                             "builds by them",
                             fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
         return known[0]["id"], ""
-    path = vipune_lane.find_lane(Path(build["path"]), build["version"])
-    fingerprint = vipune_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
-    write_json_if_changed(paths.lane_fingerprint(fingerprint["id"]), fingerprint)
+    path = lib_lane.find_lane(Path(build["path"]), build["version"])
+    fingerprint = lib_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
+    write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
     return fingerprint["id"], str(path)
 
 
@@ -122,7 +122,7 @@ def compared_on(specs: list[retrievers.Spec]) -> Kind | None:
 def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     """The builds ``config`` names, fingerprinted (none when no retriever runs vipune's code).
 
-    A missing vipune.binary is reported by the check_binary rule, so dry runs and --lint still
+    A missing vipune.binary is reported by the vipune_binary rule, so dry runs and --lint still
     work; a binary that is there but does not answer stops the run here, saying why."""
     if not retrievers.uses_binary(specs):
         return Builds()

@@ -85,10 +85,10 @@ def report_manifest(ws: Workspace) -> Manifest:
         "primary": builds.primary, "builds": list(builds.compared),
         # the retriever that compares the builds: the binary's hybrid search, or the lib lane's
         "compared_on": {Kind.VIPUNE: BINARY.hybrid, Kind.LIB: LIB.hybrid, None: None}[compared_on(ws.specs)],
-        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
+        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint_file(builds.lane)}
                  if builds.lane and builds.lane != MISSING else None),
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
-        "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
+        "fingerprints": {b: paths.binary_fingerprint_file(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here; the
         # preflight checks the binary's search and model, so a run of the lib lane alone has none
         "preflight": ({b: paths.preflight(b) for b in binary

@@ -1,4 +1,4 @@
-"""The lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs,
+"""vipune-lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs,
 and what of a vipune source it compiles and what it copies (``lane/vipune_sources.json``).
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system

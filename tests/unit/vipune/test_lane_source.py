@@ -1,5 +1,7 @@
-"""lane_source: the lane's own identity, and what it takes from a vipune source: the files it
-compiles, the items it copies and whether the source still has the bytes each copy was made from."""
+"""vipune-lane's source identity: the sha256 of lane/'s manifest, build script, source list and Rust
+sources, which names the vipune-lane a checkout needs (it moves with any source byte and with a
+file's name, nothing else); and what the lane takes from a vipune source: the files it compiles,
+the items it copies and whether the source still has the bytes each copy was made from."""
 
 from __future__ import annotations
 
@@ -96,3 +98,29 @@ def test_build_sh_reads_the_record_on_one_line(tmp_path):
 
 def test_a_lane_that_records_no_sources_names_no_copy():
     assert stale_copies({"sources": None}) == [] and stale_copies({}) == []
+
+
+def test_the_name_follows_every_source_byte_and_name(tmp_path):
+    lane = tmp_path / "lane"
+    shutil.copytree(lane_source.LANE, lane)
+    first = lane_source.source_sha256(lane)
+    assert first == lane_source.source_sha256()  # a copy is the same sources
+    (lane / "README.txt").write_text("not a source")
+    assert lane_source.source_sha256(lane) == first
+    main = lane / "src" / "main.rs"
+    main.write_bytes(main.read_bytes() + b"\n")
+    edited = lane_source.source_sha256(lane)
+    assert edited != first
+    main.rename(lane / "src" / "lane.rs")
+    assert lane_source.source_sha256(lane) not in (first, edited)
+    listed = lane / lane_source.SOURCES  # a new pin is a new lane
+    listed.write_text(listed.read_text().replace('"src/rrf.rs"', '"src/rrf2.rs"'))
+    assert lane_source.source_sha256(lane) not in (first, edited)
+
+
+def test_build_sh_reads_the_same_name_from_the_system_python():
+    """build.sh runs the file alone, before anything is installed: the sha256 and the file name."""
+    out = subprocess.run([sys.executable, "-I", lane_source.__file__], capture_output=True, text=True, check=True)
+    sha = lane_source.source_sha256()
+    assert out.stdout.split() == [sha, lane_source.lane_name(sha)]
+    assert lane_source.lane_name(sha) == f"vipune-lane-{sha[:12]}"
