@@ -12,8 +12,9 @@
 #              the last release (docs/reruns.md). It is built from a copy (your tree is never
 #              written to: no target/, no Cargo.lock change), incrementally on every call.
 #   --fast     (with --checkout) the maintainer's loop: vipune's release profile without its fat
-#              LTO and single codegen unit (profile "fast": thin-local LTO, 16 codegen units,
-#              incremental), a one-line edit rebuilt in seconds, not minutes. The code and the
+#              LTO and single codegen unit (profile "fast": no LTO, 16 codegen units, incremental;
+#              the binary built in vipune-lane's workspace, so vipune's library is compiled once
+#              for both), a one-line edit rebuilt in seconds, not minutes. The code and the
 #              floating-point arithmetic are the same (no fast-math in Rust), so it ranks as the
 #              release profile does (tests/unit/vipune/test_lane.py checks every list and score);
 #              its binary and lane say "profile": "fast" and every report names a fast build.
@@ -185,11 +186,20 @@ ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so.1"
 export ORT_LIB_PATH=$ort_dir ORT_LIB_LOCATION=$ort_dir ORT_PREFER_DYNAMIC_LINK=1 ORT_SKIP_DOWNLOAD=1
 export RUSTFLAGS="-C link-arg=-Wl,-rpath,$ort_dir"
 export CARGO_TARGET_DIR=$cache/target-ort$ort_version
-# The fast profile (--fast): vipune's release profile, but LTO only within a crate and 16 codegen
-# units compiled incrementally; the same opt-level, so the same code and arithmetic.
-profile_flags=(--profile "$profile" --config 'profile.fast.inherits="release"' --config 'profile.fast.lto=false'
+# The fast profile (--fast): vipune's release profile without LTO, 16 codegen units compiled
+# incrementally; the same opt-level, so the same code and arithmetic. (Cargo's default "thin local"
+# LTO, lto = false, undoes most of incremental: a one-line edit took 45 s of codegen with it, 5 s without.)
+profile_flags=(--profile "$profile" --config 'profile.fast.inherits="release"' --config 'profile.fast.lto="off"'
     --config 'profile.fast.codegen-units=16' --config 'profile.fast.incremental=true')
 deviations=$home/lock-deviations.txt
+
+work=$home/lane-src # vipune-lane's workspace: a copy of lane/ with the source's Cargo.lock,
+workspace_made=0      # made afresh once per call (the build writes a Cargo.lock); modification times kept
+lane_workspace() {
+    [ $workspace_made = 1 ] && return
+    rm -rf "$work" && cp -rp "$repo/lane" "$work" && cp -p "$src/Cargo.lock" "$work/Cargo.lock"
+    workspace_made=1
+}
 
 relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins that the registry
     # lacks to the newest version the registry has, recording each move in $deviations
@@ -231,8 +241,17 @@ if [ "$version" = checkout ]; then
     vipune_source="checkout $checkout ($described)"
     rm -f "$deviations"
     fetchable "$src"
-    echo "build.sh: cargo install --path $checkout (a copy) against ONNX Runtime $ort_version (PyPI wheel)" >&2
-    cargo install --path "$src" --locked --root "$home" --force "${profile_flags[@]}" >&2
+    if [ $profile = fast ]; then
+        # In vipune-lane's workspace, so that vipune's library is compiled once for both.
+        echo "build.sh: building vipune from $checkout (a copy) in vipune-lane's workspace, profile fast, against ONNX Runtime $ort_version (PyPI wheel)" >&2
+        lane_workspace
+        cargo build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
+            --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune >&2
+        mkdir -p "$home/bin" && cp "$CARGO_TARGET_DIR/fast/vipune" "$bin.part" && mv "$bin.part" "$bin"
+    else
+        echo "build.sh: cargo install --path $checkout (a copy) against ONNX Runtime $ort_version (PyPI wheel)" >&2
+        cargo install --path "$src" --locked --root "$home" --force >&2
+    fi
 else
     vipune_version=$version
     vipune_source="vipune $version from crates.io"
@@ -273,8 +292,7 @@ fi
 # vipune-lane: lane/ against the same source and lock ($src), beside the binary it records.
 if [ "$version" = checkout ] || ! lane_works; then
     echo "build.sh: building $lane_name against $vipune_source" >&2
-    work=$home/lane-src # a copy: the build writes a Cargo.lock; modification times kept
-    rm -rf "$work" && cp -rp "$repo/lane" "$work" && cp -p "$src/Cargo.lock" "$work/Cargo.lock"
+    lane_workspace
     sources=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src")
     VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipune_source \
         VIPUNE_LANE_SOURCE_ID=$lane_sha VIPUNE_LANE_BINARY_SHA256=$(sha256sum "$bin" | cut -d' ' -f1) \

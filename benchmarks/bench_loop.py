@@ -1,0 +1,181 @@
+"""The maintainer's loop (issue 43): an edit of vipune's search, from the edit to the numbers.
+
+On LongMemEval_M's shape (``VIPUNE_BENCH_SIZE=M``: 470 personas of 500 session rows of ~2.4 kB;
+``small``: 40 personas), vectors from the tiny test model (the lane's work does not depend on
+their values), the real vipune at the pinned release with its vipune-lane (.ci/vipune/build.sh;
+skipped, saying why, where it is not built).
+
+Not timed (the loop's cold start): the data filtered and embedded by the workflow, the release's
+lib lane run once (``vipune.binary`` = the release, retrievers vipune-lib and vipune-lib-semantic),
+and a checkout of the release's own sources (benchmarks/out/loop-checkout/vipune: a fixed folder,
+so build.sh's incremental build carries over between sessions) built ``--fast`` once.
+
+Each rep is the documented loop (docs/reruns.md, "The maintainer's loop"): a one-line edit of the
+checkout's src/rrf.rs (its RRF k, a new value each rep, so every rep is a build never seen), then
+- ``build``: ``.ci/vipune/build.sh --checkout DIR --fast`` (the binary and its lane);
+- ``run``: ``snakemake --cores 2`` with ``vipune.binary`` = that build and ``vipune.compare`` = the
+  release: the checkout's lib-lane shards, their scores, the report and its summary (the release's
+  results are kept); split from Snakemake's own job log into planning (start to the first job),
+  the lane (to the last lib-lane shard's end) and score and report (the rest).
+Beside it, once per rep on the same edit: the release profile's rebuild (``build.sh --checkout
+DIR``, vipune's fat LTO and one codegen unit), the build the fast profile replaces.
+The figure: the loop's total against the one-minute goal, and fast against release-profile builds.
+Checked on the way: each rep reruns only the lib lane's jobs, and the report compares the builds.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.common import OUT, PYTHON, REPO, Figures, generate, interleaved, mean, run_child, sized
+from support.results import read_run, report
+
+DATA = {"small": dict(instances=40, abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=10,
+                      words_per_turn=40, seed=11),
+        "M": dict(instances=500, abstention=30, sessions_per_haystack=500, filler_pool=30000, turns_per_session=10,
+                  words_per_turn=40, seed=11)}
+BUILD = REPO / ".ci" / "vipune" / "build.sh"
+LIB = ["vipune-lib", "vipune-lib-semantic"]
+GOAL_S = 60.0  # issue 43: the numbers within a minute of the edit
+
+
+@pytest.fixture(scope="module")
+def release():
+    from support.real_vipune import find
+    from vipune_eval.vipune.lane import LaneError, find_lane
+    from vipune_eval.vipune.release import RELEASE
+
+    binary, why = find()
+    if binary is None:
+        pytest.skip(why)
+    try:
+        find_lane(binary, RELEASE)
+    except LaneError as exc:
+        pytest.skip(exc.message)
+    return binary
+
+
+def build(checkout: Path, *flags: str) -> tuple[Path, float]:
+    """``build.sh --checkout`` on the checkout: the binary's path and the seconds it took."""
+    start = time.perf_counter()
+    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(checkout), *flags], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"build.sh --checkout {checkout} {' '.join(flags)} failed:\n{proc.stderr[-3000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1]), time.perf_counter() - start
+
+
+def edit(checkout: Path, k: float) -> None:
+    """The one-line edit: RrfConfig::default()'s k."""
+    rrf = checkout / "src" / "rrf.rs"
+    text, n = re.subn(r"Self \{ k: [0-9.]+ \}", f"Self {{ k: {k!r} }}", rrf.read_text())
+    assert n == 1, f"{rrf}: no 'Self {{ k: ... }}' to edit"
+    rrf.write_text(text)
+
+
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
+
+
+def job_times(log: str) -> dict[str, list[tuple[float, float]]]:
+    """Rule → (start, end) of each job, in seconds since the epoch, from Snakemake's log (its
+    timestamp lines before each job's 'rule X:' and 'Finished jobid: N (Rule: X)')."""
+    now, started, jobs = None, {}, {}
+    rule = None
+    for line in log.splitlines():
+        m = STAMP.match(line.strip())
+        if m:
+            now = datetime.strptime(m[1], "%a %b %d %H:%M:%S %Y").timestamp()
+            continue
+        m = re.match(r"^(?:local)?rule (\w+):", line)
+        if m:
+            rule = m[1]
+            continue
+        m = re.match(r"^\s+jobid: (\d+)", line)
+        if m and rule:
+            started[m[1]] = (rule, now)
+            rule = None
+            continue
+        m = re.match(r"^Finished jobid: (\d+)", line)
+        if m and m[1] in started:
+            name, start = started.pop(m[1])
+            jobs.setdefault(name, []).append((start, now))
+    return jobs
+
+
+def bench_loop(benchmark, work, tiny_model, release):
+    args = sized(DATA)
+    data = generate(args)
+    root = work / "loop"
+    checkout = OUT / "loop-checkout" / "vipune"
+    if not (checkout / "Cargo.lock").is_file():
+        from vipune_eval.vipune.release import RELEASE
+
+        source = subprocess.run(["bash", str(BUILD), "--source", RELEASE], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        shutil.rmtree(checkout.parent, ignore_errors=True)
+        checkout.parent.mkdir(parents=True)
+        shutil.copytree(source, checkout, symlinks=True)
+    workdir = root / "run"
+    workdir.mkdir(parents=True)
+    config = {"dataset": {"path": str(data), "expected": None},
+              "model": {"path": str(tiny_model.dir), "file": tiny_model.file},
+              "retrievers": LIB, "vipune": {"binary": str(release)}, "embed": {"shards": 2}, "search": {"shards": 2}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+    def snakemake(label: str):
+        log = root / f"{label}.log"
+        start = time.time()
+        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "Snakefile", "--directory", workdir,
+                           "--configfile", workdir / "config.yaml", "--cores", 2], log)
+        return child, start, child.stdout + log.with_suffix(".err").read_text()
+
+    snakemake("release")  # the cold start: filter, embed, the release's lib lane
+    edit(checkout, 25.0)
+    build(checkout, "--fast")  # the checkout's first fast build (dependencies compiled once)
+
+    results: list[dict[str, float]] = []
+    ks = iter(25.0 + (i + 1) / 1000 for i in range(10**6))
+
+    def loop(rep: int) -> dict[str, float]:
+        k = next(ks)
+        edit(checkout, k)
+        binary, built_s = build(checkout, "--fast")
+        (workdir / "config.yaml").write_text(yaml.safe_dump(
+            {**config, "vipune": {"binary": str(binary), "compare": [str(release)]}}))
+        child, start, log = snakemake(f"loop-{rep}")
+        jobs = job_times(log)
+        assert set(jobs) <= {"search_vipune_lib", "score", "report", "plots", "report_page", "all"}, sorted(jobs)
+        first = min(s for spans in jobs.values() for s, _ in spans)
+        lane_end = max(e for _, e in jobs["search_vipune_lib"])
+        built = report(workdir)["builds"]
+        assert len(built) == 2 and read_run(workdir / built[0]["run"]), "the checkout is not compared on vipune-lib"
+        out = {"k": k, "build": built_s, "plan": first - start, "lane": lane_end - first,
+               "score_report": child.wall_s - (lane_end - start), "run": child.wall_s,
+               "total": built_s + child.wall_s, "lane_cpu": child.cpu_s}
+        results.append(out)
+        return out
+
+    def release_profile(rep: int) -> float:
+        edit(checkout, 30.0 + rep)  # another edit of the same line, built as vipune's release profile
+        return build(checkout)[1]
+
+    sides = interleaved(benchmark, {"loop": loop, "release-profile build": release_profile})
+    loops, full = sides["loop"], sides["release-profile build"]
+    fig = Figures(f"the maintainer's loop: {args['instances'] - args['abstention']} personas x "
+                  f"{args['sessions_per_haystack']} session rows, the lib lane of a checkout against the release, "
+                  "2 cores", ["step", "seconds (mean of reps)"])
+    for step in ("build", "plan", "lane", "score_report", "run", "total"):
+        fig.row(step, mean([r[step] for r in loops]))
+    fig.row("release-profile build of the same edit", mean(full))
+    fig.ratio("loop total / 60 s goal", mean([r["total"] for r in loops]), GOAL_S)
+    fig.ratio("fast build / release-profile build", mean([r["build"] for r in loops]), mean(full))
+    fig.note("build = build.sh --checkout DIR --fast after a one-line edit of src/rrf.rs; run = snakemake "
+             "(plan: to its first job; lane: to the last lib-lane shard's end; score_report: the rest)")
+    fig.record(benchmark)
