@@ -35,6 +35,14 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
             *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)]
 
 
+def _computed_by(measure: Any) -> str:
+    """What computes a measure (registry.measures), as the Measures table says it."""
+    seed = f"ir-measures `{measure.ir_measures}`" if measure.ir_measures else "vipune-eval" if measure.compute else None
+    if not measure.longmemeval:
+        return str(seed)
+    return f"{seed}; official protocol: LongMemEval's code" if seed else "LongMemEval's code (official protocol only)"
+
+
 def render() -> str:
     sys.path.insert(0, str(REPO))
     from vipune_eval.registry import arms, datasets, granularities, measures, retrievers, views
@@ -71,7 +79,7 @@ def render() -> str:
               f"The headline k is {measures.PRIMARY_K} when configured, else the largest.", ""]
     lines += _table(["measure", "key", "computed by", "per pair", "definition"],
                     [[f"`{m.name}`", f"`{measures.key(m.name, 'k') if m.at_k else m.name}`",
-                      f"ir-measures `{m.ir_measures}`" if m.ir_measures else "vipune-eval",
+                      _computed_by(m),
                       "0 or 1" if m.binary else "fraction", m.definition] for m in measures.MEASURES])
     lines += ["", "## Granularities", "",
               f"The config's `granularities:` list; `{granularities.PRIMARY}` is required: the primary result.", ""]
