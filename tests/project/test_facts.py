@@ -223,3 +223,30 @@ def test_the_token_limit_copies_are_the_contracts(copy):
 
     module, name = copy.split(":")
     assert getattr(importlib.import_module(f"vipune_eval.{module}"), name) == contract.MAX_TOKENS
+
+
+def test_the_numbers_prose_repeats_are_their_owners():
+    """Pages, docstrings and comments say vipune's numbers and LongMemEval's cut-offs in words
+    ("RRF k = 25", "clamp(10 x limit, 50, 10000)", "over 512 tokens", "cut-offs 1, 3, 5, ..."):
+    each said number is its owner's."""
+    from vipune_eval.registry.measures import OFFICIAL_KS
+    from vipune_eval.stages.embed.provider import AUTO_BUDGET
+
+    said = {  # what prose says → the owner's value
+        r"RRF,? k = (\d+)|RRF \(k = (\d+)\)|fusion(?:'s| with) k = (\d+)": str(contract.RRF_K),
+        r"clamp\(10 [x×] \w+, 50, (\d+)\)": str(contract.MAX_SEARCH_LIMIT),
+        r"(?:over|at most|≤|exceeds) (\d+)[- ]tokens?": str(contract.MAX_TOKENS),
+        r"cut-offs (\d+(?:, \d+)+)": ", ".join(map(str, OFFICIAL_KS)),
+        r"(\d+) on the CPU and (\d+) on CUDA": f"{AUTO_BUDGET['cpu']} {AUTO_BUDGET['cuda']}",
+    }
+    sources = [*DOCS, *sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
+               REPO / "workflow" / "schemas" / "config.schema.yaml", REPO / "lane" / "src" / "main.rs"]
+    wrong = []
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for pattern, owner in said.items():
+            for match in re.finditer(pattern, text):
+                value = " ".join(g for g in match.groups() if g)
+                if value != owner:
+                    wrong.append(f"{path.relative_to(REPO)}: {match.group(0)!r} (owner: {owner})")
+    assert not wrong, wrong
