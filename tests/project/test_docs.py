@@ -103,9 +103,11 @@ def _repo_file(path: str) -> Path | None:
     """The file a doc's `path` names: from the repository's root, or from the package's
     (`core/paths.py`); None for a path into neither (a run's results/, vipune's own src/)."""
     top = path.split("/")[0]
+    if "/" not in path:  # a bare name: a file at the root or a module at the package's top (`cli.py`)
+        return next((f for f in (REPO / path, REPO / "vipune_eval" / path) if f.exists()), None)
     if (REPO / top).exists() and top not in ("results",):
         return REPO / path
-    if top in PACKAGE_FOLDERS and "/" in path:
+    if top in PACKAGE_FOLDERS:
         return REPO / "vipune_eval" / path
     return None
 
@@ -133,7 +135,8 @@ def test_every_name_the_docs_place_in_a_file_is_defined_there():
         for path, name in re.findall(r"`([\w./-]+\.(?:py|smk|rs))`'s `(\w+)", text):
             file = _repo_file(path)
             if file is None or not file.exists():
-                wrong.append(f"{page.relative_to(REPO)}: {path} is not a file of the repository")
+                if "/" in path:
+                    wrong.append(f"{page.relative_to(REPO)}: {path} is not a file of the repository")
                 continue
             defined = rf"^\s*(?:def|class|fn|const|rule|struct)\s+{name}\b|^\s*{name}\b\s*(?::[^=\n]*)?="
             if not re.search(defined, file.read_text(encoding="utf-8"), re.M):
