@@ -121,12 +121,26 @@ def test_the_configuration_page_lists_every_key_with_the_schemas_default_and_bou
     assert not wrong, wrong
 
 
+def test_the_what_if_labs_fallbacks_are_the_schemas_defaults():
+    """plan/whatif_grid.py falls back to a default where a block (a test's, a benchmark's) leaves a
+    key out; a run's block has the schema's defaults set by the config check."""
+    from vipune_eval.plan import whatif_grid
+    from vipune_eval.registry import measures
+
+    lab = whatif_grid.resolve({"base": "hybrid", "grid": {"k": [10]}}, retrievers.resolve(["hybrid"]),
+                              measures.keys([1, 5, 10]))
+    assert (lab.measure, lab.select_on) == (schema_node("whatif.measure")["default"],
+                                            schema_node("whatif.select_on")["default"])
+
+
 def test_the_configuration_pages_pinned_releases_are_the_registrys():
     """The table of pins in docs/configuration.md (with who recorded each) against the presets."""
     text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     table = text[text.index("## The pinned releases"):]
     rows = {m[0]: m[1:] for m in re.findall(r"^\| `([\w-]+)` \| .*? \| `([^`]+)` \| (.*?) \| ([\d,]*) \|", table, re.M)}
     assert set(rows) == set(datasets.PRESETS)
+    preset_row = next(meaning for key, _, meaning in _configuration_rows() if key == "dataset.preset")
+    assert set(re.findall(r"`([\w.-]+)`", preset_row)) >= set(datasets.PRESETS) | {p.filename for p in datasets.PRESETS.values()}
     for name, (filename, sha, size) in rows.items():
         preset = datasets.PRESETS[name]
         assert filename == preset.filename, name
@@ -238,9 +252,11 @@ def test_the_numbers_prose_repeats_are_their_owners():
         r"(?:over|at most|≤|exceeds) (\d+)[- ]tokens?": str(contract.MAX_TOKENS),
         r"cut-offs (\d+(?:, \d+)+)": ", ".join(map(str, OFFICIAL_KS)),
         r"(\d+) on the CPU and (\d+) on CUDA": f"{AUTO_BUDGET['cpu']} {AUTO_BUDGET['cuda']}",
+        r"\b(\d{3}) ?/ ?(\d{2}) ?/ ?(\d{3})\b": " ".join(map(str, datasets.PAPER_COUNTS.values())),  # instances/abstention/pairs
     }
     sources = [*DOCS, *sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
-               REPO / "workflow" / "schemas" / "config.schema.yaml", REPO / "lane" / "src" / "main.rs"]
+               REPO / "workflow" / "schemas" / "config.schema.yaml", REPO / "config" / "config.yaml",
+               REPO / "lane" / "src" / "main.rs"]
     wrong = []
     for path in sources:
         text = path.read_text(encoding="utf-8")
