@@ -212,12 +212,11 @@ def test_the_family_defaults_are_named_after_the_pinned_release():
 
 
 def test_the_fakes_and_the_lane_keep_the_contracts_numbers():
-    """tests/fake_vipune.py and tests/fake_lane.py stand in for vipune and its lane without the
+    """tests/support/fake_vipune.py and fake_lane.py stand in for vipune and vipune-lane without the
     harness's code, and lane/src/main.rs copies vipune's private fusion: each keeps its own copy of
     vipune's numbers, held here to vipune/contract.py (the real binary checks the contract itself:
     tests/project/test_fake_vipune.py, the preflight)."""
-    import fake_lane
-    import fake_vipune
+    from support import fake_lane, fake_vipune
 
     assert (fake_vipune.MODEL_ID, fake_vipune.MODEL_REVISION) == (contract.EMBED_MODEL_ID, contract.EMBED_MODEL_REVISION)
     assert fake_vipune.MAX_SEARCH_LIMIT == contract.MAX_SEARCH_LIMIT == fake_lane.MAX_CANDIDATE_POOL
