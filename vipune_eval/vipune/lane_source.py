@@ -1,5 +1,7 @@
-"""vipune-lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs,
-and what of a vipune source it compiles and what it copies (``lane/vipune_sources.json``).
+"""vipune-lane's source identity, and what it takes from a vipune source.
+
+Which build of ``lane/`` (the Rust vipune-lane) this checkout needs, and what of a vipune source
+it compiles and what it copies (``lane/vipune_sources.json``).
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system
 Python, before anything is installed, to name the lane it builds (``vipune-lane-<id>`` beside the
