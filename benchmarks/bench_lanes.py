@@ -68,6 +68,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
+    from vipune_eval.vipune.client import VipuneSettings
     from vipune_eval.vipune.lane import frame, lane_fingerprint
 
     binary, lane = real_build
@@ -86,7 +87,8 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     n, rows = len(personas), mean([len(p.row_ids) for p in personas])
     chars = mean([mean([len(t) for t in p.texts]) for p in personas])
     stream = dest / "personas.stream"  # the lane's stdin, prepared beforehand (not timed)
-    stream.write_bytes(b"".join(frame(p, LIMIT) for p in personas))
+    stream.write_bytes(b"".join(frame(p, VipuneSettings("", Path(), None, Path(), 300).query_flags(LIMIT))
+                                for p in personas))
     del personas
     shard = dict(rows=view / "rows.parquet", texts=view / "texts.parquet", embeddings=[embeddings], limit=LIMIT,
                  depth=DEPTH)
@@ -94,8 +96,9 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     def lib(shards: int):
         def side(rep: int) -> Child:
             r = dest / f"lib-{shards}-{rep}"
-            return parallel([(cli("search-vipune-lib", **shard, shard=i, shards=shards, lane=lane,
-                                  fingerprint=dest / "lane.json", timeout=300, on_error="stop", tmp=r / f"tmp{i}",
+            return parallel([(cli("search-vipune-lib", **shard, shard=i, shards=shards, binary=binary,
+                                  fingerprint=dest / "fingerprint.json", lane=lane, lane_fingerprint=dest / "lane.json",
+                                  timeout=300, on_error="stop", tmp=r / f"tmp{i}",
                                   out=r / f"lib-{i}.run", semantic_out=r / f"lib-semantic-{i}.run",
                                   status_out=r / f"status-{i}.json"), r / f"lib-{i}.log") for i in range(shards)])
         return side
@@ -123,14 +126,14 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     databases = database_folder(dest / "lane-tmp")  # where the harness puts them: RAM where there is some
     runs = interleaved(benchmark, {"lib": lib(1), "lib-2": lib(2), "lane": bare_lane("--tmp", str(databases)),
                                    "binary": binary_lane, "mirrors": mirrors})
-    shutil.rmtree(databases, ignore_errors=True)
     assert read_trec([dest / "lib-1-0" / "lib-0.run"]) == read_trec([dest / "mirrors-0" / "hybrid.run"])
     assert read_trec([dest / "lib-1-0" / "lib-semantic-0.run"]) == read_trec([dest / "mirrors-0" / "dense.run"])
-    breakdown = bare_lane("--in-memory", "--breakdown")(0)
+    breakdown = bare_lane("--tmp", str(databases), "--breakdown")(0)
     steps: dict[str, float] = {}
     for line in breakdown.stdout.splitlines():
         for step, seconds in json.loads(line)["seconds"].items():
             steps[step] = steps.get(step, 0.0) + seconds
+    shutil.rmtree(databases, ignore_errors=True)
     status = json.loads((dest / "lib-1-0" / "status-0.json").read_text())["lane_seconds"]
 
     fig = Figures(f"both lanes and the mirrors: {n} personas of {rows:.0f} rows (~{chars:.0f} characters "
@@ -148,9 +151,9 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     fig.ratio("lib lane / Python mirrors (CPU)", cpu["lib"], cpu["mirrors"])
     fig.ratio("lib lane / the lane alone (CPU): the harness around it", cpu["lib"], cpu["lane"])
     total = sum(status.values())
-    for step in ("open", "insert", "semantic", "dense_pool", "bm25", "fuse"):
+    for step in ("open", "insert", "semantic", "hybrid"):
         fig.ratio(f"lane time in {step} (share of the lane's clock)", status.get(step, 0.0), total)
-    fig.ratio("FTS5 indexing / insert (breakdown pass, in memory)",
+    fig.ratio("FTS5 indexing / insert (breakdown pass)",
               steps["insert"] - steps["insert_without_fts"], steps["insert"])
     fig.note(f"the lib lane's whole per-run phase: {wall['lib-2']:.1f} s wall on 2 cores for {n} personas "
              f"(LongMemEval_M: 470); the binary lane's: {wall['binary']:.0f} s")

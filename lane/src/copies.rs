@@ -53,23 +53,69 @@ impl MemoryStore {
     }
 }
 
-/// Copies the call of `handle_search` (src/commands/handlers.rs) as the harness runs the command:
-/// `search [--hybrid | --no-hybrid] --recency 0 --limit L --no-touch`, no type or status filter.
+/// The options of `vipune search` the harness passes (its `search_flags` but `--hybrid` /
+/// `--no-hybrid`: the lane runs both), parsed as the command's clap definition reads them.
+pub(crate) struct SearchFlags {
+    pub limit: usize,
+    pub recency: Option<f64>,
+    pub no_touch: bool,
+}
+
+impl SearchFlags {
+    pub(crate) fn parse(flags: &[String]) -> Result<SearchFlags, String> {
+        let mut parsed = SearchFlags { limit: 10, recency: None, no_touch: false };
+        let mut rest = flags.iter();
+        while let Some(flag) = rest.next() {
+            let mut value = |name: &str| {
+                rest.next().ok_or_else(|| format!("search flag {name} without its value"))
+            };
+            match flag.as_str() {
+                "--limit" => {
+                    let v = value("--limit")?;
+                    parsed.limit = v.parse().map_err(|_| format!("--limit {v:?} is not a count"))?;
+                }
+                "--recency" => {
+                    let v = value("--recency")?;
+                    parsed.recency = Some(v.parse().map_err(|_| format!("--recency {v:?} is not a number"))?);
+                }
+                "--no-touch" => parsed.no_touch = true,
+                other => {
+                    return Err(format!(
+                        "vipune-lane does not know the search flag {other:?}: lane/src/copies.rs follows \
+                         vipune's handle_search for each flag the harness passes (add it there)"
+                    ));
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// Copies the call of `handle_search` (src/commands/handlers.rs) with the harness's flags: the
+/// recency weight (vipune's default 0.3 where none is given) checked, no type or status filter,
+/// `--hybrid` or `--no-hybrid`, and the hits touched unless `--no-touch`.
 pub(crate) fn search_as_the_command(
     store: &mut MemoryStore,
     project_id: &str,
     query: &str,
-    limit: usize,
+    flags: &SearchFlags,
     hybrid: bool,
 ) -> Result<Vec<Memory>, Error> {
-    let recency_weight = 0.0;
+    let recency_weight = flags.recency.unwrap_or(store.config.recency_weight);
     crate::temporal::validate_recency_weight(recency_weight)?;
     let options = SearchOptions { memory_types: None, statuses: None };
-    if hybrid {
-        store.search_hybrid(project_id, query, limit, recency_weight, options)
+    let memories = if hybrid {
+        store.search_hybrid(project_id, query, flags.limit, recency_weight, options)?
     } else {
-        store.search(project_id, query, limit, recency_weight, options)
+        store.search(project_id, query, flags.limit, recency_weight, options)?
+    };
+    if !flags.no_touch {
+        let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
+        if !ids.is_empty() {
+            let _ = store.db.touch_memories(&ids);
+        }
     }
+    Ok(memories)
 }
 
 /// A row as the import file gives it.

@@ -16,14 +16,15 @@
 //! `vipune-lane search --tmp DIR [--breakdown]` reads personas from stdin and answers each with
 //! one JSON line on stdout, in order. A persona is one JSON line
 //!
-//!   {"question_id": str, "question": str, "question_tokens": int, "limit": int, "dims": int,
+//!   {"question_id": str, "question": str, "question_tokens": int, "flags": [str], "dims": int,
 //!    "ids": [str], "contents": [str], "created_at": [str]}
 //!
 //! followed by (rows + 1) × dims little-endian float32: each row's vector, then the question's
-//! (`question_tokens`: the question's tokens as vipune counts them). Per persona: a fresh
-//! database file in DIR seeded as `vipune import` seeds it, then the two searches as
-//! `vipune search --no-hybrid` and `--hybrid` run them (`--recency 0 --no-touch`), each through
-//! vipune's `MemoryStore`. Answer:
+//! (`question_tokens`: the question's tokens as vipune counts them; `flags`: the options of the
+//! binary's `vipune search` but `--hybrid` / `--no-hybrid`, e.g. `--recency 0 --limit 10
+//! --no-touch`). Per persona: a fresh database file in DIR seeded as `vipune import` seeds it,
+//! then the two searches as `vipune search --no-hybrid FLAGS` and `--hybrid FLAGS` run them, each
+//! through vipune's `MemoryStore`. Answer:
 //!   {"question_id", "semantic": [[id, score], ...], "hybrid": [[id, score], ...],
 //!    "seconds": {"open", "insert", "semantic", "hybrid"[, "insert_without_fts"]}}
 //! or, where vipune refuses the persona, {"question_id", "error": "<vipune's message>",
@@ -49,7 +50,7 @@ include!(concat!(env!("OUT_DIR"), "/vipune_source.rs"));
 
 mod copies;
 
-use copies::{exit_code, insert_rows, search_as_the_command, CachedQuery, Row, QUERY};
+use copies::{exit_code, insert_rows, search_as_the_command, CachedQuery, Row, SearchFlags, QUERY};
 use errors::Error;
 use memory::store::MemoryStore;
 use sqlite::Database;
@@ -59,7 +60,7 @@ struct Persona {
     question_id: String,
     question: String,
     question_tokens: usize,
-    limit: usize,
+    flags: SearchFlags,
     dims: usize,
     ids: Vec<String>,
     contents: Vec<String>,
@@ -101,7 +102,8 @@ fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
     let persona = Persona {
         question: text("question")?,
         question_tokens: count("question_tokens")?,
-        limit: count("limit")?,
+        flags: SearchFlags::parse(&strings(&header, "flags", &question_id)?)
+            .map_err(|e| format!("persona {question_id}: {e}"))?,
         dims: count("dims")?,
         ids: strings(&header, "ids", &question_id)?,
         contents: strings(&header, "contents", &question_id)?,
@@ -197,9 +199,9 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, breakdown: boo
         laps.lap("insert");
         drop(db);
         let mut store = MemoryStore::new(&path, vipune::EMBED_MODEL_ID, config::Config::default())?;
-        let semantic = search_as_the_command(&mut store, &p.question_id, &p.question, p.limit, false)?;
+        let semantic = search_as_the_command(&mut store, &p.question_id, &p.question, &p.flags, false)?;
         laps.lap("semantic");
-        let hybrid = search_as_the_command(&mut store, &p.question_id, &p.question, p.limit, true)?;
+        let hybrid = search_as_the_command(&mut store, &p.question_id, &p.question, &p.flags, true)?;
         laps.lap("hybrid");
         Ok(json!({"question_id": p.question_id, "semantic": ranking(semantic), "hybrid": ranking(hybrid),
                   "seconds": std::mem::take(&mut laps.seconds)}))

@@ -27,6 +27,7 @@ from support.synthetic import VOCABULARY
 from vipune_eval.core.persona import Persona
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.vipune.binary import lock_deviations
+from vipune_eval.vipune.client import VipuneSettings
 from vipune_eval.vipune.lane import LaneRun, find_lane
 
 pytestmark = pytest.mark.real_vipune
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.real_vipune
 BUILD = real_vipune.BUILD
 FIXTURE = "VIPUNE_EVAL_CHECKOUT_FIXTURE"
 K60_FIXTURE = "VIPUNE_EVAL_K60_FIXTURE"
+FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 
 
 def fixture_tree(variable: str) -> Path:
@@ -100,7 +102,7 @@ def personas(model_dir: Path, count: int = 6) -> list[Persona]:
 
 def lane_rankings(lane: Path, persona: Persona, query: np.ndarray, tmp: Path) -> dict[str, list]:
     fed = dataclasses.replace(persona, query_vector=query)
-    [(_, answer)] = LaneRun(lane, tmp, timeout=60).search([fed], 10)
+    [(_, answer)] = LaneRun(lane, tmp, timeout=60).search([fed], FLAGS)
     return {name: [tuple(hit) for hit in answer[name]] for name in ("semantic", "hybrid")}
 
 

@@ -48,8 +48,14 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
 
     qid, n, dims = header["question_id"], len(header["ids"]), header["dims"]
     matrix = np.frombuffer(vectors, dtype="<f4").reshape(n + 1, dims)
-    limit, query = header["limit"], header["question"].strip()
+    query = header["question"].strip()
+    # the binary's search options, read as the fake binary reads them (its own parser)
+    flags = vipune.build_parser().parse_args(["search", *header["flags"], "--", header["question"]])
+    limit = flags.limit
+    weight = flags.recency if flags.recency is not None else vipune.DEFAULT_RECENCY_WEIGHT
     try:  # what the fake binary's search refuses, in its order, with its message and exit code
+        if not 0.0 <= weight <= 1.0:
+            raise vipune.VipuneError(f"Invalid recency weight: {weight} (must be between 0.0 and 1.0)")
         vipune.validate_query(query)
         vipune.validate_limit(limit)
         if query and header["question_tokens"] > vipune.MAX_EMBEDDING_TOKENS:
@@ -69,7 +75,10 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
         semantic = vipune.semantic_search(conn, qid, matrix[n], limit)
         pool = min(max(limit * 10, 50), MAX_CANDIDATE_POOL)
         fused = vipune.rrf_fusion([vipune.semantic_search(conn, qid, matrix[n], pool),
-                                   vipune.bm25_search(conn, query, qid, pool)])[:limit]
+                                   vipune.bm25_search(conn, query, qid, pool)])
+        if weight > 0.0:
+            semantic, fused = vipune.apply_recency(semantic, weight), vipune.apply_recency(fused, weight)
+        fused = fused[:limit]
         seconds = time.perf_counter() - start
     except (vipune.VipuneError, sqlite3.Error) as exc:
         return {"question_id": qid, "error": str(exc), "exit_code": vipune.EXIT_ERROR}

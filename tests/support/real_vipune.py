@@ -52,7 +52,7 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
     query = np.frombuffer(base64.b64decode(row["embedding"]), "<f4")
     (tmp / "import.jsonl").write_text("\n".join(import_lines(persona)) + "\n", encoding="utf-8")
     vipune.import_file(tmp / "persona.db", tmp / "import.jsonl", "test")
-    flags = VipuneSettings("", Path(), Path(), Path(), 0).search_flags
+    flags = VipuneSettings("", Path(), None, Path(), 0).search_flags
     rankings = {}
     for name, hybrid in (("semantic", False), ("hybrid", True)):
         hits, _ = vipune.search(tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), "test")

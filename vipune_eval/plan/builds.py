@@ -40,6 +40,11 @@ class Builds:
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
 
     @property
+    def lane_builds(self) -> dict[str, str]:
+        """Lane id → the id of the build it belongs to."""
+        return {lane: build for build, lane in self.lanes.items()}
+
+    @property
     def evaluated(self) -> list[str]:
         """vipune.binary's id (when found or missing) and every compared build's."""
         return ([self.primary] if self.primary else []) + list(self.compared)

@@ -63,16 +63,22 @@ class VipuneSettings:
 
     binary: str                 # as configured: a name on PATH or a path ("" for a build not configured now)
     fingerprint: Path           # the fingerprint file the binary's bytes must match
-    hf_home: Path               # the hf-hub cache holding the model where vipune looks for it
+    hf_home: Path | None        # the hf-hub cache holding the model where vipune looks for it (None: the lib lane)
     tmp: Path                   # the job's scratch folder (private HOME, throwaway databases)
     timeout: float              # seconds per call
 
     def search_flags(self, limit: int, hybrid: bool) -> list[str]:
         """Every option of the harness's ``vipune search`` but the database, project and query:
-        with the rows and the question, all a search's answer depends on. A configurable flag is
-        a field of these settings read here: the command line (``Vipune.search``) and the
-        resumed shard's cache key (stages.search.vipune.persona_key) both take these."""
-        return ["--hybrid" if hybrid else "--no-hybrid", "--recency", "0", "--limit", str(limit), "--no-touch"]
+        with the rows and the question, all a search's answer depends on. The command line
+        (``Vipune.search``), the resumed shard's cache key (stages.search.vipune.persona_key) and
+        the lib lane (``query_flags``) all take these."""
+        return ["--hybrid" if hybrid else "--no-hybrid", *self.query_flags(limit)]
+
+    def query_flags(self, limit: int) -> list[str]:
+        """The search's options but its kind (hybrid or not): what vipune-lane is given, to search
+        both ways as the binary is told to. A configurable flag is a field of these settings read
+        here."""
+        return ["--recency", "0", "--limit", str(limit), "--no-touch"]
 
 
 @dataclass

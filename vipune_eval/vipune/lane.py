@@ -106,11 +106,13 @@ def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
     return check_planned_bytes(path, fingerprint, "lane")
 
 
-def frame(persona: Persona, limit: int) -> bytes:
-    """One persona on the lane's stdin: its header line, then its rows' vectors and the question's."""
+def frame(persona: Persona, flags: list[str]) -> bytes:
+    """One persona on the lane's stdin: its header line, then its rows' vectors and the question's.
+    ``flags``: the options of the binary's search but the search kind (VipuneSettings.query_flags):
+    the lane searches with the very options the binary is given."""
     vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
     header = {"question_id": persona.question_id, "question": persona.question,
-              "question_tokens": persona.query_tokens, "limit": limit,
+              "question_tokens": persona.query_tokens, "flags": flags,
               "dims": int(vectors.shape[1]), "ids": persona.row_ids, "contents": persona.texts,
               "created_at": persona.created_at}
     return json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n" + vectors.tobytes()
@@ -124,7 +126,7 @@ class LaneRun:
     tmp: Path          # the per-persona databases (created and removed by the lane)
     timeout: float     # seconds the lane may take for one persona
 
-    def search(self, personas: Iterable[Persona], limit: int,
+    def search(self, personas: Iterable[Persona], flags: list[str],
                record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
         """Each persona with the lane's answer, in order: its rankings and timings, or its error.
         One process for all of them. A lane that dies, hangs or answers out of turn on a persona
@@ -132,7 +134,7 @@ class LaneRun:
         answered with the error instead and a new lane goes on with the personas after it."""
         rest: Iterator[Persona] = iter(personas)
         while True:
-            process = _LaneProcess(self, rest, limit)
+            process = _LaneProcess(self, rest, flags)
             try:
                 yield from process.answers()
                 return
@@ -157,7 +159,7 @@ class LanePersonaError(LaneError):
 class _LaneProcess:
     """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
 
-    def __init__(self, run: LaneRun, personas: Iterator[Persona], limit: int):
+    def __init__(self, run: LaneRun, personas: Iterator[Persona], flags: list[str]):
         run.tmp.mkdir(parents=True, exist_ok=True)
         self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp)]
         self.timeout = run.timeout
@@ -172,15 +174,15 @@ class _LaneProcess:
         self.sent: queue.Queue[Persona | None] = queue.Queue()
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.failure: list[BaseException] = []
-        self.writer = threading.Thread(target=self._write, args=(personas, limit), daemon=True)
+        self.writer = threading.Thread(target=self._write, args=(personas, flags), daemon=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.writer.start()
         self.reader.start()
 
-    def _write(self, personas: Iterator[Persona], limit: int) -> None:
+    def _write(self, personas: Iterator[Persona], flags: list[str]) -> None:
         try:
             for persona in personas:
-                framed = frame(persona, limit)
+                framed = frame(persona, flags)
                 self.sent.put(persona)  # after its frame: a persona on the queue is one the lane was sent
                 self.proc.stdin.write(framed)
         except BrokenPipeError:

@@ -91,6 +91,16 @@ def binary_path(wildcards, input):
     return WS.builds.paths.get(wildcards.binary, "")
 
 
+def lane_binary_fingerprint(wildcards):
+    """The fingerprint file of the binary a lane was built beside (its build id is in the lane's)."""
+    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane])
+
+
+def lane_binary_path(wildcards, input):
+    """The binary a lane was built beside, as binary_path gives it (not a rerun trigger)."""
+    return WS.builds.paths.get(WS.builds.lane_builds[wildcards.lane], "")
+
+
 def get_filter_rows_inputs(wildcards):
     inputs = {"dataset": paths.DATASET_FINGERPRINT}
     if view_of(wildcards).needs_tokenizer:

@@ -207,6 +207,7 @@ rule search_vipune_lib:
     input:
         **SHARD_INPUTS,
         lane=paths.LANE_FINGERPRINT,
+        binary=lane_binary_fingerprint,
     output:
         run=paths.fill(paths.SEARCH_SHARD, run=paths.lib_run("{lane}")),
         semantic=paths.fill(
@@ -225,8 +226,9 @@ rule search_vipune_lib:
         runtime=30,
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
-        # the lane of this build (vipune.binary's, or a compared build's): untracked, as a path
+        # the lane and the binary of this build (vipune.binary's, or a compared build's): untracked, as paths
         lane=lambda wildcards, input: WS.builds.lane_paths.get(wildcards.lane, ""),
+        binary=lane_binary_path,
         shard=shard_options,
         options=search_options,
         # tracked as search_vipune's are: a longer timeout or another policy may score a pair recorded as failed
@@ -239,6 +241,6 @@ rule search_vipune_lib:
         ),
     shell:
         "vipune-eval search-vipune-lib {params.shard} {params.options}"
-        " --lane={params.lane:q} --fingerprint {input.lane:q} --timeout {params.timeout:q}"
-        " --on-error {params.on_error:q} --tmp {params.tmp:q}"
+        " --binary={params.binary:q} --fingerprint {input.binary:q} --timeout {params.timeout:q} --tmp {params.tmp:q}"
+        " --lane={params.lane:q} --lane-fingerprint {input.lane:q} --on-error {params.on_error:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"

@@ -23,8 +23,10 @@ from support.search import search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
+from vipune_eval.vipune.client import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
+FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
 
 
@@ -68,7 +70,7 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
     """vipune-lib-semantic = dense and vipune-lib = hybrid, ids in order and scores, on every list:
     the mirrors are the references the real binary is checked against (test_real_vipune)."""
     binary, lane = build
-    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS, limit=10))
+    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS, FLAGS))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     for persona, answer in answers:
         mirror = search_persona(persona, ["dense", "hybrid"], limit=10)
@@ -93,7 +95,7 @@ def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_
         build, tmp_path, question, tokens, message, code):
     binary, lane = build
     refused = dataclasses.replace(PERSONAS[1], question=question, query_tokens=tokens)
-    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], 10))
+    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], FLAGS))
     assert answers[1][1] == {"question_id": refused.question_id, "error": message, "exit_code": code}
     assert "hybrid" in answers[0][1] and "hybrid" in answers[2][1]
 
@@ -101,7 +103,7 @@ def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_
 def test_a_question_of_512_tokens_is_searched(build, tmp_path):
     binary, lane = build
     at_the_limit = dataclasses.replace(PERSONAS[1], query_tokens=512)
-    [(_, answer)] = LaneRun(lane, tmp_path / "dbs", timeout=60).search([at_the_limit], 10)
+    [(_, answer)] = LaneRun(lane, tmp_path / "dbs", timeout=60).search([at_the_limit], FLAGS)
     assert len(answer["hybrid"]) == 10
 
 
@@ -130,8 +132,8 @@ def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
 
 def test_a_malformed_stream_stops_the_lane_naming_the_persona(build, tmp_path):
     binary, lane = build
-    cut = frame(PERSONAS[1], 10)[:-100]  # its vectors end early
-    out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=frame(PERSONAS[0], 10) + cut,
+    cut = frame(PERSONAS[1], FLAGS)[:-100]  # its vectors end early
+    out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=frame(PERSONAS[0], FLAGS) + cut,
                          capture_output=True)
     assert out.returncode == 2 and PERSONAS[1].question_id in out.stderr.decode()
     assert json.loads(out.stdout.splitlines()[0])["question_id"] == PERSONAS[0].question_id
@@ -161,7 +163,7 @@ def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkey
     run = LaneRun(fake[1], tmp_path / "dbs", timeout=60)
     answered = []
     with pytest.raises(LaneError, match=f"persona {PERSONAS[2].question_id}: .*{expected}"):
-        for persona, _ in run.search(PERSONAS, 10):
+        for persona, _ in run.search(PERSONAS, FLAGS):
             answered.append(persona.question_id)
     assert answered == [p.question_id for p in PERSONAS[:2]]
 
@@ -169,7 +171,7 @@ def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkey
 def test_a_lane_that_hangs_is_killed_after_the_timeout(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LANE_FAULT", "hang")
     with pytest.raises(LaneError, match=f"persona {PERSONAS[0].question_id}: .*no answer within 2 s"):
-        list(LaneRun(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, 10))
+        list(LaneRun(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, FLAGS))
 
 
 @pytest.mark.parametrize("fault, timeout, expected", [
@@ -183,7 +185,7 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     error, and every persona after it (those already sent to the dead lane too) is answered."""
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
-    answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, 10, record=True))
+    answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, FLAGS, record=True))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     broken = answers[2][1]
     assert set(broken) == {"question_id", "error"} and re.search(expected, broken["error"])
@@ -193,13 +195,13 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
     broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384
     with pytest.raises(ValueError, match="dimension"):
-        list(LaneRun(fake[1], tmp_path / "dbs", 60).search([PERSONAS[0], broken, PERSONAS[2]], 10, record=True))
+        list(LaneRun(fake[1], tmp_path / "dbs", 60).search([PERSONAS[0], broken, PERSONAS[2]], FLAGS, record=True))
 
 
 def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LANE_FAULT", "refuse")
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[1].question)
-    answers = dict((p.question_id, a) for p, a in LaneRun(fake[1], tmp_path / "dbs", 60).search(PERSONAS, 10))
+    answers = dict((p.question_id, a) for p, a in LaneRun(fake[1], tmp_path / "dbs", 60).search(PERSONAS, FLAGS))
     assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal",
                                                 "exit_code": 1}
     assert all("hybrid" in answers[p.question_id] for p in PERSONAS if p is not PERSONAS[1])

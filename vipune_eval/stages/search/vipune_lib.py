@@ -23,14 +23,18 @@ from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.vipune_runs import LIB, SEARCHES
+from vipune_eval.vipune.client import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
 
 
-def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: float, on_error: str,
-                   tmp: Path, out: Path, semantic_out: Path, status_out: Path) -> None:
-    """Run the lib lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona the
-    lane refuses, crashes or hangs on, or answers out of contract; ``record`` lists such personas
-    in the status file (left out of every average) and goes on with the others."""
+def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
+                   out: Path, semantic_out: Path, status_out: Path) -> None:
+    """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
+    runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
+    fails the shard on the first persona the lane refuses, crashes or hangs on, or answers out of
+    contract; ``record`` lists such personas in the status file (left out of every average) and
+    goes on with the others."""
+    fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
                         "fingerprint id alone, so its vipune-lib results cannot be computed again",
@@ -51,7 +55,8 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
     try:
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
-        search = LaneRun(lane, databases, timeout).search(shard.personas(), shard.limit, record=on_error == "record")
+        search = LaneRun(lane, databases, timeout).search(shard.personas(), vipune.query_flags(shard.limit),
+                                                          record=on_error == "record")
         with closing(search) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
