@@ -76,7 +76,12 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         said = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+    except subprocess.TimeoutExpired:
+        raise LaneError(f"`{shown(cmd)}` did not print its build within {timeout:g} s (vipune.timeout) "
+                        "and was killed",
+                        fix=f"raise vipune.timeout (now {timeout:g} s; the lane's version check takes "
+                            "milliseconds), or see whether the lane hangs") from None
+    except (OSError, json.JSONDecodeError) as exc:
         raise LaneError(f"`{shown(cmd)}` did not print its build as JSON: {exc}",
                         fix=f"build it again: `{build_command('VERSION')}`") from None
     if proc.returncode != 0 or not isinstance(said, dict) or said.get("name") != "vipune-lane":

@@ -99,6 +99,13 @@ def test_the_lane_names_its_build_and_the_binary_beside_it(build):
         lane_fingerprint(lane, {"id": "0.20.2-aaaaaaaaaaaa", "version": "0.20.2", "sha256": "a" * 64}, timeout=30)
 
 
+def test_a_lane_slower_than_the_timeout_at_its_version_check_is_named_as_a_timeout(build):
+    """Issue 44 item 7: not blamed on the build ("build it again" cannot help)."""
+    binary, lane = build
+    with pytest.raises(LaneError, match=r"did not print its build within 1e-06 s \(vipune.timeout\)") as caught:
+        lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, timeout=1e-6)
+    assert "raise vipune.timeout" in caught.value.fix and "build.sh" not in caught.value.fix
+
 def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
     binary, lane = build
     said = json.loads(subprocess.run([str(lane), "version"], capture_output=True, text=True, check=True).stdout)
