@@ -37,32 +37,50 @@ def build_command(version: str) -> str:
     return f".ci/vipune/build.sh {version}"
 
 
-def find_lane(binary: Path, version: str) -> Path:
-    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved)."""
-    path = Path(binary).resolve().parent / lane_name(source_sha256())
-    if not path.is_file():
+def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
+    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved), else
+    beside the first of ``files`` that has one: vipune.fingerprint_files, where vipune.binary is
+    a wrapper script and they name the build it runs."""
+    name = lane_name(source_sha256())
+    places = list(dict.fromkeys(Path(f).resolve().parent / name for f in [binary, *files]))
+    found = next((path for path in places if path.is_file()), None)
+    if found is None:
         raise LaneError(
             f"the vipune-lib retrievers need vipune-lane, built beside the vipune binary from the "
-            f"same source: {path} is not there (a lane is named after the sha256 of lane/, so an "
-            "edit of lane/ needs a new build)",
+            f"same source: {_none_of(places)} (a lane is named after the "
+            "sha256 of lane/, so an edit of lane/ needs a new build)",
             fix=f"`{build_command(version)}` builds vipune {version} and its lane and prints the "
                 "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
-                "DIR`); or drop vipune-lib and vipune-lib-semantic from `retrievers`")
-    return path
+                "DIR`); where vipune.binary is a wrapper script, list the binary it runs in "
+                "vipune.fingerprint_files (its lane is looked for beside each); or drop vipune-lib and "
+                "vipune-lib-semantic from `retrievers`")
+    return found
+
+
+
+def _none_of(places: list[Path]) -> str:
+    if len(places) == 1:
+        return f"{places[0]} is not there"
+    return f"neither {' nor '.join(map(str, places))} is there"
 
 
 def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
     """sha256 of the lane's bytes and what ``vipune-lane version`` says, checked against the
-    binary's fingerprint (the lane must have been built beside those very bytes); ``id`` = vipune
+    binary's fingerprint (the lane must have been built beside those very bytes: vipune.binary's,
+    or one of its vipune.fingerprint_files' where it is a wrapper script); ``id`` = vipune
     version-sha12 of (the lane's bytes, the binary's id) names its results."""
     said = _version(path, timeout)
-    if said.get("binary_sha256") != binary["sha256"]:
+    built_beside = {binary["sha256"], *binary.get("files", {}).values()}
+    if said.get("binary_sha256") not in built_beside:
+        files = binary.get("files", {})
         raise LaneError(
             f"{path} was built beside a vipune binary with sha256 {str(said.get('binary_sha256'))[:12]}, "
-            f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]}): its search code "
-            "may not be that binary's",
+            f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]})"
+            + (f" nor any of vipune.fingerprint_files ({', '.join(f'{n} {d[:12]}' for n, d in files.items())})"
+               if files else "") + ": its search code may not be that binary's",
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
-                "`.ci/vipune/build.sh --checkout DIR`)")
+                "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
+                "the binary it runs, the one built beside the lane, in vipune.fingerprint_files")
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
