@@ -1,9 +1,12 @@
 """Reference searches in one call, for tests: every retriever of a persona from one computation of
-its arms, and plain RRF as an independent oracle of the hybrid family."""
+its arms, plain RRF as an independent oracle of the hybrid family, and a haystack of repeated
+sessions (exact ties)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from vipune_eval.core.persona import Persona, Ranking
 from vipune_eval.registry import retrievers as registry
@@ -38,3 +41,19 @@ def search_persona(persona: Persona, retrievers: list[Any], limit: int,
         indices, scores = families.rank(source, s, limit, rank_all)
         out[s.name] = [(persona.row_ids[i], float(v)) for i, v in zip(indices.tolist(), scores.tolist())]
     return out
+
+
+def duplicated_haystack(seed: int, sessions: int, dims: int = 384) -> Persona:
+    """Every session twice, the copy with the same text and date (so a byte-identical vector),
+    the copies after the originals, as a haystack holding a session twice is imported: vipune
+    ties each copy with its original exactly and ranks the original first (import order)."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(sessions, dims)).astype(np.float32)
+    days = [f"2023-01-0{d}T00:00:00Z" for d in rng.integers(1, 4, sessions)]
+    qid = f"dup{seed}"
+    return Persona(
+        question_id=qid, question="what did I say in that session?",
+        row_ids=[f"{qid}::s{i}" for i in range(2 * sessions)], session_ids=[f"s{i % sessions}" for i in range(2 * sessions)],
+        created_at=days * 2, texts=[f"user: session {i}" for i in range(sessions)] * 2,
+        vectors=np.vstack([vectors, vectors]),
+        query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32))

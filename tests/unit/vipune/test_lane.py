@@ -19,7 +19,7 @@ import pytest
 
 from support import real_vipune
 from support.fakes import fake_build
-from support.search import search_persona
+from support.search import duplicated_haystack, search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
@@ -77,6 +77,16 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
         assert set(answer["seconds"]) >= {"open", "insert", "semantic", "dense_pool", "bm25", "fuse"}
     assert not list((tmp_path / "dbs").glob("*.db"))  # every throwaway database removed
 
+
+
+def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
+    """Issue 44 item 3: each copy ties with its original exactly, in the lane (vipune's own code)
+    and in dense, and ranks after it; a matrix product gave some copies other last bits."""
+    binary, lane = build
+    personas = [duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
+    for persona, answer in LaneRun(lane, tmp_path / "dbs", timeout=60).search(personas, limit=100):
+        mirror = search_persona(persona, ["dense"], limit=100)["dense"]
+        assert [rid for rid, _ in answer["semantic"]] == [rid for rid, _ in mirror], persona.question_id
 
 def test_an_in_memory_database_ranks_as_a_file_does(build, tmp_path):
     binary, lane = build
