@@ -23,7 +23,7 @@ import numpy as np
 
 from vipune_eval.core.io import check_planned_bytes, sha256_file
 from vipune_eval.core.persona import Persona
-from vipune_eval.core.process import kill_group, shown
+from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
 
@@ -161,6 +161,18 @@ class LanePersonaError(LaneError):
         self.persona, self.detail = persona, detail
 
 
+def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
+    """The lane and its databases do not outlive the job: a job killed with its process group
+    (the lane is in a session of its own) leaves its lane to a watchdog, which kills it with its
+    children and removes ``tmp`` (/dev/shm's folder too)."""
+    try:
+        return Watchdog(proc, [tmp])
+    except OSError as exc:
+        kill_group(proc)
+        proc.wait()
+        raise LaneError(f"cannot start the watchdog of `{shown(proc.args)}`: {exc}") from None
+
+
 class _LaneProcess:
     """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
 
@@ -176,6 +188,11 @@ class _LaneProcess:
             self.stderr.close()
             raise LaneError(f"cannot run `{shown(self.cmd)}`: {exc}",
                             fix=f"build it again: `{build_command('VERSION')}`") from None
+        try:
+            self.watchdog = _watch(self.proc, run.tmp)
+        except LaneError:
+            self.stderr.close()
+            raise
         self.sent: queue.Queue[Persona | None] = queue.Queue()
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.failure: list[BaseException] = []
@@ -253,6 +270,7 @@ class _LaneProcess:
         it was sent and did not answer, in order."""
         if self.proc.poll() is None:
             kill_group(self.proc)
+        self.watchdog.release()  # before the wait: a killed lane's pid is not reused until then
         self.proc.wait()
         self.writer.join()
         self.stderr.close()

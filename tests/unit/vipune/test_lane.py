@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +191,53 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     assert set(broken) == {"question_id", "error"} and re.search(expected, broken["error"])
     assert all("hybrid" in answer for p, answer in answers if p is not PERSONAS[2])
 
+
+
+JOB = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from support.search import duplicated_haystack
+from vipune_eval.vipune.lane import LaneRun
+personas = [duplicated_haystack(seed, 200) for seed in range(1000)]
+for persona, answer in LaneRun(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, 10):
+    print(persona.question_id, flush=True)
+"""
+
+
+def processes_naming(text: str) -> list[int]:
+    """The pids whose command line holds ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(build, tmp_path, monkeypatch):
+    """Issue 44 item 4: the lane runs in a session of its own (killed with a wrapper script's
+    children), so a kill -9 of Snakemake's group missed it: it lived on (a hung one for ever) and
+    its folder of databases in /dev/shm stayed. A watchdog outside the group ends both."""
+    binary, lane = build
+    monkeypatch.setenv("FAKE_LANE_FAULT", "hang")  # the fake lane hangs; the real one works on
+    folder = tmp_path / "dbs-of-this-job"
+    job = subprocess.Popen([sys.executable, "-c", JOB, str(lane), str(folder), str(Path(__file__).parents[2])],
+                           stdout=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not [pid for pid in processes_naming(str(folder)) if pid != job.pid]:
+        assert job.poll() is None and time.monotonic() < deadline, "the lane never started"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    deadline = time.monotonic() + 10
+    while (processes_naming(str(folder)) or folder.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_naming(str(folder)) == [], "the lane outlived its job"
+    assert not folder.exists(), "its databases outlived its job"
 
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
     broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384
