@@ -7,27 +7,12 @@ import shutil
 
 import pytest
 
-from support.config import SCHEMA, defaults
+from support.config import SCHEMA, local_config
 from support.fakes import fake_build
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
 from vipune_eval.vipune.lane import find_lane
 
-
-
-def local_config(tmp_path, **vipune):
-    """The repository's defaults on a local model folder and data file, with these vipune keys."""
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "model.onnx").write_bytes(b"onnx")
-    (model / "tokenizer.json").write_text("{}")
-    data = tmp_path / "data.json"
-    data.write_text("[]")
-    cfg = defaults()
-    cfg["dataset"]["path"] = str(data)
-    cfg["model"].update(path=str(model), file="model.onnx")
-    cfg["vipune"].update(vipune)
-    return cfg
 
 
 def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
