@@ -11,7 +11,6 @@ from support.config import SCHEMA, local_config
 from support.fakes import fake_build
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
-from vipune_eval.vipune.lane import find_lane
 
 
 
@@ -55,16 +54,16 @@ def test_a_prepared_workspace_cannot_be_changed(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("beside", [False, True], ids=["own-folder", "in-the-build"])
 def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through_fingerprint_files(
-        any_vipune, tmp_path, monkeypatch, beside):
+        any_lane, tmp_path, monkeypatch, beside):
     """Issue 44 item 6: vipune.binary a wrapper script (docs/configuration.md), its build in
     vipune.fingerprint_files: the lane is looked for beside each of them and checked against
     their bytes (a wrapper in the build's folder finds the lane beside itself, built beside the
     binary, not the wrapper); without fingerprint_files the error says to list the build there."""
-    binary = any_vipune
+    binary, lane = any_lane
     if beside:  # a copy of the build, the wrapper put into its bin/
         build = tmp_path / "build" / "bin"
         build.mkdir(parents=True)
-        for built in (binary, find_lane(binary, "0.20.2")):
+        for built in (binary, lane):
             shutil.copy2(built, build / built.name)
         binary = build / binary.name
     wrapper = (binary.parent if beside else tmp_path) / "vipune-wrapper"
@@ -77,5 +76,5 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     assert "vipune.fingerprint_files" in caught.value.fix
     cfg["vipune"]["fingerprint_files"] = [str(binary)]
     builds = workspace.prepare(cfg, SCHEMA).builds
-    assert builds.lane_path == str(find_lane(binary, "0.20.2"))
+    assert builds.lane_path == str(binary.parent / lane.name)
     assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}

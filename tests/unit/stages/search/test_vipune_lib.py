@@ -20,7 +20,7 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
-from vipune_eval.vipune.lane import find_lane, lane_fingerprint
+from vipune_eval.vipune.lane import lane_fingerprint
 
 
 def test_the_databases_go_to_ram_in_a_folder_the_jobs_next_attempt_finds_and_empties(tmp_path):
@@ -91,10 +91,10 @@ PERSONAS = [persona(0, 5, 3), persona(1, 300, 150), persona(2, 5, 3)]
 
 
 @pytest.fixture
-def lane_files(any_vipune, tmp_path):
+def lane_files(any_lane, tmp_path):
     """(lane, its fingerprint file) of the fake vipune's build and the real one's."""
-    lane = find_lane(any_vipune, "0.20.2")
-    binary = {"id": "x", "version": "0.20.2", "sha256": hashlib.sha256(any_vipune.read_bytes()).hexdigest()}
+    binary, lane = any_lane
+    binary = {"id": "x", "version": "0.20.2", "sha256": hashlib.sha256(binary.read_bytes()).hexdigest()}
     fingerprint = tmp_path / "lane.json"
     fingerprint.write_text(json.dumps(lane_fingerprint(lane, binary, 30)))
     return lane, fingerprint
