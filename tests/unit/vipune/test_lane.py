@@ -199,7 +199,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from support.search import duplicated_haystack
 from vipune_eval.vipune.lane import LaneRun
-personas = [duplicated_haystack(seed, 200) for seed in range(1000)]
+personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the lane takes them
 for persona, answer in LaneRun(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, 10):
     print(persona.question_id, flush=True)
 """
