@@ -48,7 +48,10 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
     qid, n, dims = header["question_id"], len(header["ids"]), header["dims"]
     matrix = np.frombuffer(vectors, dtype="<f4").reshape(n + 1, dims)
     limit, query = header["limit"], header["question"].strip()
-    conn = vipune.open_db(db_path)
+    try:
+        conn = vipune.open_db(db_path)
+    except vipune.VipuneError as exc:  # as the lane answers a database it cannot open (a full disk)
+        return {"question_id": qid, "error": f"Database::open: {exc}"}
     try:
         conn.execute("BEGIN")
         for i, rid in enumerate(header["ids"]):

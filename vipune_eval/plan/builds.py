@@ -43,9 +43,14 @@ class Builds:
         return ([self.primary] if self.primary else []) + list(self.compared)
 
 
+def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
+    """vipune.fingerprint_files: what a wrapper script named as vipune.binary runs."""
+    return [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
+
+
 def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     path = vipune_binary.resolve_binary(binary)
-    extra = [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
+    extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
         raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found",
@@ -82,12 +87,13 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
-    """(fingerprint id, path) of the vipune-lane beside vipune.binary (refused, with the command
+    """(fingerprint id, path) of the vipune-lane beside vipune.binary, or beside one of
+    vipune.fingerprint_files where vipune.binary is a wrapper script (refused, with the command
     that builds it, when it is not there); MISSING with the binary, which the vipune_binary
     rule names."""
     if primary is None:
         return vipune_binary.MISSING, ""
-    path = lib_lane.find_lane(Path(primary["path"]), primary["version"])
+    path = lib_lane.find_lane(Path(primary["path"]), primary["version"], _fingerprint_files(config))
     fingerprint = lib_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
     write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
     return fingerprint["id"], str(path)
