@@ -35,6 +35,8 @@ include: "workflow/rules/report.smk"
 report: "workflow/report/workflow.rst"
 
 
+# The search shards are targets too: a shard a killed or failed --forcerun deleted is made again
+# (Snakemake does not remake a missing intermediate whose readers are up to date).
 rule all:
     input:
         paths.REPORT_JSON,
@@ -43,6 +45,7 @@ rule all:
         paths.REPORT_PAGE,
         paths.REPORT_FRONT,
         [paths.fill(paths.PLOT, plot=p) for p in PLOTS],
+        WS.search_files(),
 
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.

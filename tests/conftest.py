@@ -95,6 +95,21 @@ def any_vipune(request) -> Path:
     return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
 
 
+
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
+def any_lane(request) -> tuple[Path, Path]:
+    """(binary, its vipune-lane) of the fake build, and of the real one at the pinned release
+    (skipped, saying why, where that release or its lane of this checkout's lane/ is not built)."""
+    from vipune_eval.vipune.lane import LaneError, find_lane
+
+    binary = request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
+    try:
+        return binary, find_lane(binary, real_vipune.RELEASE)
+    except LaneError as exc:
+        if real_vipune.required():
+            pytest.fail(f"{real_vipune.REQUIRED}=required, but {exc.message}")
+        pytest.skip(exc.message)
+
 def _real_build(version: str) -> Path:
     binary, why = real_vipune.find(version)
     if binary is None:

@@ -63,7 +63,10 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
                                      f"(measured: {header['question_tokens']} tokens)", vipune.EXIT_TOO_LONG)
     except vipune.VipuneError as exc:
         return {"question_id": qid, "error": str(exc), "exit_code": exc.code}
-    conn = vipune.open_db(db_path)
+    try:
+        conn = vipune.open_db(db_path)
+    except vipune.VipuneError as exc:  # as the lane answers a database it cannot open (a full disk)
+        return {"question_id": qid, "error": f"Database::open: {exc}", "exit_code": vipune.EXIT_ERROR}
     try:
         conn.execute("BEGIN")
         for i, rid in enumerate(header["ids"]):

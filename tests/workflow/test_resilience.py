@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,10 +24,11 @@ def test_two_cold_runs_are_byte_identical(standard_run, standard, workflow_env, 
     assert metrics(other) == metrics(standard_run)
 
 
-def start_then_kill(workdir, env, trigger):
-    """Start a run, SIGKILL its whole process group as soon as ``trigger()`` holds."""
+def start_then_kill(workdir, env, trigger, *args):
+    """Start a run (Snakemake's ``args`` added), SIGKILL its whole process group as soon as
+    ``trigger()`` holds."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -55,5 +57,57 @@ def test_kill_9_then_rerun_completes_with_identical_results(standard_run, standa
     start_then_kill(workdir, env, trigger)
     assert not (workdir / "results/report.json").exists()
     snakemake(workdir, "--cores", "2", env=workflow_env)  # no --unlock, no clean-up by hand
+    assert run_files(workdir) == run_files(standard_run)
+    assert metrics(workdir) == metrics(standard_run)
+
+
+def ram_folders_of(workdir: Path) -> set[Path]:
+    """The lib lane's folders in /dev/shm that jobs of ``workdir`` made (their .job file)."""
+    found = set()
+    for folder in Path("/dev/shm").glob("vipune-lib-*"):
+        try:
+            if str(workdir.resolve()) in (folder / ".job").read_text():
+                found.add(folder)
+        except OSError:
+            pass
+    return found
+
+
+def processes_naming(paths: set[Path]) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        found += [args for path in paths if str(path) in args]
+    return found
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm: the lane's databases are not in RAM here")
+def test_a_rerun_after_a_kill_during_a_forced_lib_search_makes_every_shard_and_leaves_no_lane(
+        standard_run, workflow_env, tmp_path):
+    """Issue 44 item 4: a killed --forcerun search_vipune_lib had deleted the shards of the jobs
+    it started, and a plain rerun said "Nothing to be done" over the old report (Snakemake
+    remakes no missing intermediate whose readers are up to date: rule all names the shards
+    now); the lanes (in sessions of their own) outlived the kill, and their /dev/shm folders."""
+    workdir = clone(standard_run, tmp_path / "killed")
+    shards = sorted((workdir / "results/search").glob("vipune-lib-*/shard-*"))
+    env = {**workflow_env, "FAKE_LANE_FAULT": "hang", "FAKE_LANE_FAULT_MATCH": ""}  # every lane hangs
+    seen: set[Path] = set()
+
+    def trigger():
+        seen.update(ram_folders_of(workdir))
+        return bool(seen) and bool(processes_naming(seen))
+
+    start_then_kill(workdir, env, trigger, "--forcerun", "search_vipune_lib")
+    assert set(sorted((workdir / "results/search").glob("vipune-lib-*/shard-*"))) < set(shards)  # deleted
+    deadline = time.monotonic() + 10
+    while (processes_naming(seen) or any(f.exists() for f in seen)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_naming(seen) == [], "a lane outlived the killed run"
+    assert not any(f.exists() for f in seen), "a lane's databases stayed in /dev/shm"
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert sorted((workdir / "results/search").glob("vipune-lib-*/shard-*")) == shards
     assert run_files(workdir) == run_files(standard_run)
     assert metrics(workdir) == metrics(standard_run)

@@ -1,11 +1,14 @@
-"""Child processes the harness runs (vipune, its lane): how a command reads in a message, and
-how it is killed with the children a wrapper script started."""
+"""Child processes the harness runs (vipune, its lane): how a command reads in a message, how it
+is killed with the children a wrapper script started, and how it is killed when the job dies."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
+from pathlib import Path
+from typing import Iterable
 
 
 def shown(cmd: list[str]) -> str:
@@ -22,3 +25,48 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+
+
+# The watchdog's whole program: its stdin ends when the job dies (the kernel closes the job's end
+# of the pipe, whatever killed it); "done" first means the job ended the child itself.
+_WATCH = """
+import os, shutil, signal, sys
+if sys.stdin.buffer.read() != b"done":
+    try:
+        os.killpg(int(sys.argv[1]), signal.SIGKILL)
+    except OSError:
+        pass
+    for folder in sys.argv[2:]:
+        shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+class Watchdog:
+    """A process in a session of its own that outlives the job (a ``kill -9`` of the job's process
+    group, or of the job alone): when the job dies without releasing it, it kills ``child`` (started
+    with ``start_new_session=True``, so no kill of the job's group reaches it) with its session,
+    and removes ``folders``."""
+
+    def __init__(self, child: subprocess.Popen, folders: Iterable[Path] = ()):
+        read, self._write = os.pipe()  # the job's end is not inherited: only the job holds it
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, str(child.pid),
+                                          *map(str, folders)], stdin=read, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            os.close(self._write)
+            raise
+        finally:
+            os.close(read)
+
+    def release(self) -> None:
+        """The job ends the child itself: the watchdog exits, touching nothing (again: nothing)."""
+        if self._write is None:
+            return
+        try:
+            os.write(self._write, b"done")
+        except OSError:
+            pass
+        os.close(self._write)
+        self._write = None
+        self.proc.wait()

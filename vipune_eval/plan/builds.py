@@ -50,9 +50,14 @@ class Builds:
         return ([self.primary] if self.primary else []) + list(self.compared)
 
 
+def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
+    """vipune.fingerprint_files: what a wrapper script named as vipune.binary runs."""
+    return [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
+
+
 def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     path = vipune_binary.resolve_binary(binary)
-    extra = [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
+    extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
         raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found",
@@ -91,9 +96,10 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             fix="give the build's path, or the id of one this directory evaluated before") from None
 
 
-def _lane(build: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
-    """(fingerprint id, path) of the vipune-lane beside a build's binary (refused, with the
-    command that builds it, when it is not there); MISSING with vipune.binary, which the
+def _lane(build: dict[str, Any] | None, config: dict[str, Any], wrapper: bool = False) -> tuple[str, str]:
+    """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
+    (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
+    with the command that builds it, when it is not there); MISSING with vipune.binary, which the
     vipune_binary rule names. A build known by its id alone: the lane of this checkout's lane/
     sources evaluated beside it here before (no path: its results are not computed again)."""
     if build is None:
@@ -106,7 +112,7 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, st
                             "builds by them",
                             fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
         return known[0]["id"], ""
-    path = lib_lane.find_lane(Path(build["path"]), build["version"])
+    path = lib_lane.find_lane(Path(build["path"]), build["version"], _fingerprint_files(config) if wrapper else [])
     fingerprint = lib_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
     write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
     return fingerprint["id"], str(path)
@@ -163,7 +169,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     lanes: dict[str, str] = {}
     lane_paths: dict[str, str] = {}
     if any(s.kind is Kind.LIB for s in specs):
-        lanes[primary_id], path = _lane(primary, config)
+        lanes[primary_id], path = _lane(primary, config, wrapper=True)
         lane_paths[lanes[primary_id]] = path
         for build in compared if compared_on(specs) is Kind.LIB else []:
             lanes[build], path = _lane(fingerprints[build], config)

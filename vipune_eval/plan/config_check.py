@@ -12,10 +12,12 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
 import jsonschema
+import yaml
 
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import whatif_grid
@@ -50,9 +52,36 @@ def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[lis
                 close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
                 prefix = f"{where}." if where else ""
                 unknown.append((prefix + str(key), prefix + close[0] if close else None))
+        elif error.validator in ("anyOf", "oneOf") and error.context:
+            # each alternative's own complaint ("... greater than the maximum of ...; or 'auto' was expected")
+            said = dict.fromkeys(e.message for e in error.context)
+            problems.append(f"{where or 'the config'}: {error.instance!r} is none of its forms: {'; or '.join(said)}")
         else:
             problems.append(f"{where or 'the config'}: {error.message}")
     return problems, unknown
+
+
+# A number as YAML 1.1 reads it (PyYAML, so Snakemake's --configfile and --config): a dot in the
+# mantissa and a sign in the exponent. Without them (1e-9, 1.0e9) it is read as text.
+_TEXT_NUMBER = re.compile(r"'([-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)[eE][-+]?\d+)'")
+
+
+def yaml_number_hint(problem: str) -> str:
+    """``problem`` with a hint for each number in it that YAML 1.1 read as text: '1e-9' →
+    write 1.0e-9; '1e3' → write 1000."""
+    hints = []
+    for match in _TEXT_NUMBER.finditer(problem):
+        text = match.group(1)
+        if not isinstance(yaml.safe_load(text), str):
+            continue
+        value = float(text.replace("_", ""))
+        if value.is_integer() and abs(value) < 1e15:
+            written = str(int(value))
+        else:
+            mantissa, _, exponent = text.lower().partition("e")
+            written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent if exponent[0] in '+-' else '+' + exponent}"
+        hints.append(f"YAML 1.1 reads {text} as text: write {written}")
+    return problem + "".join(f" ({hint})" for hint in dict.fromkeys(hints))
 
 
 def cross_key_problems(config: dict[str, Any]) -> list[str]:
@@ -66,8 +95,8 @@ def cross_key_problems(config: dict[str, Any]) -> list[str]:
                         f"search_limit ({config['search_limit']})")
     problems += granularities.problems(config["granularities"])
     for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
-        seconds = config[section][key]  # the schema's bounds let NaN and .inf through
-        if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        seconds = config[section][key]  # the schema's bounds let NaN and .inf through (it names the rest)
+        if isinstance(seconds, float) and not math.isfinite(seconds):
             problems.append(f"{section}.{key} must be a finite number of seconds > 0, got {seconds!r}")
     fraction = config["split"]["dev_fraction"]
     if not 0 <= fraction <= 1:  # the schema's bounds let NaN through
@@ -88,7 +117,7 @@ def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = ()
     """One error naming every problem of the configuration; unknown keys come last, and the fix
     (the problems' own ``fixes`` first) renames each to its nearest valid name, so the last line a
     user reads says what to type."""
-    lines = list(problems)
+    lines = [yaml_number_hint(p) for p in problems]
     for key, close in unknown:
         lines.append(f"{key}: not a config key" + (f"; did you mean {close}?" if close else ""))
     renames = [f"{key} → {close}" for key, close in unknown if close]

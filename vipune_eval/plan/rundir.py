@@ -43,8 +43,12 @@ def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
 
 
 def clear_tmp(results: Path = Path(paths.RESULTS)) -> None:
-    """What a killed run left behind: its scratch folders and the half-written files of
-    io.atomic_path (only with the lock held: no job is running)."""
+    """What a killed run left behind: its scratch folders, the lib lane's databases its jobs
+    kept in RAM (/dev/shm) and the half-written files of io.atomic_path (only with the lock
+    held: no job is running)."""
+    from vipune_eval.stages.search.vipune_lib import clear_stale_databases
+
+    clear_stale_databases(results / "tmp")
     shutil.rmtree(results / "tmp", ignore_errors=True)
     for stale in results.rglob(".*.tmp"):
         if stale.is_file():

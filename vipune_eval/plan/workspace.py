@@ -153,6 +153,32 @@ class Workspace:
             return []
         return self._shards(paths.STATUS_SHARD, "search", view=view.folder, run=run.status_run)
 
+    def scored(self) -> list[tuple[View, Run]]:
+        """Every (view, run) the score stage scores (the report's metrics): each retriever's run
+        in every view; in the primary view also each compared build's and the what-if grid's."""
+        runs = self.runs()
+        out = []
+        for view in self.views:
+            names = [self.run_of(r) for r in self.retrievers]
+            if view == views.PRIMARY:
+                names += [paths.vipune_run(b) for b in self.builds.compared]
+                names += [s.name for s in (self.lab.base, *self.lab.variants)] if self.lab else []
+            out += [(view, runs[name]) for name in dict.fromkeys(names)]
+        return out
+
+    def search_files(self) -> list[str]:
+        """What the scores read, down to the search jobs' files: every scored run's shards and
+        status shards, and the arms shards of each view that fuses runs from them. Targets of
+        rule ``all``: Snakemake does not remake a missing intermediate file whose readers are up
+        to date (snakemake#1978), so the shards a killed or failed ``--forcerun`` deleted stayed
+        missing under the old report; as targets they are made again, and what reads them reruns."""
+        files = []
+        for view, run in self.scored():
+            if run.kind is Kind.ARMS:
+                files += self.arms_shards(view)
+            files += self.run_shards(view, run) + self.status_shards(view, run)
+        return list(dict.fromkeys(files))
+
 
 def _dataset_file(config: dict[str, Any]) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is

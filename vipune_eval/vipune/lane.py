@@ -23,7 +23,7 @@ import numpy as np
 
 from vipune_eval.core.io import check_planned_bytes, sha256_file
 from vipune_eval.core.persona import Persona
-from vipune_eval.core.process import kill_group, shown
+from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
 
@@ -37,32 +37,50 @@ def build_command(version: str) -> str:
     return f".ci/vipune/build.sh {version}"
 
 
-def find_lane(binary: Path, version: str) -> Path:
-    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved)."""
-    path = Path(binary).resolve().parent / lane_name(source_sha256())
-    if not path.is_file():
+def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
+    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved), else
+    beside the first of ``files`` that has one: vipune.fingerprint_files, where vipune.binary is
+    a wrapper script and they name the build it runs."""
+    name = lane_name(source_sha256())
+    places = list(dict.fromkeys(Path(f).resolve().parent / name for f in [binary, *files]))
+    found = next((path for path in places if path.is_file()), None)
+    if found is None:
         raise LaneError(
             f"the vipune-lib retrievers need vipune-lane, built beside the vipune binary from the "
-            f"same source: {path} is not there (a lane is named after the sha256 of lane/, so an "
-            "edit of lane/ needs a new build)",
+            f"same source: {_none_of(places)} (a lane is named after the "
+            "sha256 of lane/, so an edit of lane/ needs a new build)",
             fix=f"`{build_command(version)}` builds vipune {version} and its lane and prints the "
                 "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
-                "DIR`); or drop vipune-lib and vipune-lib-semantic from `retrievers`")
-    return path
+                "DIR`); where vipune.binary is a wrapper script, list the binary it runs in "
+                "vipune.fingerprint_files (its lane is looked for beside each); or drop vipune-lib and "
+                "vipune-lib-semantic from `retrievers`")
+    return found
+
+
+
+def _none_of(places: list[Path]) -> str:
+    if len(places) == 1:
+        return f"{places[0]} is not there"
+    return f"neither {' nor '.join(map(str, places))} is there"
 
 
 def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
     """sha256 of the lane's bytes and what ``vipune-lane version`` says, checked against the
-    binary's fingerprint (the lane must have been built beside those very bytes); ``id`` = vipune
+    binary's fingerprint (the lane must have been built beside those very bytes: vipune.binary's,
+    or one of its vipune.fingerprint_files' where it is a wrapper script); ``id`` = vipune
     version-sha12 of (the lane's bytes, the binary's id) names its results."""
     said = _version(path, timeout)
-    if said.get("binary_sha256") != binary["sha256"]:
+    built_beside = {binary["sha256"], *binary.get("files", {}).values()}
+    if said.get("binary_sha256") not in built_beside:
+        files = binary.get("files", {})
         raise LaneError(
             f"{path} was built beside a vipune binary with sha256 {str(said.get('binary_sha256'))[:12]}, "
-            f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]}): its search code "
-            "may not be that binary's",
+            f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]})"
+            + (f" nor any of vipune.fingerprint_files ({', '.join(f'{n} {d[:12]}' for n, d in files.items())})"
+               if files else "") + ": its search code may not be that binary's",
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
-                "`.ci/vipune/build.sh --checkout DIR`)")
+                "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
+                "the binary it runs, the one built beside the lane, in vipune.fingerprint_files")
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
@@ -91,7 +109,12 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         said = json.loads(proc.stdout)
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+    except subprocess.TimeoutExpired:
+        raise LaneError(f"`{shown(cmd)}` did not print its build within {timeout:g} s (vipune.timeout) "
+                        "and was killed",
+                        fix=f"raise vipune.timeout (now {timeout:g} s; the lane's version check takes "
+                            "milliseconds), or see whether the lane hangs") from None
+    except (OSError, json.JSONDecodeError) as exc:
         raise LaneError(f"`{shown(cmd)}` did not print its build as JSON: {exc}",
                         fix=f"build it again: `{build_command('VERSION')}`") from None
     if proc.returncode != 0 or not isinstance(said, dict) or said.get("name") != "vipune-lane":
@@ -156,6 +179,18 @@ class LanePersonaError(LaneError):
         self.persona, self.detail = persona, detail
 
 
+def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
+    """The lane and its databases do not outlive the job: a job killed with its process group
+    (the lane is in a session of its own) leaves its lane to a watchdog, which kills it with its
+    children and removes ``tmp`` (/dev/shm's folder too)."""
+    try:
+        return Watchdog(proc, [tmp])
+    except OSError as exc:
+        kill_group(proc)
+        proc.wait()
+        raise LaneError(f"cannot start the watchdog of `{shown(proc.args)}`: {exc}") from None
+
+
 class _LaneProcess:
     """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
 
@@ -171,6 +206,11 @@ class _LaneProcess:
             self.stderr.close()
             raise LaneError(f"cannot run `{shown(self.cmd)}`: {exc}",
                             fix=f"build it again: `{build_command('VERSION')}`") from None
+        try:
+            self.watchdog = _watch(self.proc, run.tmp)
+        except LaneError:
+            self.stderr.close()
+            raise
         self.sent: queue.Queue[Persona | None] = queue.Queue()
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.failure: list[BaseException] = []
@@ -248,6 +288,7 @@ class _LaneProcess:
         it was sent and did not answer, in order."""
         if self.proc.poll() is None:
             kill_group(self.proc)
+        self.watchdog.release()  # before the wait: a killed lane's pid is not reused until then
         self.proc.wait()
         self.writer.join()
         self.stderr.close()

@@ -1,8 +1,10 @@
-"""Child processes: a command as an error message shows it, and a kill that takes the children a
-wrapper script started with it."""
+"""Child processes: a command as an error message shows it, a kill that takes the children a
+wrapper script started with it, and a watchdog that kills a child when its job dies."""
 
 import os
+import signal
 import subprocess
+import sys
 import time
 
 from vipune_eval.core.process import kill_group, shown
@@ -35,3 +37,46 @@ def test_kill_group_kills_the_children_of_a_wrapper(tmp_path):
         time.sleep(0.05)
     else:
         raise AssertionError(f"the wrapper's child {child} still runs")
+
+
+WATCHED_JOB = """
+import subprocess, sys, time
+from pathlib import Path
+from vipune_eval.core.process import Watchdog
+child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+watchdog = Watchdog(child, [Path(sys.argv[1])])
+print(child.pid, flush=True)
+if sys.argv[2] == "release":
+    watchdog.release()
+    child.kill()
+    child.wait()
+    print("released", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_watchdog_kills_the_child_and_removes_its_folder_when_the_job_dies_and_not_once_released(tmp_path):
+    """The lane's watchdog (issue 44 item 4): a job killed with SIGKILL leaves nothing running
+    or in its folder; a job that ended the child itself released it, and nothing is touched."""
+    for end in ("kill", "release"):
+        folder = tmp_path / end
+        folder.mkdir()
+        job = subprocess.Popen([sys.executable, "-c", WATCHED_JOB, str(folder), end], stdout=subprocess.PIPE,
+                               text=True, start_new_session=True)
+        child = int(job.stdout.readline())
+        if end == "release":
+            assert job.stdout.readline().strip() == "released"
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+        for _ in range(200):
+            if end == "release" or not (folder.exists() or _runs(child)):
+                break
+            time.sleep(0.05)
+        assert folder.exists() == (end == "release") and not _runs(child)
+
+
+def _runs(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -1,28 +1,17 @@
 """The builds a run evaluates, resolved once at parse time (plan.builds, through prepare)."""
 
+import copy
 import dataclasses
+import hashlib
+import shutil
 
 import pytest
 
-from support.config import SCHEMA, defaults
+from support.config import SCHEMA, local_config
 from support.fakes import fake_build
+from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
 
-
-
-def local_config(tmp_path, **vipune):
-    """The repository's defaults on a local model folder and data file, with these vipune keys."""
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "model.onnx").write_bytes(b"onnx")
-    (model / "tokenizer.json").write_text("{}")
-    data = tmp_path / "data.json"
-    data.write_text("[]")
-    cfg = defaults()
-    cfg["dataset"]["path"] = str(data)
-    cfg["model"].update(path=str(model), file="model.onnx")
-    cfg["vipune"].update(vipune)
-    return cfg
 
 
 def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
@@ -61,3 +50,31 @@ def test_a_prepared_workspace_cannot_be_changed(tmp_path, monkeypatch):
         ws.builds = None
     with pytest.raises(dataclasses.FrozenInstanceError):
         ws.builds.primary = "missing"
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["own-folder", "in-the-build"])
+def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through_fingerprint_files(
+        any_lane, tmp_path, monkeypatch, beside):
+    """Issue 44 item 6: vipune.binary a wrapper script (docs/configuration.md), its build in
+    vipune.fingerprint_files: the lane is looked for beside each of them and checked against
+    their bytes (a wrapper in the build's folder finds the lane beside itself, built beside the
+    binary, not the wrapper); without fingerprint_files the error says to list the build there."""
+    binary, lane = any_lane
+    if beside:  # a copy of the build, the wrapper put into its bin/
+        build = tmp_path / "build" / "bin"
+        build.mkdir(parents=True)
+        for built in (binary, lane):
+            shutil.copy2(built, build / built.name)
+        binary = build / binary.name
+    wrapper = (binary.parent if beside else tmp_path) / "vipune-wrapper"
+    wrapper.write_text(f'#!/bin/sh\nexec "{binary}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(wrapper))
+    with pytest.raises(EvalError) as caught:
+        workspace.prepare(copy.deepcopy(cfg), SCHEMA)
+    assert "vipune.fingerprint_files" in caught.value.fix
+    cfg["vipune"]["fingerprint_files"] = [str(binary)]
+    builds = workspace.prepare(cfg, SCHEMA).builds
+    assert builds.lane_path == str(binary.parent / lane.name)
+    assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}

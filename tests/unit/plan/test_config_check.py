@@ -2,7 +2,9 @@
 a build named twice is dropped with a note (issue 24)."""
 
 import copy
+import hashlib
 import math
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -14,6 +16,8 @@ import yaml
 
 from vipune_eval.plan import config_check, workspace
 from vipune_eval.errors import EvalError
+from vipune_eval.vipune.client import Vipune
+from vipune_eval.vipune.lane import find_lane, lane_fingerprint
 
 from support.scenarios import REPO
 from support.config import DEFAULTS, SCHEMA
@@ -151,3 +155,102 @@ def test_a_broken_plugin_is_a_problem_of_the_config(tmp_path, monkeypatch):
         check(bad)
     assert "plugin 'mine.py:f' cannot be imported" in info.value.message
     assert "search_limit (3) must be at least the largest k" in info.value.message
+
+
+# ---------------------------------------------------------------- every number bounded (issue 44 item 2)
+
+
+def numeric_keys(schema, path=()):
+    """(dotted key, its number schema) of every number the schema takes: in properties, list
+    items, forms of an anyOf, nullable types."""
+    if not isinstance(schema, dict):
+        return []
+    found = []
+    types = schema.get("type", [])
+    if {"integer", "number"} & set([types] if isinstance(types, str) else types):
+        found.append((".".join(path), schema))
+    for name, sub in schema.get("properties", {}).items():
+        found += numeric_keys(sub, (*path, name))
+    if isinstance(schema.get("items"), dict):
+        found += numeric_keys(schema["items"], (*path, "0"))
+    if isinstance(schema.get("additionalProperties"), dict):
+        found += numeric_keys(schema["additionalProperties"], (*path, "x"))
+    for form in schema.get("anyOf", []) + schema.get("oneOf", []):
+        found += numeric_keys(form, path)
+    return found
+
+
+NUMERIC = numeric_keys(SCHEMA)
+
+
+def test_the_walk_finds_the_numbers_of_the_schema():
+    keys = {key for key, _ in NUMERIC}
+    assert {"vipune.timeout", "ks.0", "embed.batch_tokens", "dataset.size", "dataset.expected.pairs",
+            "split.seed", "search.plugin_timeout"} <= keys
+
+
+@pytest.mark.parametrize("key, number", NUMERIC, ids=[key for key, _ in NUMERIC])
+def test_every_number_of_the_schema_has_a_lower_and_an_upper_bound(key, number):
+    """A number without an upper bound reaches a call that cannot take it (vipune.timeout 3000000:
+    an OverflowError traceback from subprocess)."""
+    assert {"minimum", "exclusiveMinimum"} & set(number), f"{key} has no lower bound"
+    assert {"maximum", "exclusiveMaximum"} & set(number), f"{key} has no upper bound"
+
+
+def with_value(key, value):
+    """The repository's config with ``value`` at dotted ``key`` (``ks.0``: the list ``[value]``)."""
+    cfg = copy.deepcopy(DEFAULTS)
+    if key.endswith(".0"):  # an item of a list
+        key, value = key[:-2], [value]
+    *parents, last = key.split(".")
+    node = cfg
+    for name in parents:
+        if not isinstance(node.get(name), dict):
+            node[name] = {}
+        node = node[name]
+    node[last] = value
+    return cfg
+
+
+@pytest.mark.parametrize("key, number", NUMERIC, ids=[key for key, _ in NUMERIC])
+def test_a_number_past_either_bound_is_a_named_problem(key, number):
+    above = number.get("maximum", number.get("exclusiveMaximum"))
+    below = number.get("minimum", number.get("exclusiveMinimum"))
+    for value in (above + 1, below - 1):
+        with pytest.raises(EvalError, match=re.escape(f"{key}: {value}")):
+            check(with_value(key, value))
+
+
+def test_the_longest_timeout_runs_the_lane_and_a_binary_without_an_overflow(fake_vipune_bin, tmp_path):
+    """vipune.timeout at its maximum reaches subprocess and the lane's queue as given (3000000
+    overflowed poll()'s milliseconds)."""
+    longest = SCHEMA["properties"]["vipune"]["properties"]["timeout"]["maximum"]
+    binary = fake_vipune_bin
+    lane = find_lane(binary, "0.20.2")
+    sha = hashlib.sha256(binary.read_bytes()).hexdigest()
+    assert lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": sha}, longest)["binary"] == "x"
+    assert Vipune(binary, tmp_path / "home", longest).run(["--json", "version"], "here").returncode == 0
+
+
+def test_a_timeout_of_3000000_seconds_is_refused_before_any_vipune_call():
+    with pytest.raises(EvalError, match=r"vipune.timeout: 3000000 is greater than the maximum of 86400"):
+        check(config(vipune={**DEFAULTS.get("vipune", {}), "timeout": 3000000}))
+
+
+# ---------------------------------------------------------------- numbers YAML reads as text (item 8)
+
+
+@pytest.mark.parametrize("text, written", [("vipune: {timeout: 1e-9}", "1.0e-9"),
+                                           ("search: {plugin_timeout: 1.0e3}", "1000"),
+                                           ("retrievers: [{name: h, use: hybrid, k: 6e1}]", "60")])
+def test_a_number_yaml_reads_as_text_is_named_with_the_way_to_write_it(text, written):
+    """YAML 1.1 (a config file, --config) reads 1e-9 as the text '1e-9': the problem says what to write."""
+    bad = copy.deepcopy(DEFAULTS)
+    bad.update(yaml.safe_load(text))
+    with pytest.raises(EvalError) as info:
+        check(bad)
+    assert f"as text: write {written})" in info.value.message
+    assert len(info.value.message.splitlines()) == 1  # one problem, not also "must be a finite number"
+    good = copy.deepcopy(DEFAULTS)
+    good.update(yaml.safe_load(re.sub(r"[0-9.]+e-?\d", written, text)))  # as the hint says
+    check(good)

@@ -9,6 +9,7 @@ import pytest
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import atomic_path
 from vipune_eval.plan.rundir import clear_tmp, hold_lock
+from vipune_eval.stages.search import vipune_lib
 
 
 def test_clear_tmp_removes_scratch_and_half_written_files_only(tmp_path):
@@ -24,6 +25,17 @@ def test_clear_tmp_removes_scratch_and_half_written_files_only(tmp_path):
     assert not (results / "tmp").exists() and not half.exists()
     assert done.read_text() == "done"
 
+
+
+def test_clear_tmp_removes_the_lib_lanes_ram_folders_its_killed_jobs_left(tmp_path, monkeypatch):
+    """Issue 44 item 4: /dev/shm folders of killed jobs stayed until those shards ran again."""
+    ram, results = tmp_path / "shm", tmp_path / "results"
+    ram.mkdir()
+    monkeypatch.setattr(vipune_lib, "RAM", ram)
+    left = vipune_lib.database_folder(results / "tmp" / "search" / "vipune-lib-x" / "shard-0-of-2")
+    assert left.parent == ram
+    clear_tmp(results)
+    assert not left.exists()
 
 def test_the_lock_is_refused_while_held_and_free_when_the_holder_dies(tmp_path):
     results = tmp_path / "results"

@@ -19,3 +19,36 @@ def test_every_kind_of_retriever_has_a_search_rule_that_runs_its_command():
         assert block, f"no rule {search.rule} for {kind}"
         assert f'"vipune-eval {search.command} ' in block.group(1), search
         assert search.command in COMMANDS
+
+
+def test_rule_alls_search_files_are_every_shard_the_reports_scores_read(tmp_path, monkeypatch):
+    """Issue 44 item 4: the shards of every scored run (the report's metrics, in every view, a
+    compared build's and the what-if grid's included), their status shards and the arms they
+    are fused from; Snakemake remakes a missing one only as a target."""
+    from support.config import SCHEMA, local_config
+    from support.fakes import fake_build
+    from vipune_eval.core import paths
+    from vipune_eval.plan import manifest, workspace
+
+    binary = fake_build(tmp_path / "build")[0]
+    other = fake_build(tmp_path / "other", lane=False, preamble="# another build\n")[0]
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(binary), compare=[str(other)])
+    cfg.update(granularities=["session", "turn"], whatif={"base": "hybrid", "grid": {"k": [10, 60]}})
+    ws = workspace.prepare(cfg, SCHEMA)
+    files = set(ws.search_files())
+    m = manifest.report_manifest(ws)
+    metrics = {m["whatif"]["base"]["metrics"], *(v["metrics"] for v in m["whatif"]["variants"])}
+    for view in m["views"]:
+        metrics |= {*view["metrics"].values(), *view["builds"].values()}
+    scored = {paths.fill(paths.METRICS, view=view.folder, run=run.name) for view, run in ws.scored()}
+    assert scored == metrics
+    for view, run in ws.scored():
+        assert set(ws.run_shards(view, run)) <= files and set(ws.status_shards(view, run)) <= files
+    lib, compared = ws.run_of("vipune-lib"), paths.vipune_run(ws.builds.compared[0])
+    for view in ("", "turn/"):
+        assert {f"results/{view}search/{lib}/shard-{i}-of-8.{kind}" for i in range(8)
+                for kind in ("run", "status.json")} <= files
+        assert set(ws.arms_shards(ws.view(view))) <= files
+    assert f"results/search/{compared}/shard-7-of-8.status.json" in files
+    assert f"results/turn/search/{compared}/shard-7-of-8.status.json" not in files  # scored in the primary view only

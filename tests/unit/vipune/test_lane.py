@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +22,7 @@ import pytest
 
 from support import real_vipune
 from support.fakes import fake_build
-from support.search import search_persona
+from support.search import duplicated_haystack, search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
@@ -81,6 +84,18 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
     assert not list((tmp_path / "dbs").glob("*.db"))  # every throwaway database removed
 
 
+
+def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
+    """Issue 44 item 3: each copy ties with its original exactly, in the lane (vipune's own code)
+    and in dense, and ranks after it; a matrix product gave some copies other last bits."""
+    binary, lane = build
+    personas = [duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
+    flags = VipuneSettings("", Path(), None, Path(), 60).query_flags(100)
+    for persona, answer in LaneRun(lane, tmp_path / "dbs", timeout=60).search(personas, flags):
+        mirror = search_persona(persona, ["dense"], limit=100)["dense"]
+        assert [rid for rid, _ in answer["semantic"]] == [rid for rid, _ in mirror], persona.question_id
+
+
 # What vipune's search refuses, checked by vipune's own code in the real lane (search.rs's
 # validate_input_length, the copied token check), with its message and the binary's exit code.
 REFUSALS = [
@@ -115,6 +130,13 @@ def test_the_lane_names_its_build_and_the_binary_beside_it(build):
     with pytest.raises(LaneError, match="built beside a vipune binary with sha256"):
         lane_fingerprint(lane, {"id": "0.20.2-aaaaaaaaaaaa", "version": "0.20.2", "sha256": "a" * 64}, timeout=30)
 
+
+def test_a_lane_slower_than_the_timeout_at_its_version_check_is_named_as_a_timeout(build):
+    """Issue 44 item 7: not blamed on the build ("build it again" cannot help)."""
+    binary, lane = build
+    with pytest.raises(LaneError, match=r"did not print its build within 1e-06 s \(vipune.timeout\)") as caught:
+        lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, timeout=1e-6)
+    assert "raise vipune.timeout" in caught.value.fix and "build.sh" not in caught.value.fix
 
 def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
     binary, lane = build
@@ -191,6 +213,55 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     assert set(broken) == {"question_id", "error"} and re.search(expected, broken["error"])
     assert all("hybrid" in answer for p, answer in answers if p is not PERSONAS[2])
 
+
+
+JOB = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from support.search import duplicated_haystack
+from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.lane import LaneRun
+personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the lane takes them
+flags = VipuneSettings("", Path(), None, Path(), 600).query_flags(10)
+for persona, answer in LaneRun(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, flags):
+    print(persona.question_id, flush=True)
+"""
+
+
+def processes_naming(text: str) -> list[int]:
+    """The pids whose command line holds ``text``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(build, tmp_path, monkeypatch):
+    """Issue 44 item 4: the lane runs in a session of its own (killed with a wrapper script's
+    children), so a kill -9 of Snakemake's group missed it: it lived on (a hung one for ever) and
+    its folder of databases in /dev/shm stayed. A watchdog outside the group ends both."""
+    binary, lane = build
+    monkeypatch.setenv("FAKE_LANE_FAULT", "hang")  # the fake lane hangs; the real one works on
+    folder = tmp_path / "dbs-of-this-job"
+    job = subprocess.Popen([sys.executable, "-c", JOB, str(lane), str(folder), str(Path(__file__).parents[2])],
+                           stdout=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not [pid for pid in processes_naming(str(folder)) if pid != job.pid]:
+        assert job.poll() is None and time.monotonic() < deadline, "the lane never started"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    deadline = time.monotonic() + 10
+    while (processes_naming(str(folder)) or folder.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_naming(str(folder)) == [], "the lane outlived its job"
+    assert not folder.exists(), "its databases outlived its job"
 
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
     broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384

@@ -32,14 +32,19 @@ from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_docume
 def dense(persona: Persona, n: int) -> Ranking:
     """vipune's semantic arm: cosine in f64 of the f32 vectors (0 against a zero vector), rows
     taken newest first, then a stable sort by score: exact ties keep the newer row first and,
-    within one created_at, import order."""
+    within one created_at, import order.
+
+    Each row's dot product is its own sum (numpy's pairwise sum over the row: its order fixed by
+    the row's length alone), so byte-identical rows (a session repeated with its date) score the
+    same bits and tie exactly, as in vipune, which scores row by row. A matrix product does not:
+    BLAS handles the rows past its block's last multiple apart, with other last bits."""
     vectors = persona.vectors.astype(np.float64)
     query = persona.query_vector.astype(np.float64)
     norms = np.sqrt((vectors * vectors).sum(axis=1)) * np.sqrt(query @ query)
-    sims = np.divide(vectors @ query, norms, out=np.zeros(len(vectors)), where=norms != 0)
-    newest_first = sorted(range(len(sims)), key=lambda i: persona.created_at[i], reverse=True)
-    order = sorted(newest_first, key=lambda i: -sims[i])  # both sorts are stable
-    return [(persona.row_ids[i], float(sims[i])) for i in order[:n]]
+    sims = np.divide((vectors * query).sum(axis=1), norms, out=np.zeros(len(vectors)), where=norms != 0)
+    newest_first = np.array(sorted(range(len(sims)), key=persona.created_at.__getitem__, reverse=True), np.intp)
+    order = newest_first[np.argsort(-sims[newest_first], kind="stable")]  # both sorts are stable
+    return [(persona.row_ids[i], float(sims[i])) for i in order[:n].tolist()]
 
 
 def fts_and_query(question: str) -> str:

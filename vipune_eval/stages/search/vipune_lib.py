@@ -11,12 +11,11 @@ src/rrf.rs). No model and no process per persona: the whole per-run phase takes 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections import Counter
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from vipune_eval.core import trec
 from vipune_eval.core.io import Progress, log, write_json
@@ -27,13 +26,20 @@ from vipune_eval.vipune.client import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
 
 
+RAM = Path("/dev/shm")
+OWNER = ".job"  # in a RAM folder: the scratch folder of the job it belongs to
+# What a lane says when the folder of its databases is full (SQLite's SQLITE_FULL, or the OS's ENOSPC).
+FULL = ("database or disk is full", "No space left on device")
+
+
 def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
                    out: Path, semantic_out: Path, status_out: Path) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
     fails the shard on the first persona the lane refuses, crashes or hangs on, or answers out of
     contract; ``record`` lists such personas in the status file (left out of every average) and
-    goes on with the others."""
+    goes on with the others. A persona the lane could not hold in RAM (/dev/shm full) is searched
+    again in the scratch folder."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
@@ -45,6 +51,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     seconds: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
     steps: Counter[str] = Counter()
+    order: list[str] = []  # the shard's order, which the run files keep
+    full: dict[str, str] = {}  # personas a full RAM folder refused → what the lane said
 
     def fail(qid: str, why: str) -> None:
         failed[qid] = why
@@ -52,16 +60,18 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         if on_error == "stop":
             raise LaneError(why, fix="set vipune.on_error: record to score the other pairs anyway")
 
-    try:
-        log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
-        progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
-        search = LaneRun(lane, databases, timeout).search(shard.personas(), vipune.query_flags(shard.limit),
-                                                          record=on_error == "record")
-        with closing(search) as answers:  # the lane is ended before its databases are removed
+    def search(folder: Path, personas: Iterator[Persona]) -> None:
+        run = LaneRun(lane, folder, timeout).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
+        with closing(run) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
+                if qid not in full:
+                    order.append(qid)
                 if "error" in answer:
-                    fail(qid, f"persona {qid}: vipune-lane: {answer['error']}")
+                    if folder != tmp and any(said in answer["error"] for said in FULL):
+                        full[qid] = answer["error"]
+                    else:
+                        fail(qid, f"persona {qid}: vipune-lane: {answer['error']}")
                     continue
                 try:
                     spent = answer.get("seconds")
@@ -76,40 +86,75 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                 steps.update(spent)
                 seconds[qid] = _latency(spent)
                 progress.advance()
+
+    try:
+        log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
+        progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
+        search(databases, shard.personas())
+        if full:
+            log.warning("vipune-lib %s: %s is full (the lane said %r): %d personas searched again in the "
+                        "job's scratch folder %s", shard.name, databases.parent, next(iter(full.values())),
+                        len(full), tmp)
+            shutil.rmtree(databases, ignore_errors=True)
+            tmp.mkdir(parents=True, exist_ok=True)
+            search(tmp, (p for p in shard.personas() if p.question_id in full))
     finally:
         shutil.rmtree(databases, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
+    ranked = [qid for qid in order if qid in done]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
-        trec.write_run(path, [(qid, docs[name]) for qid, docs in done.items()],
-                       LIB.of(name))
+        trec.write_run(path, [(qid, done[qid][name]) for qid in ranked], LIB.of(name))
     write_json(status_out, {
         "failed": failed,
-        "search_seconds": {qid: s["hybrid"] for qid, s in seconds.items()},
-        "semantic_search_seconds": {qid: s["semantic"] for qid, s in seconds.items()},
+        "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
+        "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
         "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
     })
-    log.info("vipune-lib %s: %d personas, %d failed; seconds per step: %s", shard.name, len(done),
-             len(failed), ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())))
+    log.info("vipune-lib %s: %d personas, %d failed%s; seconds per step: %s", shard.name, len(done),
+             len(failed), f", {len(full)} searched on disk ({databases.parent} full)" if full else "",
+             ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())))
 
 
-def database_folder(tmp: Path, ram: Path = Path("/dev/shm")) -> Path:
+def database_folder(tmp: Path, ram: Path | None = None) -> Path:
     """Where the lane's throwaway databases live, emptied of what a killed attempt left: in RAM
-    (``/dev/shm``) where the machine has it, in a folder named after the job's scratch folder (so
-    the job's next attempt finds it), else in that scratch folder. ``Database::open`` commits its
-    schema and migrations step by step, and on a disk the fsyncs of those commits cost more than
-    seeding and searching the persona (benchmarks/bench_lanes.py); in RAM they cost nothing and
-    the database is still a file."""
+    (``/dev/shm``) where the machine has it and it takes a file, in a folder named after the
+    job's scratch folder (so the job's next attempt finds it; its ``.job`` file names that
+    scratch folder, so a run finds what its killed jobs left: ``clear_stale_databases``), else
+    in that scratch folder (a full or read-only /dev/shm: the log says why). ``Database::open``
+    commits its schema and migrations step by step, and on a disk the fsyncs of those commits
+    cost more than seeding and searching the persona (benchmarks/bench_lanes.py); in RAM they
+    cost nothing and the database is still a file. ``ram``: /dev/shm (``RAM``)."""
+    ram = RAM if ram is None else ram
     shutil.rmtree(tmp, ignore_errors=True)
-    if ram.is_dir() and os.access(ram, os.W_OK):
+    if ram.is_dir():
         folder = ram / f"vipune-lib-{hashlib.sha256(str(tmp.resolve()).encode()).hexdigest()[:16]}"
         shutil.rmtree(folder, ignore_errors=True)
         try:
             folder.mkdir()
+            (folder / OWNER).write_text(str(tmp.resolve()), encoding="utf-8")
             return folder
-        except OSError:
-            pass
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            log.warning("vipune-lib: %s cannot hold the throwaway databases (%s): they go to the job's "
+                        "scratch folder %s", ram, exc.strerror or exc, tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     return tmp
+
+
+def clear_stale_databases(tmp_root: Path, ram: Path | None = None) -> list[Path]:
+    """Remove the RAM folders of the jobs whose scratch folders lie under ``tmp_root`` (a run's
+    results/tmp), and return them: called when none of those jobs runs (a run's start, its lock
+    held), they are what killed jobs left in RAM."""
+    ram, root, removed = RAM if ram is None else ram, tmp_root.resolve(), []
+    for folder in sorted(ram.glob("vipune-lib-*")) if ram.is_dir() else []:
+        try:
+            owner = Path((folder / OWNER).read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if owner == root or root in owner.parents:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _ranking(persona: Persona, answer: dict[str, Any], name: str, lane: Path) -> list[tuple[str, float]]:

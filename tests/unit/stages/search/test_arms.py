@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from vipune_eval.core.persona import Persona
-from support.search import rrf, search_persona
+from support.search import duplicated_haystack, rrf, search_persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query
 from vipune_eval.vipune.contract import candidate_pool
 
@@ -98,3 +98,25 @@ def test_hybrid_or_promotes_a_row_found_by_both_arms():
     assert out["bm25-or"][0][0] == "q1::s1"
     assert out["hybrid-or"][0][0] == "q1::s1"
     assert out["hybrid"][0][0] == "q1::s0"
+
+
+
+# 384 dimensions as bge-small's; an odd count puts each row at another alignment in memory
+DUPLICATED = ([duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
+              + [duplicated_haystack(seed, sessions, dims) for seed, (sessions, dims)
+                 in enumerate([(9, 3), (11, 7), (13, 33), (21, 385)])])
+
+
+@pytest.mark.parametrize("persona", DUPLICATED, ids=lambda p: f"{len(p.row_ids)}x{p.vectors.shape[1]}")
+def test_byte_identical_rows_score_the_same_and_rank_in_import_order(persona):
+    """Issue 44 item 3: a matrix product scored a copy past the BLAS block's last multiple with
+    other last bits than its original, so dense ranked the copy first where vipune (row by row,
+    a stable sort: import order) ranks the original first."""
+    half = len(persona.row_ids) // 2
+    ranking = dense(persona, len(persona.row_ids))
+    score = dict(ranking)
+    place = {rid: i for i, (rid, _) in enumerate(ranking)}
+    for i in range(half):
+        original, copy = persona.row_ids[i], persona.row_ids[half + i]
+        assert score[original] == score[copy]
+        assert place[original] < place[copy]

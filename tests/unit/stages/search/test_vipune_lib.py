@@ -1,10 +1,26 @@
-"""stages/search/vipune_lib.py: where the lib lane's throwaway databases live. The lane's searches
-themselves are tested through the workflow (tests/workflow/test_workflow.py, test_reruns.py) and
-the lane's protocol in tests/unit/vipune/test_lane.py."""
+"""stages/search/vipune_lib.py: where the lib lane's throwaway databases live (RAM, else the job's
+scratch folder: a full or read-only /dev/shm included) and what a killed job left there. The
+lane's searches themselves are tested through the workflow (tests/workflow/test_workflow.py,
+test_reruns.py) and the lane's protocol in tests/unit/vipune/test_lane.py."""
 
 from __future__ import annotations
 
-from vipune_eval.stages.search.vipune_lib import database_folder
+import hashlib
+import json
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.search import write_shard
+from vipune_eval.core.persona import Persona
+from vipune_eval.core.trec import read_run
+from vipune_eval.stages.search import vipune_lib
+from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
+from vipune_eval.vipune.lane import lane_fingerprint
 
 
 def test_the_databases_go_to_ram_in_a_folder_the_jobs_next_attempt_finds_and_empties(tmp_path):
@@ -14,7 +30,7 @@ def test_the_databases_go_to_ram_in_a_folder_the_jobs_next_attempt_finds_and_emp
     assert first.parent == ram and first.is_dir() and not tmp.exists()
     (first / "persona-7.db").write_bytes(b"left by a killed attempt")
     again = database_folder(tmp, ram)
-    assert again == first and list(again.iterdir()) == []  # the same job's folder, emptied
+    assert again == first and [p.name for p in again.iterdir()] == [".job"]  # the same job's folder, emptied
     assert database_folder(tmp_path / "other-job", ram) != first
 
 
@@ -23,3 +39,104 @@ def test_without_ram_the_databases_go_to_the_jobs_scratch_folder_emptied(tmp_pat
     tmp.mkdir()
     (tmp / "stale.db").write_bytes(b"x")
     assert database_folder(tmp, tmp_path / "no-shm") == tmp and list(tmp.iterdir()) == []
+
+
+def test_a_run_start_removes_the_ram_folders_its_killed_jobs_left_and_no_others(tmp_path):
+    """Issue 44 item 4: a killed job's folder stayed in RAM until that very job ran again."""
+    ram, results = tmp_path / "shm", tmp_path / "run" / "results"
+    ram.mkdir()
+    ours = [database_folder(results / "tmp" / "search" / f"shard-{i}", ram) for i in range(2)]
+    other = database_folder(tmp_path / "another-run" / "results" / "tmp" / "shard-0", ram)
+    foreign = ram / "vipune-lib-0123456789abcdef"  # no .job file: not known to be a job's
+    foreign.mkdir()
+    assert sorted(clear_stale_databases(results / "tmp", ram)) == sorted(ours)
+    assert not any(folder.exists() for folder in ours) and other.is_dir() and foreign.is_dir()
+
+
+# ---------------------------------------------------------------- a full or read-only /dev/shm (issue 44 item 5)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(name, options)``: a tmpfs of its own under tmp_path (root only; skipped elsewhere)."""
+    mounted = []
+
+    def mount(name: str, options: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
+                             text=True)
+        if out.returncode:
+            pytest.skip(f"cannot mount a tmpfs here (it needs root): {out.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def persona(seed: int, rows: int, words: int) -> Persona:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(rows, 384)).astype(np.float32)
+    qid = f"q{seed}"
+    return Persona(qid, "where did I park the red car?", [f"{qid}::s{i}" for i in range(rows)],
+                   [f"s{i}" for i in range(rows)], ["2023-01-01T00:00:00Z"] * rows,
+                   [f"user: the red car {i} " + "parked word " * words for i in range(rows)], vectors,
+                   vectors[rng.integers(rows)])
+
+
+# a persona whose database outgrows a 1 MiB tmpfs between two that fit
+PERSONAS = [persona(0, 5, 3), persona(1, 300, 150), persona(2, 5, 3)]
+
+
+@pytest.fixture
+def lane_files(any_lane, tmp_path):
+    """(lane, its fingerprint file) of the fake vipune's build and the real one's."""
+    binary, lane = any_lane
+    binary = {"id": "x", "version": "0.20.2", "sha256": hashlib.sha256(binary.read_bytes()).hexdigest()}
+    fingerprint = tmp_path / "lane.json"
+    fingerprint.write_text(json.dumps(lane_fingerprint(lane, binary, 30)))
+    return lane, fingerprint
+
+
+def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tuple[dict, dict]:
+    monkeypatch.setattr(vipune_lib, "RAM", ram)
+    runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
+    run_vipune_lib(shard, *lane_files, timeout=60, on_error="stop", tmp=folder / "tmp", out=runs["hybrid"],
+                   semantic_out=runs["semantic"], status_out=folder / "status.json")
+    return ({name: dict(read_run([path])) for name, path in runs.items()},
+            json.loads((folder / "status.json").read_text()))
+
+
+def test_personas_a_full_ram_folder_refuses_are_searched_again_in_the_scratch_folder(
+        lane_files, tmp_path, tmpfs, monkeypatch, caplog):
+    """'database or disk is full' failed every pair it reached, and on_error: record would have
+    recorded them all: now the lane searches them again on disk, under either policy."""
+    shard = write_shard(tmp_path / "view", PERSONAS)
+    expected, _ = search_shard(shard, lane_files, tmp_path / "on-disk", tmp_path / "no-shm", monkeypatch)
+    small = tmpfs("small-shm", "size=1m")
+    with caplog.at_level(logging.WARNING, logger="vipune_eval"):
+        runs, status = search_shard(shard, lane_files, tmp_path / "in-ram", small, monkeypatch)
+    assert runs == expected and status["failed"] == {}
+    assert list(runs["hybrid"]) == [p.question_id for p in PERSONAS]  # the shard's order
+    assert f"{small} is full" in caplog.text and "1 personas searched again" in caplog.text
+    assert list(small.iterdir()) == []  # its folder removed
+
+
+@pytest.mark.parametrize("state", ["full", "read-only"])
+def test_a_ram_folder_that_takes_no_file_sends_the_databases_to_the_scratch_folder_saying_why(
+        lane_files, tmp_path, tmpfs, monkeypatch, caplog, state):
+    shard = write_shard(tmp_path / "view", PERSONAS[:1])
+    ram = tmpfs("shm", "size=64k" if state == "full" else "ro,size=64k")
+    if state == "full":
+        filler = os.open(ram / "filler", os.O_WRONLY | os.O_CREAT)
+        with pytest.raises(OSError, match="No space left"):
+            while True:
+                os.write(filler, b"\0" * 4096)
+        os.close(filler)
+    with caplog.at_level(logging.WARNING, logger="vipune_eval"):
+        runs, status = search_shard(shard, lane_files, tmp_path / "run", ram, monkeypatch)
+    assert status["failed"] == {} and list(runs["hybrid"]) == [PERSONAS[0].question_id]
+    why = "No space left on device" if state == "full" else "Read-only file system"
+    assert f"{ram} cannot hold the throwaway databases ({why})" in caplog.text
