@@ -161,7 +161,7 @@ class Workspace:
         for view in self.views:
             names = [self.run_of(r) for r in self.retrievers]
             if view == views.PRIMARY:
-                names += [paths.vipune_run(b) for b in self.builds.compared]
+                names += [self.compared_run(b).name for b in self.builds.compared]
                 names += [s.name for s in (self.lab.base, *self.lab.variants)] if self.lab else []
             out += [(view, runs[name]) for name in dict.fromkeys(names)]
         return out
