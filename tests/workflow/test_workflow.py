@@ -216,7 +216,7 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     """Issue 31: in a real browser, the HTML report's first page holds the headline table with
     report.json's numbers (vipune first) and what was scored. docs/outputs.md shows how to look."""
-    from vipune_eval.stages.report.sections import document
+    from vipune_eval.stages.report.sections.contents import document
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
