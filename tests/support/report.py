@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report.build import Loaded, LoadedView
@@ -26,7 +27,12 @@ RANKED = {  # per retriever: the rank of each pair's gold session (None: not ret
 }
 
 
-def metrics(tmp_path, name: str) -> dict:
+def metrics(tmp_path, name: str, failed: dict[str, FailedPair] | None = None,
+            ranked: list[int | None] | None = None) -> dict:
+    """``name``'s metrics, as the score stage writes them, from a run ranking each pair's gold
+    session as ``ranked`` (default ``RANKED[name]``) says; ``failed``: the pairs its search failed
+    (their status file, vipune.on_error: record), left out of its run."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     pairs = tmp_path / "pairs.parquet"
     pq.write_table(pa.Table.from_pylist([
         {"question_id": q, "question_type": CATEGORY[q], "question": "?", "question_date": "", "split":
@@ -36,13 +42,18 @@ def metrics(tmp_path, name: str) -> dict:
     qrels.write_text("".join(f"{q} 0 {g[0]} 1\n" for q, g in GOLD.items()))
     run = tmp_path / f"{name}.in.run"
     lines = []
-    for (q, g), rank in zip(GOLD.items(), RANKED[name]):
+    for (q, g), rank in zip(GOLD.items(), ranked or RANKED[name]):
+        if q in (failed or {}):
+            continue
         docs = [f"{q}-filler{n}" for n in range(9)]
         if rank is not None:
             docs.insert(rank - 1, g[0])
         lines += [f"{q} Q0 {d} {r} {100 - r} {name}" for r, d in enumerate(docs[:10], 1)]
     run.write_text("\n".join(lines) + "\n")
-    run_score(qrels, pairs, [run], KS, MEASURES, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json")
+    status = tmp_path / f"{name}.status.json"
+    status.write_text(json.dumps({"failed": failed or {}, "search_seconds": {}}))
+    run_score(qrels, pairs, [run], KS, MEASURES, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json",
+              status=[status])
     return json.loads((tmp_path / f"{name}.json").read_text())
 
 
@@ -70,6 +81,16 @@ def hand_made(tmp_path) -> Loaded:
                   model={"kind": "model", "repo_id": "m/x", "revision": "r" * 40, "file": "model.onnx",
                          "pooling": "mean", "files": {"model.onnx": "cd" * 32}},
                   config={"model": {"path": "/models/x"}})
+
+
+def add_view(loaded: Loaded, name: str, runs: dict[str, dict]) -> None:
+    """A second seed view of the same pairs, at granularity ``name`` (its counts the primary's),
+    holding ``runs`` (retriever → its metrics)."""
+    first = loaded.views[0]
+    entry = {**first.entry, "name": name, "folder": f"{name}/", "granularity": name,
+             "description": f"seed protocol, {name} rows"}
+    loaded.views.append(LoadedView(entry, first.summary, runs, dict(first.counts)))
+    loaded.manifest["views"].append(entry)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import ir_measures
 import numpy as np
 import pyarrow.parquet as pq
 
+from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
@@ -94,9 +95,9 @@ def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, An
     return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
 
 
-def read_status(paths: Sequence[Path]) -> tuple[dict[str, str], dict[str, float]]:
+def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float]]:
     """Failed pairs and per-query search seconds of the vipune lane's shards."""
-    failed: dict[str, str] = {}
+    failed: dict[str, FailedPair] = {}
     seconds: dict[str, float] = {}
     for path in paths:
         shard = read_json(path)
@@ -116,7 +117,7 @@ class _Scored(TypedDict):
     retriever: str
     pairs: int                           # pairs averaged (failed pairs left out)
     run: str                             # the merged run file
-    failed: dict[str, str]               # question id → why the vipune lane failed it
+    failed: dict[str, FailedPair]        # question id → why the vipune lane failed it
     metrics: dict[str, float]            # metric key → mean over the averaged pairs
     intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
     per_category: dict[str, Summary]

@@ -186,7 +186,7 @@ def build(loaded: Loaded) -> Report:
     if entry:
         report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}
     report["splits"] = {name: {"pairs": counts["split"][name], "retrievers": {
-        r: {"metrics": {key: m["per_split"][name][key] for key in keys},
+        r: {"pairs": m["per_split"][name]["pairs"], "metrics": {key: m["per_split"][name][key] for key in keys},
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
     report["granularities"] = granularities(loaded.views, keys)
@@ -211,9 +211,11 @@ def build(loaded: Loaded) -> Report:
         **{lane.agreement: diagnostics.agreement(metrics, ks, lane.retriever, mirrors.get(lane.retriever))
            for lane in lanes.LANES if lane.agreement},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
-        # vipune's own search code (the lane) against the binary: they should agree on every pair
-        "lanes": [agree for lane in lanes.LANES
-                  if lane.binary and (agree := diagnostics.agreement(metrics, ks, lane.retriever, lane.binary))],
+        # vipune's own search code (the lane) against the binary, in every view: they should agree
+        # on every pair, and score the same pairs
+        "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
+                  if lane.binary and (agree := diagnostics.agreement(view.metrics, view.entry["ks"], lane.retriever,
+                                                                     lane.binary))],
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {

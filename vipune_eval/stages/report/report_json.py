@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.registry.views import PRIMARY
 
 
 class _Entry(TypedDict):
     run: str
     pairs: int                           # pairs averaged (failed pairs left out)
-    failed: dict[str, Any]               # question id → why the search failed it (vipune.on_error: record)
+    failed: dict[str, FailedPair]        # question id → why the search failed it (vipune.on_error: record)
     metrics: dict[str, float]            # metric key → mean
     intervals: dict[str, list[float] | None]
     per_category: dict[str, dict[str, Any]]  # category → its means, ``pairs`` and ``intervals``
@@ -76,16 +77,33 @@ class GranularityBlock(_Granularity, total=False):
     vs_session: dict[str, dict[str, Any]]  # retriever → its paired comparison
 
 
+class _Agreement(TypedDict):
+    run: str
+    mirror: str
+    pairs: int                           # the pairs both scored, on which their rankings are compared
+    run_pairs: int
+    mirror_pairs: int
+    only_run: list[str]                  # the pairs ``run`` scored and ``mirror`` did not
+    only_mirror: list[str]
+
+
+class LaneAgreement(_Agreement, total=False):
+    """A lane against the run it must rank as (stages.report.diagnostics.agreement): besides these
+    keys ``same_top{k}_share`` and ``differ_top{k}`` (the largest k) for the view's ks."""
+
+    view: str                            # diagnostics.lanes: the view compared (every view is)
+
+
 class Diagnostics(TypedDict, total=False):
     """Why vipune misses (stages.report.diagnostics); the keys of its agreements with its mirrors
     are stages.report.lanes.LANES' ``agreement``."""
 
     truncation: dict[str, Any]
     bm25_and_query: dict[str, Any] | None
-    vipune_vs_hybrid: dict[str, Any] | None
-    vipune_semantic_vs_dense: dict[str, Any] | None
+    vipune_vs_hybrid: LaneAgreement | None
+    vipune_semantic_vs_dense: LaneAgreement | None
     gold_ranks: dict[str, Any]
-    lanes: list[dict[str, Any]]          # vipune's own search code against the binary
+    lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
 
 
 class Report(TypedDict, total=False):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import trec
+from vipune_eval.core.failed_pair import FailedPair, failed_pair
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.errors import EvalError
@@ -35,14 +36,14 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, dict[str, float]] = {}
-    failed: dict[str, str] = {}
+    failed: dict[str, FailedPair] = {}
     steps: Counter[str] = Counter()
 
-    def fail(qid: str, why: str) -> None:
+    def fail(qid: str, why: FailedPair) -> None:
         failed[qid] = why
-        log.error("%s", why)
+        log.error("%s", why["detail"])
         if on_error == "stop":
-            raise LaneError(why, fix="set vipune.on_error: record to score the other pairs anyway")
+            raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     try:
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
@@ -51,8 +52,11 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
         with closing(search) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
-                if "error" in answer:
-                    fail(qid, f"persona {qid}: vipune-lane: {answer['error']}")
+                if "error" in answer:  # vipune refused the persona, in its own words (no process: no exit code)
+                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['error']}", error=str(answer["error"])))
+                    continue
+                if "broken" in answer:  # the lane crashed, hung or broke its protocol on it (vipune said nothing)
+                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}"))
                     continue
                 try:
                     spent = answer.get("seconds")
@@ -62,7 +66,7 @@ def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: f
                     done[qid] = {name: persona.documents(_ranking(persona, answer, name, lane), shard.depth,
                                                          shard.collapse) for name in SEARCHES}
                 except EvalError as exc:
-                    fail(qid, exc.message)
+                    fail(qid, failed_pair(exc.message))
                     continue
                 steps.update(spent)
                 seconds[qid] = _latency(spent)

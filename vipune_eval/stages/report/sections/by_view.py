@@ -4,12 +4,22 @@ beside our `bm25-lme` where the corpus is the paper's."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import granularities, measures
+from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table, cell
-from vipune_eval.stages.report.report_json import Report
-from vipune_eval.stages.report.sections.orders import by_granularity, by_measure, by_retriever
+from vipune_eval.stages.report.report_json import GranularityBlock, Report
+from vipune_eval.stages.report.sections.orders import by_granularity, by_measure, by_retriever, view_order
 from vipune_eval.stages.report.sections.tables import noted, retriever_table
+
+
+def _cell(block: GranularityBlock, name: str, key: str) -> str:
+    """A retriever's ``key`` at a granularity; where any retriever there scored fewer pairs than the
+    view has (a failed pair), every cell of the row says its pair count."""
+    entry = block["retrievers"].get(name)
+    if entry is None:
+        return "–"
+    fewer = any(e["pairs"] != block["pairs"] for e in block["retrievers"].values())
+    return cell(entry["metrics"][key], entry["intervals"][key]) + (f" ({entry['pairs']} pairs)" if fewer else "")
 
 
 def granularities_section(report: Report, k: int) -> list[Section]:
@@ -19,9 +29,7 @@ def granularities_section(report: Report, k: int) -> list[Section]:
     names = list(by_retriever(report, next(iter(grains.values()))["retrievers"]))
     key = measures.key(measures.PRIMARY, k)
     rows = [[g, str(block["rows"]), str(block["unique_texts"]), str(block["tokens_embedded"]),
-             *(cell(block["retrievers"][n]["metrics"][key], block["retrievers"][n]["intervals"][key])
-               if n in block["retrievers"] else "–" for n in names)]
-            for g, block in grains.items()]
+             *(_cell(block, n, key) for n in names)] for g, block in grains.items()]
     items = []
     for g, block in grains.items():
         items += [Item(f"{name}, {g} vs session: {result['summary'][0]}")
@@ -68,10 +76,7 @@ def published_blocks(report: Report) -> list[Block]:
 def official_sections(report: Report) -> list[Section]:
     out = []
     views = report["views"]
-    rank = {g: i for i, g in enumerate(granularities.NAMES)}
-    official = sorted((name for name in views if views[name]["protocol"] == "official"),
-                      key=lambda name: (rank.get(views[name]["granularity"], len(rank)), name))
-    for name in official:
+    for name in (name for name in view_order(report) if views[name]["protocol"] == "official"):
         view = views[name]
         shown = measures.keys(view["ks"], [m for m in by_measure(view["measures"]) if measures.BY_NAME[m].at_k])
         retrievers = by_retriever(report, view["retrievers"])

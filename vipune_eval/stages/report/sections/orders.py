@@ -27,6 +27,24 @@ def by_retriever(report: Report, rows: Mapping[str, T]) -> dict[str, T]:
     return {n: rows[n] for n in order + sorted(set(rows) - set(order))}
 
 
+def view_order(report: Report) -> list[str]:
+    """Every view's name, the primary first: the seed protocol's granularities, then LongMemEval's
+    protocol's, each in the registry's order of granularities."""
+    views, rank = report["views"], {g: i for i, g in enumerate(granularities.NAMES)}
+    return sorted(views, key=lambda name: (views[name]["protocol"] != "seed",
+                                           rank.get(views[name]["granularity"], len(rank)), name))
+
+
+def and_listed(names: list[str]) -> str:
+    """Names as a line lists them, in their order: ``a``, ``a and b``, ``a, b and c``."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def in_view(report: Report, view: str) -> str:
+    """How a line names the view it speaks of: not at all where the report has one view."""
+    return f" in the {view} view" if len(report["views"]) > 1 else ""
+
+
 def ordered(report: Report) -> dict[str, RetrieverEntry]:
     """The primary view's retrievers in the report's order (vipune's lanes first)."""
     return by_retriever(report, report["retrievers"])

@@ -33,13 +33,14 @@ def per_category_sections(report: Report, ks: list[int]) -> list[Section]:
 
 
 def split_section(report: Report, keys: list[str]) -> list[Section]:
+    """The test split's table: each retriever's pairs there (and how many of the split's it failed)."""
     splits, split = report["splits"], report["provenance"]["split"]
-    test = {n: {**splits["test"]["retrievers"][n], "pairs": splits["test"]["pairs"]}
-            for n in report["retriever_order"] if n in splits["test"]["retrievers"]}
+    test = {n: splits["test"]["retrievers"][n] for n in report["retriever_order"] if n in splits["test"]["retrievers"]}
+    failed = {n: splits["test"]["pairs"] - e["pairs"] for n, e in test.items()}
     return [Section("split", f"Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
                              f"({splits['test']['pairs']} pairs)",
                     [Paragraph(f"Split seed {split['seed']}, dev fraction {split['dev_fraction']} "
-                               f"({split['rule']}). Test:"), *noted(retriever_table(test, keys))])]
+                               f"({split['rule']}). Test:"), *noted(retriever_table(test, keys, failed))])]
 
 
 def _comparisons(report: Report) -> list[tuple[str, Any]]:

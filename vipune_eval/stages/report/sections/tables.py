@@ -4,7 +4,7 @@ them stronger), and the note under a table that shows ``no CI``."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 from vipune_eval.stages.report import lanes
 from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Block, Paragraph, Table, cell
@@ -26,12 +26,14 @@ def opt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def retriever_table(rows: Mapping[str, RetrieverEntry], keys: list[str]) -> Table:
-    """One row per retriever: its pairs (and how many failed) and each measure with its interval."""
+def retriever_table(rows: Mapping[str, Mapping[str, Any]], keys: list[str],
+                    failed: Mapping[str, int] | None = None) -> Table:
+    """One row per retriever: its pairs (and how many failed: ``failed``, else its entry's) and each
+    measure with its interval."""
     out = []
     for name, entry in rows.items():
-        failed = f" ({len(entry['failed'])} failed)" if entry.get("failed") else ""
-        out.append([name, f"{entry['pairs']}{failed}",
+        count = failed[name] if failed is not None else len(entry.get("failed") or {})
+        out.append([name, f"{entry['pairs']}{f' ({count} failed)' if count else ''}",
                     *(cell(entry["metrics"][key], entry["intervals"][key]) for key in keys)])
     return Table(["retriever", "pairs", *keys], out, marked=marked(list(rows)))
 
