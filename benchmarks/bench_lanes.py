@@ -1,4 +1,4 @@
-"""search, both vipune lanes and the Python mirrors, side by side on LongMemEval_M's shape.
+"""search, vipune's two lanes and the Python mirrors, side by side on LongMemEval_M's shape.
 
 The real vipune at the pinned release and the vipune-lane built beside it (.ci/vipune/build.sh;
 the benchmark is skipped, saying why, where they are not built). Personas have 500 session rows
@@ -133,7 +133,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
             steps[step] = steps.get(step, 0.0) + seconds
     status = json.loads((dest / "lib-1-0" / "status-0.json").read_text())["lane_seconds"]
 
-    fig = Figures(f"both vipune lanes and the mirrors: {n} personas of {rows:.0f} rows (~{chars:.0f} characters "
+    fig = Figures(f"both lanes and the mirrors: {n} personas of {rows:.0f} rows (~{chars:.0f} characters "
                   f"each), vipune {binary_fp['version']}, the binary's model {embed_model.name}",
                   ["", "wall s", "CPU s", "CPU ms / persona", "peak RSS MiB"])
     wall = {k: mean([r.wall_s for r in v]) for k, v in runs.items()}

@@ -1,4 +1,4 @@
-"""search, reference lane: `vipune-eval search-arms` next to a bare loop doing the same work.
+"""search, the reference retrievers: `vipune-eval search-arms` next to a bare loop doing the same work.
 
 One process each over every persona of a generated session view: the harness runs its five
 reference retrievers (dense, bm25, bm25-or, hybrid, hybrid-or) and writes their run files; the

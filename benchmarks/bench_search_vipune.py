@@ -1,6 +1,6 @@
-"""search, vipune lane: `vipune-eval search-vipune` next to the same binary calls made directly.
+"""search, the binary lane: `vipune-eval search-vipune` next to the same binary calls made directly.
 
-One shard of personas of a generated session view, the fake vipune (tests/fake_vipune.py). The
+One shard of personas of a generated session view, the fake vipune (tests/support/fake_vipune.py). The
 bare pass makes exactly the calls the lane makes per persona (`import`, then `search --hybrid`
 and `search --no-hybrid`), with the import JSONL prepared beforehand (untimed); the harness
 pass is the whole `search-vipune` process (start-up, fingerprint check, persona loading, JSONL

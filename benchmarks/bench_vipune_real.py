@@ -1,4 +1,4 @@
-"""search, vipune lane, the real binary: where a persona's time goes, harness beside bare calls.
+"""search, the binary lane, the real binary: where a persona's time goes, harness beside bare calls.
 
 The real vipune at the pinned release (built by .ci/vipune/build.sh; the benchmark is skipped,
 saying why, where it is not built). Its model is the embed benchmarks' model (all-MiniLM-L6-v2
@@ -79,7 +79,7 @@ def real_vipune():
 def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.binary import binary_fingerprint
-    from vipune_eval.stages.search.vipune_lane import searches
+    from vipune_eval.stages.search.vipune import searches
     from vipune_eval.vipune.client import Vipune, VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
 
@@ -211,7 +211,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     for name in ("bare", "mcp"):
         side[name] = (mean([r["wall_s"] for r in runs[name]]) / n, mean([r["cpu_s"] for r in runs[name]]) / n)
     part = {k: tuple(mean([r[k][i] for r in runs["parts"]]) for i in (0, 1)) for k in runs["parts"][0]}
-    fig = Figures(f"vipune lane, real vipune at the pinned release: {n} personas of {rows:.0f} rows, model "
+    fig = Figures(f"binary lane, real vipune at the pinned release: {n} personas of {rows:.0f} rows, model "
                   f"{embed_model.name}", ["", "wall ms / persona", "CPU ms / persona", f"{M_PERSONAS} personas, CPU min"])
 
     def row(label: str, wall: float | str, cpu_s: float, minutes: float | None = None) -> None:

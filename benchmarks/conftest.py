@@ -54,7 +54,7 @@ def embed_model(tiny_model: Model) -> Model:
 
 @pytest.fixture(scope="session")
 def fake_vipune(work: Path) -> Path:
-    """A ``vipune`` executable: a shell wrapper around tests/fake_vipune.py (Python, so its own
+    """A ``vipune`` executable: a shell wrapper around tests/support/fake_vipune.py (Python, so its own
     times are the fake's; what the harness adds around it is what carries over)."""
     from support.fakes import fake_build
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval.vipune.model_cache import build_vipune_hf_home
+from vipune_eval.vipune.home import build_vipune_hf_home
 from support import real_vipune, scenarios
 from support.tinymodel import build_tiny_model
 from support.fakes import fake_build
@@ -81,7 +81,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 @pytest.fixture(scope="session")
 def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A ``vipune`` executable (shell wrapper around tests/fake_vipune.py), with the fake
+    """A ``vipune`` executable (shell wrapper around tests/support/fake_vipune.py), with the fake
     vipune-lane beside it as build.sh lays a build out.
 
     Put ``fake_vipune_bin.parent`` first on PATH to stand it in for the real binary.

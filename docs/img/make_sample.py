@@ -2,7 +2,7 @@
 
 A real run of the workflow, offline, on what the tests use: a generated LongMemEval-format file
 (tests/support/synthetic.py), the tiny ONNX model (tests/support/tinymodel.py), the fake vipune
-(tests/fake_vipune.py) and its fake lane (tests/fake_lane.py). The numbers show the shape of a report, not vipune's quality.
+(tests/support/fake_vipune.py) and its fake lane (tests/support/fake_lane.py). The numbers show the shape of a report, not vipune's quality.
 
     python docs/img/make_sample.py [WORKDIR]    # then read WORKDIR/results/report.md
 """

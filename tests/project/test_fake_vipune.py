@@ -1,4 +1,4 @@
-"""The fake vipune (tests/fake_vipune.py) keeps the contract in docs/vipune-contract.md, and
+"""The fake vipune (tests/support/fake_vipune.py) keeps the contract in docs/vipune-contract.md, and
 does what the real vipune does.
 
 Every test runs as a subprocess through a ``vipune`` on PATH, the way the harness runs the

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from vipune_eval.vipune import lane_source
 
-TESTS = Path(__file__).resolve().parents[1]
-FAKE_VIPUNE = TESTS / "fake_vipune.py"
-FAKE_LANE = TESTS / "fake_lane.py"
+SUPPORT = Path(__file__).resolve().parent
+FAKE_VIPUNE = SUPPORT / "fake_vipune.py"
+FAKE_LANE = SUPPORT / "fake_lane.py"
 
 
 def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Path, Path | None]:
-    """(binary, lane): shell wrappers around tests/fake_vipune.py and tests/fake_lane.py in
+    """(binary, lane): shell wrappers around tests/support/fake_vipune.py and tests/support/fake_lane.py in
     ``folder/bin`` (no lane with ``lane=False``); ``preamble``: shell lines the binary's wrapper
     runs first (a comment that changes its bytes, an exported FAKE_VIPUNE_FAULT)."""
     bin_dir = folder / "bin"

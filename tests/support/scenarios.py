@@ -106,6 +106,6 @@ def clone(workdir: Path, dest: Path, drop: tuple[str, ...] = ()) -> Path:
 RETRIEVERS = {"vipune", "vipune-semantic", "vipune-lib", "vipune-lib-semantic", "dense", "bm25", "bm25-or",
               "hybrid", "hybrid-or"}
 
-# What a clone drops so that the vipune lane searches again (the rest of the run is kept).
+# What a clone drops so that both lanes search again (the rest of the run is kept).
 VIPUNE_SEARCHES = ("results/search/vipune-*", "results/runs/vipune-*", "results/metrics/vipune-*",
                    "results/report.json")

@@ -8,7 +8,7 @@ from typing import Any
 from vipune_eval.core.persona import Persona, Ranking
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
-from vipune_eval.stages.search import families
+from vipune_eval.stages.search import rankers
 from vipune_eval.stages.search.arms import persona_arms
 
 RRF_K = 25
@@ -35,6 +35,6 @@ def search_persona(persona: Persona, retrievers: list[Any], limit: int,
     out = {}
     for s in specs:
         source = arms if s.kind is Kind.ARMS else persona
-        indices, scores = families.rank(source, s, limit, rank_all)
+        indices, scores = rankers.rank(source, s, limit, rank_all)
         out[s.name] = [(persona.row_ids[i], float(v)) for i, v in zip(indices.tolist(), scores.tolist())]
     return out

@@ -35,7 +35,7 @@ TOOLS = ("sinfo", "sbatch", "sacct", "scontrol", "squeue", "scancel")
 REQUIRED = os.environ.get("VIPUNE_EVAL_SLURM") == "required"
 RUN_TIMEOUT = 900  # s; a run that has not ended by then is hung (e.g. a job PENDING for ever)
 # Rules that run on the submitting node: localrules and the target rule.
-LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "check_binary", "all"}
+LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_binary", "all"}
 
 
 def unavailable(reason):
@@ -181,7 +181,7 @@ def test_a_failed_job_is_reported_failed_and_the_run_exits_non_zero_naming_the_r
             states.setdefault(rule_name, set()).add(state)
     assert states.pop("preflight") == {"FAILED"}
     assert states and all(s == {"COMPLETED"} for s in states.values()), states
-    # --keep-going: the reference lane went on without the vipune lane.
+    # --keep-going: the reference retrievers went on without the binary lane.
     assert {"filter_pairs", "embed", "search_arms", "score"} <= set(states)
     assert "search_vipune" not in states and "report" not in states
     assert "embedding parity failed" in broken.out  # the failed job's log, printed

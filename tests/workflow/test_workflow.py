@@ -194,7 +194,7 @@ def test_intervals_comparisons_and_diagnostics(full_run):
 @pytest.mark.slow
 def test_plots_and_the_html_report(full_run):
     """Issue 31: the run writes the HTML report at its end, from its own config: only jobs that
-    ran (no download, no check_binary), no missing metadata, no placeholder plot, and the page
+    ran (no download, no vipune_binary), no missing metadata, no placeholder plot, and the page
     with report.md's tables in it."""
     workdir, _ = full_run
     names = ["recall_at_k", "recall_per_category", "gold_ranks", "granularities", "latency"]
@@ -204,7 +204,7 @@ def test_plots_and_the_html_report(full_run):
     html = (workdir / "results/report.html").read_text()
     for name in [*(f"{n}.png" for n in names), "report.html"]:
         assert name in html
-    assert "download_dataset" not in html and "check_binary" not in html and "whatif.png" not in html
+    assert "download_dataset" not in html and "vipune_binary" not in html and "whatif.png" not in html
     assert "Missing metadata" not in (workdir / "results/logs/report_html.log").read_text()
     page = (workdir / "results/html/report.html").read_text()
     assert "<h2>Overall (95% intervals in brackets)</h2>" in page and page.count("data:image/png;base64") == len(names)

@@ -41,7 +41,7 @@ ARMS_SHARD = f"{RESULTS}/{{view}}search-arms/shard-{{shard}}-of-{{shards}}.parqu
 STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
-FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
+BINARY_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
 LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane}}.json"  # the vipune-lane beside a binary
 PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
 PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
@@ -58,8 +58,8 @@ def fill(pattern: str, **values: object) -> str:
     return string.Formatter().vformat(pattern, (), _Keep(values))
 
 
-def binary_fingerprint(binary_id: str) -> str:
-    return fill(FINGERPRINT, binary=binary_id)
+def binary_fingerprint_file(binary_id: str) -> str:
+    return fill(BINARY_FINGERPRINT, binary=binary_id)
 
 
 def preflight(binary_id: str) -> str:
@@ -71,12 +71,12 @@ def vipune_run(binary_id: str, semantic: bool = False) -> str:
     return f"vipune-{binary_id}" + ("-semantic" if semantic else "")
 
 
-def lane_fingerprint(lane_id: str) -> str:
+def lane_fingerprint_file(lane_id: str) -> str:
     return fill(LANE_FINGERPRINT, lane=lane_id)
 
 
 def lib_run(lane_id: str, semantic: bool = False) -> str:
-    """Run name of a lane's hybrid search (vipune-lib), or of its semantic search."""
+    """Run name of the lib lane's hybrid search (vipune-lib) with a vipune-lane, or of its semantic search."""
     return f"vipune-lib-{lane_id}" + ("-semantic" if semantic else "")
 
 

@@ -20,7 +20,7 @@ from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.vipune import binary as vipune_binary
-from vipune_eval.vipune import lane as vipune_lane
+from vipune_eval.vipune import lane as lib_lane
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     cache = Path(paths.CACHE)
     fingerprint = vipune_binary.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
                                                    cache, extra)
-    write_json_if_changed(paths.binary_fingerprint(fingerprint["id"]), fingerprint)
+    write_json_if_changed(paths.binary_fingerprint_file(fingerprint["id"]), fingerprint)
     return {**fingerprint, "path": str(path)}
 
 
@@ -83,20 +83,20 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
 
 def _lane(primary: dict[str, Any] | None, config: dict[str, Any]) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside vipune.binary (refused, with the command
-    that builds it, when it is not there); MISSING with the binary, which the check_binary
+    that builds it, when it is not there); MISSING with the binary, which the vipune_binary
     rule names."""
     if primary is None:
         return vipune_binary.MISSING, ""
-    path = vipune_lane.find_lane(Path(primary["path"]), primary["version"])
-    fingerprint = vipune_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
-    write_json_if_changed(paths.lane_fingerprint(fingerprint["id"]), fingerprint)
+    path = lib_lane.find_lane(Path(primary["path"]), primary["version"])
+    fingerprint = lib_lane.lane_fingerprint(path, primary, config["vipune"]["timeout"])
+    write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
     return fingerprint["id"], str(path)
 
 
 def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     """The builds ``config`` names, fingerprinted (none when no retriever runs vipune's code).
 
-    A missing vipune.binary is reported by the check_binary rule, so dry runs and --lint still
+    A missing vipune.binary is reported by the vipune_binary rule, so dry runs and --lint still
     work; a binary that is there but does not answer stops the run here, saying why."""
     if not retrievers.uses_binary(specs):
         return Builds()

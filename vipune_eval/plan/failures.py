@@ -1,11 +1,11 @@
 """What a failed run prints last: each failed job, the first error line of its log, and its fix.
 
 Snakemake ends a failed run with its own trailer ("At least one job did not complete
-successfully"); the workflow's ``onerror`` hands the failed jobs to :func:`summary` and prints the
-result after that trailer, so the last lines a user reads say what to do. Jobs that never started
-because an earlier one failed, but whose failure is certain (no vipune on PATH, a download with
-``HF_HUB_OFFLINE`` set), are listed too, so one run names every fix. Runs in the Snakemake
-process only (the onerror hook); no rule runs it.
+successfully"); the workflow's ``onerror`` collects the failed jobs (common.smk's ``failed_jobs``),
+hands them to :func:`closing_lines` and prints the result after that trailer, so the last lines a
+user reads say what to do. Jobs that never started because an earlier one failed, but whose
+failure is certain (no vipune on PATH, a download with ``HF_HUB_OFFLINE`` set), are listed too, so
+one run names every fix. Runs in the Snakemake process only (the onerror hook); no rule runs it.
 """
 
 from __future__ import annotations
@@ -79,11 +79,11 @@ def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> 
                                f"put a local copy in place and set {key}.path in the config to it "
                                "(or unset HF_HUB_OFFLINE to download it)",
                                "not started"))
-    if primary == MISSING and "check_binary" not in seen:
+    if primary == MISSING and "vipune_binary" not in seen:
         try:
             resolve_binary(config["vipune"]["binary"])
         except EvalError as exc:
-            out.append(Failure("check_binary", exc.message, exc.fix or "", "not started"))
+            out.append(Failure("vipune_binary", exc.message, exc.fix or "", "not started"))
     return out
 
 
@@ -98,7 +98,7 @@ def summary(failures: list[Failure]) -> list[str]:
     return lines
 
 
-def failed_jobs(jobs: list[tuple[str, list[str]]], config: dict[str, Any], primary: str | None) -> list[str]:
+def closing_lines(jobs: list[tuple[str, list[str]]], config: dict[str, Any], primary: str | None) -> list[str]:
     """The summary of a failed run: ``jobs`` are the failed jobs' (rule, logs)."""
     failures = [read_log(rule, logs) for rule, logs in jobs]
     failures += not_started(config, primary, {f.rule for f in failures})

@@ -80,10 +80,10 @@ def report_manifest(ws: Workspace) -> Manifest:
         "roles": roles(ws.specs),
         "mirrors": {s.name: mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
         "primary": builds.primary, "builds": list(builds.compared),
-        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint(builds.lane)}
+        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint_file(builds.lane)}
                  if builds.lane and builds.lane != MISSING else None),
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
-        "fingerprints": {b: paths.binary_fingerprint(b) for b in binary},
+        "fingerprints": {b: paths.binary_fingerprint_file(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here
         "preflight": {b: paths.preflight(b) for b in binary
                       if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()},

@@ -1,8 +1,8 @@
-"""The what-if lab's grid: one family's settings, each point a named reference-lane run.
+"""The what-if lab's grid: one family's settings, each point a named run of a family setting.
 
 ``whatif: {base: hybrid, grid: {k: [10, 25, 60], query: [and, or]}, measure: recall_any@5,
 select_on: dev}`` makes every point of the grid (the product of the lists, in the config's key
-order) a reference-lane run named from its parameters (``hybrid~k=60~query=or``). Each is one
+order) a run of the reference retrievers named from its parameters (``hybrid~k=60~query=or``). Each is one
 family setting of registry.retrievers, fused from the shared arms like any other, so a new
 point costs one fusion and one scoring, and the earlier points' files are left alone.
 

@@ -49,9 +49,9 @@ class Run:
     """One set of results of one retriever (per view): what the score stage merges."""
 
     name: str
-    binary: str | None = None  # fingerprint id, for the vipune lane
+    binary: str | None = None  # fingerprint id, for the binary lane
     spec: retrievers.Spec | None = None  # what a reference run runs (family setting or plugin)
-    lane: str | None = None  # the lane's fingerprint id, for the vipune-lib runs
+    lane: str | None = None  # the vipune-lane's fingerprint id, for the lib lane's runs
 
     @property
     def kind(self) -> Kind:
@@ -59,7 +59,7 @@ class Run:
 
     @property
     def status_run(self) -> str | None:
-        """Failed pairs and latencies live beside the hybrid run of the binary's (or the lane's) shards."""
+        """Failed pairs and latencies live beside the hybrid run of the binary lane's (or the lib lane's) shards."""
         if self.lane is not None:
             return paths.lib_run(self.lane)
         return None if self.binary is None else paths.vipune_run(self.binary)
@@ -101,7 +101,7 @@ class Workspace:
         return out
 
     def run_of(self, retriever: str) -> str:
-        """The run name of a configured retriever (the primary build for the vipune lane)."""
+        """The run name of a configured retriever (the primary build for the binary lane)."""
         spec = next(s for s in self.specs if s.name == retriever)
         if spec.reference:
             return retriever

@@ -6,7 +6,7 @@ use: <family or plugin>, <params>}``. Families carry typed parameters whose defa
 ``use`` holding ``:`` is a plugin, ``path/to/file.py:function`` (relative to the working
 directory) or ``package.module:function`` (see stages.search.plugin). ``resolve`` checks every
 entry before any job runs and refuses what it does not know, listing what it does. How each
-family ranks is stages.search.families's; the report's roles of the configured runs are
+family ranks is stages.search.rankers's; the report's roles of the configured runs are
 plan.manifest's.
 """
 
@@ -80,7 +80,7 @@ class Param:
 @dataclass(frozen=True)
 class Family:
     """A kind of reference retriever and its typed parameters (defaults = vipune 0.20's search);
-    how it ranks is stages.search.families's."""
+    how it ranks is stages.search.rankers's."""
 
     name: str
     description: str
@@ -125,7 +125,7 @@ class Spec:
 
     @property
     def reference(self) -> bool:
-        """Runs on the cached vectors without vipune's code (neither the binary nor its lane)."""
+        """Runs on the cached vectors without vipune's code (neither lane)."""
         return self.kind not in VIPUNE_CODE
 
     def canonical(self) -> str:
@@ -141,10 +141,10 @@ class Spec:
 @dataclass(frozen=True)
 class Preset:
     name: str
-    binary: bool  # vipune's own code, the binary or its lane (its setting is the one it mirrors), or a family
+    binary: bool  # vipune's own code, in either lane (its setting is the one it mirrors), or a family
     description: str
     setting: dict[str, Any]  # the family setting (reference) or the setting it mirrors (vipune)
-    kind: Kind = Kind.VIPUNE  # of vipune's code: the binary (VIPUNE) or the lane (LIB)
+    kind: Kind = Kind.VIPUNE  # of vipune's code: the binary lane (VIPUNE) or the lib lane (LIB)
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -222,7 +222,7 @@ def spec(entry: Any, index: int = 0) -> Spec:
                         f"(it names the run and its files), got {name!r}")
     where = f"retrievers[{index}] ({name})"
     if name in PRESETS or name.startswith("vipune"):
-        raise EvalError(f"{where}: the name {name!r} is taken by a preset or the vipune lane "
+        raise EvalError(f"{where}: the name {name!r} is taken by a preset or reserved for vipune's own runs "
                         f"(presets: {', '.join(PRESETS)})")
     if not isinstance(use, str) or not use:
         raise EvalError(f"{where}: 'use' must name a family ({', '.join(FAMILIES)}) or a plugin "
@@ -265,5 +265,5 @@ def from_argument(text: str) -> Spec:
 
 
 def uses_binary(specs: list[Spec]) -> bool:
-    """Does a configured retriever run vipune's code (the lane is found beside the binary)?"""
+    """Does a configured retriever run vipune's code (vipune-lane is found beside the binary)?"""
     return any(s.kind in VIPUNE_CODE for s in specs)

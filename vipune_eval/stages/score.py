@@ -96,7 +96,7 @@ def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, An
 
 
 def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float]]:
-    """Failed pairs and per-query search seconds of the vipune lane's shards."""
+    """Failed pairs and per-query search seconds of a lane's shards (both lanes write status files)."""
     failed: dict[str, FailedPair] = {}
     seconds: dict[str, float] = {}
     for path in paths:
@@ -117,7 +117,7 @@ class _Scored(TypedDict):
     retriever: str
     pairs: int                           # pairs averaged (failed pairs left out)
     run: str                             # the merged run file
-    failed: dict[str, FailedPair]        # question id → why the vipune lane failed it
+    failed: dict[str, FailedPair]        # question id → why a lane failed it
     metrics: dict[str, float]            # metric key → mean over the averaged pairs
     intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
     per_category: dict[str, Summary]
@@ -127,9 +127,9 @@ class _Scored(TypedDict):
 
 
 class Metrics(_Scored, total=False):
-    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.build reads it); the
+    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.report reads it); the
     keys below are written only for the official protocol (its second question set,
-    print_retrieval_metrics.py's) and the vipune lane (search latencies)."""
+    print_retrieval_metrics.py's) and the lanes (search latencies)."""
 
     pairs_all: int
     metrics_all: dict[str, float]
@@ -140,7 +140,7 @@ class Metrics(_Scored, total=False):
 def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure_names: list[str],
               name: str, run_out: Path, metrics_out: Path, status: list[Path] | None = None,
               turn_to_session: bool = False) -> Metrics:
-    """Metrics of one run. Pairs that failed in the vipune lane (status files) are left out of
+    """Metrics of one run. Pairs that failed in a lane (status files) are left out of
     every average and listed, never scored as 0."""
     names = tuple(measure_names)
     keys = measures.keys(ks, names)

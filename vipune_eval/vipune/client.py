@@ -80,7 +80,7 @@ class VipuneSettings:
         """Every option of the harness's ``vipune search`` but the database, project and query:
         with the rows and the question, all a search's answer depends on. A configurable flag is
         a field of these settings read here: the command line (``Vipune.search``) and the
-        resumed shard's cache key (stages.search.vipune_lane.persona_key) both take these."""
+        resumed shard's cache key (stages.search.vipune.persona_key) both take these."""
         return ["--hybrid" if hybrid else "--no-hybrid", "--recency", "0", "--limit", str(limit), "--no-touch"]
 
 

@@ -1,4 +1,4 @@
-"""The lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs.
+"""vipune-lane's source identity: which build of ``lane/`` (the Rust vipune-lane) this checkout needs.
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system
 Python, before anything is installed, to name the lane it builds (``vipune-lane-<id>`` beside the

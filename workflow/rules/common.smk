@@ -199,7 +199,7 @@ def print_report(path, failed=False):
             )
         atexit.register(print, "\n".join(lines), flush=True)
         return
-    lines = failures.failed_jobs(failed_jobs(), config, WS.builds.primary)
+    lines = failures.closing_lines(failed_jobs(), config, WS.builds.primary)
     if Path(path).exists():
         lines.insert(
             0,

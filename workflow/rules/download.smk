@@ -99,14 +99,14 @@ rule vipune_home:
         " --repo-id {params.repo_id:q} --revision {params.revision:q} --out {output:q} 2> {log:q}"
 
 
-rule check_binary:
+rule vipune_binary:
     output:
-        paths.binary_fingerprint(MISSING),
-        paths.lane_fingerprint(MISSING),
+        paths.binary_fingerprint_file(MISSING),
+        paths.lane_fingerprint_file(MISSING),
     log:
-        paths.log("check_binary", per_view=False),
+        paths.log("vipune_binary", per_view=False),
     benchmark:
-        paths.benchmark("check_binary", per_view=False)
+        paths.benchmark("vipune_binary", per_view=False)
     localrule: True
     conda:
         ENV
@@ -117,4 +117,4 @@ rule check_binary:
     params:
         binary=config["vipune"]["binary"],
     shell:
-        "vipune-eval check-binary --binary={params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "vipune-eval vipune-binary --binary={params.binary:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

@@ -124,7 +124,7 @@ rule search_plugin:
 
 rule preflight:
     input:
-        binary=paths.FINGERPRINT,
+        binary=paths.BINARY_FINGERPRINT,
         hf_home=paths.VIPUNE_HF_HOME,
         model=paths.MODEL_FINGERPRINT,
     output:
@@ -162,7 +162,7 @@ rule search_vipune:
     input:
         **SHARD_INPUTS,
         preflight=paths.PREFLIGHT,
-        binary=paths.FINGERPRINT,
+        binary=paths.BINARY_FINGERPRINT,
         hf_home=paths.VIPUNE_HF_HOME,
     output:
         run=paths.fill(paths.SEARCH_SHARD, run=paths.vipune_run("{binary}")),

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vipune_eval.core.persona import shard_pair_count, shard_rows
-from vipune_eval.stages.search.vipune_lane import in_order
+from vipune_eval.stages.search.vipune import in_order
 
 
 def test_shard_rows_takes_every_nth_pair_across_row_groups(tmp_path):

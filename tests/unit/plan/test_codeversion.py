@@ -40,8 +40,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "download-dataset": {"stages.download", "core.fingerprints"},
     "download-model": {"stages.download", "core.fingerprints"},
     # the model laid out where vipune looks: the layout only, not the client
-    "vipune-home": {"vipune.model_cache", "core.fingerprints"},
-    "check-binary": {"vipune.binary", "vipune.client", "core.process"},
+    "vipune-home": {"vipune.home", "core.fingerprints"},
+    "vipune-binary": {"vipune.binary", "vipune.client", "core.process"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
     "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
@@ -52,15 +52,15 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "search-arms": SHARD | {"stages.search.arms", "registry.arms"},
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
-    "fuse-reference": SHARD | {"stages.search.fuse", "stages.search.arms", "stages.search.families",
+    "fuse-reference": SHARD | {"stages.search.fuse_reference", "stages.search.arms", "stages.search.rankers",
                                "registry.retrievers", "registry.arms", "registry.vipune_runs", "vipune.contract"},
-    "search-family": SHARD | {"stages.search.family", "stages.search.families", "registry.retrievers",
+    "search-family": SHARD | {"stages.search.family", "stages.search.rankers", "registry.retrievers",
                               "registry.arms", "registry.vipune_runs", "vipune.contract"},
     # the plugin loader is here, where the job's code version sees it
     "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
-    "search-vipune": SHARD | FAILED | {"stages.search.vipune_lane", "vipune.client", "vipune.binary", "core.process",
+    "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
                               "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
     # vipune's own search code through the lane: never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
@@ -73,7 +73,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins); a failed pair's exit code and message are its fields
     # (core.failed_pair), not the contract's
-    "report": SECTIONS | {"stages.report.build", "stages.report.markdown", "stages.report.published",
+    "report": SECTIONS | {"stages.report.report", "stages.report.markdown", "stages.report.published",
                           "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                           "stages.report.summary", "stages.report.document", "stages.report.lanes",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
@@ -119,7 +119,7 @@ def test_the_downloads_do_not_reach_the_vipune_client(command):
 
 
 def test_only_the_vipune_commands_reach_the_client():
-    assert {c for c in COMMANDS if "vipune.client" in modules(c)} == {"check-binary", "search-vipune", "preflight"}
+    assert {c for c in COMMANDS if "vipune.client" in modules(c)} == {"vipune-binary", "search-vipune", "preflight"}
 
 
 def test_the_pairs_and_the_rows_do_not_reach_each_other():

@@ -19,9 +19,9 @@ def test_an_error_carries_its_fix_and_the_cli_prints_it_on_a_line_of_its_own(cap
     assert (exc.message, exc.fix, str(exc)) == ("the thing broke", "do this", "the thing broke — do this")
     assert str(EvalError("no fix known")) == "no fix known"
     monkeypatch.setenv("PATH", str(tmp_path))  # no vipune anywhere
-    assert cli.main(["check-binary", "--binary", "vipune"]) == 1
+    assert cli.main(["vipune-binary", "--binary", "vipune"]) == 1
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == "vipune-eval: check-binary: vipune binary 'vipune' not found or not executable"
+    assert lines[0] == "vipune-eval: vipune-binary: vipune binary 'vipune' not found or not executable"
     assert lines[1].startswith("vipune-eval: fix: build vipune and its lane") and VIPUNE_FIX in lines[1]
 
 
@@ -84,10 +84,10 @@ def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_pat
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     found = failures.not_started(CONFIG, MISSING, {"download_dataset"})
-    assert [f.rule for f in found] == ["download_model", "check_binary"]
+    assert [f.rule for f in found] == ["download_model", "vipune_binary"]
     assert "model.path" in found[0].fix and VIPUNE_FIX in found[1].fix
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online: a download may well work
-    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["check_binary"]
+    assert [f.rule for f in failures.not_started(CONFIG, MISSING, set())] == ["vipune_binary"]
     assert failures.not_started(CONFIG, "0.20.0-abc", set()) == []  # vipune was found
 
 
@@ -98,8 +98,8 @@ def test_the_summary_ends_with_one_error_and_one_fix_per_job(tmp_path):
         log.write_text(f"vipune-eval: {name}: broke\nvipune-eval: fix: {fix}\n")
         logs.append((f"rule_{name}", [str(log)]))
     local = {**CONFIG, "dataset": {"path": "data.json"}, "model": {"path": "model"}}
-    lines = failures.failed_jobs(logs, local, None)
+    lines = failures.closing_lines(logs, local, None)
     assert lines[0].startswith("vipune-eval: 2 job(s) failed")
     assert lines[1:] == [f"  rule_a (log: {tmp_path / 'a.log'}): a: broke", "    fix: fix a",
                          f"  rule_b (log: {tmp_path / 'b.log'}): b: broke", "    fix: fix b"]
-    assert failures.failed_jobs([], local, None) == []
+    assert failures.closing_lines([], local, None) == []

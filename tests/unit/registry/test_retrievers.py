@@ -12,8 +12,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 from support.search import rrf, search_persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
-from vipune_eval.stages.search import families
-from vipune_eval.stages.search.fuse import run_fuse
+from vipune_eval.stages.search import rankers
 from vipune_eval.vipune.contract import candidate_pool
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()
@@ -79,7 +78,7 @@ def test_k_and_weights_give_weighted_rrf_scores():
     arms = persona_arms(persona)
     dense_first = arms.ranked["dense"][0][0]
     spec = registry.spec({"name": "w", "use": "hybrid", "k": 60, "weights": [2, 0.5], "query": "or"})
-    indices, scores = families.rank(arms, spec, 10)
+    indices, scores = rankers.rank(arms, spec, 10)
     bm25 = arms.ranked["bm25-or"][0].tolist()
     pool = candidate_pool(10)
     expected = 2 / 61 + (0.5 / (60 + bm25.index(dense_first) + 1) if dense_first in bm25[:pool] else 0)
@@ -99,7 +98,7 @@ def test_pool_limits_the_candidates_of_each_arm():
     persona = random_persona(4)
     arms = persona_arms(persona)
     spec = registry.spec({"name": "p", "use": "hybrid", "pool": 1, "query": "or"})
-    indices, _ = families.rank(arms, spec, 10)
+    indices, _ = rankers.rank(arms, spec, 10)
     firsts = {int(arms.ranked["dense"][0][0]), int(arms.ranked["bm25-or"][0][0])}
     assert set(indices.tolist()) == firsts
 
@@ -111,7 +110,7 @@ def test_fused_ties_go_to_the_smaller_row_id():
         crossed = {"dense": (np.array([0, 1], np.int32), np.zeros(2)),
                    "bm25-and": (np.array([1, 0], np.int32), np.zeros(2))}
         arms = Arms("q", row_ids, row_ids, {**crossed, "bm25-or": crossed["bm25-and"]})
-        indices, scores = families.rank(arms, registry.spec("hybrid"), 10)
+        indices, scores = rankers.rank(arms, registry.spec("hybrid"), 10)
         assert scores[0] == scores[1] == pytest.approx(1 / 26 + 1 / 27)
         return row_ids[indices[0]]
 
@@ -127,22 +126,9 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
     assert [a.question_id for a in back] == [a.question_id for a in arms]
     for spec in registry.resolve(REFERENCE_PRESETS + [{"name": "x", "use": "hybrid", "k": 3}]):
         for a, b in zip(arms, back):
-            assert np.array_equal(families.rank(a, spec, 10)[0], families.rank(b, spec, 10)[0])
-            assert a.documents(families.rank(a, spec, 10)[0], 10) == \
-                b.documents(families.rank(b, spec, 10)[0], 10)
-
-
-def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
-    arms = [persona_arms(random_persona(s)) for s in range(2)]
-    write_arms(tmp_path / "a0.parquet", arms[:1])
-    write_arms(tmp_path / "a1.parquet", arms[1:])
-    spec = registry.spec({"name": "k60", "use": "hybrid", "k": 60})
-    outs = [tmp_path / "r0.run", tmp_path / "r1.run"]
-    run_fuse([tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), 10, 10, outs)
-    first = outs[0].read_text().splitlines()
-    assert first and all(line.endswith(" k60") for line in first)
-    docs = [line.split()[2] for line in first]
-    assert docs == arms[0].documents(families.rank(arms[0], spec, 10)[0], 10)
+            assert np.array_equal(rankers.rank(a, spec, 10)[0], rankers.rank(b, spec, 10)[0])
+            assert a.documents(rankers.rank(a, spec, 10)[0], 10) == \
+                b.documents(rankers.rank(b, spec, 10)[0], 10)
 
 
 # ------------------------------------------------------------------ refusals
@@ -165,7 +151,7 @@ def test_run_fuse_writes_one_run_per_arms_file(tmp_path):
     ({"use": "hybrid"}, ["'name'"]),
     ({"name": "a/b", "use": "hybrid"}, ["'name'"]),
     ({"name": "hybrid", "use": "hybrid", "k": 60}, ["taken by a preset"]),
-    ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or the vipune lane"]),
+    ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or reserved for vipune's own runs"]),
     ({"name": "x"}, ["'use'"]),
     ({"name": "x", "use": "p.py:f", "k": 3}, ["a plugin takes no parameters"]),
     (3, ["a preset name or a mapping"]),

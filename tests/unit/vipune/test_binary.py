@@ -42,7 +42,7 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     assert [f for f, text in sources.items() if re.search(r"\bcheck_fingerprint\(", text)] == ["vipune/binary.py"]
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
-    assert jobs == {"stages/search/preflight.py", "stages/search/vipune_lane.py"}
+    assert jobs == {"stages/search/preflight.py", "stages/search/vipune.py"}
 
 
 def test_the_missing_sentinel_is_typed_once():

@@ -1,4 +1,4 @@
-"""The vipune client: faults, isolation and the import lines; every failure names persona,
+"""The vipune client: faults and isolation; every failure names persona,
 command, stderr (the preflight: tests/unit/stages/search/test_preflight.py)."""
 
 import json
@@ -12,8 +12,7 @@ import pytest
 from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.core.persona import Persona
 from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings, isolated_env
-from vipune_eval.stages.search.vipune_lane import evaluate, searches
-from vipune_eval.vipune.import_format import import_lines
+from vipune_eval.stages.search.vipune import evaluate, searches
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ def persona(model):
 
 
 def flags(limit):
-    """The lane's two searches at this limit, as a job's settings give them."""
+    """The binary lane's two searches at this limit, as a job's settings give them."""
     return searches(VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("tmp"), 30.0), limit)
 
 
@@ -135,37 +134,6 @@ def test_missing_binary(tmp_path, vipune_hf_home, persona):
     with pytest.raises(VipuneError, match="cannot run"):
         evaluate(client(tmp_path / "no-vipune", vipune_hf_home, tmp_path), persona, flags(10), tmp_path)
 
-
-def test_import_lines_carry_both_header_keys_and_exact_vectors(persona):
-    import base64
-
-    lines = import_lines(persona)
-    header = json.loads(lines[0])
-    assert header["version"] == header["format_version"] == 1 and header["rows"] == 3
-    row = json.loads(lines[1])
-    assert row["id"] == "q1::s0" and row["project_id"] == "q1" and row["retrieval_count"] == 0
-    assert row["memory_type"] == "fact" and row["status"] == "active"
-    vector = np.frombuffer(base64.b64decode(row["embedding"]), "<f4")
-    assert vector.shape == (384,) and np.array_equal(vector, persona.vectors[0])
-
-
-def test_import_rows_are_json_dumps_of_the_row_whatever_the_strings():
-    """The rows come from a format string (fast); each must be exactly what json.dumps of the row
-    would write, including braces, quotes, escapes and non-ASCII, and vectors of any layout."""
-    import base64
-
-    from vipune_eval.vipune.import_format import embedding_b64, import_row
-
-    texts = ['{rid} {{x}} "q" \\ \n\t\x00', "naïve ☃ \u2028 😀", "", "}{"]
-    qid = '-{0}"q\\'
-    vectors = np.random.default_rng(3).standard_normal((8, 6))[::2]  # float64, not contiguous
-    persona = Persona(qid, "?", [f"{qid}::{t}" for t in texts], ["s"] * 4, ['2023-"{}"'] * 4, texts, vectors,
-                      np.zeros(6, np.float32))
-    lines = import_lines(persona)
-    assert lines[1:] == [json.dumps(import_row(rid, qid, text, embedding_b64(v), created), ensure_ascii=False)
-                         for rid, text, v, created in zip(persona.row_ids, texts, vectors, persona.created_at)]
-    assert np.array_equal(np.frombuffer(base64.b64decode(json.loads(lines[2])["embedding"]), "<f4"),
-                          vectors[1].astype(np.float32))
 
 def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vipune_hf_home, tmp_path,
                                                                  persona, monkeypatch):

@@ -1,6 +1,6 @@
 """vipune-lane (lane/): vipune's own search code on cached vectors, many personas per process.
 
-Every behaviour test runs on the fake lane (tests/fake_lane.py) and on the real one, built beside
+Every behaviour test runs on the fake lane (tests/support/fake_lane.py) and on the real one, built beside
 the real vipune by .ci/vipune/build.sh (skipped, saying why, where it is not built): the fake is
 checked against the real lane here, as the fake binary is against the real one.
 """

@@ -1,4 +1,4 @@
-"""report.json's shape: the typed ``Report`` that stages.report.build writes and the report's
+"""report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
 sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
 them reads from it (``primary_ks``). No computation: the report's commands share this module, and
 an edit here reruns only them."""
@@ -22,9 +22,9 @@ class _Entry(TypedDict):
 
 
 class RetrieverEntry(_Entry, total=False):
-    """One retriever in one view (stages.report.build.retriever_entry): its score stage's numbers
-    without the per-pair rows; the official protocol's second question set and the vipune lanes'
-    latencies where they are written."""
+    """One retriever in one view (stages.report.report.retriever_entry): its score stage's numbers
+    without the per-pair rows; the official protocol's second question set and the lanes' latencies
+    where they are written."""
 
     pairs_all: int
     metrics_all: dict[str, float]

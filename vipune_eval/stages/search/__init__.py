@@ -1,1 +1,1 @@
-"""search: the reference retrievers, plugins and the vipune lane (with its preflight), per shard of personas."""
+"""search: the reference retrievers, plugins and both lanes (the binary lane with its preflight), per shard of personas."""

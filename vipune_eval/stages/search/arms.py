@@ -1,6 +1,6 @@
-"""search-arms: a shard's shared arms, the reference lane's one search per persona.
+"""search-arms: a shard's shared arms, the reference retrievers' one search per persona.
 
-The reference retrievers run on the cached vectors without the binary (the model-free lane). They
+The reference retrievers run on the cached vectors without any of vipune's code. They
 mirror vipune's search (docs/vipune-contract.md, "How search ranks") where it matters — the
 semantic arm's f64 cosine over rows read newest first with a stable sort, per-persona BM25
 statistics, the quoted-AND FTS5 query, candidate pools of clamp(10 × limit, 50, 10000), RRF with
@@ -9,7 +9,7 @@ and the others give context for its number.
 
 A persona's arms (registry.arms.ARMS: dense and one bm25 arm per query form), each ranking
 every row it finds, are computed once (``persona_arms``) and written to an arms file; every ARMS
-family setting ranks from them (stages.search.fuse), so a grid of hybrid variants costs fusions,
+family setting ranks from them (stages.search.fuse_reference), so a grid of hybrid variants costs fusions,
 not searches.
 """
 

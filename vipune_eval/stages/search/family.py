@@ -11,7 +11,7 @@ from vipune_eval.core.persona import ShardSearch
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
-from vipune_eval.stages.search import families
+from vipune_eval.stages.search import rankers
 
 
 def run_family(shard: ShardSearch, retriever: str, out: Path, rank_all: bool = False) -> None:
@@ -23,7 +23,7 @@ def run_family(shard: ShardSearch, retriever: str, out: Path, rank_all: bool = F
     ranked = []
     progress = Progress(f"family {s.name} {shard.name}: personas", total=shard.pair_count())
     for persona in shard.personas():
-        indices = families.rank(persona, s, shard.limit, rank_all)[0]
+        indices = rankers.rank(persona, s, shard.limit, rank_all)[0]
         ranked.append((persona.question_id, persona.documents(
             [(persona.row_ids[i], 0.0) for i in indices.tolist()], shard.depth, shard.collapse)))
         progress.advance()

@@ -1,4 +1,4 @@
-"""search-vipune-lib: the model-free lane, vipune's own search code on the cached vectors.
+"""search-vipune-lib, the lib lane: vipune's own search code on the cached vectors.
 
 One vipune-lane process (lane/, linked against the vipune crate the binary was built from) for a
 whole shard: per persona a throwaway database seeded with ``Database::insert_with_id`` in one
@@ -29,7 +29,7 @@ from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
 
 def run_vipune_lib(shard: ShardSearch, lane: Path, fingerprint: Path, timeout: float, on_error: str,
                    tmp: Path, out: Path, semantic_out: Path, status_out: Path) -> None:
-    """The lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona the
+    """Run the lib lane over one shard. ``on_error``: ``stop`` fails the shard on the first persona the
     lane refuses, crashes or hangs on, or answers out of contract; ``record`` lists such personas
     in the status file (left out of every average) and goes on with the others."""
     check_lane(lane, fingerprint)

@@ -10,8 +10,6 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
 from support.results import lme_order
 from support.search import search_persona
-from vipune_eval.stages.search.arms import persona_arms, write_arms
-from vipune_eval.stages.search.fuse import run_fuse
 
 
 def persona(seed):
@@ -42,9 +40,3 @@ def test_bm25_lme_is_a_preset_of_a_persona_family():
     assert registry.spec("hybrid").kind is registry.Kind.ARMS and "bm25-lme" not in registry.DEFAULT
     with pytest.raises(EvalError, match="unknown family 'bm25-lmee'.*bm25-lme"):
         registry.spec({"name": "x", "use": "bm25-lmee"})
-
-
-def test_fusing_refuses_a_persona_family(tmp_path):
-    write_arms(tmp_path / "arms.parquet", [persona_arms(persona(0))])
-    with pytest.raises(EvalError, match="not a family setting fused from the arms"):
-        run_fuse([tmp_path / "arms.parquet"], "bm25-lme", 10, 10, [tmp_path / "out.run"])

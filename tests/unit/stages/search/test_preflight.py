@@ -71,7 +71,7 @@ def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home,
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
     from support.tinymodel import build_tiny_model
-    from vipune_eval.vipune.model_cache import build_vipune_hf_home
+    from vipune_eval.vipune.home import build_vipune_hf_home
 
     other = build_tiny_model(tmp_path / "other", seed=9)
     home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",

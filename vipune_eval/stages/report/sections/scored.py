@@ -41,7 +41,7 @@ def lane_line(report: Report) -> str | None:
 
 def model_line(model: Mapping[str, Any]) -> str:
     """The model: which files, where they came from, and whether they are the pinned bytes of the
-    model they are laid out as (provenance.model, stages.report.build.model_provenance)."""
+    model they are laid out as (provenance.model, stages.report.report.model_provenance)."""
     name = f"{model['repo_id']}@{model['revision'][:12]}"
     files = f"{name} `{model['file']}` (sha256 {model['files'][model['file']][:12]})"
     where = f"files from {model['path']} laid out as {files}" if model["path"] else f"{files}, downloaded"

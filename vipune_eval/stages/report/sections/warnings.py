@@ -70,8 +70,8 @@ def failed_pairs(report: Report) -> list[str]:
 
 def warnings(report: Report, table: Table) -> list[str]:
     """What changes the reading of the numbers: failed pairs (named, with why), builds that fail
-    their preflight, truncated gold sessions, a vipune lane that no longer agrees with its mirror or
-    the binary, too few pairs."""
+    their preflight, truncated gold sessions, a lane that no longer agrees with its mirror or the
+    binary, too few pairs."""
     out = failed_pairs(report)
     for b in report["builds"]:
         if b.get("failed_checks"):

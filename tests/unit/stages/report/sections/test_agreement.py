@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
 
 from support.report import RANKED, add_view, metrics

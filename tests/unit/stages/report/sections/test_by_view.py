@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.document import cell
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.sections.by_view import granularities_section

@@ -4,7 +4,7 @@ HTML report's first page show of it."""
 from __future__ import annotations
 
 from vipune_eval.core import paths
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.contents import FILES, document
 
 from support.report import loaded  # noqa: F401 (the fixture)

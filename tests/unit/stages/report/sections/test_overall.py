@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections import overall
 
 from support.report import metrics

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
 
 from support.report import loaded  # noqa: F401 (the fixture)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
 
 from support.report import loaded  # noqa: F401 (the fixture)

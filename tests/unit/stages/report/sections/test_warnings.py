@@ -6,7 +6,7 @@ import pytest
 
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.stages.report import summary
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.sections.warnings import failure_reason

@@ -1,4 +1,4 @@
-"""The vipune lane: one throwaway database per persona, driven through the client.
+"""search-vipune, the binary lane: one throwaway database per persona, driven through the client.
 
 Per persona: the import JSONL from the cached vectors (docs/vipune-contract.md: a header with
 both ``version`` and ``format_version``), ``import`` into a fresh database, then one
@@ -92,7 +92,7 @@ def persona_key(persona: Persona, flags: dict[str, list[str]], lines: list[str])
 
 def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_error: str, cache: Path,
                out: Path, semantic_out: Path, status_out: Path) -> None:
-    """Run the vipune lane over one shard. ``on_error``: ``stop`` fails the shard on the first
+    """Run the binary lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
     binary, _ = planned_binary(vipune)

@@ -8,7 +8,7 @@ import sys
 import pytest
 import pyarrow.parquet as pq
 
-from vipune_eval.stages.report.build import build
+from vipune_eval.stages.report.report import build
 
 from support.report import loaded  # noqa: F401 (the fixture)
 

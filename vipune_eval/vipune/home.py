@@ -1,4 +1,4 @@
-"""The model where vipune looks for it: an hf-hub cache under the HF_HOME each vipune call gets."""
+"""vipune-home: the model where vipune looks for it, an hf-hub cache under the HF_HOME each vipune call gets."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 """A contract-faithful fake of ``vipune-lane`` (lane/, the Rust lane), for the project's fast tests.
 
 It speaks the lane's protocol (lane/src/main.rs, docs/vipune-contract.md) and searches each
-persona with tests/fake_vipune.py's own database, semantic search, BM25 and fusion (the fake
+persona with tests/support/fake_vipune.py's own database, semantic search, BM25 and fusion (the fake
 vipune is itself checked against the real binary), so a run on the fake lane ranks exactly as one
 on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real lane too.
 
@@ -37,7 +37,7 @@ def version() -> dict:
     sha = os.environ.get("FAKE_LANE_BINARY_SHA256") or (
         hashlib.sha256(binary.read_bytes()).hexdigest() if binary.is_file() else None)
     return {"name": "vipune-lane", "lane": "0.1.0", "vipune": vipune.DEFAULT_VERSION,
-            "vipune_source": "the fake lane of the tests (tests/fake_lane.py)", "lane_source": None,
+            "vipune_source": "the fake lane of the tests (tests/support/fake_lane.py)", "lane_source": None,
             "binary_sha256": sha, "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search"],
             "fusion": "fake_vipune.rrf_fusion"}
 

@@ -1,11 +1,11 @@
-"""The vipune lane's resume key follows every flag of its searches (issue 36)."""
+"""The binary lane's resume key follows every flag of its searches (issue 36)."""
 
 from pathlib import Path
 
 import numpy as np
 
 from vipune_eval.core.persona import Persona
-from vipune_eval.stages.search.vipune_lane import persona_key, searches
+from vipune_eval.stages.search.vipune import persona_key, searches
 from vipune_eval.vipune.client import Vipune, VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
 
