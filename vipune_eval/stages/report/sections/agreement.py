@@ -103,11 +103,16 @@ def warnings(report: Report) -> list[str]:
         if agree.get("only_run") or agree.get("only_mirror"):
             key = (view, tuple(agree["only_run"]), tuple(agree["only_mirror"]))
             apart.setdefault(key, []).append(agree)
+    views: dict[tuple, list[str]] = {}  # the same lanes with the same pairs apart → the views where they are
     for (view, only_run, only_mirror), agreements in apart.items():
         runs, mirrors = and_listed([a["run"] for a in agreements]), and_listed([a["mirror"] for a in agreements])
-        first = agreements[0]
+        counts = (agreements[0]["mirror_pairs"], agreements[0]["run_pairs"])
+        views.setdefault((runs, mirrors, counts, only_run, only_mirror), []).append(view)
+    for (runs, mirrors, (mirror_pairs, run_pairs), only_run, only_mirror), where in views.items():
         only = [f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors))
                 if qids]
-        out.append(f"{mirrors} scored {first['mirror_pairs']} pairs, {runs} {first['run_pairs']}"
-                   f"{in_view(report, view)}: {'; '.join(only)} (their averages are over different pairs)")
+        named = (f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}"
+                 if len(report["views"]) > 1 else "")
+        out.append(f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
+                   "(their averages are over different pairs)")
     return out

@@ -109,3 +109,17 @@ def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
             "each).") in lines
     assert ("vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
             "the turn view: q7 (report.md, Diagnostics)") in document(report).warnings
+
+
+def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(loaded, tmp_path):
+    from vipune_eval.stages.report.sections.contents import document
+
+    refused = failed_pair("persona q1: … exited 3: …", 3, "content exceeds 512-token embedding limit")
+    loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
+    loaded.views[0].metrics.update(vipune=metrics(tmp_path / "session", "vipune", {"q1": refused}),
+                                   **{"vipune-lib": metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])})
+    add_view(loaded, "turn", {"vipune": metrics(tmp_path / "turn", "vipune", {"q1": refused}),
+                              "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=RANKED["vipune"])})
+    apart = [w for w in document(build(loaded)).warnings if " scored " in w]
+    assert apart == ["vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
+                     "(their averages are over different pairs)"]
