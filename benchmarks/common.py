@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from vipune_eval.stages.report.projection import BGE_SMALL
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "out"  # git-ignored: generated data, work folders, results JSON
@@ -30,8 +31,7 @@ from support.config import DEFAULTS  # noqa: E402  (config/config.yaml)
 SPLIT = DEFAULTS["split"]  # the dev/test split a run of the workflow makes
 
 PYTHON = sys.executable
-BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
-BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+BGE_REPO_ID, BGE_REVISION = EMBED_MODEL_ID, EMBED_MODEL_REVISION  # where vipune looks for its model
 
 # Knobs (environment): how big, how many reps, which model.
 SIZE = os.environ.get("VIPUNE_BENCH_SIZE", "small")  # "small" (minutes on 2 cores) or "M"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 from vipune_eval.vipune.home import build_vipune_hf_home
 from support import real_vipune, scenarios
 from support.tinymodel import build_tiny_model
@@ -32,8 +33,6 @@ LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py",  # CI
                  "workflow/test_compare_builds.py", "workflow/test_resilience.py", "workflow/test_code_tracking.py",
                  "workflow/test_cold_small_run.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",
                  "workflow/test_whatif_lab.py", "project/test_plain_install.py")
-BGE_REPO_ID = "BAAI/bge-small-en-v1.5"
-BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 
 
 def _cgroup_limit(name: str) -> float | None:
@@ -126,7 +125,7 @@ def vipune_tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def vipune_hf_home(tmp_path: Path, vipune_tiny_model_dir: Path) -> Path:
     """An ``HF_HOME`` holding the tiny model where vipune looks for bge-small-en-v1.5."""
-    return build_vipune_hf_home(vipune_tiny_model_dir, "model.onnx", BGE_REPO_ID, BGE_REVISION,
+    return build_vipune_hf_home(vipune_tiny_model_dir, "model.onnx", EMBED_MODEL_ID, EMBED_MODEL_REVISION,
                                 tmp_path / "hf_home")
 
 

@@ -83,53 +83,65 @@ def test_the_registry_page_is_generated_from_the_registries():
     assert PAGE.read_text(encoding="utf-8") == render(), "run: python tests/support/generated_docs.py"
 
 
-def test_the_package_map_in_contributing_is_generated_from_the_modules():
-    from support.generated_docs import CONTRIBUTING, contributing_with_map
+@pytest.mark.parametrize("page", ["CONTRIBUTING.md", "docs/extending.md"])
+def test_the_generated_spans_are_their_owners(page):
+    """The package map in CONTRIBUTING.md (from the modules), the presets in docs/extending.md
+    (from the registry): tests/support/generated_docs.py's SPANS."""
+    from support.generated_docs import SPANS, with_spans
 
-    text = CONTRIBUTING.read_text(encoding="utf-8")
-    assert text == contributing_with_map(text), "run: python tests/support/generated_docs.py"
-
-
-def test_every_package_path_the_docs_name_exists():
-    """A doc naming `vipune_eval/<...>.py` points at a file that is there (the restructuring of
-    issue 28 moved every module)."""
-    missing = {m for page in PAGES for m in re.findall(r"vipune_eval/[\w/]+\.py", page.read_text(encoding="utf-8"))
-               if not (REPO / m).exists()}
-    assert not missing
+    assert {p.relative_to(REPO).as_posix() for p in SPANS} == {"CONTRIBUTING.md", "docs/extending.md"}
+    text = (REPO / page).read_text(encoding="utf-8")
+    assert text == with_spans(REPO / page, text), "run: python tests/support/generated_docs.py"
 
 
-def test_the_schemas_default_retrievers_are_the_registrys():
-    import yaml
-
-    from vipune_eval.registry import retrievers
-
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    assert schema["properties"]["retrievers"]["default"] == list(retrievers.DEFAULT)
+POINTED = [*PAGES, REPO / "benchmarks" / "README.md", REPO / "config" / "README.md"]
+RETIRED = {"benchmarks/run.py"}  # named on purpose as what the suite replaced (its text is in benchmarks/HISTORY.md)
+PACKAGE_FOLDERS = ("core", "plan", "registry", "stages", "vipune")  # a path may be named from inside the package
 
 
-def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
-    """vipune_eval/vipune/release.py is the pin; the CI build script reads it (a copy of the
-    script beside another pin builds that one), the config docs, the README and the contract name
-    it, and the report's provenance carries it (test_real_vipune checks a report of a real build)."""
-    import shutil
-    import subprocess
+def _repo_file(path: str) -> Path | None:
+    """The file a doc's `path` names: from the repository's root, or from the package's
+    (`core/paths.py`); None for a path into neither (a run's results/, vipune's own src/)."""
+    top = path.split("/")[0]
+    if "/" not in path:  # a bare name: a file at the root or a module at the package's top (`cli.py`)
+        return next((f for f in (REPO / path, REPO / "vipune_eval" / path) if f.exists()), None)
+    if (REPO / top).exists() and top not in ("results",):
+        return REPO / path
+    if top in PACKAGE_FOLDERS:
+        return REPO / "vipune_eval" / path
+    return None
 
-    from vipune_eval.vipune.release import RELEASE
 
-    script = tmp_path / ".ci" / "vipune" / "build.sh"
-    script.parent.mkdir(parents=True)
-    shutil.copy(REPO / ".ci" / "vipune" / "build.sh", script)
-    (tmp_path / "vipune_eval" / "vipune").mkdir(parents=True)
-    shutil.copy(REPO / "vipune_eval" / "vipune" / "lane_source.py", tmp_path / "vipune_eval" / "vipune")
-    shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the lane after its sources
-    for pin in (RELEASE, "0.20.9"):
-        (tmp_path / "vipune_eval" / "vipune" / "release.py").write_text(f'RELEASE = "{pin}"\n')
-        proc = subprocess.run(["bash", str(script), "--cached"], capture_output=True, text=True,
-                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "VIPUNE_EVAL_CACHE": str(tmp_path)})
-        assert proc.returncode == 3 and f"vipune {pin} is not built" in proc.stderr
-    assert f"vipune **{RELEASE}**" in (REPO / "docs" / "configuration.md").read_text()
-    assert f"**vipune {RELEASE}**" in (REPO / "docs" / "vipune-contract.md").read_text()
-    assert f"`{RELEASE}`" in (REPO / "README.md").read_text() or f"vipune {RELEASE}" in (REPO / "README.md").read_text()
+def test_every_repository_path_the_docs_name_exists():
+    """A doc naming a file of the repository (`tests/support/results.py`, `core/paths.py`,
+    `vipune_eval/...`) points at a file that is there (the restructuring of issue 28 moved every
+    module; CONTRIBUTING once sent readers to a function in a file that did not hold it)."""
+    missing = set()
+    for page in POINTED:
+        text = page.read_text(encoding="utf-8")
+        named = set(re.findall(r"vipune_eval/[\w/]+\.py", text))
+        named |= set(re.findall(r"`([\w.][\w./-]*\.(?:py|smk|sh|rs|yaml|toml|rst|md))`", text))
+        missing |= {f"{page.relative_to(REPO)}: {path}" for path in named - RETIRED
+                    if (file := _repo_file(path)) is not None and not file.exists()}
+    assert not missing, sorted(missing)
+
+
+def test_every_name_the_docs_place_in_a_file_is_defined_there():
+    """"`stages/report/plots.py`'s `PLOTS`": the file defines that name (a def, a class, an
+    assignment, a Rust fn or const)."""
+    wrong = []
+    for page in POINTED:
+        text = page.read_text(encoding="utf-8")
+        for path, name in re.findall(r"`([\w./-]+\.(?:py|smk|rs))`'s `(\w+)", text):
+            file = _repo_file(path)
+            if file is None or not file.exists():
+                if "/" in path:
+                    wrong.append(f"{page.relative_to(REPO)}: {path} is not a file of the repository")
+                continue
+            defined = rf"^\s*(?:def|class|fn|const|rule|struct)\s+{name}\b|^\s*{name}\b\s*(?::[^=\n]*)?="
+            if not re.search(defined, file.read_text(encoding="utf-8"), re.M):
+                wrong.append(f"{page.relative_to(REPO)}: {path} defines no {name}")
+    assert not wrong, wrong
 
 
 def _module_names_in(text: str) -> set[str]:
@@ -179,6 +191,21 @@ def test_every_module_the_code_comments_and_schema_name_exists():
                REPO / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]
     stale = sorted(f"{path.relative_to(REPO)}: {name}" for path in sources
                    for name in _module_names_in(prose(path)) if not _resolves(name))
+    assert not stale, stale
+
+
+def test_every_module_the_docs_name_exists():
+    """The pages name modules as the package has them now (`stages.report.plots`,
+    `vipune_eval.core.paths`); a page (registry.md) and a Parquet metadata key the package writes
+    (`vipune_eval.model_fingerprint`) are not modules."""
+    import ast
+
+    keys = {node.value.decode() for path in (REPO / "vipune_eval").rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, bytes) and node.value.startswith(b"vipune_eval.")}
+    stale = sorted(f"{page.relative_to(REPO)}: {name}" for page in POINTED
+                   for name in _module_names_in(page.read_text(encoding="utf-8"))
+                   if not name.endswith(".md") and f"vipune_eval.{name}" not in keys and not _resolves(name))
     assert not stale, stale
 
 

@@ -23,9 +23,9 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 from vipune_eval.vipune.release import RELEASE
 
-BGE_REVISION = "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
 DIM = 384
 QUERY = "tomato garden"
 
@@ -92,7 +92,7 @@ def b64(vec) -> str:
 
 def header(**over) -> dict:
     return {"type": "export", "version": 1, "format_version": 1, "embedding_dims": DIM,
-            "model_id": "BAAI/bge-small-en-v1.5", "model_revision": BGE_REVISION,
+            "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
             "exported_at": "2024-01-01T00:00:00Z", "rows": 0, **over}
 
 
@@ -242,8 +242,8 @@ def test_import_bad_line_aborts_everything(env, db, tmp_path, qvec, kind) -> Non
     ({k: v for k, v in header().items() if k != "rows"}, "line 1: header missing rows"),
     (header(type="backup"), "line 1: not an export file (missing type=export)"),
     (header(model_id="intfloat/e5-small-v2"), "import refused: export was produced with model "
-     f"intfloat/e5-small-v2@{BGE_REVISION} but the destination database uses "
-     f"BAAI/bge-small-en-v1.5@{BGE_REVISION}"),
+     f"intfloat/e5-small-v2@{EMBED_MODEL_REVISION} but the destination database uses "
+     f"{EMBED_MODEL_ID}@{EMBED_MODEL_REVISION}"),
     (header(model_revision="0" * 40), "import refused: export was produced with model "
      f"BAAI/bge-small-en-v1.5@{'0' * 40} but the destination database uses "),
 ])
@@ -502,7 +502,7 @@ def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
     assert first == json.dumps(hdr, sort_keys=True, separators=(",", ":"))
     assert list(exported) == sorted(exported) and "version" not in hdr
     assert (hdr["type"], hdr["format_version"], hdr["embedding_dims"], hdr["model_id"],
-            hdr["model_revision"], hdr["rows"]) == ("export", 1, DIM, "BAAI/bge-small-en-v1.5", BGE_REVISION, 1)
+            hdr["model_revision"], hdr["rows"]) == ("export", 1, DIM, EMBED_MODEL_ID, EMBED_MODEL_REVISION, 1)
     assert (exported["id"], exported["project_id"], exported["content"]) == (
         added["id"], "probe", text)
     vec = np.frombuffer(base64.b64decode(exported["embedding"]), "<f4")

@@ -24,8 +24,6 @@ WITHOUT_OWN_FILE = {
     "plan.config_args": ("tests/workflow/test_config_args.py", "it corrects Snakemake's own reading of --config, "
                                                                "so it is tested through Snakemake"),
     "registry.arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),
-    "registry.measures": ("tests/unit/stages/test_score.py", "the measures, computed there; each measure's own "
-                                                             "compute is issue 42.3's"),
     "registry.models": ("tests/unit/stages/test_download.py", "the model pins, checked where a download verifies them"),
     "stages.embed.provider": ("tests/unit/stages/embed/test_store.py", "the provider a job resolves, beside the "
                                                                        "store it writes"),
@@ -37,7 +35,7 @@ WITHOUT_OWN_FILE = {
                                                                     "as filter-pairs"),
     "vipune.contract": ("tests/unit/stages/search/test_preflight.py", "constants, each checked against the binary "
                                                                      "by the preflight"),
-    "vipune.release": ("tests/project/test_docs.py", "one constant, held to the docs and build.sh there"),
+    "vipune.release": ("tests/project/test_facts.py", "one constant, held to the docs and build.sh there"),
     "stages.report.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
                                                                          "the tallies, beside the tally"),
 }

@@ -11,6 +11,7 @@ from support.results import report
 from support.scenarios import clone, planned, snakemake, write_config
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
+from vipune_eval.vipune.release import RELEASE
 
 pytestmark = pytest.mark.slow
 
@@ -122,7 +123,7 @@ def test_lane_lifecycle(setup, workflow_env):
     finally:
         lane.with_name("vipune-lane-elsewhere").rename(lane)
     assert proc.returncode != 0 and f"{lane} is not there" in proc.stderr
-    assert ".ci/vipune/build.sh 0.20.2" in proc.stderr and "drop vipune-lib and vipune-lib-semantic" in proc.stderr
+    assert f".ci/vipune/build.sh {RELEASE}" in proc.stderr and "drop vipune-lib and vipune-lib-semantic" in proc.stderr
     assert planned(workdir, workflow_env) == {}
 
 

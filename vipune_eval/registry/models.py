@@ -8,8 +8,10 @@ revision is downloaded unpinned, its hashes recorded in the model's fingerprint.
 
 from __future__ import annotations
 
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
+
 PINS: dict[tuple[str, str], dict[str, str]] = {
-    ("BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"): {
+    (EMBED_MODEL_ID, EMBED_MODEL_REVISION): {
         "onnx/model.onnx": "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
         "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
     },

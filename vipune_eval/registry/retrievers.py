@@ -97,7 +97,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         "k": Param(_int(1), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
         "query": Param(_choice(*BM25_QUERIES), "and", "the bm25 arm's query"),
         "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
-                      "candidates per arm; null: vipune's clamp(10 x limit, 50, 10000)"),
+                      f"candidates per arm; null: vipune's clamp(10 x limit, 50, {MAX_SEARCH_LIMIT})"),
         "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
     Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
                        "run_retrieval.py flat-bm25)", kind=Kind.PERSONA),
@@ -152,14 +152,14 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(BINARY.semantic, True,
            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
     Preset(LIB_RUNS.hybrid, True, "vipune's own search code on the cached vectors (vipune-lane: Database::search "
-                               "and search_bm25, RRF k = 25 copied from src/rrf.rs)", {"use": "hybrid"}, Kind.LIB),
+                               f"and search_bm25, RRF k = {RRF_K:g} copied from src/rrf.rs)", {"use": "hybrid"}, Kind.LIB),
     Preset(LIB_RUNS.semantic, True, "vipune's own search code on the cached vectors: Database::search alone",
            {"use": "dense"}, Kind.LIB),
     Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
     Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
     Preset("bm25-or", False, "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
-    Preset("hybrid", False, "RRF (k = 25) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
-    Preset("hybrid-or", False, "RRF (k = 25) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
+    Preset("hybrid", False, f"RRF (k = {RRF_K:g}) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
+    Preset("hybrid-or", False, f"RRF (k = {RRF_K:g}) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
     Preset("bm25-lme", False, "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
            {"use": "bm25-lme"}),
 )}

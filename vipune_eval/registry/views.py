@@ -25,7 +25,7 @@ from vipune_eval.errors import EvalError
 
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
-OFFICIAL_LIMIT = 50  # LongMemEval scores up to k = 50
+OFFICIAL_LIMIT = max(measures.OFFICIAL_KS)  # LongMemEval scores up to its largest cut-off
 # What a row is at each granularity, in the report's words (a test holds its keys to the
 # granularities).
 ROWS = {"session": "one row per session", "turn": "one row per turn",

@@ -1,11 +1,11 @@
 """score: TREC run + qrels → the view's measures per pair, overall, per category and per split.
 
-Measures (registry.measures) come from ir-measures (trec_eval through pytrec-eval-terrier)
-where it computes the same thing: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|, ``Success@k``
-is recall_any@k, ``nDCG@k`` uses rel / log2(rank + 1), ``RR`` is the reciprocal rank;
-recall_all@k is ``R@k == 1``. LongMemEval's own measures (the official protocol: recall_any,
-recall_all, ndcg_any, and its turn→session scoring) come from core.longmemeval. A pair
-missing from the run retrieved nothing.
+Each measure of registry.measures says what computes it (``Measure.computed_by``): ir-measures
+(trec_eval through pytrec-eval-terrier: ``R@k`` is recall@k = |gold ∩ top-k| / |gold|,
+``Success@k`` recall_any@k, ``nDCG@k`` with rel / log2(rank + 1), ``RR`` the reciprocal rank),
+its own formula (recall_all@k: every gold document in the top k), or, under the official protocol,
+LongMemEval's own code (core.longmemeval: recall_any, recall_all, ndcg_any, and its turn→session
+scoring). A pair missing from the run retrieved nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_json, write_json
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 
-LONGMEMEVAL = ("recall_any", "recall_all", "ndcg_any")
-
 
 def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int],
               names: Sequence[str] = measures.SEED, official: bool = False,
@@ -34,36 +32,36 @@ def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int]
               ) -> dict[str, dict[str, float]]:
     """Every measure of ``names`` for every pair of ``gold`` (default: the qrels' pairs).
 
-    ``official``: recall_any, recall_all and ndcg_any follow LongMemEval's code (a pair without
-    gold then scores recall_all = 1, the others 0); ``turn_to_session``: the run lists turns and
-    LongMemEval's turn→session rule scores them.
+    ``official``: the measures LongMemEval's code defines follow it (a pair without gold then
+    scores recall_all = 1, the others 0), on the ranking with a repeated session's copies read
+    under its own id; ``turn_to_session``: the run lists turns and LongMemEval's turn→session
+    rule scores them.
     """
     gold = gold if gold is not None else {q: [d for d, r in docs.items() if r > 0] for q, docs in qrels.items()}
     keys = measures.keys(ks, names)
     values: dict[str, dict[str, float]] = {qid: dict.fromkeys(keys, 0.0) for qid in gold}
-    trec_keys = {}
+    by: dict[str, list[str]] = defaultdict(list)  # what computes it → its metric keys
     for key in keys:
-        m = measures.measure_of(key)
-        if m.ir_measures and not (official and m.name in LONGMEMEVAL):
-            k = key.split("@")[1] if "@" in key else None
-            trec_keys[ir_measures.parse_measure(m.ir_measures.format(k=k))] = key
+        by[measures.measure_of(key).computed_by(official)].append(key)
+    trec_keys = {ir_measures.parse_measure(measures.measure_of(key).ir_measures.format(k=measures.cutoff(key))): key
+                 for key in by[measures.IR_MEASURES]}
     if trec_keys:
         run_dict = {qid: {doc: score for doc, _, score in hits} for qid, hits in run.items()}
         judged = {q: docs for q, docs in qrels.items() if q in values}
         for metric in ir_measures.iter_calc(list(trec_keys), judged, run_dict):
             values[metric.query_id][trec_keys[metric.measure]] = float(metric.value)
+    lme_ks = sorted({measures.cutoff(key) for key in by[measures.LONGMEMEVAL]})
     for qid, row in values.items():
         ranked = [doc for doc, _, _ in run.get(qid, [])]
         if official:  # a repeated session's copies count under its own id, as in LongMemEval
             ranked = [longmemeval.base_id(doc) for doc in ranked]
-        for k in ks:
-            if official and (turn_to_session or "recall_any" in names):
-                scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
-                          else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
-                row.update({measures.key(name, k): scores[name] for name in LONGMEMEVAL
-                            if measures.key(name, k) in row})
-            elif measures.key("recall_all", k) in row:
-                row[measures.key("recall_all", k)] = 1.0 if row[measures.key("recall", k)] >= 1.0 - 1e-9 else 0.0
+        for key in by[measures.OWN]:
+            row[key] = measures.measure_of(key).compute(ranked, gold[qid], measures.cutoff(key))
+        for k in lme_ks:
+            scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
+                      else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
+            row.update({key: scores[measures.measure_of(key).name] for key in by[measures.LONGMEMEVAL]
+                        if measures.cutoff(key) == k})
     return values
 
 

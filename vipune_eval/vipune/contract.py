@@ -4,7 +4,8 @@ that needs one of these reaches this file only, so editing the client reruns no 
 """
 
 MAX_SEARCH_LIMIT = 10_000  # vipune's MAX_SEARCH_LIMIT: --limit must be 1..10000
-EXIT_TOO_LONG = 3  # add/search of a text over 512 tokens
+MAX_TOKENS = 512  # add/search refuse a text over this many tokens (special tokens counted)
+EXIT_TOO_LONG = 3  # the exit code of that refusal
 RRF_K = 25  # hybrid search: score = sum of 1 / (RRF_K + rank), ranks from 1
 
 

@@ -71,14 +71,14 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the intervals of the metrics; never the report's comparisons or their wording
     "score": FAILED | {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the
-    # model's files are the pinned ones (the pins); a failed pair's exit code and message are its fields
-    # (core.failed_pair), not the contract's
+    # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
+    # exit code and message are its fields (core.failed_pair)
     "report": SECTIONS | {"stages.report.report", "stages.report.markdown", "stages.report.published",
                           "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                           "stages.report.summary", "stages.report.document", "stages.report.lanes",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
-                          "core.manifest", "registry.vipune_runs", "vipune.release"},
+                          "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "registry.measures",
               "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read

@@ -22,11 +22,12 @@ import yaml
 
 from support.hub import Hub
 from vipune_eval.registry import datasets, models
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 from support.scenarios import REPO
 PAPER_AT = datasets.ORIGINAL_AT
 DATA = b"[" + b"  " * 60_000 + b"]"  # 120 kB: served as an LFS file, in several chunks
-BGE = ("BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a")
+BGE = (EMBED_MODEL_ID, EMBED_MODEL_REVISION)
 LIMITS = ("30", "60")  # --timeout, --stall-timeout: far above what a local answer takes
 
 

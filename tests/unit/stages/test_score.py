@@ -127,3 +127,16 @@ def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():
                     official=True, turn_to_session=True)["q"]
     assert at2 == {"recall_any@2": 1.0, "recall_all@2": 1.0, "ndcg_any@2": pytest.approx(1 / math.log2(3))}
     assert longmemeval.base_id("x_3#copy12") == "x_3" and longmemeval.base_id("x#copyright") == "x#copyright"
+
+
+def test_a_measure_ir_measures_lacks_is_scored_by_its_own_compute(monkeypatch):
+    """score names no measure (issue 42): one the table gives a compute is scored by it, beside
+    the ir-measures ones."""
+    from vipune_eval.registry import measures
+
+    hits = measures.Measure("hits", False, True, "gold documents in the top k",
+                            compute=lambda ranked, gold, k: float(len(set(gold) & set(ranked[:k]))))
+    monkeypatch.setitem(measures.BY_NAME, "hits", hits)
+    v = per_query(QRELS, RUN, [2, 3], ("recall", "hits"))
+    assert (v["q1"]["hits@2"], v["q1"]["hits@3"], v["q1"]["recall@3"]) == (1.0, 2.0, 1.0)
+    assert v["q3"] == {"recall@2": 0.0, "recall@3": 0.0, "hits@2": 0.0, "hits@3": 0.0}

@@ -12,6 +12,7 @@ from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune.binary import binary_fingerprint
 from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.release import RELEASE
 
 
 def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
@@ -39,7 +40,7 @@ def test_preflight_passes_on_a_faithful_binary(any_vipune, vipune_hf_home, vipun
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("no-import", r"vipune 0.20.2 has no import or export command.*cargo install vipune"),
+    ("no-import", rf"vipune {RELEASE} has no import or export command.*cargo install vipune"),
     ("cls-pooling", r"embedding parity failed.*model.onnx with mean pooling"),
     ("rrf-k60", r"check 'rrf_k25_ranks_from_1' failed: RRF k differs: same order, other scores \(vipune's "
                 r"fused scores fit k = 60; .*expected .*preflight-rrf::002 0.074"),
@@ -71,10 +72,10 @@ def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home,
 
 def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, tmp_path, vipune_tiny_model_dir):
     from support.tinymodel import build_tiny_model
+    from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
     from vipune_eval.vipune.home import build_vipune_hf_home
 
     other = build_tiny_model(tmp_path / "other", seed=9)
-    home = build_vipune_hf_home(other, "model.onnx", "BAAI/bge-small-en-v1.5",
-                                "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a", tmp_path / "home")
+    home = build_vipune_hf_home(other, "model.onnx", EMBED_MODEL_ID, EMBED_MODEL_REVISION, tmp_path / "home")
     with pytest.raises(EvalError, match="embedding parity failed"):
         preflight(fake_vipune_bin, home, vipune_tiny_model_dir, tmp_path)

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import pytest
 
+from vipune_eval.registry.models import PINS
 from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
+from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 from support.report import loaded  # noqa: F401 (the fixture)
 
 
-BGE, BGE_AT = "BAAI/bge-small-en-v1.5", "5c38ec7c405ec4b44b94cc5a9bb96e735b38267a"
+BGE, BGE_AT = EMBED_MODEL_ID, EMBED_MODEL_REVISION
+AS = f"{BGE}@{BGE_AT[:12]}"  # as the report names the model
+ONNX = PINS[BGE, BGE_AT]["onnx/model.onnx"][:12]  # its pinned ONNX file, as the report names it
 
 
 @pytest.mark.parametrize("path, onnx, pinned, words", [
     # issue 36 item 6: a local folder of other bytes laid out as bge-small says they are not its pinned ones
     ("/models/minilm", "003dfe404dce" + "0" * 52, False,
-     "model: files from /models/minilm laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
-     "003dfe404dce), mean pooling + L2: not the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e (pinned: "
-     "`onnx/model.onnx` sha256 828e1496d7fa): numbers are not comparable with runs on the pinned model"),
+     f"model: files from /models/minilm laid out as {AS} `model.onnx` (sha256 "
+     f"003dfe404dce), mean pooling + L2: not the pinned bytes of {AS} (pinned: "
+     f"`onnx/model.onnx` sha256 {ONNX}): numbers are not comparable with runs on the pinned model"),
     ("/models/bge", None, True,
-     "model: files from /models/bge laid out as BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 "
-     "828e1496d7fa), mean pooling + L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+     f"model: files from /models/bge laid out as {AS} `model.onnx` (sha256 "
+     f"{ONNX}), mean pooling + L2: the pinned bytes of {AS}"),
     (None, None, True,
-     "model: BAAI/bge-small-en-v1.5@5c38ec7c405e `model.onnx` (sha256 828e1496d7fa), downloaded, mean pooling "
-     "+ L2: the pinned bytes of BAAI/bge-small-en-v1.5@5c38ec7c405e"),
+     f"model: {AS} `model.onnx` (sha256 {ONNX}), downloaded, mean pooling "
+     f"+ L2: the pinned bytes of {AS}"),
 ])
 def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path, onnx, pinned, words):
     """Issues 36 item 6 and 39 item 6: report.md's model line and provenance.model say where the
