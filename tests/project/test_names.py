@@ -12,14 +12,9 @@ import re
 from support.scenarios import REPO
 from vipune_eval.cli import COMMANDS
 
-# Commands whose module is named otherwise, each with its reason. stages/report/ is being split
-# (issue 42.2, branch `report`): the report's helper removes each entry as its module takes the
-# command's name. A stale entry (the command gone, or its module named for it now) fails below.
-NOT_YET = {
-    "report": "stages/report/build.py: the report package is being split (issue 42.2)",
-    "report-page": "stages/report/html.py: the report package is being split (issue 42.2)",
-    "report-html": "stages/report/html_report.py: the report package is being split (issue 42.2)",
-}
+# Commands whose module is named otherwise, each with its reason. A stale entry (the command gone,
+# or its module named for it now) fails below.
+NOT_YET: dict[str, str] = {}
 
 
 def named_for(command: str, target: str) -> bool:
@@ -77,9 +72,7 @@ def test_a_rule_that_runs_a_command_is_named_for_it():
 # "lane" is one of vipune's two lanes (docs/glossary.md); these phrases each meant two things.
 RETIRED = re.compile(r"model-free lane|vipune lanes?\b|reference[- ]lanes?\b", re.I)
 # Files that still hold a retired phrase, each with its reason; a stale entry fails below.
-PHRASES_NOT_YET = {
-    "vipune_eval/stages/report/sections.py": "being split into a package (issue 42.2, branch `report`)",
-}
+PHRASES_NOT_YET: dict[str, str] = {}
 
 
 def prose_files() -> list:

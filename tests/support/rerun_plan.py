@@ -26,7 +26,7 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report"},  # the report's Markdown
-    "stages.report.sections": {"report", "report_page"},  # the report's words: report.md, summary, HTML
+    "stages.report.sections.overall": {"report", "report_page"},  # the report's words: report.md, summary, HTML
     # issue 36's leaks, closed: a preset's description or a role reruns no arms job; the report's
     # words for a granularity's rows rerun the report only; a comparison sentence no score job
     "registry.retrievers": {"fuse_reference"},

@@ -26,7 +26,8 @@ def test_record_policy_reports_failed_pairs_apart(standard, workflow_env, tmp_pa
     report = json.loads((workdir / "results/report.json").read_text())
     vipune = report["retrievers"]["vipune"]
     assert list(vipune["failed"]) == [victim["question_id"]]
-    assert "killed by signal 9" in vipune["failed"][victim["question_id"]]
+    failure = vipune["failed"][victim["question_id"]]
+    assert "killed by signal 9" in failure["detail"] and failure["exit_code"] is None  # killed: no exit code
     assert vipune["pairs"] == report["pairs"] - 1 and report["retrievers"]["dense"]["pairs"] == report["pairs"]
     # The failed pair is left out of the average, not scored as 0: the mean over the other pairs.
     reference = json.loads(next(p for p in (standard_run / "results/metrics").glob("vipune-*.json")
@@ -90,9 +91,18 @@ def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflo
     set_config(workdir, vipune={"on_error": "record"})
     snakemake(workdir, "--cores", "2", env=workflow_env)
     summary = (workdir / "results/summary.txt").read_text().splitlines()
+    report = json.loads((workdir / "results/report.json").read_text())
+    failure = report["retrievers"]["vipune"]["failed"][victim["question_id"]]  # issue 43.4: vipune's own words
+    assert failure["exit_code"] == 3 and failure["error"].startswith("content exceeds 512-token embedding limit")
     named = (f"vipune and vipune-semantic: 1 pair failed and is left out of every average (vipune.on_error: "
-             f"record; report.json lists why); vipune refuses a question over 512 tokens (exit 3): {victim['question_id']}")
+             f"record; report.json lists why); vipune exited 3 saying \"{failure['error']}\": {victim['question_id']}")
     warnings = summary.index("warnings:")
     assert warnings < 8 and summary[warnings + 1] == f"  ! {named}"  # after the builds, the model and the data
     md = (workdir / "results/report.md").read_text().splitlines()
     assert md.index(f"- {named}") < 12
+    # the lib lane searches the question the binary refuses (docs/vipune-contract.md): the lanes scored
+    # different pairs, and the warnings say which
+    n = report["pairs"]
+    assert (f"  ! vipune and vipune-semantic scored {n - 1} pairs, vipune-lib and vipune-lib-semantic {n}: "
+            f"{victim['question_id']} only in vipune-lib and vipune-lib-semantic (their averages are over different "
+            "pairs)") in summary

@@ -27,8 +27,10 @@ def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run
                                             "FAKE_VIPUNE_FAULT_MATCH": victim["question"]})
     vipune = report(workdir)["retrievers"]["vipune"]
     assert list(vipune["failed"]) == [victim["question_id"]] and vipune["pairs"] == 4
-    message = vipune["failed"][victim["question_id"]]
+    failure = vipune["failed"][victim["question_id"]]
+    message = failure["detail"]
     assert words in message and "a contract violation" in message and "--no-touch --" in message
+    assert failure["exit_code"] is None and failure["error"] is None  # vipune exited 0 and said nothing
 
 
 @pytest.mark.parametrize("fault, message", [

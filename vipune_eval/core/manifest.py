@@ -1,7 +1,7 @@
 """The report's manifest, results/report-inputs.json: every input of the report and where it lives.
 
 Its shape, shared by its writer (plan.manifest, at parse time) and its reader
-(stages.report.build's ``load``).
+(stages.report.report's ``load``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import ir_measures
 import numpy as np
 import pyarrow.parquet as pq
 
+from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
@@ -92,9 +93,9 @@ def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, An
     return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
 
 
-def read_status(paths: Sequence[Path]) -> tuple[dict[str, str], dict[str, float]]:
+def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float]]:
     """Failed pairs and per-query search seconds of a lane's shards (both lanes write status files)."""
-    failed: dict[str, str] = {}
+    failed: dict[str, FailedPair] = {}
     seconds: dict[str, float] = {}
     for path in paths:
         shard = read_json(path)
@@ -114,7 +115,7 @@ class _Scored(TypedDict):
     retriever: str
     pairs: int                           # pairs averaged (failed pairs left out)
     run: str                             # the merged run file
-    failed: dict[str, str]               # question id → why a lane failed it
+    failed: dict[str, FailedPair]        # question id → why a lane failed it
     metrics: dict[str, float]            # metric key → mean over the averaged pairs
     intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
     per_category: dict[str, Summary]
@@ -124,7 +125,7 @@ class _Scored(TypedDict):
 
 
 class Metrics(_Scored, total=False):
-    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.build reads it); the
+    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.report reads it); the
     keys below are written only for the official protocol (its second question set,
     print_retrieval_metrics.py's) and the lanes (search latencies)."""
 

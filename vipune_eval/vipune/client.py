@@ -22,7 +22,16 @@ from vipune_eval.core.process import kill_group, shown
 from vipune_eval.errors import EvalError
 
 class VipuneError(EvalError):
-    """A vipune call failed; the message names the caller, the command line and stderr."""
+    """A vipune call failed; the message names the caller, the command line and stderr.
+    ``exit_code``: the code vipune failed the call with (None where it did not exit with one: it
+    was killed, hung, or exited 0 with an answer out of contract); ``error``: vipune's own message,
+    its --json ``{"error"}`` or else its stderr (None where it said nothing). A failed pair records
+    both as fields (core.failed_pair)."""
+
+    def __init__(self, message: str, fix: str | None = None, exit_code: int | None = None,
+                 error: str | None = None):
+        super().__init__(message, fix)
+        self.exit_code, self.error = exit_code, error
 
 
 # vipune's hub client (Rust hf-hub over ureq) has no offline switch but honours the proxy
@@ -128,23 +137,25 @@ class Vipune:
         head = f"{where}: `{shown(proc.args)}` exited {proc.returncode}"
         stderr = proc.stderr.strip()[-2000:]
         if proc.returncode < 0:
-            raise VipuneError(f"{head} (killed by signal {-proc.returncode}); stderr: {stderr}")
+            raise VipuneError(f"{head} (killed by signal {-proc.returncode}); stderr: {stderr}",
+                              error=stderr or None)
         try:
             out = json.loads(proc.stdout)
         except json.JSONDecodeError:
             out = None
         if proc.returncode != 0:
             if isinstance(out, dict) and isinstance(out.get("error"), str):
-                message = out["error"]
+                message = error = out["error"]
             else:
-                message = f"stdout: {proc.stdout.strip()[:500]!r}"
+                message, error = f"stdout: {proc.stdout.strip()[:500]!r}", stderr or None
             fix = None
             if self.hf_home is not None and "download" in message.lower():
                 fix = (f"vipune did not find its model where the harness laid it out ({self.hf_home}, "
                        "also linked as HOME/.cache/huggingface) and went to the hub, which every "
                        "evaluation call is kept from: does this vipune embed with another model or "
                        "revision than model.repo_id / model.revision name? (docs/vipune-contract.md)")
-            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix)
+            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix, exit_code=proc.returncode,
+                              error=error)
         if not isinstance(out, dict):
             raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
                               f"stderr: {stderr}")

@@ -151,10 +151,11 @@ class LaneRun:
 
     def search(self, personas: Iterable[Persona], flags: list[str],
                record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
-        """Each persona with the lane's answer, in order: its rankings and timings, or its error.
-        One process for all of them. A lane that dies, hangs or answers out of turn on a persona
-        is a LanePersonaError naming the command and that persona; with ``record`` that persona is
-        answered with the error instead and a new lane goes on with the personas after it."""
+        """Each persona with the lane's answer, in order: its rankings and timings, or ``error``:
+        vipune's own message where it refuses the persona. One process for all of them. A lane
+        that dies, hangs or answers out of turn on a persona is a LanePersonaError naming the
+        command and that persona; with ``record`` that persona is answered with ``broken``, what
+        happened, instead and a new lane goes on with the personas after it."""
         rest: Iterator[Persona] = iter(personas)
         while True:
             process = _LaneProcess(self, rest, flags)
@@ -165,7 +166,7 @@ class LaneRun:
                 if not record:
                     raise
                 unanswered = process.stop()
-                yield exc.persona, {"question_id": exc.persona.question_id, "error": exc.detail}
+                yield exc.persona, {"question_id": exc.persona.question_id, "broken": exc.detail}
                 rest = itertools.chain(unanswered, rest)
             finally:
                 process.stop()

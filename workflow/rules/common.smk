@@ -13,7 +13,7 @@ from vipune_eval.plan import cluster, failures, manifest, rundir
 from vipune_eval.plan.config_args import read_config_args
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
-from vipune_eval.stages.report import html_report
+from vipune_eval.stages.report import report_html
 from vipune_eval.stages.search import plugin
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
@@ -199,7 +199,7 @@ def print_report(path, failed=False):
         # its lock is released first. The summary is printed last, after Snakemake's own lines.
         RUN_LOCK.close()
         lines = []
-        why = html_report.build(Path(workflow.main_snakefile), Path("."))
+        why = report_html.build(Path(workflow.main_snakefile), Path("."))
         if Path(paths.SUMMARY).exists():
             lines.append(Path(paths.SUMMARY).read_text().rstrip("\n"))
         if why:

@@ -30,6 +30,11 @@ FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.gra
 EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally",
          "stages.embed.provider", "core.tokens"}
 SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files out
+FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
+# The report's words: report.json's shape and the document's sections, one module per thing drawn
+SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.sections.{m}" for m in (
+    "agreement", "by_view", "contents", "lab", "misses", "orders", "overall", "scored", "tables", "throughput",
+    "vipune_builds", "warnings"))}
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
     "download-dataset": {"stages.download", "core.fingerprints"},
@@ -55,34 +60,35 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
-    "search-vipune": SHARD | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
+    "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
                               "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
     # vipune's own search code through the lane: never the binary's client, import format or model
-    "search-vipune-lib": SHARD | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
+    "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
                                   "registry.vipune_runs", "core.process"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract"},
     # the intervals of the metrics; never the report's comparisons or their wording
-    "score": {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
+    "score": FAILED | {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the
-    # model's files are the pinned ones (the pins) and what a vipune exit code means (the contract)
-    "report": {"stages.report.build", "stages.report.markdown", "stages.report.published",
-               "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
-               "stages.report.summary", "stages.report.sections", "stages.report.document",
-               "stages.report.lanes", "stages.report.compare", "stages.embed.tally", "registry.measures",
-               "registry.models", "registry.views", "registry.granularities", "core.paths", "core.intervals",
-               "core.trec", "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
-    "plots": {"stages.report.plots", "registry.measures", "registry.views", "registry.granularities",
-              "core.paths"},
+    # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
+    # exit code and message are its fields (core.failed_pair)
+    "report": SECTIONS | {"stages.report.report", "stages.report.markdown", "stages.report.published",
+                          "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
+                          "stages.report.summary", "stages.report.document", "stages.report.lanes",
+                          "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
+                          "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
+                          "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
+    "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "registry.measures",
+              "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
     # but report.json and the plots
-    "report-page": {"stages.report.html", "stages.report.sections", "stages.report.document",
-                    "stages.report.lanes", "stages.report.plots", "stages.report.whatif",
-                    "stages.report.compare", "registry.measures", "registry.views", "registry.granularities",
-                    "core.paths", "core.intervals", "registry.vipune_runs", "vipune.contract"},
+    "report-page": SECTIONS | {"stages.report.report_page", "stages.report.document", "stages.report.lanes",
+                               "stages.report.plots", "stages.report.whatif", "stages.report.compare",
+                               "registry.measures", "registry.views", "registry.granularities", "core.paths",
+                               "core.intervals", "registry.vipune_runs"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
-    "report-html": {"stages.report.html_report", "core.paths"},
+    "report-html": {"stages.report.report_html", "core.paths"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
          "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")

@@ -80,6 +80,19 @@ def test_each_fault_names_the_persona_and_the_command(fake_vipune_bin, vipune_hf
     assert str(fake_vipune_bin) in str(info.value)
 
 
+@pytest.mark.parametrize("fault, exit_code, error", [
+    ("error", 1, "injected"), ("crash", None, None), ("garbage", None, None), ("hang", None, None),
+    ("repeat-id", None, None),
+])
+def test_vipunes_exit_code_and_its_own_message_are_fields_of_the_error(fake_vipune_bin, vipune_hf_home, tmp_path,
+                                                                       persona, fault, exit_code, error):
+    """A failed pair records them as fields (core.failed_pair): nothing reads them back from the text."""
+    vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=2, FAKE_VIPUNE_FAULT=fault)
+    with pytest.raises(VipuneError) as info:
+        evaluate(vipune, persona, flags(10), tmp_path)
+    assert (info.value.exit_code, info.value.error) == (exit_code, error)
+
+
 def test_a_timed_out_wrapper_does_not_leave_its_child_running(fake_vipune_bin, vipune_hf_home, tmp_path,
                                                               persona):
     pid_file = tmp_path / "child.pid"
@@ -106,6 +119,7 @@ def test_an_error_without_an_error_key_shows_what_was_printed(tmp_path):
     with pytest.raises(VipuneError, match=r"exited 1: stdout: '\{\"status\": \"bad\"\}'") as info:
         Vipune(liar, tmp_path / "home", 10).call(["--json", "doctor", "--fts"], "persona q9")
     assert "None" not in str(info.value)
+    assert (info.value.exit_code, info.value.error) == (1, None)  # it said nothing on stderr
 
 
 def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, tmp_path, persona):
@@ -113,6 +127,7 @@ def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, t
     with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: content exceeds 512-token embedding limit") as info:
         evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, flags(10), tmp_path)
     assert "persona q1" in str(info.value)
+    assert info.value.exit_code == 3 and info.value.error.startswith("content exceeds 512-token embedding limit")
 
 
 def test_missing_binary(tmp_path, vipune_hf_home, persona):

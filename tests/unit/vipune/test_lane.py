@@ -210,7 +210,7 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, FLAGS, record=True))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     broken = answers[2][1]
-    assert set(broken) == {"question_id", "error"} and re.search(expected, broken["error"])
+    assert set(broken) == {"question_id", "broken"} and re.search(expected, broken["broken"])
     assert all("hybrid" in answer for p, answer in answers if p is not PERSONAS[2])
 
 

@@ -64,12 +64,17 @@ def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
     """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
     `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
     second sits in the fusion, not in the dense arm); the mirror is the configured reference run
-    with the family setting the binary's search mirrors (plan.manifest.mirror_of)."""
+    with the family setting the binary's search mirrors (plan.manifest.mirror_of). Both are
+    compared on the pairs both scored (``pairs``); ``only_run`` and ``only_mirror`` name the pairs
+    one of them scored and the other did not (a failed pair, vipune.on_error: record)."""
     if mirror is None or binary not in metrics or mirror not in metrics:
         return None
     vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]
     shared = sorted(set(vipune) & set(hybrid))
-    out: dict[str, Any] = {"run": binary, "pairs": len(shared), "mirror": mirror}
+    out: dict[str, Any] = {"run": binary, "pairs": len(shared), "mirror": mirror,
+                           "run_pairs": len(vipune), "mirror_pairs": len(hybrid),
+                           "only_run": sorted(set(vipune) - set(hybrid)),
+                           "only_mirror": sorted(set(hybrid) - set(vipune))}
     for k in ks:
         same = [q for q in shared if vipune[q]["ranked"][:k] == hybrid[q]["ranked"][:k]]
         out[f"same_top{k}_share"] = len(same) / len(shared) if shared else None

@@ -1,6 +1,6 @@
 """The report as a document: what every rendering shows, built once (stages.report.sections) and
 rendered to Markdown (report.md, stages.report.markdown), HTML (the HTML report's pages,
-stages.report.html) and plain text (the closing summary, stages.report.summary).
+stages.report.report_page) and plain text (the closing summary, stages.report.summary).
 
 A text is a line or sentence that may hold report.md's two inline marks, `code` and **bold**:
 Markdown keeps them, the HTML turns them into tags, the plain text drops them.

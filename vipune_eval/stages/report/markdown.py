@@ -3,10 +3,9 @@ worded here: each block of the document becomes its Markdown."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from vipune_eval.stages.report.document import Block, Bullets, Document, Paragraph, Section, Table
-from vipune_eval.stages.report.sections import document
+from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.sections.contents import document
 
 
 def table(t: Table) -> list[str]:
@@ -41,6 +40,6 @@ def markdown(doc: Document) -> str:
     return "\n\n".join([head, *map(section, doc.sections)]) + "\n"
 
 
-def render(report: Mapping[str, Any]) -> str:
+def render(report: Report) -> str:
     """report.md from report.json."""
     return markdown(document(report))

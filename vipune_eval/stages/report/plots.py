@@ -18,6 +18,7 @@ from vipune_eval.core.io import atomic_path, read_json
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
+from vipune_eval.stages.report.report_json import Report, primary_ks
 
 
 def _pyplot():
@@ -30,10 +31,6 @@ def _pyplot():
     return plt
 
 
-def _primary_ks(report: dict[str, Any]) -> list[int]:
-    return report["views"][PRIMARY.name]["ks"]
-
-
 def _save(fig, path: Path) -> None:
     plt = _pyplot()
     with atomic_path(path) as tmp:
@@ -41,7 +38,7 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def retriever_order(report: dict[str, Any]) -> list[str]:
+def retriever_order(report: Report) -> list[str]:
     """The report's order (vipune's lane first, then as configured), not the JSON's sorted keys."""
     return report["retriever_order"]
 
@@ -62,8 +59,8 @@ def retriever_ticks(ax: Any, names: list[str]) -> None:
     ax.set_xticks(range(len(names)), names, rotation=25, ha="right", rotation_mode="anchor")
 
 
-def recall_at_k(report: dict[str, Any], out: Path) -> None:
-    plt, ks = _pyplot(), _primary_ks(report)
+def recall_at_k(report: Report, out: Path) -> None:
+    plt, ks = _pyplot(), primary_ks(report)
     names = retriever_order(report)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(ks)
@@ -82,8 +79,8 @@ def recall_at_k(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def per_category(report: dict[str, Any], out: Path) -> None:
-    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
+def per_category(report: Report, out: Path) -> None:
+    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
     names = retriever_order(report)
     categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
     key = measures.key(measures.PRIMARY, k)
@@ -105,8 +102,8 @@ def per_category(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def gold_rank_distribution(report: dict[str, Any], out: Path) -> None:
-    plt, limit = _pyplot(), report["provenance"]["config"]["search_limit"]
+def gold_rank_distribution(report: Report, out: Path) -> None:
+    plt, limit = _pyplot(), PRIMARY.search_limit(report["provenance"]["config"])
     ranks = report["diagnostics"]["gold_ranks"]
     counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
     labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
@@ -120,9 +117,9 @@ def gold_rank_distribution(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def granularities(report: dict[str, Any], out: Path) -> None:
+def granularities(report: Report, out: Path) -> None:
     """recall@k of each retriever at each granularity (drawn when more than one is configured)."""
-    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
+    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
     grains = report["granularities"]
     names = retriever_order(report)
     key = measures.key(measures.PRIMARY, k)
@@ -142,9 +139,9 @@ def granularities(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def latency(report: dict[str, Any], out: Path) -> None:
+def latency(report: Report, out: Path) -> None:
     """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
-    plt, k = _pyplot(), measures.primary_k(_primary_ks(report))
+    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
     key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for build in report["builds"]:
@@ -162,7 +159,7 @@ def latency(report: dict[str, Any], out: Path) -> None:
     _save(fig, out)
 
 
-def whatif(report: dict[str, Any], out: Path) -> None:
+def whatif(report: Report, out: Path) -> None:
     """The what-if measure against each numeric grid parameter, one line per setting of the
     others, solid on the selection split and dashed on the confirmation split."""
     plt = _pyplot()
@@ -214,7 +211,7 @@ class RunShape:
 @dataclass(frozen=True)
 class Plot:
     name: str                                  # results/plots/<name>.png; caption workflow/report/<name>.rst
-    draw: Callable[[dict[str, Any], Path], None]
+    draw: Callable[[Report, Path], None]
     beside: str                                # the key of the report section it stands beside (stages.report.sections)
     shown: Callable[[RunShape], bool] = lambda run: True
 

@@ -3,14 +3,13 @@ model, the data), the warnings that change the reading (failed pairs first, name
 table, each build's difference in a line, and where the files are. About 30 lines a person reads
 in a terminal: the report's document (stages.report.sections) as plain text; every number is in
 report.json, every table in report.md. The HTML report's first page shows the same pieces
-(stages.report.html)."""
+(stages.report.report_page)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from vipune_eval.stages.report.document import Document, Table, plain
-from vipune_eval.stages.report.sections import FILES, document
+from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.sections.contents import FILES, document
 
 
 def aligned(table: Table) -> list[str]:
@@ -35,6 +34,6 @@ def text(doc: Document) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(report: Mapping[str, Any]) -> str:
+def render(report: Report) -> str:
     """The summary from report.json."""
     return text(document(report))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from vipune_eval.core import trec
+from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
 from vipune_eval.core.process import shown
@@ -130,7 +131,8 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"question_id": qid, "error": str(exc), "exception": exc}
+                    return {"question_id": qid, "error": failed_pair(str(exc), exc.exit_code, exc.error),
+                            "exception": exc}
                 write_json(cached, result)
             progress.advance()
             return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vipune_eval.core import trec
+from vipune_eval.core.failed_pair import FailedPair, failed_pair
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.errors import EvalError
@@ -49,16 +50,16 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, dict[str, float]] = {}
-    failed: dict[str, str] = {}
+    failed: dict[str, FailedPair] = {}
     steps: Counter[str] = Counter()
     order: list[str] = []  # the shard's order, which the run files keep
     full: dict[str, str] = {}  # personas a full RAM folder refused → what the lane said
 
-    def fail(qid: str, why: str) -> None:
+    def fail(qid: str, why: FailedPair) -> None:
         failed[qid] = why
-        log.error("%s", why)
+        log.error("%s", why["detail"])
         if on_error == "stop":
-            raise LaneError(why, fix="set vipune.on_error: record to score the other pairs anyway")
+            raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
         run = LaneRun(lane, folder, timeout).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
@@ -67,11 +68,15 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                 qid = persona.question_id
                 if qid not in full:
                     order.append(qid)
-                if "error" in answer:
+                if "error" in answer:  # vipune refused the persona, in its own words
                     if folder != tmp and any(said in answer["error"] for said in FULL):
                         full[qid] = answer["error"]
                     else:
-                        fail(qid, f"persona {qid}: vipune-lane: {answer['error']}")
+                        fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['error']}",
+                                              exit_code=answer.get("exit_code"), error=str(answer["error"])))
+                    continue
+                if "broken" in answer:  # the lane crashed, hung or broke its protocol on it (vipune said nothing)
+                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}"))
                     continue
                 try:
                     spent = answer.get("seconds")
@@ -81,7 +86,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                     done[qid] = {name: persona.documents(_ranking(persona, answer, name, lane), shard.depth,
                                                          shard.collapse) for name in SEARCHES}
                 except EvalError as exc:
-                    fail(qid, exc.message)
+                    fail(qid, failed_pair(exc.message))
                     continue
                 steps.update(spent)
                 seconds[qid] = _latency(spent)

@@ -94,7 +94,8 @@ def test_selecting_on_test_confirms_on_dev():
 def test_no_pairs_on_the_selection_split_chooses_nothing_and_says_so(tmp_path):
     """Issue 32 item 2: on small data dev_fraction 0.2 gives 0 dev pairs (was a TypeError in
     verdict, and the report job's outputs were deleted)."""
-    from vipune_eval.stages.report import markdown, plots, sections
+    from vipune_eval.stages.report import markdown, plots
+    from vipune_eval.stages.report.sections import lab
 
     base = run("hybrid", BASE, dev=[], test=[1, 0, 0])
     for grid in ([run("hybrid~k=10", {"k": 10}, [], [1, 0, 1]), run("hybrid~k=60", {"k": 60}, [], [1, 1, 1])],
@@ -105,7 +106,7 @@ def test_no_pairs_on_the_selection_split_chooses_nothing_and_says_so(tmp_path):
         assert "no pairs on the dev split: nothing can be chosen" in text
         assert "no change is suggested" not in text and "scores best on test" not in text
         report = {"whatif": {**block, "grid": {"k": [10, 60]}}}
-        assert "nothing can be chosen" in markdown.section(sections.whatif_section(report)[0])
+        assert "nothing can be chosen" in markdown.section(lab.whatif_section(report)[0])
         plots.whatif(report, tmp_path / "whatif.png")
         assert (tmp_path / "whatif.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -4,8 +4,9 @@ report.json for scripts and report.md for people.
 Its inputs come from a manifest (written at parse time, plan.manifest.report_manifest) that names
 every view, every run's metrics and every build. ``load`` reads every file the report needs, once;
 ``build`` turns what was loaded into the report (pure: no file is read there, so it is tested on
-hand-made inputs); stages.report.sections makes its document, which report.md
-(stages.report.markdown) and the summary (stages.report.summary) render.
+hand-made inputs) of the shape stages.report.report_json types (``Report``);
+stages.report.sections makes its document, which report.md (stages.report.markdown) and the summary
+(stages.report.summary) render.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -26,36 +27,10 @@ from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
-from vipune_eval.stages.report.sections import document
+from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.vipune.release import RELEASE
-
-
-class Report(TypedDict, total=False):
-    """report.json (stages.report.sections and plots read it). Every key is always written but
-    ``baseline`` (a vipune.baseline is set), ``whatif`` (the lab is configured) and ``official``
-    (the official protocol at session granularity is configured)."""
-
-    pairs: int
-    qrels: str
-    protocol: str
-    measures: dict[str, str]           # measure → definition
-    dataset: dict[str, Any]            # the primary view's filter summary
-    retrievers: dict[str, dict[str, Any]]  # the primary view's entries (retriever_entry)
-    retriever_order: list[str]         # the order tables and plots show them: vipune's lanes first
-    retriever_settings: dict[str, dict[str, Any]]
-    corpus: dict[str, Any] | None
-    comparisons: dict[str, dict[str, Any]]
-    views: dict[str, dict[str, Any]]
-    builds: list[dict[str, Any]]
-    baseline: dict[str, Any]
-    splits: dict[str, dict[str, Any]]
-    granularities: dict[str, Any]
-    whatif: dict[str, Any]
-    official: dict[str, Any]
-    diagnostics: dict[str, Any]
-    embed: dict[str, Any]
-    provenance: dict[str, Any]
 
 
 @dataclass
@@ -210,7 +185,7 @@ def build(loaded: Loaded) -> Report:
     if entry:
         report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}
     report["splits"] = {name: {"pairs": counts["split"][name], "retrievers": {
-        r: {"metrics": {key: m["per_split"][name][key] for key in keys},
+        r: {"pairs": m["per_split"][name]["pairs"], "metrics": {key: m["per_split"][name][key] for key in keys},
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
     report["granularities"] = granularities(loaded.views, keys)
@@ -235,9 +210,11 @@ def build(loaded: Loaded) -> Report:
         **{lane.agreement: diagnostics.agreement(metrics, ks, lane.retriever, mirrors.get(lane.retriever))
            for lane in lanes.LANES if lane.agreement},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
-        # vipune's own search code (the lane) against the binary: they should agree on every pair
-        "lanes": [agree for lane in lanes.LANES
-                  if lane.binary and (agree := diagnostics.agreement(metrics, ks, lane.retriever, lane.binary))],
+        # vipune's own search code (the lane) against the binary, in every view: they should agree
+        # on every pair, and score the same pairs
+        "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
+                  if lane.binary and (agree := diagnostics.agreement(view.metrics, view.entry["ks"], lane.retriever,
+                                                                     lane.binary))],
     }
     report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     report["provenance"] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from vipune_eval.core.io import read_json, write_text
 from vipune_eval.stages.report.document import Block, Bullets, Document, Item, Paragraph, Section, Table
 from vipune_eval.stages.report.plots import PLOTS
-from vipune_eval.stages.report.sections import document
+from vipune_eval.stages.report.sections.contents import document
 
 STYLE = """
 #vipune-eval { font-family: system-ui, sans-serif; font-size: 14px; line-height: 1.45; color: #1f2933; }

@@ -1,0 +1,125 @@
+"""stages/report/sections/agreement.py: vipune's lanes against their mirrors and each other."""
+
+from __future__ import annotations
+
+import json
+
+from vipune_eval.core.failed_pair import failed_pair
+from vipune_eval.stages.report.report import build
+from vipune_eval.stages.report.markdown import render
+
+from support.report import RANKED, add_view, metrics
+from support.report import loaded  # noqa: F401 (the fixture)
+
+
+def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_differ(loaded):
+    """Issue 37: the lib lane's build (the vipune source it was built from, a release or a checkout
+    with its git description) is named in summary.txt's first lines and report.md's; every pair
+    where the lib lane and the binary rank differently is named, never averaged away."""
+    from vipune_eval.stages.report import summary
+
+    primary, lane = "0.20.2-aaaaaaaaaaaa", "0.20.2-cccccccccccc"
+    loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
+    loaded.preflights = {primary: {}}
+    loaded.lane = {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+                   "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)", "lane_source": "ee" * 32}}
+    lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))  # the binary's, but for one pair
+    lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
+    loaded.views[0].metrics["vipune-lib"] = lib
+    report = build(loaded)
+    line = (f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
+            f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee")
+    assert f"  {line}" in summary.render(report).splitlines()[1:4]
+    assert f"- {line}\n" in render(report)
+    [agree] = report["diagnostics"]["lanes"]
+    assert (agree["run"], agree["mirror"], agree["differ_top10"]) == ("vipune-lib", "vipune", ["q3"])
+    assert "they differ on 1: q3." in render(report)
+    assert any("vipune-lib" in w and "q3" in w for w in summary.render(report).splitlines())
+
+
+def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
+    """vipune-lib (vipune's code through vipune-lane) is a Lane: first in the headline and marked
+    in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
+    report.md's diagnostics and the summary's warnings."""
+    from vipune_eval.stages.report import lanes, summary
+    from vipune_eval.stages.report import report_page as html
+    from vipune_eval.stages.report.sections.contents import document
+
+    assert "vipune-lib" in lanes.NAMES
+    monkeypatch.setitem(RANKED, "vipune-lib", [1, 1, 2, 3, None, 1, 1, 1])  # q7's gold at 1, not 6
+    loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path, "vipune-lib")
+    loaded.manifest["retrievers"] = ["dense", "vipune-lib", "hybrid", "vipune"]
+    report = build(loaded)
+    assert report["retriever_order"] == ["vipune-lib", "vipune", "dense", "hybrid"]
+    [lane] = report["diagnostics"]["lanes"]
+    assert (lane["run"], lane["mirror"], lane["differ_top10"]) == ("vipune-lib", "vipune", ["q7"])
+    assert "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune " \
+           "(the binary, with its model) return the same ranking on" in render(report)
+    assert "they differ on 1: q7." in render(report)
+    assert "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7" \
+           in summary.render(report)
+    front = html.front(document(report), {})
+    assert front.count("<tr class=vipune>") == 2 and "<tr class=vipune><td>vipune-lib</td>" in front
+
+
+def test_lanes_that_scored_different_pairs_say_their_counts_and_the_warnings_name_every_pair(loaded, tmp_path):
+    """Issue 43.4: the binary refused q1 and q2 (exit 3), vipune-lib ranked them: both lanes' rows say
+    their pair count, and the warnings and the diagnostics name every pair one lane scored and the
+    other did not (the two runs of each lane in one line)."""
+    from vipune_eval.stages.report.sections.contents import document
+
+    refused = failed_pair("persona q…: … exited 3: …", 3, "content exceeds 512-token embedding limit")
+    failed = {"q1": refused, "q2": refused}
+    runs = {"vipune": metrics(tmp_path / "v", "vipune", failed),
+            "vipune-semantic": metrics(tmp_path / "v", "vipune-semantic", failed, RANKED["dense"]),
+            "vipune-lib": metrics(tmp_path / "v", "vipune-lib", ranked=RANKED["vipune"]),
+            "vipune-lib-semantic": metrics(tmp_path / "v", "vipune-lib-semantic", ranked=RANKED["dense"])}
+    loaded.views[0].metrics.update(runs)
+    loaded.manifest["retrievers"] = ["dense", "hybrid", *runs]
+    report = build(loaded)
+    doc = document(report)
+    pairs = {row[0]: row[1] for row in doc.headline.rows}
+    assert [pairs[n] for n in runs] == ["6 (2 failed)", "6 (2 failed)", "8", "8"]
+    assert ("vipune and vipune-semantic scored 6 pairs, vipune-lib and vipune-lib-semantic 8: q1, q2 only in "
+            "vipune-lib and vipune-lib-semantic (their averages are over different pairs)") in doc.warnings
+    assert "return the same ranking on top 1: 100.0%, top 5: 100.0%, top 10: 100.0% of 6 pairs. vipune scored 6 " \
+           "pairs, vipune-lib 8: q1, q2 only in vipune-lib." in render(report)
+
+
+def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
+    """Issue 44.1: diagnostics.lanes compared the session view only. In the turn view vipune-lib ranks
+    q7 otherwise than the binary: report.json, report.md's diagnostics and the warnings say so,
+    naming the view."""
+    from vipune_eval.stages.report.sections.contents import document
+
+    loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
+    loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])
+    add_view(loaded, "turn", {"vipune": metrics(tmp_path / "turn", "vipune"),
+                              "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=[1, 1, 2, 3, None, 1, 1, 1])})
+    add_view(loaded, "chunk", {"vipune": metrics(tmp_path / "chunk", "vipune"),
+                               "vipune-lib": metrics(tmp_path / "chunk", "vipune-lib", ranked=RANKED["vipune"])})
+    report = build(loaded)
+    assert [(a["view"], a["run"], a["mirror"], a["differ_top10"]) for a in report["diagnostics"]["lanes"]] == [
+        ("session", "vipune-lib", "vipune", []), ("turn", "vipune-lib", "vipune", ["q7"]),
+        ("chunk", "vipune-lib", "vipune", [])]
+    lines = render(report).splitlines()
+    assert "- turn view: vipune-lib and vipune return the same top 10 on 87.5% of 8 pairs; they differ on 1: q7." in lines
+    assert ("- vipune-lib returns the same ranking as vipune on every pair of the chunk view (to the largest k of "
+            "each).") in lines
+    assert ("vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
+            "the turn view: q7 (report.md, Diagnostics)") in document(report).warnings
+
+
+def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(loaded, tmp_path):
+    from vipune_eval.stages.report.sections.contents import document
+
+    refused = failed_pair("persona q1: … exited 3: …", 3, "content exceeds 512-token embedding limit")
+    loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
+    loaded.views[0].metrics.update(vipune=metrics(tmp_path / "session", "vipune", {"q1": refused}),
+                                   **{"vipune-lib": metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])})
+    add_view(loaded, "turn", {"vipune": metrics(tmp_path / "turn", "vipune", {"q1": refused}),
+                              "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=RANKED["vipune"])})
+    apart = [w for w in document(build(loaded)).warnings if " scored " in w]
+    assert apart == ["vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
+                     "(their averages are over different pairs)"]

@@ -1,0 +1,67 @@
+"""stages/report/sections/vipune_builds.py: the builds a run evaluates, their table and lines."""
+
+from __future__ import annotations
+
+from vipune_eval.stages.report.report import build
+from vipune_eval.stages.report.markdown import render
+
+from support.report import loaded  # noqa: F401 (the fixture)
+
+
+def test_each_build_is_named_with_where_it_came_from(loaded):
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {primary: "vipune.binary 'vipune' = /usr/local/bin/vipune",
+                      other: "vipune.compare '/opt/k60/vipune'"}
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {"follows_contract": True, "failed_checks": []}}
+    report = build(loaded)
+    assert [b["source"] for b in report["builds"]] == [loaded.sources[primary], loaded.sources[other]]
+    text = render(report)
+    assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
+            in text)
+    assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
+    # the pairs whose gold moved, each with its recall@k before and after (q0: rank 1 → 2)
+    assert "  - q0 (temporal-reasoning): recall@1 1.00 → 0.00" in text
+
+
+def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
+    from vipune_eval.stages.report import summary
+
+    primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.sources = {other: "vipune.compare '/opt/k60/vipune'"}
+    loaded.builds = {other: loaded.views[0].metrics["dense"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"]}}
+    report = build(loaded)
+    text = summary.render(report)
+    r = report["builds"][1]["comparison"]["overall"]["recall@5"]
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
+            f"({100 * r['difference']:+.1f} points") in text
+    assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
+
+
+def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
+    """Issue 38: the summary's warning for a build that fails its preflight gives the words of
+    report.md's builds table (the drift, where the preflight named it), from one owner."""
+    from vipune_eval.stages.report import summary
+    from vipune_eval.stages.report import report_page as html
+    from vipune_eval.stages.report.sections.contents import document
+    from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
+
+    drift = ("RRF k differs: same order, other scores (vipune's fused scores fit k = 60; the contract and the "
+             "hybrid mirrors use k = 25)")
+    primary, other = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other])
+    loaded.builds = {other: loaded.views[0].metrics["vipune"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (primary, other)}
+    loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"],
+                                              "drift": [drift]}}
+    report = build(loaded)
+    words = failed_preflight(report["builds"][1])
+    assert words == f"fails preflight: {drift}"
+    assert f"| {other} — {words} | 0.20.2 |" in render(report)
+    assert f"  ! {other} {words}; its search does not do what the contract says" in summary.render(report)
+    assert f"{other} {words}; its search" in html.front(document(report), {})

@@ -1,0 +1,138 @@
+"""report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
+sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
+them reads from it (``primary_ks``). No computation: the report's commands share this module, and
+an edit here reruns only them."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.registry.views import PRIMARY
+
+
+class _Entry(TypedDict):
+    run: str
+    pairs: int                           # pairs averaged (failed pairs left out)
+    failed: dict[str, FailedPair]        # question id → why the search failed it (vipune.on_error: record)
+    metrics: dict[str, float]            # metric key → mean
+    intervals: dict[str, list[float] | None]
+    per_category: dict[str, dict[str, Any]]  # category → its means, ``pairs`` and ``intervals``
+    short_lists: int
+
+
+class RetrieverEntry(_Entry, total=False):
+    """One retriever in one view (stages.report.report.retriever_entry): its score stage's numbers
+    without the per-pair rows; the official protocol's second question set and the lanes' latencies
+    where they are written."""
+
+    pairs_all: int
+    metrics_all: dict[str, float]
+    intervals_all: dict[str, list[float] | None]
+    search_seconds: dict[str, float]     # p50, p95, max, calls
+
+
+class ViewBlock(TypedDict):
+    """One view: its protocol × granularity, its pairs and rows, and every retriever it scored."""
+
+    protocol: str
+    granularity: str
+    description: str
+    ks: list[int]
+    pairs: int
+    qrels: str
+    summary: dict[str, Any]              # the filter's summary.json
+    measures: dict[str, str]             # measure → definition
+    rows: int
+    unique_texts: int
+    tokens_embedded: int
+    retrievers: dict[str, RetrieverEntry]
+
+
+class BuildEntry(RetrieverEntry, total=False):
+    """One vipune build: the primary first, each other compared with it."""
+
+    id: str
+    version: str
+    sha256: str
+    source: str | None
+    follows_contract: bool
+    failed_checks: list[str]
+    drift: list[str]
+    comparison: dict[str, Any]
+    changes: list[dict[str, Any]]
+
+
+class _Granularity(TypedDict):
+    pairs: int
+    rows: int
+    unique_texts: int
+    tokens_embedded: int
+    retrievers: dict[str, RetrieverEntry]
+
+
+class GranularityBlock(_Granularity, total=False):
+    """One granularity of the seed protocol; every one but session compared with session."""
+
+    vs_session: dict[str, dict[str, Any]]  # retriever → its paired comparison
+
+
+class _Agreement(TypedDict):
+    run: str
+    mirror: str
+    pairs: int                           # the pairs both scored, on which their rankings are compared
+    run_pairs: int
+    mirror_pairs: int
+    only_run: list[str]                  # the pairs ``run`` scored and ``mirror`` did not
+    only_mirror: list[str]
+
+
+class LaneAgreement(_Agreement, total=False):
+    """A lane against the run it must rank as (stages.report.diagnostics.agreement): besides these
+    keys ``same_top{k}_share`` and ``differ_top{k}`` (the largest k) for the view's ks."""
+
+    view: str                            # diagnostics.lanes: the view compared (every view is)
+
+
+class Diagnostics(TypedDict, total=False):
+    """Why vipune misses (stages.report.diagnostics); the keys of its agreements with its mirrors
+    are stages.report.lanes.LANES' ``agreement``."""
+
+    truncation: dict[str, Any]
+    bm25_and_query: dict[str, Any] | None
+    vipune_vs_hybrid: LaneAgreement | None
+    vipune_semantic_vs_dense: LaneAgreement | None
+    gold_ranks: dict[str, Any]
+    lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
+
+
+class Report(TypedDict, total=False):
+    """report.json. Every key is always written but ``baseline`` (a vipune.baseline is set),
+    ``whatif`` (the lab is configured) and ``official`` (the official protocol at session
+    granularity is configured)."""
+
+    pairs: int
+    qrels: str
+    protocol: str
+    measures: dict[str, str]           # measure → definition
+    dataset: dict[str, Any]            # the primary view's filter summary
+    retrievers: dict[str, RetrieverEntry]  # the primary view's entries
+    retriever_order: list[str]         # the order tables and plots show them: vipune's lanes first
+    retriever_settings: dict[str, dict[str, Any]]
+    corpus: dict[str, Any] | None
+    comparisons: dict[str, dict[str, Any]]
+    views: dict[str, ViewBlock]        # view name → its block, every view (the primary included)
+    builds: list[BuildEntry]
+    baseline: dict[str, Any]
+    splits: dict[str, dict[str, Any]]
+    granularities: dict[str, GranularityBlock]
+    whatif: dict[str, Any]
+    official: dict[str, Any]
+    diagnostics: Diagnostics
+    embed: dict[str, Any]
+    provenance: dict[str, Any]
+
+
+def primary_ks(report: Report) -> list[int]:
+    """The cut-offs of the primary view: the headline's, the plots' and the diagnostics'."""
+    return report["views"][PRIMARY.name]["ks"]

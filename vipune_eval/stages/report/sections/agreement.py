@@ -1,0 +1,118 @@
+"""vipune's lanes set against what they must rank as: the binary's runs against their reference
+mirrors (`vipune` against `hybrid`, `vipune-semantic` against `dense`), and vipune's own search
+code through vipune-lane against the binary in every view (the same rankings, on the same pairs),
+in the diagnostics and, where they disagree, in the warnings."""
+
+from __future__ import annotations
+
+from vipune_eval.registry import measures
+from vipune_eval.registry.views import PRIMARY
+from vipune_eval.stages.report import lanes
+from vipune_eval.stages.report.document import Item
+from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
+from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
+
+MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
+
+
+def _by_view(report: Report) -> list[LaneAgreement]:
+    """The lib lanes' agreements with the binary, view by view (the primary first)."""
+    agreements = report["diagnostics"].get("lanes") or []
+    rank = {name: i for i, name in enumerate(view_order(report))} if agreements else {}
+    return sorted(agreements, key=lambda agree: rank.get(agree.get("view", PRIMARY.name), len(rank)))
+
+
+def scored(agree: LaneAgreement) -> str | None:
+    """Which pairs one lane scored and the other did not, every one named (None: the same pairs)."""
+    run, mirror = agree["run"], agree["mirror"]
+    only = [f"{', '.join(qids)} only in {name}"
+            for qids, name in ((agree.get("only_run", []), run), (agree.get("only_mirror", []), mirror)) if qids]
+    if not only:
+        return None
+    return f"{mirror} scored {agree['mirror_pairs']} pairs, {run} {agree['run_pairs']}: {'; '.join(only)}"
+
+
+def items(report: Report, ks: list[int]) -> list[Item]:
+    """The diagnostics' bullets: each lane's agreement with its mirror, then each lib lane's with
+    the binary, on the top k of every k in the primary view, on the largest k in every other view;
+    and the pairs one of them scored and the other did not."""
+    d = report["diagnostics"]
+    out = []
+    for lane in lanes.LANES:
+        agree = d.get(lane.agreement) if lane.agreement else None
+        if agree:
+            shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+            out.append(Item(f"{lane.retriever} and its mirror `{agree['mirror']}` return the same ranking on "
+                            f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
+                            "does what its contract says."))
+    agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
+    for agree in _by_view(report):
+        view = agree.get("view", PRIMARY.name)
+        pairs = scored(agree)
+        if view == PRIMARY.name:
+            shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+            differ = agree[f"differ_top{max(ks)}"]
+            text = (f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
+                    f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
+                    f"{shares} of {agree['pairs']} pairs"
+                    + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
+        else:
+            top = max(report["views"][view]["ks"])
+            share, differ = agree[f"same_top{top}_share"], agree[f"differ_top{top}"]
+            if share == 1.0 and not pairs:
+                agreeing.append(agree)
+                continue
+            text = (f"{view} view: {agree['run']} and {agree['mirror']} return the same top {top} on "
+                    + ("no pair" if share is None else f"{share:.1%} of {agree['pairs']} pairs")
+                    + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
+        out.append(Item(text + (f" {pairs}." if pairs else "")))
+    views: dict[tuple[str, str], list[str]] = {}  # (run, mirror) → the other views where they agree
+    for agree in agreeing:
+        views.setdefault((agree["run"], agree["mirror"]), []).append(agree["view"])
+    together: dict[tuple[str, ...], list[tuple[str, str]]] = {}  # those views → the lanes that agree in them
+    for lane, where in views.items():
+        together.setdefault(tuple(where), []).append(lane)
+    for where, pairs_of_runs in together.items():
+        runs, mirrors = (and_listed([lane[i] for lane in pairs_of_runs]) for i in (0, 1))
+        out.append(Item(f"{runs} return{'s' if len(pairs_of_runs) == 1 else ''} the same ranking as {mirrors} on every pair of the {and_listed(list(where))} "
+                        f"view{'s' if len(where) > 1 else ''} (to the largest k of each)."))
+    return out
+
+
+def warnings(report: Report) -> list[str]:
+    """A lane that no longer agrees with its mirror (on more than MISMATCH_SHOWN of the pairs);
+    in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
+    of them scored and the other did not (their averages are over different pairs)."""
+    d = report["diagnostics"]
+    k = measures.primary_k(primary_ks(report))
+    out = []
+    for lane in lanes.LANES:
+        agree = d.get(lane.agreement) if lane.agreement else None
+        if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
+            out.append(f"{lane.retriever} and its mirror {agree['mirror']} rank the top {k} differently on "
+                       f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
+                       "does what its contract says, or the mirror's setting differs")
+    apart: dict[tuple, list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them
+    for agree in _by_view(report):
+        view = agree.get("view", PRIMARY.name)
+        differ = agree[f"differ_top{max(report['views'][view]['ks'])}"]
+        if differ:
+            out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
+                       f"{len(differ)} of {agree['pairs']} pairs differently{in_view(report, view)}: "
+                       f"{', '.join(differ[:5])}" + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics)")
+        if agree.get("only_run") or agree.get("only_mirror"):
+            key = (view, tuple(agree["only_run"]), tuple(agree["only_mirror"]))
+            apart.setdefault(key, []).append(agree)
+    views: dict[tuple, list[str]] = {}  # the same lanes with the same pairs apart → the views where they are
+    for (view, only_run, only_mirror), agreements in apart.items():
+        runs, mirrors = and_listed([a["run"] for a in agreements]), and_listed([a["mirror"] for a in agreements])
+        counts = (agreements[0]["mirror_pairs"], agreements[0]["run_pairs"])
+        views.setdefault((runs, mirrors, counts, only_run, only_mirror), []).append(view)
+    for (runs, mirrors, (mirror_pairs, run_pairs), only_run, only_mirror), where in views.items():
+        only = [f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors))
+                if qids]
+        named = (f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}"
+                 if len(report["views"]) > 1 else "")
+        out.append(f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
+                   "(their averages are over different pairs)")
+    return out

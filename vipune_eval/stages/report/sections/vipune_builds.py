@@ -1,0 +1,65 @@
+"""The vipune builds a run evaluates (vipune.compare): their table (each build's numbers, where it
+came from, a failed preflight, its latency), each build's difference from the primary in a line,
+and the pairs that gained or lost gold sessions."""
+
+from __future__ import annotations
+
+from vipune_eval.registry import measures
+from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
+from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
+from vipune_eval.stages.report.sections.tables import noted
+
+
+def failed_preflight(build: BuildEntry) -> str:
+    """What a build's failed preflight is, in words: the drift each failed check is, where the
+    preflight knows it, else the check's name (one owner: the builds table and the warnings)."""
+    return "fails preflight: " + "; ".join(build.get("drift") or build["failed_checks"])
+
+
+def build_lines(report: Report) -> list[str]:
+    """One line per vipune build but the primary: its difference from the primary on recall@k
+    (the primary k) with its interval and Holm-adjusted p, and how many pairs changed."""
+    builds = report["builds"]
+    if len(builds) < 2:
+        return []
+    key = measures.key(measures.PRIMARY, measures.primary_k(primary_ks(report)))
+    lines = []
+    for b in builds[1:]:
+        r = b["comparison"]["overall"][key]
+        lo, hi = r["interval"]
+        verdict = "a real difference" if r["significant"] else "no significant difference"
+        lines.append(f"{b['id']} ({b.get('source') or 'evaluated before'}): {key} {r['a']:.3f} vs "
+                     f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, 95% CI {100 * lo:+.1f} to "
+                     f"{100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
+                     f"{len(b['changes'])} pairs gained or lost gold sessions")
+    return lines
+
+
+def builds_section(report: Report, keys: list[str]) -> list[Section]:
+    builds = report["builds"]
+    if not builds:
+        return []
+    rows = []
+    for i, b in enumerate(builds):
+        label = f"{b['id']} (primary)" if i == 0 else b["id"]
+        if b.get("failed_checks"):
+            label += " — " + failed_preflight(b)
+        if report.get("baseline") and report["baseline"]["id"] == b["id"]:
+            label += " (vipune baseline)"
+        seconds = b.get("search_seconds")
+        latency = f"{seconds['p50']:.3f} / {seconds['p95']:.3f}" if seconds else "–"
+        rows.append([label, b["version"], b["sha256"][:12], b.get("source") or "–", str(b["pairs"]),
+                     *(cell(b["metrics"][key], b["intervals"][key]) for key in keys), latency])
+    columns = ["build", "version", "sha256", "from", "pairs", *keys, "latency p50 / p95 (s)"]
+    blocks = noted(Table(columns, rows, numeric=[False] * 4 + [True] * (len(keys) + 2)))
+    top = max(measures.cutoff(kk) or 0 for kk in keys)
+    for b in builds[1:]:
+        changes = [f"{c['question_id']} ({c['question_type']}): "
+                   # a change holds gained@k / lost@k and the primary measure's key at each k that changed
+                   + ", ".join(f"{key} {c[key][0]:.2f} → {c[key][1]:.2f}" for key in keys if key in c)
+                   for c in b["changes"][:20]]
+        blocks.append(Bullets([*map(Item, b["comparison"]["summary"]),
+                               Item(f"{len(b['changes'])} pairs gained or lost gold sessions in the top {top}",
+                                    changes)],
+                              lead=f"**{b['id']} vs {builds[0]['id']}** ({b['comparison']['correction']})"))
+    return [Section("builds", "vipune builds", blocks)]
