@@ -68,7 +68,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
-    from vipune_eval.vipune.client import VipuneSettings
+    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.lane import frame, lane_fingerprint
 
     binary, lane = real_build

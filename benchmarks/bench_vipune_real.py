@@ -80,7 +80,8 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.stages.search.vipune import searches
-    from vipune_eval.vipune.client import Vipune, VipuneSettings
+    from vipune_eval.vipune.client import Vipune
+    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
 
     n = sized(PERSONAS)

@@ -36,6 +36,9 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
         return p
 
     path = {"type": Path, "required": True}
+    build = [(["--binary"], {"required": True}), (["--fingerprint"], path),
+             (["--timeout"], {"type": float, "required": True, "help": "seconds per vipune call"}),
+             (["--tmp"], {**path, "help": "this job's scratch folder"})]
     return {
         "view": parent((["--protocol"], {"choices": ["seed", "official"], "required": True}),
                        (["--granularity"], {"required": True, "help": "a name of registry.granularities"})),
@@ -51,12 +54,9 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                                                "help": "keep every row as its own document"})),
         "model": parent((["--model-dir"], path), (["--file"], {"required": True}),
                         (["--pooling"], {"required": True})),
-        # a vipune build as both lanes run it (vipune.client.VipuneSettings); vipune-lane has no model
-        "binary": parent((["--binary"], {"required": True}), (["--fingerprint"], path),
-                         (["--hf-home"], {"type": Path, "default": None,
-                                          "help": "the model where vipune reads it (the binary lane)"}),
-                         (["--timeout"], {"type": float, "required": True, "help": "seconds per vipune call"}),
-                         (["--tmp"], {**path, "help": "this job's scratch folder"})),
+        # a vipune build as both lanes run it (vipune.settings.VipuneSettings); the lib lane has no model
+        "binary": parent(*build, (["--hf-home"], {**path, "help": "the model, where vipune reads it"})),
+        "lib": parent(*build),
         "repo": parent((["--repo-id"], {"required": True}), (["--revision"], {"required": True})),
         "hub": parent((["--timeout"], {"type": float, "required": True,
                                        "help": "seconds to connect, and for each read (download.timeout)"}),
@@ -68,7 +68,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 # Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
 # and for a search command the shard parent's) become one settings object.
-SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "binary": ("vipune", "vipune.client:VipuneSettings"),
+SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "binary": ("vipune", "vipune.settings:VipuneSettings"),
+            "lib": ("vipune", "vipune.settings:VipuneSettings"),
             "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
@@ -85,7 +86,8 @@ def stage_call(argv: list[str]) -> tuple[str, Callable[..., Any], dict[str, Any]
         if parent in SETTINGS:
             keyword, target = SETTINGS[parent]
             settings = _load(target)
-            args[keyword] = settings(**{f.name: args.pop(f.name) for f in dataclasses.fields(settings)})
+            # a field its parent lacks is None (the lib lane's parent has no model: hf_home)
+            args[keyword] = settings(**{f.name: args.pop(f.name, None) for f in dataclasses.fields(settings)})
     return command, _load(COMMANDS[command].target), args
 
 
@@ -174,7 +176,7 @@ COMMANDS: dict[str, Command] = {
                                   (["--out"], P), (["--semantic-out"], P), (["--status-out"], P))),
     "search-vipune-lib": Command("stages.search.vipune_lib:run_vipune_lib",
                                  "vipune's own search code (vipune-lane) over one shard of personas",
-                                 ("search", "ranking", "shard", "binary"),
+                                 ("search", "ranking", "shard", "lib"),
                                  _opt((["--lane"], {**P, "help": "the vipune-lane built beside the binary"}),
                                       (["--lane-fingerprint"], {**P, "help": "the vipune-lane's fingerprint file"}),
                                       (["--on-error"], {"choices": ["stop", "record"], "required": True}),

@@ -27,7 +27,7 @@ from support.synthetic import VOCABULARY
 from vipune_eval.core.persona import Persona
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.vipune.binary import lock_deviations
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.lane import LaneRun, find_lane
 
 pytestmark = pytest.mark.real_vipune

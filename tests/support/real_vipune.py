@@ -41,7 +41,9 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
 
     import numpy as np
 
-    from vipune_eval.vipune.client import Vipune, VipuneSettings
+    from vipune_eval.vipune.client import Vipune
+
+    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
 
     tmp.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,7 @@ def hand_made(tmp_path) -> Loaded:
     summary = {"pairs": 8, "instances": 9, "abstention": 1, "per_category": {"multi-session": 2, "temporal-reasoning": 6},
                "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}
     manifest = {"views": [entry], "retrievers": ["dense", "hybrid", "vipune"], "settings": {}, "corpus": None,
-                "primary": None, "builds": [], "baseline": None,
+                "primary": None, "builds": [], "compared_on": "vipune", "baseline": None,
                 "whatif": None, "mirrors": {"vipune": "hybrid"},
                 "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
     rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}

@@ -77,8 +77,10 @@ def write_shard(folder: Path, personas: list[Persona], limit: int = 10) -> Shard
                      "row_created_at": p.created_at, "row_docs": p.docs or p.session_ids, "row_text_ids": ids})
     dims = len(next(iter(vectors.values())))
     pq.write_table(pa.table({"text_id": list(texts), "text": list(texts.values())}), folder / "texts.parquet")
+    tokens = {**{i: 5 for i in texts}, **{f"{p.question_id}-q": p.query_tokens or 5 for p in personas}}
     pq.write_table(pa.table({"text_id": list(vectors), "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(np.concatenate(list(vectors.values())).astype(np.float32)), dims)}), folder / "embeddings.parquet")
+        pa.array(np.concatenate(list(vectors.values())).astype(np.float32)), dims),
+        "tokens": pa.array([tokens[i] for i in vectors], pa.int32())}), folder / "embeddings.parquet")
     pq.write_table(pa.Table.from_pylist(rows), folder / "rows.parquet")
     return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", (folder / "embeddings.parquet",),
                        0, 1, limit, limit)

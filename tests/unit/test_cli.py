@@ -11,7 +11,7 @@ import pytest
 from vipune_eval import cli
 from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.core.persona import ShardSearch
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 
 SEARCH = ["--rows", "r.parquet", "--texts", "t.parquet", "--embeddings", "e0.parquet", "e1.parquet",
           "--shard", "1", "--shards", "3", "--limit", "10", "--depth", "10"]

@@ -102,7 +102,8 @@ class Vectors:
 
     def __init__(self, paths: Iterable[Path], keep: pa.Array | None = None) -> None:
         table = pa.concat_tables([read_rows_with_ids(p, ["text_id", "embedding", "tokens"], keep) for p in paths])
-        self.tokens = table.column("tokens").to_numpy()
+        tokens = table.column("tokens").combine_chunks().cast(pa.int32())
+        self.tokens = np.frombuffer(tokens.buffers()[1], np.int32, len(tokens), 4 * tokens.offset)  # as above
         column = table.column("embedding").combine_chunks()
         dim = column.type.list_size
         values = column.values

@@ -15,7 +15,8 @@ from typing import Any
 
 from vipune_eval.core.io import check_planned_bytes, read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
-from vipune_eval.vipune.client import Vipune, VipuneSettings
+from vipune_eval.vipune.client import Vipune
+from vipune_eval.vipune.settings import VipuneSettings
 
 # The fingerprint id of a vipune.binary that is not there (and of its lane): its jobs wait on the
 # rule that reports it, so dry runs and --lint work without vipune.

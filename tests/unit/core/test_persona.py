@@ -62,7 +62,7 @@ def test_a_shards_personas_are_read_without_importing_pandas(tmp_path):
     vectors = rng.standard_normal((9, 4)).astype(np.float32)
     pq.write_table(pa.table({"text_id": ids, "text": [f"text {i}" for i in range(9)]}), tmp_path / "texts.parquet")
     pq.write_table(pa.table({"text_id": ids[::-1], "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(vectors[::-1].ravel()), 4)}), tmp_path / "embeddings.parquet")
+        pa.array(vectors[::-1].ravel()), 4), "tokens": pa.array(range(9), pa.int32())}), tmp_path / "embeddings.parquet")
     pq.write_table(pa.table({
         "question_id": ["q0", "q1", "q2"], "question": ["a?", "b?", "c?"], "question_text_id": ["t8", "t7", "t6"],
         "row_keys": [["k0", "k1"], ["k2"], ["k3", "k4"]], "row_sessions": [["s0", "s1"], ["s2"], ["s3", "s4"]],

@@ -76,5 +76,5 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     assert "vipune.fingerprint_files" in caught.value.fix
     cfg["vipune"]["fingerprint_files"] = [str(binary)]
     builds = workspace.prepare(cfg, SCHEMA).builds
-    assert builds.lane_path == str(binary.parent / lane.name)
+    assert builds.lane_paths[builds.lane] == str(binary.parent / lane.name)
     assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}

@@ -41,7 +41,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "download-model": {"stages.download", "core.fingerprints"},
     # the model laid out where vipune looks: the layout only, not the client
     "vipune-home": {"vipune.home", "core.fingerprints"},
-    "vipune-binary": {"vipune.binary", "vipune.client", "core.process"},
+    "vipune-binary": {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
     "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
@@ -61,13 +61,14 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
-                              "vipune.import_format", "vipune.contract", "registry.vipune_runs"},
-    # vipune's own search code through the lane: never the binary's client, import format or model
+                              "vipune.import_format", "vipune.contract", "registry.vipune_runs", "vipune.settings"},
+    # vipune's own search code through the lane, with the binary's settings (its search flags):
+    # never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
-                                  "registry.vipune_runs", "core.process"},
+                                  "registry.vipune_runs", "core.process", "vipune.settings"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
-                                  "vipune.import_format", "vipune.contract"},
+                                  "vipune.import_format", "vipune.contract", "vipune.settings"},
     # the intervals of the metrics; never the report's comparisons or their wording
     "score": FAILED | {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the

@@ -14,7 +14,7 @@ from vipune_eval.core.io import sha256_file
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import binary
 from vipune_eval.vipune.binary import binary_fingerprint, planned_binary
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 
 PACKAGE = REPO / "vipune_eval"
 

@@ -26,7 +26,7 @@ from support.search import duplicated_haystack, search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
 
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
@@ -220,7 +220,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from support.search import duplicated_haystack
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.lane import LaneRun
 personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the lane takes them
 flags = VipuneSettings("", Path(), None, Path(), 600).query_flags(10)

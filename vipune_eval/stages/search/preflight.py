@@ -31,7 +31,8 @@ from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log, write_json
 from vipune_eval.core.persona import Persona, row_id
 from vipune_eval.vipune.binary import planned_binary
-from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+from vipune_eval.vipune.client import Vipune, VipuneError
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.contract import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, RRF_K
 from vipune_eval.vipune.import_format import import_lines
 

@@ -32,7 +32,8 @@ from vipune_eval.core.persona import Persona, Ranking, ShardSearch
 from vipune_eval.core.process import shown
 from vipune_eval.registry.vipune_runs import BINARY
 from vipune_eval.vipune.binary import planned_binary
-from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+from vipune_eval.vipune.client import Vipune, VipuneError
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
 
 

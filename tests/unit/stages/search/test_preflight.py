@@ -11,7 +11,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune.binary import binary_fingerprint
-from vipune_eval.vipune.client import VipuneSettings
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.release import RELEASE
 
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from vipune_eval.core.persona import Persona
 from vipune_eval.stages.search.vipune import persona_key, searches
-from vipune_eval.vipune.client import Vipune, VipuneSettings
+from vipune_eval.vipune.client import Vipune
+from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
 
 SETTINGS = VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("tmp"), 30.0)

@@ -26,6 +26,7 @@ from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
 from vipune_eval.vipune.lane import lane_fingerprint
+from vipune_eval.vipune.settings import VipuneSettings
 
 
 def test_the_databases_go_to_ram_in_a_folder_the_jobs_next_attempt_finds_and_empties(tmp_path):
@@ -108,8 +109,8 @@ def lane_files(any_lane, tmp_path):
 def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tuple[dict, dict]:
     monkeypatch.setattr(vipune_lib, "RAM", ram)
     runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
-    run_vipune_lib(shard, *lane_files, timeout=60, on_error="stop", tmp=folder / "tmp", out=runs["hybrid"],
-                   semantic_out=runs["semantic"], status_out=folder / "status.json")
+    run_vipune_lib(shard, VipuneSettings("", Path(), None, folder / "tmp", 60), *lane_files, on_error="stop",
+                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json")
     return ({name: dict(read_run([path])) for name, path in runs.items()},
             json.loads((folder / "status.json").read_text()))
 
@@ -155,7 +156,7 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
     vectors = rng.standard_normal((4 * n, 384)).astype(np.float32)
     pq.write_table(pa.table({"text_id": ids, "text": [f"user: text {i}" for i in range(4 * n)]}), folder / "texts.parquet")
     pq.write_table(pa.table({"text_id": ids, "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(vectors.ravel()), 384)}), folder / "embeddings.parquet")
+        pa.array(vectors.ravel()), 384), "tokens": pa.array([5] * (4 * n), pa.int32())}), folder / "embeddings.parquet")
     pq.write_table(pa.table({
         "question_id": [f"q{p}" for p in range(n)], "question": questions,
         "question_text_id": [f"t{4 * p + 3}" for p in range(n)],
@@ -167,14 +168,15 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
     return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1, 10, 10)
 
 
-@pytest.mark.parametrize("fault, detail, error", [
-    ("refuse", "persona q1: vipune-lane: injected refusal", "injected refusal"),  # vipune's own message
-    ("crash", r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering", None),  # vipune said nothing
+@pytest.mark.parametrize("fault, detail, code, error", [
+    # vipune's own message, and the exit code the binary gives it
+    ("refuse", "persona q1: vipune-lane: injected refusal", 1, "injected refusal"),
+    ("crash", r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering", None, None),  # vipune said nothing
 ])
-def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_as_a_field_and_no_exit_code(
-        tmp_path, monkeypatch, fault, detail, error):
+def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code_as_fields(
+        tmp_path, monkeypatch, fault, detail, code, error):
     """Under vipune.on_error: record the status file records what happened, vipune's own message
-    (a refusal's) and its exit code (none: the lib lane runs no vipune process) as fields
+    (a refusal's) and the binary's exit code for it (none where vipune said nothing) as fields
     (core.failed_pair); the other personas are searched."""
     binary, lane = fake_build(tmp_path)
     fingerprint = tmp_path / "lane.json"
@@ -183,10 +185,11 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_as_a_field_an
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
     status = tmp_path / "status.json"
-    run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]), lane, fingerprint, 30,
-                   "record", tmp_path / "tmp", tmp_path / "out.run", tmp_path / "semantic.run", status)
+    run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
+                   VipuneSettings("", Path(), None, tmp_path / "tmp", 30), lane, fingerprint,
+                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status)
     failed = json.loads(status.read_text())["failed"]
     assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error"}
     assert re.fullmatch(detail, failed["q1"]["detail"].split(";")[0])
-    assert (failed["q1"]["exit_code"], failed["q1"]["error"]) == (None, error)
+    assert (failed["q1"]["exit_code"], failed["q1"]["error"]) == (code, error)
     assert {line.split()[0] for line in (tmp_path / "out.run").read_text().splitlines()} == {"q0", "q2"}

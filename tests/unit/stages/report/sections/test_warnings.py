@@ -23,7 +23,8 @@ def test_refused_questions_are_named_with_vipunes_own_words_in_the_first_lines(l
     exit 3) is named in the summary's and report.md's first lines with vipune's own message and
     exit code, the fields the vipune client records for the fake vipune's refusal (as the real
     one refuses)."""
-    from vipune_eval.vipune.client import Vipune, VipuneError, VipuneSettings
+    from vipune_eval.vipune.client import Vipune, VipuneError
+    from vipune_eval.vipune.settings import VipuneSettings
 
     client = Vipune(fake_vipune_bin, tmp_path / "home", 30, hf_home=vipune_hf_home)
     with pytest.raises(VipuneError) as refused:
