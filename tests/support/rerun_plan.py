@@ -24,7 +24,7 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "stages.filter.split": {"filter_pairs"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
-X
+    "vipune.settings": {"preflight", "search_vipune", "search_vipune_lib"},  # the search flags of both lanes
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report"},  # the report's Markdown
     "stages.report.sections.overall": {"report", "report_page"},  # the report's words: report.md, summary, HTML
