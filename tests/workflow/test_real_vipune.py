@@ -193,7 +193,9 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
         subprocess.run(["vipune-eval", "search-vipune-lib", "--rows", "results/filter/rows.parquet",
                         "--texts", "results/filter/texts.parquet", "--embeddings", "results/embed/shard-0-of-1.parquet",
                         "--shard", str(i), "--shards", str(SHARDS), "--limit", "10", "--depth", "10",
-                        "--lane", str(lane), "--fingerprint", str(fingerprint), "--timeout", "60",
+                        f"--binary={older_vipune_bin}",
+                        "--fingerprint", str(workdir / "results/fingerprints" / f"vipune-{older['id']}.json"),
+                        "--lane", str(lane), "--lane-fingerprint", str(fingerprint), "--timeout", "60",
                         "--on-error", "stop", "--tmp", str(tmp_path / "tmp"), "--out", str(out["hybrid"]),
                         "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json")],
                        cwd=workdir, env=real_env, check=True, capture_output=True)

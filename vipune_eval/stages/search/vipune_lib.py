@@ -72,8 +72,10 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                     if folder != tmp and any(said in answer["error"] for said in FULL):
                         full[qid] = answer["error"]
                     else:
-                        fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['error']}",
-                                              exit_code=answer.get("exit_code"), error=str(answer["error"])))
+                        code = answer.get("exit_code")
+                        refused = f" (`vipune search` exits {code} on it)" if code is not None else ""
+                        fail(qid, failed_pair(f"persona {qid}: vipune-lane refused it{refused}: {answer['error']}",
+                                              exit_code=code, error=str(answer["error"])))
                     continue
                 if "broken" in answer:  # the lane crashed, hung or broke its protocol on it (vipune said nothing)
                     fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}"))

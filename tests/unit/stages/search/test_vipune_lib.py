@@ -170,7 +170,8 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
 
 @pytest.mark.parametrize("fault, detail, code, error", [
     # vipune's own message, and the exit code the binary gives it
-    ("refuse", "persona q1: vipune-lane: injected refusal", 1, "injected refusal"),
+    ("refuse", r"persona q1: vipune-lane refused it \(`vipune search` exits 1 on it\): injected refusal", 1,
+     "injected refusal"),
     ("crash", r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering", None, None),  # vipune said nothing
 ])
 def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code_as_fields(

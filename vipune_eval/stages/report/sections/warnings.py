@@ -39,8 +39,8 @@ def _who(report: Report, failed_in: tuple[tuple[str, str], ...]) -> str:
     if len({tuple(names) for names in views.values()}) == 1:
         names = next(iter(views.values()))
         where = f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
-        return " and ".join(names) + where
-    return "; ".join(" and ".join(names) + in_view(report, view) for view, names in views.items())
+        return and_listed(names) + where
+    return "; ".join(and_listed(names) + in_view(report, view) for view, names in views.items())
 
 
 def failed_pairs(report: Report) -> list[str]:
