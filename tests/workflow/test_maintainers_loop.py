@@ -46,3 +46,9 @@ def test_the_builds_are_compared_on_the_lib_lane_pair_by_pair(loop_run, workflow
     assert all(b["run"].startswith("results/runs/vipune-lib-") for b in builds)
     assert builds[1]["changes"]  # the OR query moves some pairs
     assert sum(r["a_better"] + r["b_better"] for r in builds[1]["comparison"]["overall"].values()) > 0
+    summary = (workdir / "results/summary.txt").read_text()
+    key = "recall@5"
+    assert f"{builds[1]['id']} (vipune.compare " in summary and f"): vipune-lib {key} " in summary
+    first = builds[1]["changes"][0]
+    shown = key if key in first else next(k for k in first if k.startswith("recall@"))
+    assert f"    {first['question_id']} ({first['question_type']}): {shown} " in summary  # the pairs the edit moved

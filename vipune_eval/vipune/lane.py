@@ -89,21 +89,6 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
             "id": f"{version}-{pair[:12]}"}
 
 
-def stale_copies(built: dict[str, Any]) -> list[str]:
-    """Each item of vipune's code the lane copies that the source it was built against changes
-    (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh), in words: those numbers
-    do not follow that edit. A lane that records no sources (a fake, an older lane) names none."""
-    copies = (built.get("sources") or {}).get("copies") or []
-    return [f"vipune-lib copies `{c['item']}` from {c['file']}, which this source "
-            f"{'changes' if c.get('source') else 'no longer has'} ({c['what']}; the copy: {c['copied_to']}): "
-            "its numbers do not follow that edit" for c in copies if not c.get("same")]
-
-
-def fast_build(built: dict[str, Any]) -> bool:
-    """Whether the lane (and the binary beside it) is a fast build (``build.sh --checkout DIR --fast``)."""
-    return built.get("profile") == "fast"
-
-
 def _version(path: Path, timeout: float) -> dict[str, Any]:
     cmd = [str(path), "version"]
     try:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from vipune_eval.stages.report.sections.scored import stale_copies
 from vipune_eval.vipune import lane_source
-from vipune_eval.vipune.lane import stale_copies
 
 RUST = r'''
 /// doc with a } brace
@@ -38,6 +38,11 @@ def test_an_item_is_cut_at_its_own_closing_brace_whatever_its_strings_and_commen
     assert "fn after" not in item
     assert lane_source.rust_item(RUST, "fn get_embed") is None  # a whole name, not a prefix
     assert lane_source.rust_item(RUST, "fn missing") is None
+
+
+def lane_report(sources) -> dict:
+    """The part of report.json the report names stale copies from: the lane's recorded build."""
+    return {"provenance": {"lane": {"built": {"sources": sources}}}}
 
 
 def fake_source(folder: Path) -> Path:
@@ -73,12 +78,12 @@ def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsew
     found = lane_source.vipune_sources(source, lane)
     changed = [c for c in found["copies"] if not c["same"]]
     assert [(c["file"], c["item"]) for c in changed] == [("src/commands/handlers.rs", "fn handle_search")]
-    [sentence] = stale_copies({"sources": found})
+    [sentence] = stale_copies(lane_report(found))
     assert sentence.startswith("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this "
                                "source changes (") and sentence.endswith("its numbers do not follow that edit")
 
     (source / "src/main.rs").write_text("// no main any more\n")
-    gone = stale_copies({"sources": lane_source.vipune_sources(source, lane)})
+    gone = stale_copies(lane_report(lane_source.vipune_sources(source, lane)))
     assert any("from src/main.rs, which this source no longer has" in s for s in gone)
 
 
@@ -97,7 +102,7 @@ def test_build_sh_reads_the_record_on_one_line(tmp_path):
 
 
 def test_a_lane_that_records_no_sources_names_no_copy():
-    assert stale_copies({"sources": None}) == [] and stale_copies({}) == []
+    assert stale_copies(lane_report(None)) == [] and stale_copies({"provenance": {}}) == []
 
 
 def test_the_name_follows_every_source_byte_and_name(tmp_path):

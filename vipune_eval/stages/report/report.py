@@ -181,6 +181,7 @@ def build(loaded: Loaded) -> Report:
                              for other in metrics if other != subject}
     report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
     report["builds"] = builds(loaded, keys, ks)
+    report["builds_compared_on"] = manifest.get("compared_on") if report["builds"] else None
     entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
     if entry:
         report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}

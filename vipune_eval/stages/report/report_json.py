@@ -123,6 +123,7 @@ class Report(TypedDict, total=False):
     comparisons: dict[str, dict[str, Any]]
     views: dict[str, ViewBlock]        # view name → its block, every view (the primary included)
     builds: list[BuildEntry]
+    builds_compared_on: str | None     # the retriever the builds are compared by: vipune, or vipune-lib (the loop)
     baseline: dict[str, Any]
     splits: dict[str, dict[str, Any]]
     granularities: dict[str, GranularityBlock]

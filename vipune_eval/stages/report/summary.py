@@ -28,7 +28,8 @@ def text(doc: Document) -> str:
     lines += ["", "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
               "", *aligned(doc.headline)]
     if doc.builds:
-        lines += ["", f"vipune builds against {doc.primary_build} ({doc.primary_source}):",
+        lines += ["", f"vipune builds against {doc.primary_build} ({doc.primary_source}); each number is the "
+                      f"build's, then {doc.primary_build}'s:",
                   *(f"  {b}" for b in doc.builds)]
     lines += ["", "files:", *(f"  {path:<22} {what}" for path, what in FILES)]
     return "\n".join(lines) + "\n"

@@ -28,15 +28,30 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
 
 def lane_line(report: Report) -> str | None:
     """The vipune-lane of the lib lane: the vipune source it was built from (a release, or a
-    checkout with its git description), the binary it belongs to, and its own sources."""
+    checkout with its git description), the binary it belongs to, its own sources, and a fast
+    build named as one (other bytes than the release profile's: build.sh --fast)."""
     lane = report["provenance"].get("lane")
     if not lane:
         return None
     built = lane.get("built") or {}
     source = built.get("vipune_source") or f"vipune {lane['version']}"
     sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
+    fast = (", a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
+            if built.get("profile") == "fast" else "")
     return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): vipune's search code from {source}, "
-            f"beside build {lane['binary']}{sources}")
+            f"beside build {lane['binary']}{sources}{fast}")
+
+
+def stale_copies(report: Report) -> list[str]:
+    """Each item of vipune's code vipune-lane copies that the source it was built against changes
+    or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh), in
+    words: vipune-lib's numbers do not follow that edit. A lane that records none (the tests'
+    fake) names none."""
+    lane = report["provenance"].get("lane") or {}
+    copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
+    return [f"vipune-lib copies `{c['item']}` from {c['file']}, which this source "
+            f"{'changes' if c.get('source') else 'no longer has'} ({c['what']}; the copy: {c['copied_to']}): "
+            "its numbers do not follow that edit" for c in copies if not c.get("same")]
 
 
 def model_line(model: Mapping[str, Any]) -> str:

@@ -16,22 +16,36 @@ def failed_preflight(build: BuildEntry) -> str:
     return "fails preflight: " + "; ".join(build.get("drift") or build["failed_checks"])
 
 
+SHOWN_CHANGES = 10  # the changed pairs a terminal shows per build (report.md lists 20, report.json all)
+
+
 def build_lines(report: Report) -> list[str]:
     """One line per vipune build but the primary: its difference from the primary on recall@k
-    (the primary k) with its interval and Holm-adjusted p, and how many pairs changed."""
+    (the primary k) of the run they are compared by, with its interval and Holm-adjusted p, and
+    how many pairs changed; then the first of those pairs, each with its recall@k in that build
+    and in the primary (at the primary k, else the first k where it changed)."""
     builds = report["builds"]
     if len(builds) < 2:
         return []
-    key = measures.key(measures.PRIMARY, measures.primary_k(primary_ks(report)))
+    ks = primary_ks(report)
+    key = measures.key(measures.PRIMARY, measures.primary_k(ks))
+    on = report.get("builds_compared_on") or "vipune"
     lines = []
     for b in builds[1:]:
         r = b["comparison"]["overall"][key]
         lo, hi = r["interval"]
         verdict = "a real difference" if r["significant"] else "no significant difference"
-        lines.append(f"{b['id']} ({b.get('source') or 'evaluated before'}): {key} {r['a']:.3f} vs "
+        lines.append(f"{b['id']} ({b.get('source') or 'evaluated before'}): {on} {key} {r['a']:.3f} vs "
                      f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, 95% CI {100 * lo:+.1f} to "
                      f"{100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
                      f"{len(b['changes'])} pairs gained or lost gold sessions")
+        for c in b["changes"][:SHOWN_CHANGES]:
+            shown = key if key in c else next(measures.key(measures.PRIMARY, k) for k in ks
+                                              if measures.key(measures.PRIMARY, k) in c)
+            primary_value, value = c[shown]
+            lines.append(f"  {c['question_id']} ({c['question_type']}): {shown} {value:.2f} vs {primary_value:.2f}")
+        if len(b["changes"]) > SHOWN_CHANGES:
+            lines.append(f"  … {len(b['changes']) - SHOWN_CHANGES} more pairs in report.md")
     return lines
 
 

@@ -12,6 +12,7 @@ from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.misses import truncation_warning
 from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, in_view, view_order
+from vipune_eval.stages.report.sections.scored import stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
 PAIRS_NAMED = 10       # a warning names at most this many failed pairs
@@ -72,7 +73,7 @@ def warnings(report: Report, table: Table) -> list[str]:
     """What changes the reading of the numbers: failed pairs (named, with why), builds that fail
     their preflight, truncated gold sessions, a lane that no longer agrees with its mirror or the
     binary, too few pairs."""
-    out = failed_pairs(report)
+    out = failed_pairs(report) + stale_copies(report)
     for b in report["builds"]:
         if b.get("failed_checks"):
             out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "

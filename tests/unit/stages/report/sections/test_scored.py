@@ -79,3 +79,32 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
             f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n") in render(report)
     loaded.manifest.update(corpus=None)  # no corpus block: the dataset's line names the data
     assert summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
+
+
+def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_report(loaded):
+    """Issue 43: a fast build says so wherever the lane is named, and a copied vipune item that the
+    source changes is a warning: vipune-lib's numbers do not follow that edit."""
+    from vipune_eval.stages.report import summary
+
+    primary = "0.20.2-aaaaaaaaaaaa"
+    loaded.manifest.update(primary=primary)
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
+    copy = {"file": "src/commands/handlers.rs", "item": "fn handle_search", "what": "the search command's call",
+            "copied_to": "lane/src/copies.rs: search_as_the_command", "pinned": "1" * 64, "source": "2" * 64,
+            "same": False}
+    same = {**copy, "file": "src/main.rs", "item": "fn main", "source": "1" * 64, "same": True}
+    loaded.lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+                   "built": {"vipune_source": "checkout /src/vipune (abc123)", "profile": "fast",
+                             "sources": {"compiled": [], "copies": [copy, same]}}}
+    report = build(loaded)
+    text, md = summary.render(report), render(report)
+    named = ("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
+             "search command's call; the copy: lane/src/copies.rs: search_as_the_command): its numbers do not "
+             "follow that edit")
+    assert f"  ! {named.replace('`', '')}" in text and f"- {named}" in md and "fn main" not in text
+    fast = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
+    assert fast in text and fast in md
+    loaded.lane = {**loaded.lane, "built": {**loaded.lane["built"], "profile": "release",
+                                            "sources": {"compiled": [], "copies": [same]}}}
+    report = build(loaded)
+    assert "vipune-lib copies" not in summary.render(report) and "fast build" not in render(report)

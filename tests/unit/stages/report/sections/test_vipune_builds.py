@@ -38,9 +38,28 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     report = build(loaded)
     text = summary.render(report)
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
-    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): recall@5 {r['a']:.3f} vs {r['b']:.3f} "
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['a']:.3f} vs {r['b']:.3f} "
             f"({100 * r['difference']:+.1f} points") in text
     assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
+    # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3)
+    changes = report["builds"][1]["changes"]
+    assert changes
+    for c in changes[:10]:
+        key = "recall@5" if "recall@5" in c else next(k for k in c if k.startswith("recall@"))
+        assert f"    {c['question_id']} ({c['question_type']}): {key} {c[key][1]:.2f} vs {c[key][0]:.2f}" in text
+
+
+def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
+    """With only the lib lane configured, the builds are compared on vipune-lib (plan.builds.compared_on)."""
+    from vipune_eval.stages.report import summary
+
+    primary, other = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=primary, builds=[other], compared_on="dense")  # any scored run will do here
+    loaded.builds = {other: loaded.views[0].metrics["hybrid"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (primary, other)}
+    report = build(loaded)
+    assert report["builds_compared_on"] == "dense" and report["builds"][0]["run"] == report["retrievers"]["dense"]["run"]
+    assert f"  {other} (evaluated before): dense recall@5 " in summary.render(report)
 
 
 def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
