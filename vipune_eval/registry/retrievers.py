@@ -151,9 +151,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(BINARY.hybrid, True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
     Preset(BINARY.semantic, True,
            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
-    Preset(LIB_RUNS.hybrid, True, "vipune's own search code on the cached vectors (vipune-lane: Database::search "
-                               f"and search_bm25, RRF k = {RRF_K:g} copied from src/rrf.rs)", {"use": "hybrid"}, Kind.LIB),
-    Preset(LIB_RUNS.semantic, True, "vipune's own search code on the cached vectors: Database::search alone",
+    Preset(LIB_RUNS.hybrid, True, "vipune's own search code on the cached vectors (vipune-lane: "
+                                  "MemoryStore::search_hybrid, its pool and fusion compiled from the build's source)",
+           {"use": "hybrid"}, Kind.LIB),
+    Preset(LIB_RUNS.semantic, True, "vipune's own search code on the cached vectors: MemoryStore::search",
            {"use": "dense"}, Kind.LIB),
     Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
     Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),

@@ -1,13 +1,12 @@
 """search-vipune-lib, the lib lane: vipune's own search code on the cached vectors.
 
-One vipune-lane process (lane/, linked against the vipune crate the binary was built from) for a
-whole shard: per persona a throwaway database seeded with ``Database::insert_with_id`` in one
-transaction, then ``Database::search`` with the cached query vector (the ``vipune-lib-semantic``
-run) and that search fused with ``Database::search_bm25`` by RRF k = 25 over clamp(10 x limit,
-50, 10000) candidates (``vipune-lib``; the fusion is the lane's copy of vipune's private
-src/rrf.rs). No model and no process per persona: the whole per-run phase takes seconds.
+One vipune-lane process (lane/, linked against the vipune crate the binary was built from, with
+vipune's private search files compiled in from that source) for a whole shard: per persona a
+throwaway database seeded as ``vipune import`` seeds it, then vipune's ``MemoryStore::search``
+(the ``vipune-lib-semantic`` run) and ``search_hybrid`` (``vipune-lib``) fed the cached query
+vector, with the binary's own search flags (VipuneSettings.query_flags). No model and no process
+per persona: the whole per-run phase takes seconds.
 """
-
 from __future__ import annotations
 
 import hashlib
