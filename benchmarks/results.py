@@ -1,12 +1,13 @@
 """Run the benchmark suite and rewrite benchmarks/RESULTS.md from its figures.
 
     python -m benchmarks.results                 # the whole suite, default (small) size
-    VIPUNE_BENCH_SIZE=M python -m benchmarks.results -k filter   # extra arguments go to pytest
+    VIPUNE_BENCH_SIZE=M python -m benchmarks.results -k loop   # extra arguments go to pytest
 
 Runs ``pytest benchmarks/ --benchmark-json benchmarks/out/results.json`` from the repository
 root, then renders every benchmark's table, ratios and notes (pytest-benchmark's
-``extra_info``), with the date, the machine and the command. Nothing is written when a
-benchmark fails.
+``extra_info``), with the date, the machine and the command. A run of some benchmarks (extra
+arguments) rewrites their sections only, each marked with its own run, and keeps the others.
+Nothing is written when a benchmark fails.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def main(argv: list[str]) -> int:
     command = " ".join(filter(None, [f"VIPUNE_BENCH_SIZE={SIZE}" if "VIPUNE_BENCH_SIZE" in os.environ else "",
                                      f"VIPUNE_BENCH_REPS={REPS}" if "VIPUNE_BENCH_REPS" in os.environ else "",
                                      "python -m benchmarks.results", shlex.join(argv)]))
-    RESULTS.write_text(render(data, before, after, started, command))
+    text = render(data, before, after, started, command)
+    if argv and RESULTS.exists():  # some benchmarks: their sections replace theirs, the others stay
+        text = merged(RESULTS.read_text(), text, f"measured alone: `{command}`, {started.strftime('%Y-%m-%d %H:%M UTC')}, "
+                      f"size {SIZE}, reps {REPS}, load {before['loadavg']} → {after['loadavg']}, commit {before['commit']}")
+    RESULTS.write_text(text)
     print(f"wrote {RESULTS}")
     return 0
 
@@ -84,6 +89,17 @@ def render(data: dict, before: dict, after: dict, started: dt.datetime, command:
         s = b["stats"]
         lines += [f"- a round (every side once): {s['min']:.1f}-{s['max']:.1f} s over {s['rounds']} rounds", ""]
     return "\n".join(lines)
+
+
+def merged(old: str, new: str, run: str) -> str:
+    """``old`` RESULTS.md with the sections of ``new`` in place of its own (new ones appended),
+    each of those marked with ``run``; the header stays the last whole run's."""
+    head, *sections = old.split("\n## ")
+    kept = {s.split("\n", 1)[0]: s for s in sections}
+    for s in new.split("\n## ")[1:]:
+        name, body = s.split("\n", 1)
+        kept[name] = f"{name}\n{body.rstrip()}\n- {run}\n"
+    return "\n## ".join([head, *kept.values()])
 
 
 if __name__ == "__main__":
