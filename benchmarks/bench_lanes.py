@@ -28,7 +28,6 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 
 from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, Child, Figures, cli, embed_cmd, filter_view, generate,
                                interleaved, mean, run_child, run_children, sized)
@@ -39,20 +38,6 @@ DATA = {"small": dict(instances=40, abstention=0, sessions_per_haystack=500, fil
                   words_per_turn=40, seed=11)}
 LIMIT = DEPTH = 10
 
-
-@pytest.fixture(scope="module")
-def real_build():
-    from support.real_vipune import find
-    from vipune_eval.vipune.lane import LaneError, find_lane
-    from vipune_eval.vipune.release import RELEASE
-
-    binary, why = find()
-    if binary is None:
-        pytest.skip(why)
-    try:
-        return binary, find_lane(binary, RELEASE)
-    except LaneError as exc:
-        pytest.skip(exc.message)
 
 
 def parallel(steps: list[tuple[list, Path]]) -> Child:

@@ -32,7 +32,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import pytest
 import yaml
 
 from benchmarks.common import OUT, PYTHON, REPO, Figures, generate, interleaved, mean, run_child, sized
@@ -46,21 +45,6 @@ BUILD = REPO / ".ci" / "vipune" / "build.sh"
 LIB = ["vipune-lib", "vipune-lib-semantic"]
 GOAL_S = 60.0  # issue 43: the numbers within a minute of the edit
 
-
-@pytest.fixture(scope="module")
-def release():
-    from support.real_vipune import find
-    from vipune_eval.vipune.lane import LaneError, find_lane
-    from vipune_eval.vipune.release import RELEASE
-
-    binary, why = find()
-    if binary is None:
-        pytest.skip(why)
-    try:
-        find_lane(binary, RELEASE)
-    except LaneError as exc:
-        pytest.skip(exc.message)
-    return binary
 
 
 def build(checkout: Path, *flags: str) -> tuple[Path, float]:
@@ -109,7 +93,8 @@ def job_times(log: str) -> dict[str, list[tuple[float, float]]]:
     return jobs
 
 
-def bench_loop(benchmark, work, tiny_model, release):
+def bench_loop(benchmark, work, tiny_model, real_build):
+    release, _ = real_build
     args = sized(DATA)
     data = generate(args)
     root = work / "loop"

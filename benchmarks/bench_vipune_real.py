@@ -37,7 +37,6 @@ import subprocess
 import time
 from types import SimpleNamespace
 
-import pytest
 
 from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, Figures, cli, embed_cmd, filter_view, generate,
                                import_files, interleaved, mean, run_child, sized)
@@ -66,17 +65,9 @@ runpy.run_module("vipune_eval", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.fixture(scope="module")
-def real_vipune():
-    from support.real_vipune import find
 
-    binary, why = find()
-    if binary is None:
-        pytest.skip(why)
-    return binary
-
-
-def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
+def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_build):
+    real_vipune, _ = real_build
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.stages.search.vipune import searches
@@ -225,7 +216,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     def minus(a: str, b: str) -> tuple[float, float]:
         return part[a][0] - part[b][0], part[a][1] - part[b][1]
 
-    searches = tuple((part["hybrid"][i] + part["semantic"][i]) / 2 for i in (0, 1))
+    both_searches = tuple((part["hybrid"][i] + part["semantic"][i]) / 2 for i in (0, 1))
     row("harness: search-vipune, 1 call at a time", *side["harness"])
     row("harness: search-vipune, 2 calls at a time", *side["harness-2"])
     row("bare: import + 2 searches, one after another", *side["bare"])
@@ -236,7 +227,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     row("per call: process start + opening the database (`version`)", *part["version"])
     row("per search: model load + one query embedding (1-row search - version)", *minus("one_row", "version"))
     row("per search: the search itself (500 rows: FTS5, cosine, fusion)",
-        searches[0] - part["one_row"][0], searches[1] - part["one_row"][1])
+        both_searches[0] - part["one_row"][0], both_searches[1] - part["one_row"][1])
     row("per import: reading and inserting the rows (import - version)", *minus("import", "version"))
     row("per import: git asked for the project (no --project)", *minus("import", "import_project"))
     row("harness - bare (1 call at a time)", *minus_sides("harness", "bare"))

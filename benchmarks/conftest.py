@@ -118,3 +118,20 @@ def search_view(work: Path, tiny_model: Model) -> dict[str, Path]:
     run_child(embed_cmd(tiny_model, dest / "texts.parquet", emb), dest / "embed.log")
     return {"rows": dest / "rows.parquet", "texts": dest / "texts.parquet", "embeddings": emb,
             "pairs": dest / "pairs.parquet", "qrels": dest / "qrels.txt"}
+
+
+@pytest.fixture(scope="module")
+def real_build() -> tuple[Path, Path]:
+    """(the real vipune at the pinned release, the vipune-lane built beside it), as
+    .ci/vipune/build.sh left them; the benchmark is skipped, saying why, where either is missing."""
+    from support.real_vipune import find
+    from vipune_eval.vipune.lane import LaneError, find_lane
+    from vipune_eval.vipune.release import RELEASE
+
+    binary, why = find()
+    if binary is None:
+        pytest.skip(why)
+    try:
+        return binary, find_lane(binary, RELEASE)
+    except LaneError as exc:
+        pytest.skip(exc.message)
