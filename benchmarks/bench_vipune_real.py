@@ -66,8 +66,7 @@ runpy.run_module("vipune_eval", run_name="__main__", alter_sys=True)
 
 
 
-def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_build):
-    real_vipune, _ = real_build
+def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     from vipune_eval.core.persona import personas_of_shard
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.stages.search.vipune import searches

@@ -121,17 +121,25 @@ def search_view(work: Path, tiny_model: Model) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def real_build() -> tuple[Path, Path]:
-    """(the real vipune at the pinned release, the vipune-lane built beside it), as
-    .ci/vipune/build.sh left them; the benchmark is skipped, saying why, where either is missing."""
+def real_vipune() -> Path:
+    """The real vipune at the pinned release, as .ci/vipune/build.sh left it; the benchmark is
+    skipped, saying why, where it is not built."""
     from support.real_vipune import find
-    from vipune_eval.vipune.lane import LaneError, find_lane
-    from vipune_eval.vipune.release import RELEASE
 
     binary, why = find()
     if binary is None:
         pytest.skip(why)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def real_build(real_vipune: Path) -> tuple[Path, Path]:
+    """(the real vipune at the pinned release, the vipune-lane built beside it); skipped, saying
+    why, where the lane is missing."""
+    from vipune_eval.vipune.lane import LaneError, find_lane
+    from vipune_eval.vipune.release import RELEASE
+
     try:
-        return binary, find_lane(binary, RELEASE)
+        return real_vipune, find_lane(real_vipune, RELEASE)
     except LaneError as exc:
         pytest.skip(exc.message)
