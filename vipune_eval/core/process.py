@@ -28,14 +28,31 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 # The watchdog's whole program: its stdin ends when the job dies (the kernel closes the job's end
-# of the pipe, whatever killed it); "done" first means the job ended the child itself.
+# of the pipe, whatever killed it); "done" first means the job ended the child itself. A SIGKILL
+# lands when the child next leaves the kernel: the folders are removed once no process of its
+# group runs (zombies aside; 3 s at most), so no write of the child outlasts their removal.
 _WATCH = """
-import os, shutil, signal, sys
+import glob, os, shutil, signal, sys, time
+
+def running(group):
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[2] == group and fields[0] != "Z":
+            return True
+    return False
+
 if sys.stdin.buffer.read() != b"done":
-    try:
-        os.killpg(int(sys.argv[1]), signal.SIGKILL)
-    except OSError:
-        pass
+    if sys.argv[1] != "-":
+        try:
+            os.killpg(int(sys.argv[1]), signal.SIGKILL)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 3
+        while running(sys.argv[1]) and time.monotonic() < deadline:
+            time.sleep(0.01)
     for folder in sys.argv[2:]:
         shutil.rmtree(folder, ignore_errors=True)
 """
@@ -45,12 +62,13 @@ class Watchdog:
     """A process in a session of its own that outlives the job (a ``kill -9`` of the job's process
     group, or of the job alone): when the job dies without releasing it, it kills ``child`` (started
     with ``start_new_session=True``, so no kill of the job's group reaches it) with its session,
-    and removes ``folders``."""
+    and removes ``folders``. With no child it guards the folders alone."""
 
-    def __init__(self, child: subprocess.Popen, folders: Iterable[Path] = ()):
+    def __init__(self, child: subprocess.Popen | None, folders: Iterable[Path] = ()):
         read, self._write = os.pipe()  # the job's end is not inherited: only the job holds it
+        group = "-" if child is None else str(child.pid)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, str(child.pid),
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, group,
                                           *map(str, folders)], stdin=read, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:

@@ -80,3 +80,31 @@ def _runs(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+GUARDED_JOB = """
+import sys, time
+from pathlib import Path
+from vipune_eval.core.process import Watchdog
+watchdog = Watchdog(None, [Path(sys.argv[1])])
+Path(sys.argv[1]).mkdir()
+(Path(sys.argv[1]) / "db.sqlite").write_text("x")
+print("made", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_watchdog_without_a_child_removes_the_folder_a_killed_job_made(tmp_path):
+    """The lib lane's job guards its /dev/shm folder before its lane starts: CI killed a job in
+    that window, and its folder stayed in RAM until the next run."""
+    folder = tmp_path / "ram"
+    job = subprocess.Popen([sys.executable, "-c", GUARDED_JOB, str(folder)], stdout=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    assert job.stdout.readline().strip() == "made" and folder.exists()
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    for _ in range(200):
+        if not folder.exists():
+            break
+        time.sleep(0.05)
+    assert not folder.exists()

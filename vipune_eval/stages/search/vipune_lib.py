@@ -20,6 +20,7 @@ from vipune_eval.core import trec
 from vipune_eval.core.failed_pair import FailedPair, failed_pair
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
+from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.vipune_runs import LIB, SEARCHES
 from vipune_eval.vipune.settings import VipuneSettings
@@ -46,6 +47,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                         "fingerprint id alone, so its vipune-lib results cannot be computed again",
                         fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
     check_lane(lane, fingerprint)
+    guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its lane (and its watchdog) starts
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, dict[str, float]] = {}
@@ -107,6 +109,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     finally:
         shutil.rmtree(databases, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
+        guard.release()
     ranked = [qid for qid in order if qid in done]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(qid, done[qid][name]) for qid in ranked], LIB.of(name))
@@ -121,6 +124,12 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
              ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())))
 
 
+def ram_folder(tmp: Path, ram: Path | None = None) -> Path:
+    """The RAM folder of the job whose scratch folder is ``tmp`` (made by ``database_folder``)."""
+    ram = RAM if ram is None else ram
+    return ram / f"vipune-lib-{hashlib.sha256(str(tmp.resolve()).encode()).hexdigest()[:16]}"
+
+
 def database_folder(tmp: Path, ram: Path | None = None) -> Path:
     """Where the lane's throwaway databases live, emptied of what a killed attempt left: in RAM
     (``/dev/shm``) where the machine has it and it takes a file, in a folder named after the
@@ -133,7 +142,7 @@ def database_folder(tmp: Path, ram: Path | None = None) -> Path:
     ram = RAM if ram is None else ram
     shutil.rmtree(tmp, ignore_errors=True)
     if ram.is_dir():
-        folder = ram / f"vipune-lib-{hashlib.sha256(str(tmp.resolve()).encode()).hexdigest()[:16]}"
+        folder = ram_folder(tmp, ram)
         shutil.rmtree(folder, ignore_errors=True)
         try:
             folder.mkdir()
