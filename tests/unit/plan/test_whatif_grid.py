@@ -1,6 +1,11 @@
 """The what-if lab's grid (issue 22): checked against the registry before any job runs, each
 point a named family setting (the verdict: tests/unit/stages/report/test_whatif.py)."""
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from vipune_eval.registry import retrievers as registry
@@ -66,3 +71,15 @@ def test_a_grid_of_more_than_500_points_is_refused_with_its_count():
 
 def test_no_block_no_lab():
     assert whatif_grid.resolve(None, SPECS, KEYS) is None
+
+
+def test_parsing_the_workflow_imports_no_statistics():
+    """Every Snakemake start (each cluster job is one) imports what the rules import: scipy, which
+    the report's statistics need, cost each ~0.2 s when the grid took its split names from there."""
+    rules = Path(__file__).parents[3] / "workflow" / "rules"
+    imports = sorted({line.strip() for smk in rules.glob("*.smk") for line in smk.read_text().splitlines()
+                      if re.match(r"\s*from vipune_eval[\w.]* import \w", line)})
+    assert "from vipune_eval.plan import cluster, failures, manifest, rundir" in imports
+    code = "\n".join(["import sys", *imports, "print(sorted(m for m in sys.modules if m.startswith('scipy')))"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

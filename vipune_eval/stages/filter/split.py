@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Iterable
 
 DEV, TEST = "dev", "test"
+SPLITS = (DEV, TEST)
 
 
 def rank_key(seed: int, question_id: str) -> str:

@@ -4,7 +4,12 @@ split every variant is tested against the base with Holm's correction over the w
 
 import pytest
 
+from vipune_eval.stages.filter import split
 from vipune_eval.stages.report import whatif
+
+
+def test_the_splits_are_the_filters():
+    assert whatif.SPLITS == split.SPLITS == (split.DEV, split.TEST)
 
 
 def test_choose_best_then_base_then_grid_order():
