@@ -20,7 +20,8 @@ from vipune_eval.vipune.binary import MISSING, resolve_binary
 from vipune_eval.cli import COMMANDS
 from vipune_eval.errors import FIX, PREFIX, EvalError
 
-WIDTH = 240  # an error line longer than this is cut (the log keeps it whole)
+WIDTH = 240  # an error line longer than this is cut in its middle (the log keeps it whole)
+TAIL = 120  # what a cut line keeps of its end: vipune's own reason comes after the command it ran
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Failure:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= WIDTH else text[:WIDTH - 1] + "…"
+    return text if len(text) <= WIDTH else text[:WIDTH - TAIL - 1] + "…" + text[-TAIL:]
 
 
 def read_log(rule: str, logs: list[str]) -> Failure:

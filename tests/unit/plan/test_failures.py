@@ -72,11 +72,15 @@ def test_read_log_of_a_traceback_gives_the_exception_and_points_to_the_log(tmp_p
     assert "empty" in empty.error and "missing.log" in empty.fix
 
 
-def test_a_long_error_line_is_cut(tmp_path):
+def test_a_long_error_line_is_cut_in_its_middle_keeping_vipunes_reason(tmp_path):
+    """CI (stop 47's run): a question of 3665 characters in the command line cut off the binary's
+    "exited 3: content exceeds 512-token embedding limit" when a line kept only its start."""
     log = tmp_path / "a.log"
-    log.write_text("vipune-eval: filter-pairs: " + "x" * 1000 + "\n")
-    found = failures.read_log("filter", [str(log)])
-    assert len(found.error) == failures.WIDTH and found.error.endswith("…")
+    reason = "exited 3: content exceeds 512-token embedding limit (measured: 616 tokens)"
+    log.write_text(f"vipune-eval: search-vipune: persona q1: `vipune search -- {'again ' * 600}` {reason}\n")
+    found = failures.read_log("search_vipune", [str(log)])
+    assert len(found.error) == failures.WIDTH and "…" in found.error
+    assert found.error.startswith("persona q1: `vipune search -- again") and found.error.endswith(reason)
 
 
 def test_jobs_that_did_not_start_but_must_fail_are_listed_with_their_fix(tmp_path, monkeypatch):
