@@ -88,7 +88,7 @@ def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflo
     out = stopped.stdout + stopped.stderr
     assert stopped.returncode != 0
     assert f"persona {victim['question_id']}: " in out  # by whichever lane met it first, with the exit code
-    assert re.search(r"(exited 3|`vipune search` exits 3 on it): content exceeds 512-token", out)
+    assert re.search(r"(exited 3|`vipune search` exits 3 on it\)): content exceeds 512-token", out)
     assert "set vipune.on_error: record to score the other pairs anyway" in out
     set_config(workdir, vipune={"on_error": "record"})
     snakemake(workdir, "--cores", "2", env=workflow_env)
