@@ -19,24 +19,12 @@ def test_a_long_last_argument_is_shortened_in_a_message():
 def test_kill_group_kills_the_children_of_a_wrapper(tmp_path):
     pid_file = tmp_path / "child.pid"
     proc = subprocess.Popen(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], start_new_session=True)
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text().strip():
-            break
-        time.sleep(0.05)
+    _within(5, lambda: pid_file.exists() and pid_file.read_text().strip())
     child = int(pid_file.read_text())
     kill_group(proc)
     assert proc.wait(timeout=5) == -9
-    for _ in range(100):  # the grandchild goes too (reaped by init, or a zombie at worst)
-        try:
-            os.kill(child, 0)
-            state = open(f"/proc/{child}/stat").read().split(")")[-1].split()[0]
-        except (ProcessLookupError, FileNotFoundError):
-            break
-        if state == "Z":
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"the wrapper's child {child} still runs")
+    # the grandchild goes too (reaped by init, or a zombie at worst)
+    assert _within(5, lambda: not _runs(child)), f"the wrapper's child {child} still runs"
 
 
 WATCHED_JOB = """
@@ -68,10 +56,8 @@ def test_a_watchdog_kills_the_child_and_removes_its_folder_when_the_job_dies_and
             assert job.stdout.readline().strip() == "released"
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
-        for _ in range(200):
-            if end == "release" or not (folder.exists() or _runs(child)):
-                break
-            time.sleep(0.05)
+        if end == "kill":
+            _within(10, lambda: not (folder.exists() or _runs(child)))
         assert folder.exists() == (end == "release") and not _runs(child)
 
 
@@ -103,8 +89,14 @@ def test_a_watchdog_without_a_child_removes_the_folder_a_killed_job_made(tmp_pat
     assert job.stdout.readline().strip() == "made" and folder.exists()
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
-    for _ in range(200):
-        if not folder.exists():
-            break
+    assert _within(10, lambda: not folder.exists())
+
+
+def _within(seconds: float, condition) -> bool:
+    """Whether ``condition()`` holds within ``seconds`` (polled every 50 ms)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    assert not folder.exists()
+    return True
