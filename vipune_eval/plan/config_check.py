@@ -22,7 +22,6 @@ import yaml
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import whatif_grid
 from vipune_eval.registry import granularities, measures, retrievers
-from vipune_eval.stages.search import plugin
 
 T = TypeVar("T")
 
@@ -175,6 +174,10 @@ def check(config: dict[str, Any], schema: dict[str, Any]) -> Checked:
     specs = problems.attempt(retrievers.resolve, config["retrievers"])
     for s in specs or []:
         if s.kind is retrievers.Kind.PLUGIN:
+            # here, not at the top: the plugin runner imports numpy and pyarrow, which every
+            # Snakemake start (each cluster job is one) would pay for, plugins or not
+            from vipune_eval.stages.search import plugin
+
             problems.attempt(plugin.load, s.use)  # imported now, so a broken plugin stops no job later
     lab = None
     if specs is not None:

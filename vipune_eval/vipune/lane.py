@@ -17,15 +17,15 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from vipune_eval.core.io import check_planned_bytes, sha256_file
-from vipune_eval.core.persona import Persona
 from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
+
+if TYPE_CHECKING:  # the plan imports this module on every Snakemake start: numpy and pyarrow only where a job searches
+    from vipune_eval.core.persona import Persona
 
 
 class LaneError(EvalError):
@@ -118,6 +118,8 @@ def frame(persona: Persona, flags: list[str]) -> bytes:
     """One persona on the lane's stdin: its header line, then its rows' vectors and the question's.
     ``flags``: the options of the binary's search but the search kind (VipuneSettings.query_flags):
     the lane searches with the very options the binary is given."""
+    import numpy as np
+
     vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
     header = {"question_id": persona.question_id, "question": persona.question,
               "question_tokens": persona.query_tokens, "flags": flags,

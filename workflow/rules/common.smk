@@ -14,7 +14,6 @@ from vipune_eval.plan.config_args import read_config_args
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
 from vipune_eval.stages.report import report_html
-from vipune_eval.stages.search import plugin
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
@@ -48,9 +47,14 @@ PLOTS = WS.plots()  # only those with something to show in this run
 RUNS_OF = {kind: [r for r in RUNS.values() if r.kind is kind] for kind in W.SEARCHES}
 try:
     # A plugin's source bytes are its search jobs' code version (editing it reruns them only).
-    PLUGIN_SOURCES = {
-        r.name: plugin.source_digest(r.spec.use) for r in RUNS_OF[Kind.PLUGIN]
-    }
+    # The plugin runner imports numpy and pyarrow, so only a run with plugins imports it.
+    PLUGIN_SOURCES = {}
+    if RUNS_OF[Kind.PLUGIN]:
+        from vipune_eval.stages.search import plugin
+
+        PLUGIN_SOURCES = {
+            r.name: plugin.source_digest(r.spec.use) for r in RUNS_OF[Kind.PLUGIN]
+        }
 except EvalError as exc:
     sys.exit(exc.shown())
 

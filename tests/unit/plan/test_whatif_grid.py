@@ -73,13 +73,16 @@ def test_no_block_no_lab():
     assert whatif_grid.resolve(None, SPECS, KEYS) is None
 
 
-def test_parsing_the_workflow_imports_no_statistics():
-    """Every Snakemake start (each cluster job is one) imports what the rules import: scipy, which
-    the report's statistics need, cost each ~0.2 s when the grid took its split names from there."""
+def test_parsing_the_workflow_imports_no_statistics_and_no_arrays():
+    """Every Snakemake start (each cluster job is one) imports what the rules import at their top:
+    scipy, which the report's statistics need, cost each ~0.2 s when the grid took its split names
+    from there; numpy and pyarrow (the plugin runner's and the lane's) ~0.2 s more."""
     rules = Path(__file__).parents[3] / "workflow" / "rules"
-    imports = sorted({line.strip() for smk in rules.glob("*.smk") for line in smk.read_text().splitlines()
-                      if re.match(r"\s*from vipune_eval[\w.]* import \w", line)})
+    imports = sorted({line for smk in rules.glob("*.smk") for line in smk.read_text().splitlines()
+                      if re.match(r"from vipune_eval[\w.]* import \w", line)})
     assert "from vipune_eval.plan import cluster, failures, manifest, rundir" in imports
-    code = "\n".join(["import sys", *imports, "print(sorted(m for m in sys.modules if m.startswith('scipy')))"])
+    heavy = ("scipy", "numpy", "pyarrow", "pandas")
+    code = "\n".join(["import sys", *imports,
+                      f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
