@@ -16,13 +16,12 @@ from typing import Any, Sequence, TypedDict
 
 import ir_measures
 import numpy as np
-import pyarrow.parquet as pq
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
-from vipune_eval.core.io import read_json, write_json
+from vipune_eval.core.io import read_json, read_parquet, write_json
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 
 
@@ -143,7 +142,7 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
     names = tuple(measure_names)
     keys = measures.keys(ks, names)
     failed, search_seconds = read_status(status or [])
-    table = pq.read_table(pairs, columns=["question_id", "question_type", "split", "gold",
+    table = read_parquet(pairs, columns=["question_id", "question_type", "split", "gold",
                                           "gold_source", "user_side_evidence"]).to_pylist()
     official = any(p["gold_source"].startswith("official") for p in table)
     info = {p["question_id"]: p for p in table if p["question_id"] not in failed}

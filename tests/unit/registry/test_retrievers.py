@@ -131,6 +131,16 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
                 b.documents(rankers.rank(b, spec, 10)[0], 10)
 
 
+
+def test_a_parquet_file_of_other_columns_is_no_arms_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"question_id": ["q"], "dense": [[0]]}), tmp_path / "old.parquet")
+    with pytest.raises(EvalError, match=r"old.parquet is not an arms file of this version: its columns "
+                                        r"are \['question_id', 'dense'\] \(rerun search_arms\)"):
+        list(read_arms(tmp_path / "old.parquet"))
+
 # ------------------------------------------------------------------ refusals
 
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vipune_eval.errors import EvalError
-from vipune_eval.core.io import Progress, atomic_path, log
+from vipune_eval.core.io import Progress, atomic_path, log, read_parquet
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
 from vipune_eval.stages.embed.provider import Provider, batch_rows, no_cuda, resolve
 from vipune_eval.stages.embed.store import DamagedPart, VectorStore
@@ -239,7 +239,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     started = time.perf_counter()
     provider = resolve(cuda)
     budget, source = provider.budget(batch_tokens)
-    table = pq.read_table(texts)
+    table = read_parquet(texts)
     mask = pa.array([shard_of(t, shards) == shard for t in table.column("text_id").to_pylist()])
     table = table.filter(mask)
     ids = table.column("text_id").to_pylist()

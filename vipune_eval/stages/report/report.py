@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 
 from vipune_eval import __version__
-from vipune_eval.core.io import dump_json, read_json, write_text
+from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.manifest import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
@@ -65,26 +64,26 @@ class Loaded:
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
-    rows = pq.read_table(view["rows"], columns=["row_keys"]).column("row_keys")
+    rows = read_parquet(view["rows"], columns=["row_keys"]).column("row_keys")
     tokens = texts = 0
     for path in view["embeddings"]:
-        column = pq.read_table(path, columns=["tokens"]).column("tokens")
+        column = read_parquet(path, columns=["tokens"]).column("tokens")
         tokens += int(sum(column.to_pylist()))
         texts += len(column)
     return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
 
 
 def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = pq.read_table(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
+    rows = read_parquet(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
     gold = {p["question_id"]: p["gold"] for p in
-            pq.read_table(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
+            read_parquet(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
     return [{**r, "gold": gold[r["question_id"]]} for r in rows]
 
 
 def _truncated(embeddings: list[str]) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for path in embeddings:
-        table = pq.read_table(path, columns=["text_id", "truncated"])
+        table = read_parquet(path, columns=["text_id", "truncated"])
         out.update(zip(table.column("text_id").to_pylist(), table.column("truncated").to_pylist()))
     return out
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from vipune_eval.registry.arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
 from vipune_eval.errors import EvalError
-from vipune_eval.core.io import Progress, atomic_path
+from vipune_eval.core.io import Progress, atomic_path, read_parquet
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
 
 def dense(persona: Persona, n: int) -> Ranking:
@@ -153,9 +153,12 @@ def write_arms(path: Path, arms: list[Arms]) -> None:
 
 def read_arms(path: Path) -> Iterator[Arms]:
     try:
-        table = pq.read_table(path, schema=_ARMS_SCHEMA)
+        table = read_parquet(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise EvalError(f"cannot read the arms file {path}: {exc} (rerun search_arms)") from exc
+    if not table.schema.equals(_ARMS_SCHEMA):
+        raise EvalError(f"{path} is not an arms file of this version: its columns are "
+                        f"{table.schema.names} (rerun search_arms)")
     lists = {}
     for name in _ARMS_SCHEMA.names[1:]:
         column = table.column(name).combine_chunks()
