@@ -205,7 +205,10 @@ def test_plots_and_the_html_report(full_run):
     for name in [*(f"{n}.png" for n in names), "report.html"]:
         assert name in html
     assert "download_dataset" not in html and "vipune_binary" not in html and "whatif.png" not in html
-    assert "Missing metadata" not in (workdir / "results/logs/report_html.log").read_text()
+    log = (workdir / "results/logs/report_html.log").read_text()
+    assert "Missing metadata" not in log and "Report created." in log
+    # from the run's own workflow: no second Snakemake start (~2 s), which would read the profile
+    assert "Using workflow specific profile" not in log
     page = (workdir / "results/html/report.html").read_text()
     assert "<h2>Overall (95% intervals in brackets)</h2>" in page and page.count("data:image/png;base64") == len(names)
 

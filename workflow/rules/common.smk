@@ -199,11 +199,10 @@ def failed_jobs():
 
 def print_report(path, failed=False):
     if not failed:
-        # The HTML report's own Snakemake process reads this workflow too: the run is over, so
-        # its lock is released first. The summary is printed last, after Snakemake's own lines.
+        # The summary is printed last, after Snakemake's own lines.
         RUN_LOCK.close()
         lines = []
-        why = report_html.build(Path(workflow.main_snakefile), Path("."))
+        why = report_html.build_after_run(workflow)
         if Path(paths.SUMMARY).exists():
             lines.append(Path(paths.SUMMARY).read_text().rstrip("\n"))
         if why:
