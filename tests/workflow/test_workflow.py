@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.results import independent_metrics, read_qrels, read_run
-from support.scenarios import RETRIEVERS, make_workdir, snakemake
+from support.scenarios import RETRIEVERS, clone, make_workdir, snakemake
 
 @pytest.fixture(scope="module")
 def full_run(finished_run):
@@ -279,3 +279,15 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
 
+
+
+@pytest.mark.slow
+def test_a_run_of_one_target_leaves_the_html_report_of_the_whole_workflow(finished_run, workflow_env, tmp_path):
+    """A finished run builds its HTML report from its own DAG; a run of one target has a DAG of
+    that target only, so its report is planned again for the whole workflow: every plot stays."""
+    source, _ = finished_run("standard")
+    workdir = clone(source, tmp_path / "run")
+    snakemake(workdir, "--cores", "1", "results/report.json", "--forcerun", "report", env=workflow_env)
+    html = (workdir / "results/report.html").read_text()
+    assert all(f"{name}.png" in html for name in ("recall_at_k", "recall_per_category", "gold_ranks"))
+    assert "Using workflow specific profile" in (workdir / "results/logs/report_html.log").read_text()

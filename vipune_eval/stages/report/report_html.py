@@ -44,13 +44,18 @@ def build_after_run(workflow: Any) -> str | None:
     """Build results/report.html from a finished run's own workflow object, as Snakemake's
     ``--report-after-run`` does: the run's config and DAG, without a second Snakemake start
     (~2 s of CPU at the end of every run). Snakemake's lines go to LOG, not the terminal; None
-    when it was built, else why not."""
+    when it was built, else why not. A run of part of the workflow (targets, --until,
+    --omit-from, --allowed-rules, --batch) has a DAG of that part only: its report is planned
+    again for the whole workflow, in a process of its own (``build``)."""
     import logging
 
     from snakemake.report.html_reporter import ReportSettings
     from snakemake.settings.types import GlobalReportSettings
     from snakemake_interface_report_plugins.registry import ReportPluginRegistry
 
+    part = workflow.dag_settings
+    if any((part.targets, part.target_jobs, part.until, part.omit_from, part.allowed_rules, part.batch)):
+        return build(Path(workflow.main_snakefile), Path("."))
     log = Path(LOG)
     log.parent.mkdir(parents=True, exist_ok=True)
     snakemake_log = logging.getLogger("snakemake.logging")
