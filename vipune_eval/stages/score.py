@@ -143,7 +143,7 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
     keys = measures.keys(ks, names)
     failed, search_seconds = read_status(status or [])
     table = read_parquet(pairs, columns=["question_id", "question_type", "split", "gold",
-                                          "gold_source", "user_side_evidence"]).to_pylist()
+                                         "gold_source", "user_side_evidence"]).to_pylist()
     official = any(p["gold_source"].startswith("official") for p in table)
     info = {p["question_id"]: p for p in table if p["question_id"] not in failed}
     judged = {qid: docs for qid, docs in trec.read_qrels(qrels).items() if qid in info}

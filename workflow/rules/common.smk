@@ -199,7 +199,9 @@ def failed_jobs():
 
 def print_report(path, failed=False):
     if not failed:
-        # The summary is printed last, after Snakemake's own lines.
+        # The run is over: its lock is released first, since the HTML report of a run of some
+        # targets is planned again in a Snakemake process of its own, which reads this workflow
+        # too. The summary is printed last, after Snakemake's own lines.
         RUN_LOCK.close()
         lines = []
         why = report_html.build_after_run(workflow)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.manifest import Manifest, ManifestView
