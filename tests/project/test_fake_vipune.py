@@ -23,7 +23,9 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from support.tinymodel import build_tiny_model
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
+from vipune_eval.vipune.home import build_vipune_hf_home
 from vipune_eval.vipune.release import RELEASE
 
 DIM = 384
@@ -546,3 +548,33 @@ def test_fault_modes(env, db, tmp_path, qvec) -> None:
                   FAKE_VIPUNE_FAULT="short-import")
     assert ok_json(proc) == {"inserted": 1, "skipped": 0}
     assert db_count(db) == 3
+
+
+# --------------------------------------------------------------------------- the query cache
+@fake_only
+def test_a_cached_query_vector_is_the_computed_one_and_is_kept_per_model_and_pooling(
+        env, db, tmp_path, qvec) -> None:
+    import_rows(env, db, tmp_path, [row("r30", at_cosine(qvec, 0.3, 1)),
+                                    row("r90", at_cosine(qvec, 0.9, 2)), row("r100", qvec)])
+    cache = tmp_path / "query-vectors"
+
+    def ranked(hf_home: Path | None = None, **extra_env: str) -> list[tuple[str, float]]:
+        call_env = {**env, "HF_HOME": str(hf_home)} if hf_home else env
+        return [(h["id"], h["similarity"]) for h in search(call_env, db, QUERY, "--no-hybrid", "--recency", "0",
+                                                           **{"FAKE_VIPUNE_QUERY_CACHE": str(cache), **extra_env})]
+
+    computed = ranked(FAKE_VIPUNE_QUERY_CACHE="")
+    assert not cache.exists()  # an empty FAKE_VIPUNE_QUERY_CACHE keeps nothing
+    assert ranked() == computed  # computed, then kept
+    (kept,) = cache.iterdir()
+    np.testing.assert_allclose(np.frombuffer(kept.read_bytes(), "<f4"), qvec, atol=1e-6)
+    assert ranked() == computed  # read back: the same scores to the last bit
+    kept.write_bytes(at_cosine(qvec, 0.9, 2).tobytes())  # the cache is what a second search reads
+    assert ranked()[0] == ("r90", pytest.approx(1.0))
+    # Another model or another pooling is another vector: the altered one is not read.
+    other = build_vipune_hf_home(build_tiny_model(tmp_path / "other-model", seed=5), "model.onnx",
+                                 EMBED_MODEL_ID, EMBED_MODEL_REVISION, tmp_path / "other-hf")
+    assert ranked(other) == ranked(other, FAKE_VIPUNE_QUERY_CACHE="") != ranked()
+    assert ranked(FAKE_VIPUNE_FAULT="cls-pooling") == ranked(FAKE_VIPUNE_FAULT="cls-pooling",
+                                                           FAKE_VIPUNE_QUERY_CACHE="") != ranked()
+    assert len(list(cache.iterdir())) == 3

@@ -15,13 +15,17 @@ FAKE_LANE = SUPPORT / "fake_lane.py"
 
 def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Path, Path | None]:
     """(binary, lane): shell wrappers around tests/support/fake_vipune.py and tests/support/fake_lane.py in
-    ``folder/bin`` (no lane with ``lane=False``); ``preamble``: shell lines both wrappers run
-    first (a comment that changes their bytes, an exported FAKE_VIPUNE_FAULT: the lane is built
-    from the binary's source, so it searches as its binary does)."""
+    ``folder/bin`` (no lane with ``lane=False``); the binary keeps the query vectors it computes
+    in ``folder/query-vectors`` (FAKE_VIPUNE_QUERY_CACHE, unless the caller sets it); ``preamble``:
+    shell lines both wrappers run first (a comment that changes their bytes, an exported
+    FAKE_VIPUNE_FAULT: the lane is built from the binary's source, so it searches as its binary
+    does)."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     binary = bin_dir / "vipune"
-    binary.write_text(f'#!/bin/sh\n{preamble}exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
+    binary.write_text(f'#!/bin/sh\n{preamble}'
+                      f'FAKE_VIPUNE_QUERY_CACHE="${{FAKE_VIPUNE_QUERY_CACHE-{folder / "query-vectors"}}}" '
+                      f'exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     binary.chmod(0o755)
     return binary, fake_lane(bin_dir, preamble) if lane else None
 
