@@ -358,14 +358,23 @@ class Embedder:
         if cached is not None and cached.is_file():
             return blob_to_vec(cached.read_bytes())
         vec = self._embed(text)
-        if cached is not None:  # written whole, then renamed: a search beside it reads all or none
-            import tempfile
+        if cached is not None:
+            self._keep(cached, vec)
+        return vec
 
+    @staticmethod
+    def _keep(cached: Path, vec: array) -> None:
+        """Written whole, then renamed: a search beside it reads all or none. A folder that cannot
+        be written keeps nothing (the cache is the fake's, not part of vipune's contract)."""
+        import tempfile
+
+        try:
             cached.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as part:
                 part.write(vec_to_blob(vec))
             os.replace(part.name, cached)
-        return vec
+        except OSError:
+            pass
 
     @staticmethod
     def _snapshot_dir() -> Path:

@@ -16,7 +16,8 @@ FAKE_LANE = SUPPORT / "fake_lane.py"
 def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Path, Path | None]:
     """(binary, lane): shell wrappers around tests/support/fake_vipune.py and tests/support/fake_lane.py in
     ``folder/bin`` (no lane with ``lane=False``); the binary keeps the query vectors it computes
-    in ``folder/query-vectors`` (FAKE_VIPUNE_QUERY_CACHE, unless the caller sets it); ``preamble``:
+    in ``folder/query-vectors`` (FAKE_VIPUNE_QUERY_CACHE, unless the caller sets it; named from
+    the wrapper's own path, so that the same build in two folders has the same bytes); ``preamble``:
     shell lines both wrappers run first (a comment that changes their bytes, an exported
     FAKE_VIPUNE_FAULT: the lane is built from the binary's source, so it searches as its binary
     does)."""
@@ -24,7 +25,7 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
     bin_dir.mkdir(parents=True, exist_ok=True)
     binary = bin_dir / "vipune"
     binary.write_text(f'#!/bin/sh\n{preamble}'
-                      f'FAKE_VIPUNE_QUERY_CACHE="${{FAKE_VIPUNE_QUERY_CACHE-{folder / "query-vectors"}}}" '
+                      'FAKE_VIPUNE_QUERY_CACHE="${FAKE_VIPUNE_QUERY_CACHE-${0%/*}/../query-vectors}" '
                       f'exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
     binary.chmod(0o755)
     return binary, fake_lane(bin_dir, preamble) if lane else None
