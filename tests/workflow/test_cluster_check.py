@@ -1,12 +1,13 @@
 """The SLURM profile through the Snakemake CLI without a cluster: a dry run plans grouped jobs
 with their resources, and the fit check stops an oversized run before submitting, with fake
-SLURM tools on PATH (the check itself: tests/unit/plan/test_cluster.py)."""
+SLURM tools on PATH (the check itself: tests/unit/plan/test_cluster.py). They need the SLURM
+executor plugin (support.slurm.executor_env)."""
 
 import os
 import re
 
 from support.scenarios import SNAKEFILE, make_workdir, snakemake
-from support.slurm import write_fake_slurm
+from support.slurm import executor_env, write_fake_slurm
 
 
 def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, workflow_env, scenario_inputs):
@@ -14,7 +15,7 @@ def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, wo
     workdir = make_workdir(tmp_path / "run", *scenario_inputs("standard"))
     calls = tmp_path / "sbatch-calls.txt"
     write_fake_slurm(tmp_path / "slurm-bin", calls)
-    env = {**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"}
+    env = executor_env({**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"})
     profile = SNAKEFILE.parent / "workflow/profiles/slurm"
     proc = snakemake(workdir, "--profile", str(profile), "--set-threads", "embed=8",
                      "--set-resources", "filter_pairs:mem_mb=64000", env=env, check=False)
@@ -39,7 +40,7 @@ def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(standard, workf
     workdir = make_workdir(tmp_path / "cluster", *standard)
     # A dry run caps threads at --cores (1 when not given): 64 shows the profile's own values.
     proc = snakemake(workdir, "--profile", str(SNAKEFILE.parent / "workflow/profiles/slurm"), "-n", "--cores", "64",
-                     env=workflow_env)
+                     env=executor_env(workflow_env))
     out = proc.stdout
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out[out.index("Job stats:"):], re.M))
     assert stats["search_vipune"] == "3" and stats["embed"] == "2" and stats["search_arms"] == "3"

@@ -26,6 +26,7 @@ import yaml
 
 from support.scenarios import SNAKEFILE, make_workdir
 from support.results import metrics, run_files
+from support.slurm import executor_env
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +86,9 @@ def inputs(scenario_inputs):
 
 
 def snakemake(workdir, *args, env, timeout=RUN_TIMEOUT):
-    """One Snakemake run; a run still going after ``timeout`` is killed and its jobs cancelled."""
+    """One Snakemake run through the profile (the executor plugin from executor_env); a run still
+    going after ``timeout`` is killed and its jobs cancelled."""
+    env = executor_env(env)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), *args]
     start = time.monotonic()

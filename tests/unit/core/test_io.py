@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from support.imports import RECORDER, asked
 from vipune_eval.core import io
 from vipune_eval.errors import EvalError
 
@@ -51,7 +52,10 @@ def test_a_parquet_file_is_read_in_the_columns_order_without_loading_pandas(tmp_
     pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5]}), path)
     assert io.read_parquet(path, ["c", "a"]).equals(pq.read_table(path, columns=["c", "a"]))
     assert io.read_parquet(path).equals(pq.read_table(path))
-    code = ("import sys; from vipune_eval.core.io import read_parquet; "
-            f"read_parquet({str(path)!r}, ['b']); print('pandas' in sys.modules)")
+    code = (f"{RECORDER}from vipune_eval.core.io import read_parquet\n"
+            f"read_parquet({str(path)!r}, ['b'])\nprint({asked(('pandas',))})")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+                          check=True).stdout.strip() == "[]"
+    slow = f"{RECORDER}import pyarrow.parquet as pq\npq.read_table({str(path)!r})\nprint({asked(('pandas',))})"
+    assert subprocess.run([sys.executable, "-c", slow], capture_output=True, text=True,
+                          check=True).stdout.strip() == "['pandas']"  # what the check would see

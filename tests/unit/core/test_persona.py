@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from support.imports import RECORDER, asked
 from vipune_eval.core.persona import shard_pair_count, shard_rows
 from vipune_eval.stages.search.vipune import in_order
 
@@ -68,14 +69,14 @@ def test_a_shards_personas_are_read_without_importing_pandas(tmp_path):
         "row_keys": [["k0", "k1"], ["k2"], ["k3", "k4"]], "row_sessions": [["s0", "s1"], ["s2"], ["s3", "s4"]],
         "row_created_at": [["d"] * 2, ["d"], ["d"] * 2], "row_docs": [["s0", "s1"], ["s2"], ["s3", "s4"]],
         "row_text_ids": [["t0", "t1"], ["t2"], ["t3", "t5"]]}), tmp_path / "rows.parquet")
-    script = f"""
-import json, sys
+    script = RECORDER + f"""
+import json
 from pathlib import Path
 from vipune_eval.core.persona import personas_of_shard
 d = Path({str(tmp_path)!r})
 got = [(p.question_id, p.texts, p.vectors.tolist(), p.query_vector.tolist())
        for p in personas_of_shard(d / "rows.parquet", d / "texts.parquet", [d / "embeddings.parquet"], 0, 2)]
-print(json.dumps({{"pandas": "pandas" in sys.modules, "personas": got}}))
+print(json.dumps({{"pandas": {asked(("pandas",))}, "personas": got}}))
 """
     out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                     check=True).stdout)

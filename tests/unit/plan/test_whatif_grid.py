@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from support.imports import RECORDER, asked
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.plan import whatif_grid
@@ -82,7 +83,6 @@ def test_parsing_the_workflow_imports_no_statistics_and_no_arrays():
                       if re.match(r"from vipune_eval[\w.]* import \w", line)})
     assert "from vipune_eval.plan import cluster, failures, manifest, rundir" in imports
     heavy = ("scipy", "numpy", "pyarrow", "pandas")
-    code = "\n".join(["import sys", *imports,
-                      f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"])
+    code = "\n".join([RECORDER, *imports, f"print({asked(heavy)})"])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
