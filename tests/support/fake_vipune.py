@@ -34,7 +34,7 @@ of the parent and then hangs). ``FAKE_VIPUNE_DELAY`` (seconds) makes every searc
 ``FAKE_VIPUNE_QUERY_CACHE`` (a folder; the wrappers of tests/support/fakes.py set it) keeps each
 query vector the fake has computed, under the sha256 of the model's and the tokenizer's bytes, the
 pooling and the text: a search of a query embedded before reads its vector back instead of
-loading onnxruntime and numpy (0.1 s of each search's 0.14 s), and gets the same bytes. The
+loading onnxruntime and numpy (0.12 s of a search's 0.18 s), and gets the same bytes. The
 cosine is plain Python in f64, summed in order as vipune's Rust iterator does.
 
 Like the real binary, every command first creates ``~/.vipune`` and opens a database
@@ -475,7 +475,7 @@ def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
 
 
 def _dot(a: list[float], b: list[float]) -> float:
-    """Sum of the products in order (a Rust f64 Iterator::sum; Python's sum() compensates)."""
+    """Sum of the products in order, as a Rust f64 Iterator::sum (sum() compensates from Python 3.12)."""
     return reduce(operator.add, map(operator.mul, a, b), 0.0)
 
 
