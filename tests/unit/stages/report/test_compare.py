@@ -42,7 +42,6 @@ def test_mcnemar_exact_known_values():
         assert mcnemar_exact(b, c) == pytest.approx(sps.binomtest(b, b + c, 0.5).pvalue, rel=1e-9)
 
 
-
 def test_mcnemar_exact_is_scipys_binomial_tail_to_the_last_bits():
     """The exact integer sum is scipy.stats.binom.cdf's p-value (which the report used to import,
     ~0.9 s each) to within a few ulps, for every split of up to 500 discordant pairs."""
@@ -50,6 +49,7 @@ def test_mcnemar_exact_is_scipys_binomial_tail_to_the_last_bits():
         for b in range(0, n // 2 + 1, max(1, n // 40)):
             expected = min(1.0, 2.0 * sps.binom.cdf(b, n, 0.5))
             assert mcnemar_exact(b, n - b) == pytest.approx(expected, rel=1e-13, abs=1e-300), (b, n)
+
 
 def test_paired_randomization_identical_runs():
     a = np.random.default_rng(0).random(40)
