@@ -14,7 +14,8 @@ import difflib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
 
 import jsonschema
 import yaml
@@ -26,11 +27,34 @@ from vipune_eval.registry import granularities, measures, retrievers
 T = TypeVar("T")
 
 
+# vipune.binary null or empty: the maintainer's loop names it as `$(.ci/vipune/build.sh …)`, which
+# prints the binary's path only when the build succeeds (docs/reruns.md)
+EMPTY_BINARY = ("vipune.binary is empty: the build printed nothing: did it fail? (`$(.ci/vipune/build.sh …)` "
+                "gives vipune.binary the path a successful build prints; a failed build prints none, its "
+                "messages are above: run the build alone to read them)")
+
+
+def _whole(checker: Any, instance: Any) -> bool:
+    """An integer setting is a Python int: JSON Schema counts 8.0 as an integer, and a float
+    reached range() and argparse's ``type=int`` in the jobs (a TypeError traceback)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, but a float where an integer setting is asked for says what to write."""
+    types = error.validator_value if error.validator == "type" else ()
+    if isinstance(error.instance, float) and "integer" in ([types] if isinstance(types, str) else types):
+        written = f" (write {int(error.instance)})" if error.instance.is_integer() else ""
+        return f"{error.instance!r} is not a whole number: an integer setting takes no decimal point{written}"
+    return error.message
+
+
 def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[list[str], list[tuple[str, str | None]]]:
     """Every way ``config`` breaks ``schema``, worded for a person: (problems, unknown keys as
     (dotted key, its nearest valid dotted key or None)). Sets the schema's defaults in ``config``
-    as Snakemake's ``validate`` does."""
+    as Snakemake's ``validate`` does; an integer setting refuses a float, integral or not."""
     base = jsonschema.validators.validator_for(schema)
+    base = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _whole))
     check_properties = base.VALIDATORS["properties"]
 
     def properties(validator, props, instance, subschema):
@@ -53,10 +77,12 @@ def schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> tuple[lis
                 unknown.append((prefix + str(key), prefix + close[0] if close else None))
         elif error.validator in ("anyOf", "oneOf") and error.context:
             # each alternative's own complaint ("... greater than the maximum of ...; or 'auto' was expected")
-            said = dict.fromkeys(e.message for e in error.context)
+            said = dict.fromkeys(_message(e) for e in error.context)
             problems.append(f"{where or 'the config'}: {error.instance!r} is none of its forms: {'; or '.join(said)}")
+        elif where == "vipune.binary" and not error.instance:
+            problems.append(EMPTY_BINARY)
         else:
-            problems.append(f"{where or 'the config'}: {error.message}")
+            problems.append(f"{where or 'the config'}: {_message(error)}")
     return problems, unknown
 
 
@@ -81,6 +107,37 @@ def yaml_number_hint(problem: str) -> str:
             written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent if exponent[0] in '+-' else '+' + exponent}"
         hints.append(f"YAML 1.1 reads {text} as text: write {written}")
     return problem + "".join(f" ({hint})" for hint in dict.fromkeys(hints))
+
+
+def duplicated_keys(path: str | Path) -> list[str]:
+    """Each key a config file gives twice in one mapping, named with both lines: YAML (and so
+    Snakemake's ``configfile:`` and ``--configfile``) keeps the last silently and drops the first
+    block whole. A file YAML cannot read gives none here (Snakemake has said why)."""
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    problems: list[str] = []
+
+    def walk(node: yaml.Node, where: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                name = f"{where}{key.value}" if isinstance(key, yaml.ScalarNode) else None
+                if name is not None and name in first:
+                    problems.append(f"{path}:{key.start_mark.line + 1}: {name} is given twice (also at line "
+                                    f"{first[name]}): YAML keeps the last and silently drops the first; "
+                                    "merge the two into one")
+                elif name is not None:
+                    first[name] = key.start_mark.line + 1
+                walk(value, f"{name}." if name is not None else where)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, f"{where}{i}.")
+
+    if root is not None:
+        walk(root, "")
+    return problems
 
 
 def cross_key_problems(config: dict[str, Any]) -> list[str]:
@@ -167,10 +224,12 @@ class Checked:
     problems: Problems
 
 
-def check(config: dict[str, Any], schema: dict[str, Any]) -> Checked:
+def check(config: dict[str, Any], schema: dict[str, Any], files: Sequence[str | Path] = ()) -> Checked:
     """The schema's problems (its defaults set in ``config`` first), the retrievers, the what-if
-    grid and what the schema cannot say; nothing is raised here (see ``Problems.raise_any``)."""
+    grid and what the schema cannot say, and a key given twice in one of the config ``files`` the
+    config was read from; nothing is raised here (see ``Problems.raise_any``)."""
     problems = Problems(*schema_problems(config, schema))
+    problems.found[:0] = [p for f in dict.fromkeys(map(str, files)) for p in duplicated_keys(f)]
     specs = problems.attempt(retrievers.resolve, config["retrievers"])
     for s in specs or []:
         if s.kind is retrievers.Kind.PLUGIN:

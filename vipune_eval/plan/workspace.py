@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from vipune_eval.core import fingerprints, paths
 from vipune_eval.core.io import write_json_if_changed
@@ -207,10 +207,11 @@ def _model_dir(config: dict[str, Any]) -> str:
     return str(path)
 
 
-def prepare(config: dict[str, Any], schema: dict[str, Any]) -> Workspace:
+def prepare(config: dict[str, Any], schema: dict[str, Any], files: Sequence[str | Path] = ()) -> Workspace:
     """Check the configuration against ``schema`` (its defaults set first) and what it cannot say,
-    every problem in one message; write the fingerprints and the config; resolve the builds."""
-    checked = config_check.check(config, schema)
+    and the config ``files`` it was read from for a key given twice, every problem in one message;
+    write the fingerprints and the config; resolve the builds."""
+    checked = config_check.check(config, schema, files)
     problems = checked.problems
     dataset_file, local_sha256 = problems.attempt(_dataset_file, config) or (None, None)
     model_dir = problems.attempt(_model_dir, config)

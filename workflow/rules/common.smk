@@ -25,7 +25,7 @@ try:
         RUN_LOCK = rundir.hold_lock()  # held until this process ends, kill -9 included
         rundir.clear_tmp()
     read_config_args(config, workflow.config_settings.config_args)  # its values as YAML
-    WS = W.prepare(config, SCHEMA)
+    WS = W.prepare(config, SCHEMA, workflow.configfiles)
     if workflow.is_main_process:
         for note in WS.builds.notes:
             print(f"vipune-eval: note: {note}", file=sys.stderr)

@@ -254,3 +254,55 @@ def test_a_number_yaml_reads_as_text_is_named_with_the_way_to_write_it(text, wri
     good = copy.deepcopy(DEFAULTS)
     good.update(yaml.safe_load(re.sub(r"[0-9.]+e-?\d", written, text)))  # as the hint says
     check(good)
+
+
+# ---------------------------------------------------------------- integers, an empty build, keys given twice (issue 51 item 5)
+
+
+INTEGERS = [(key, number) for key, number in NUMERIC
+            if "integer" in ([number["type"]] if isinstance(number["type"], str) else number["type"])]
+
+
+def test_the_walk_finds_the_integer_settings():
+    assert {"search.shards", "embed.shards", "ks.0", "search_limit", "split.seed", "embed.batch_tokens"} <= {
+        key for key, _ in INTEGERS}
+
+
+@pytest.mark.parametrize("key, number", INTEGERS, ids=[key for key, _ in INTEGERS])
+def test_an_integer_setting_refuses_a_float_saying_what_to_write(key, number):
+    """JSON Schema counts 8.0 as an integer: search.shards 8.0 became a TypeError traceback at
+    parse time, ks [1.0, 5] and search_limit 10.0 argparse messages in the jobs."""
+    with pytest.raises(EvalError) as info:
+        check(with_value(key, 10.0))
+    assert f"{key}: " in info.value.message and (
+        "10.0 is not a whole number: an integer setting takes no decimal point (write 10)" in info.value.message)
+    check(with_value(key, 10))
+
+
+@pytest.mark.parametrize("binary", [None, ""])
+def test_an_empty_vipune_binary_asks_whether_the_build_failed(binary):
+    """`--config vipune="{binary: $(build.sh …)}"` after a failed build: "None is not of type 'string'"."""
+    with pytest.raises(EvalError) as info:
+        check(config(vipune={"binary": binary}))
+    assert info.value.message == f"bad configuration: {config_check.EMPTY_BINARY}"
+    assert "the build printed nothing: did it fail?" in info.value.message
+
+
+def test_a_key_given_twice_in_a_config_file_is_named_with_both_lines(tmp_path):
+    """YAML keeps the last of two keys: a second `search:` block silently dropped the first."""
+    path = tmp_path / "config.yaml"
+    path.write_text("search: {shards: 2}\nks: [1, 5]\nsearch: {threads: 1}\nvipune:\n  timeout: 5\n"
+                    "  timeout: 6\nretrievers: [{name: a, use: hybrid, k: 5, k: 6}]\n")
+    assert config_check.duplicated_keys(path) == [
+        f"{path}:3: search is given twice (also at line 1): YAML keeps the last and silently drops the first; "
+        "merge the two into one",
+        f"{path}:6: vipune.timeout is given twice (also at line 5): YAML keeps the last and silently drops the "
+        "first; merge the two into one",
+        f"{path}:7: retrievers.0.k is given twice (also at line 7): YAML keeps the last and silently drops the "
+        "first; merge the two into one"]
+    with pytest.raises(EvalError, match=r"3 problems:\n  - .*config.yaml:3: search is given twice"):
+        config_check.check(config(), SCHEMA, [path, path]).problems.raise_any()  # a file named twice, named once
+    (tmp_path / "good.yaml").write_text("search: {shards: 2}\nks: [1, 5]\n")
+    assert config_check.duplicated_keys(tmp_path / "good.yaml") == []
+    (tmp_path / "broken.yaml").write_text("search: {shards: 2\n")  # Snakemake names what YAML cannot read
+    assert config_check.duplicated_keys(tmp_path / "broken.yaml") == []

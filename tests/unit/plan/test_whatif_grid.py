@@ -44,7 +44,11 @@ def test_a_grown_grid_keeps_the_earlier_names():
 
 @pytest.mark.parametrize("block,words", [
     ({"base": "hybrid", "grid": {"kk": [1]}}, ["no parameter 'kk'", "k, query, pool, weights"]),
-    ({"base": "hybrid", "grid": {"k": [0]}}, ["hybrid.k must be an integer >= 1", "got 0"]),
+    ({"base": "hybrid", "grid": {"k": [0]}}, ["hybrid.k must be an integer in 1..1000000", "got 0"]),
+    # issue 51 item 5: a what-if value has the family's highest value (2^64 overflowed fuse-reference)
+    ({"base": "hybrid", "grid": {"k": [25, 2 ** 64]}}, ["hybrid.k must be an integer in 1..1000000",
+                                                      "got 18446744073709551616"]),
+    ({"base": "hybrid", "grid": {"weights": [[1, 1e300]]}}, ["hybrid.weights", "from 0 to 1000000"]),
     ({"base": "hybrid", "grid": {"query": ["nand"]}}, ["one of and | or", "'nand'"]),
     ({"base": "hybrid", "grid": {"k": [10, 10]}}, ["listed twice"]),
     ({"base": "hybrid", "grid": {"weights": [[1, 1], [float("inf"), 1]]}}, ["hybrid.weights", "finite"]),

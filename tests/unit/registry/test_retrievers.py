@@ -174,6 +174,43 @@ def test_the_registry_refuses_with_the_known_names(entry, words):
     assert "retrievers[1]" in str(info.value)
 
 
+def numeric_params():
+    """(family, parameter, a value past every bound) of every family parameter that takes a number
+    or a pair of numbers."""
+    out = []
+    for family in registry.FAMILIES.values():
+        for name, param in family.params.items():
+            for value, huge in ((1, 2 ** 64), ([1, 1], [2 ** 64, 1])):
+                try:
+                    param.check(value)
+                except ValueError:
+                    continue
+                out.append((family.name, name, huge))
+    return out
+
+
+@pytest.mark.parametrize("family, name, huge", numeric_params(), ids=lambda v: str(v)[:12])
+def test_every_number_a_family_takes_has_a_highest_value(family, name, huge):
+    """Issue 51 item 5: a family setting k above 2^63 passed the check and overflowed numpy's
+    int64 in fuse_reference (an OverflowError traceback); a what-if grid's values are family
+    settings too (tests/unit/plan/test_whatif_grid.py)."""
+    with pytest.raises(EvalError, match=rf"retrievers\[1\] \(x\): {family}\.{name} must be .*(\.\.| to )\d"):
+        registry.resolve(["dense", {"name": "x", "use": family, name: huge}])
+
+
+def test_the_walk_finds_k_pool_and_weights():
+    assert {(f, n) for f, n, _ in numeric_params()} == {("hybrid", "k"), ("hybrid", "pool"), ("hybrid", "weights")}
+
+
+def test_the_highest_k_and_weights_rank_as_equal_weights_do():
+    """At the highest values the fusion still runs (no overflow) and ranks as any equal weights."""
+    arms = persona_arms(random_persona(1))
+    highest = registry.spec({"name": "x", "use": "hybrid", "k": registry.MAX_RRF_K,
+                             "weights": [registry.MAX_WEIGHT, registry.MAX_WEIGHT]})
+    plain = registry.spec({"name": "y", "use": "hybrid", "k": registry.MAX_RRF_K})
+    assert rankers.rank(arms, highest, 10)[0].tolist() == rankers.rank(arms, plain, 10)[0].tolist()
+
+
 def test_two_entries_with_one_name_are_refused():
     with pytest.raises(EvalError, match="two entries are named 'h'"):
         registry.resolve([{"name": "h", "use": "hybrid"}, {"name": "h", "use": "hybrid", "k": 5}])
