@@ -49,8 +49,10 @@ rule all:
 
 
 # With the slurm executor: a job no node of its partition can hold stops the run before submission.
+# A SIGTERM or Ctrl-C is noted, so that a stopped run is summarised as a stop (plan.failures).
 onstart:
     cluster.check_workflow(workflow)
+    failures.watch_stops()
 
 
 onsuccess:

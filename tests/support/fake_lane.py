@@ -11,6 +11,8 @@ on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real la
 ``FAKE_LANE_BINARY_SHA256``. Faults, env ``FAKE_LANE_FAULT``: ``refuse``
 (an error answer for a question containing ``FAKE_LANE_FAULT_MATCH``), ``crash`` (exit 1 with
 a message before answering such a question), ``hang`` (sleep instead of answering it),
+``hang-at-start`` (sleep before reading anything, as a lane stuck at start: each start of it writes a
+line to ``FAKE_LANE_STARTS``, where set),
 ``foreign-id`` (its hybrid ranking holds an id of no row), ``garbage`` (a non-JSON line instead).
 ``FAKE_VIPUNE_FAULT`` changes the search as it does the fake binary's (``rrf-k60``, ``bm25-or``).
 """
@@ -104,6 +106,11 @@ def search(args: list[str]) -> int:
     else:
         print("vipune-lane: search needs --tmp DIR", file=sys.stderr)
         return 2
+    if os.environ.get("FAKE_LANE_STARTS"):
+        with open(os.environ["FAKE_LANE_STARTS"], "a") as starts:
+            starts.write("search\n")
+    if os.environ.get("FAKE_LANE_FAULT") == "hang-at-start":
+        time.sleep(3600)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     for number, line in enumerate(iter(stdin.readline, b""), start=1):
         header = json.loads(line)

@@ -113,3 +113,28 @@ def test_a_rerun_after_a_kill_during_a_forced_lib_search_makes_every_shard_and_l
     assert sorted((workdir / "results/search").glob("vipune-lib-*/shard-*")) == shards
     assert run_files(workdir) == run_files(standard_run)
     assert metrics(workdir) == metrics(standard_run)
+
+
+def test_a_sigterm_to_the_run_is_summarised_as_a_stop_and_a_rerun_goes_on(small_run, workflow_env, tmp_path):
+    """Issue 51 item 6: a SIGTERM to the run's process group (Ctrl-C, a cluster's stop) was
+    summarised as "2 job(s) failed or cannot run", each quoting the last INFO line of its log."""
+    workdir = clone(small_run, tmp_path / "stopped", drop=VIPUNE_SEARCHES)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
+    with open(tmp_path / "stderr", "w") as err:
+        proc = subprocess.Popen(cmd, env={**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"}, stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not list((workdir / "results/search").glob("vipune-*/cache/[0-9a-f]*.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no persona was searched"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGTERM)  # mid-shard: each vipune call takes 0.5 s
+        proc.wait(timeout=120)
+    lines = (tmp_path / "stderr").read_text().splitlines()
+    assert proc.returncode != 0
+    assert "job(s) failed" not in "\n".join(lines) and " INFO " not in "\n".join(lines[-2:])
+    assert lines[-2].startswith("vipune-eval: the run was stopped (SIGTERM) before it finished; ") and (
+        "search_vipune" in lines[-2])
+    assert lines[-1] == "vipune-eval: fix: run the same command again to go on: every finished job is kept"
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    assert metrics(workdir) == metrics(small_run)

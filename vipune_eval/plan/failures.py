@@ -5,12 +5,17 @@ successfully"); the workflow's ``onerror`` collects the failed jobs (common.smk'
 hands them to :func:`closing_lines` and prints the result after that trailer, so the last lines a
 user reads say what to do. Jobs that never started because an earlier one failed, but whose
 failure is certain (no vipune on PATH, a download with ``HF_HUB_OFFLINE`` set), are listed too, so
-one run names every fix. Runs in the Snakemake process only (the onerror hook); no rule runs it.
+one run names every fix. A run stopped by a signal (SIGTERM, Ctrl-C: ``watch_stops``) is summarised
+as a stop, not as failed jobs. Runs in the Snakemake process only (the onstart and onerror hooks);
+no rule runs it.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,42 @@ class Failure:
     error: str
     fix: str
     where: str  # the log file, or why the job did not start
+
+
+# A line the CLI's logging writes as a job goes ("2026-12-07 12:19:09,436 INFO embed shard 0/2: …"):
+# a log that ends on one holds no error, its job was killed mid-way.
+_PROGRESS = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?:DEBUG|INFO|WARNING) ")
+STOPPED: list[str] = []  # the signals that stopped this run, as watch_stops noted them
+
+
+def watch_stops(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
+    """Note each of ``signals`` the Snakemake process receives in ``STOPPED``, then let the handler
+    it had act on it (Snakemake's: finish or cancel the jobs). Called from ``onstart``, after
+    Snakemake set its own handlers."""
+    for number in signals:
+        previous = signal.getsignal(number)
+
+        def noted(received: int, frame: object, previous: object = previous) -> None:
+            STOPPED.append(signal.Signals(received).name)
+            if callable(previous):
+                previous(received, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(received, signal.SIG_DFL)
+                os.kill(os.getpid(), received)
+
+        signal.signal(number, noted)
+
+
+def stopped_lines(stopped: list[str], jobs: list[tuple[str, list[str]]], report: str | None) -> list[str]:
+    """What a run stopped by a signal prints last: that it was stopped, the jobs the stop cut off,
+    and that running it again goes on (``report``: the previous run's report, where one is there)."""
+    cut = Counter(rule for rule, _ in jobs)
+    jobs_cut = (f"; {len(jobs)} job(s) were cut off ({', '.join(f'{r} ×{n}' if n > 1 else r for r, n in sorted(cut.items()))}), "
+                "their unfinished outputs removed" if jobs else "")
+    previous = f"; {report} is the previous run's report, not this one's" if report else ""
+    return [f"vipune-eval: the run was stopped ({', '.join(dict.fromkeys(stopped))}) before it finished{jobs_cut}"
+            f"{previous}",
+            f"{FIX}run the same command again to go on: every finished job is kept"]
 
 
 def _short(text: str) -> str:
@@ -58,6 +99,9 @@ def read_log(rule: str, logs: list[str]) -> Failure:
         command, _, rest = error.partition(": ")
         if command in COMMANDS and rest:  # the rule names it already
             error = rest
+    elif lines and _PROGRESS.match(lines[-1]):
+        error = (f"its log ends without an error, on {_short(lines[-1])!r}: the job was killed mid-way "
+                 "(a signal, out of memory, a cluster's time limit)")
     elif lines:
         error = lines[-1]
     else:

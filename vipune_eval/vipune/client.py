@@ -25,13 +25,14 @@ class VipuneError(EvalError):
     """A vipune call failed; the message names the caller, the command line and stderr.
     ``exit_code``: the code vipune failed the call with (None where it did not exit with one: it
     was killed, hung, or exited 0 with an answer out of contract); ``error``: vipune's own message,
-    its --json ``{"error"}`` or else its stderr (None where it said nothing). A failed pair records
-    both as fields (core.failed_pair)."""
+    its --json ``{"error"}`` or else its stderr (None where it said nothing); ``timeout``: the
+    seconds it was given where it was killed for taking longer. A failed pair records them as
+    fields (core.failed_pair)."""
 
     def __init__(self, message: str, fix: str | None = None, exit_code: int | None = None,
-                 error: str | None = None):
+                 error: str | None = None, timeout: float | None = None):
         super().__init__(message, fix)
-        self.exit_code, self.error = exit_code, error
+        self.exit_code, self.error, self.timeout = exit_code, error, timeout
 
 
 # vipune's hub client (Rust hf-hub over ureq) has no offline switch but honours the proxy
@@ -103,7 +104,7 @@ class Vipune:
             raise VipuneError(
                 f"{where}: `{shown(cmd)}` did not finish within {self.timeout:g} s (vipune.timeout) "
                 f"and was killed with its children; stdout: {_text(out)[:300]!r} stderr: "
-                f"{_text(err)[-300:]!r}") from None
+                f"{_text(err)[-300:]!r}", timeout=self.timeout) from None
         return Completed(cmd, proc.returncode, _text(out), _text(err), time.perf_counter() - start)
 
     def call(self, args: list[str], where: str) -> Any:

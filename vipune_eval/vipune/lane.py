@@ -142,7 +142,8 @@ class LaneRun:
         vipune's own message where it refuses the persona. One process for all of them. A lane
         that dies, hangs or answers out of turn on a persona is a LanePersonaError naming the
         command and that persona; with ``record`` that persona is answered with ``broken``, what
-        happened, instead and a new lane goes on with the personas after it."""
+        happened, instead (and ``timeout``, the seconds it was given, where it hung) and a new lane
+        goes on with the personas after it."""
         rest: Iterator[Persona] = iter(personas)
         while True:
             process = _LaneProcess(self, rest, flags)
@@ -153,18 +154,23 @@ class LaneRun:
                 if not record:
                     raise
                 unanswered = process.stop()
-                yield exc.persona, {"question_id": exc.persona.question_id, "broken": exc.detail}
+                yield exc.persona, {"question_id": exc.persona.question_id, "broken": exc.detail,
+                                    "timeout": exc.timeout}
                 rest = itertools.chain(unanswered, rest)
+                following = next(rest, None)  # a new lane only for a persona left: one stuck at
+                if following is None:         # start would be waited on for none
+                    return
+                rest = itertools.chain([following], rest)
             finally:
                 process.stop()
 
 
 class LanePersonaError(LaneError):
-    """The lane died, hung or broke its protocol on ``persona``."""
+    """The lane died, hung (``timeout``: the seconds it was given) or broke its protocol on ``persona``."""
 
-    def __init__(self, persona: Persona, detail: str, fix: str):
+    def __init__(self, persona: Persona, detail: str, fix: str, timeout: float | None = None):
         super().__init__(f"persona {persona.question_id}: {detail}", fix=fix)
-        self.persona, self.detail = persona, detail
+        self.persona, self.detail, self.timeout = persona, detail, timeout
 
 
 def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
@@ -241,7 +247,8 @@ class _LaneProcess:
             except queue.Empty:
                 raise LanePersonaError(persona, f"`{shown_cmd}` gave no answer within {self.timeout:g} s "
                                        "(vipune.timeout); it was killed",
-                                       fix="raise vipune.timeout, or see whether the lane hangs on this persona") from None
+                                       fix="raise vipune.timeout, or see whether the lane hangs on this persona",
+                                       timeout=self.timeout) from None
             if not line:
                 if self.failure:
                     raise self.failure[0]

@@ -197,22 +197,45 @@ def failed_jobs():
     return jobs
 
 
+def ran_rules():
+    """The rules of the jobs this run executed."""
+    return {job.rule.name for job in workflow.dag.needrun_jobs(exclude_finished=False)}
+
+
 def print_report(path, failed=False):
     if not failed:
         # The run is over: its lock is released first, since the HTML report of a run of some
         # targets is planned again in a Snakemake process of its own, which reads this workflow
-        # too. The summary is printed last, after Snakemake's own lines.
+        # too. The summary is printed last, after Snakemake's own lines; a run that did not
+        # rebuild the report (--until score, a target upstream) names it as an earlier run's.
         RUN_LOCK.close()
+        ran = ran_rules()
+        if not ran & {"report", "plots", "report_page"}:
+            atexit.register(
+                print,
+                f"vipune-eval: this run did not rebuild the report: {paths.SUMMARY} and the reports "
+                "are an earlier run's; run snakemake without --until, --omit-from or targets to "
+                "bring them up to date",
+                flush=True,
+            )
+            return
         lines = []
         why = report_html.build_after_run(workflow)
-        if Path(paths.SUMMARY).exists():
+        if "report" in ran and Path(paths.SUMMARY).exists():
             lines.append(Path(paths.SUMMARY).read_text().rstrip("\n"))
         if why:
             lines.append(
                 f"vipune-eval: the HTML report was not built: {why}; "
                 "`vipune-eval report-html` builds it again"
             )
-        atexit.register(print, "\n".join(lines), flush=True)
+        if lines:
+            atexit.register(print, "\n".join(lines), flush=True)
+        return
+    if failures.STOPPED:
+        lines = failures.stopped_lines(
+            failures.STOPPED, failed_jobs(), path if Path(path).exists() else None
+        )
+        atexit.register(print, "\n".join(lines), file=sys.stderr, flush=True)
         return
     lines = failures.closing_lines(failed_jobs(), config, WS.builds.primary)
     if Path(path).exists():

@@ -107,3 +107,42 @@ def test_the_summary_ends_with_one_error_and_one_fix_per_job(tmp_path):
     assert lines[1:] == [f"  rule_a (log: {tmp_path / 'a.log'}): a: broke", "    fix: fix a",
                          f"  rule_b (log: {tmp_path / 'b.log'}): b: broke", "    fix: fix b"]
     assert failures.closing_lines([], local, None) == []
+
+
+# ---------------------------------------------------------------- a stopped run (issue 51 item 6)
+
+
+def test_a_log_that_ends_on_a_progress_line_names_a_killed_job_not_that_line(tmp_path):
+    """A job killed mid-way (SIGTERM, out of memory) left a log whose last line is an INFO line:
+    the summary quoted it as the job's error."""
+    log = tmp_path / "a.log"
+    log.write_text("2026-12-07 12:19:07,894 INFO embed shard 0/2: 14 texts\n"
+                   "2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: 7 / 14 (1281.7/s, ETA 0.0 min)\n")
+    found = failures.read_log("embed", [str(log)])
+    assert found.error == ("its log ends without an error, on '2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: "
+                           "7 / 14 (1281.7/s, ETA 0.0 min)': the job was killed mid-way (a signal, out of memory, "
+                           "a cluster's time limit)")
+
+
+def test_a_stopped_run_says_so_names_the_jobs_it_cut_off_and_how_to_go_on():
+    jobs = [("search_vipune", ["a.log"]), ("score", ["b.log"]), ("search_vipune", ["c.log"])]
+    assert failures.stopped_lines(["SIGTERM", "SIGTERM"], jobs, "results/report.json") == [
+        "vipune-eval: the run was stopped (SIGTERM) before it finished; 3 job(s) were cut off (score, search_vipune "
+        "×2), their unfinished outputs removed; results/report.json is the previous run's report, not this one's",
+        "vipune-eval: fix: run the same command again to go on: every finished job is kept"]
+    assert failures.stopped_lines(["SIGINT"], [], None)[0] == "vipune-eval: the run was stopped (SIGINT) before it finished"
+
+
+def test_a_stop_is_noted_and_handed_to_the_handler_snakemake_set(monkeypatch):
+    import os
+    import signal
+
+    seen = []
+    monkeypatch.setattr(failures, "STOPPED", [])
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: seen.append(number))
+    try:
+        failures.watch_stops((signal.SIGUSR1,))
+        os.kill(os.getpid(), signal.SIGUSR1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert failures.STOPPED == ["SIGUSR1"] and seen == [signal.SIGUSR1]

@@ -81,17 +81,19 @@ def test_each_fault_names_the_persona_and_the_command(fake_vipune_bin, vipune_hf
     assert str(fake_vipune_bin) in str(info.value)
 
 
-@pytest.mark.parametrize("fault, exit_code, error", [
-    ("error", 1, "injected"), ("crash", None, None), ("garbage", None, None), ("hang", None, None),
-    ("repeat-id", None, None),
+@pytest.mark.parametrize("fault, exit_code, error, timeout", [
+    ("error", 1, "injected", None), ("crash", None, None, None), ("garbage", None, None, None),
+    ("hang", None, None, 2), ("repeat-id", None, None, None),
 ])
 def test_vipunes_exit_code_and_its_own_message_are_fields_of_the_error(fake_vipune_bin, vipune_hf_home, tmp_path,
-                                                                       persona, fault, exit_code, error):
-    """A failed pair records them as fields (core.failed_pair): nothing reads them back from the text."""
+                                                                       persona, fault, exit_code, error, timeout):
+    """A failed pair records them as fields (core.failed_pair): nothing reads them back from the text;
+    a call killed at vipune.timeout carries that timeout (issue 51 item 6: it read "no exit code
+    and no message from vipune")."""
     vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=2, FAKE_VIPUNE_FAULT=fault)
     with pytest.raises(VipuneError) as info:
         evaluate(vipune, persona, flags(10), tmp_path)
-    assert (info.value.exit_code, info.value.error) == (exit_code, error)
+    assert (info.value.exit_code, info.value.error, info.value.timeout) == (exit_code, error, timeout)
 
 
 def test_a_timed_out_wrapper_does_not_leave_its_child_running(fake_vipune_bin, vipune_hf_home, tmp_path,

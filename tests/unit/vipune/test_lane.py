@@ -210,8 +210,22 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, FLAGS, record=True))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     broken = answers[2][1]
-    assert set(broken) == {"question_id", "broken"} and re.search(expected, broken["broken"])
+    assert set(broken) == {"question_id", "broken", "timeout"} and re.search(expected, broken["broken"])
+    assert broken["timeout"] == (timeout if fault == "hang" else None)  # a hang is a timeout, as a field
     assert all("hybrid" in answer for p, answer in answers if p is not PERSONAS[2])
+
+
+def test_under_record_a_lane_that_hangs_at_start_is_started_once_per_persona_never_for_none(
+        fake, tmp_path, monkeypatch):
+    """Issue 51 item 6: after the last persona's timeout a new lane was started for zero personas,
+    and waited on: it hung too, and the job failed with "did not exit within 1 s after answering
+    the last persona" (it had answered none)."""
+    monkeypatch.setenv("FAKE_LANE_FAULT", "hang-at-start")
+    monkeypatch.setenv("FAKE_LANE_STARTS", str(tmp_path / "starts"))
+    answers = list(LaneRun(fake[1], tmp_path / "dbs", 1).search(PERSONAS[:2], FLAGS, record=True))
+    assert [(p.question_id, a["timeout"]) for p, a in answers] == [(p.question_id, 1) for p in PERSONAS[:2]]
+    assert all("gave no answer within 1 s (vipune.timeout)" in a["broken"] for _, a in answers)
+    assert (tmp_path / "starts").read_text().splitlines() == ["search", "search"]
 
 
 

@@ -132,7 +132,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"question_id": qid, "error": failed_pair(str(exc), exc.exit_code, exc.error),
+                    return {"question_id": qid, "error": failed_pair(str(exc), exc.exit_code, exc.error, exc.timeout),
                             "exception": exc}
                 write_json(cached, result)
             progress.advance()

@@ -79,7 +79,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                                               exit_code=code, error=str(answer["error"])))
                     continue
                 if "broken" in answer:  # the lane crashed, hung or broke its protocol on it (vipune said nothing)
-                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}"))
+                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}",
+                                          timeout=answer.get("timeout")))
                     continue
                 try:
                     spent = answer.get("seconds")

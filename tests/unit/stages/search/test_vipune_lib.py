@@ -173,6 +173,8 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
     ("refuse", r"persona q1: vipune-lane refused it \(`vipune search` exits 1 on it\): injected refusal", 1,
      "injected refusal"),
     ("crash", r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering", None, None),  # vipune said nothing
+    # issue 51 item 6: a hang is a timeout, recorded as one (the report said "no exit code and no message")
+    ("hang", r"persona q1: vipune-lane: `.*` gave no answer within 2 s \(vipune.timeout\)", None, None),
 ])
 def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code_as_fields(
         tmp_path, monkeypatch, fault, detail, code, error):
@@ -183,14 +185,16 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
     fingerprint = tmp_path / "lane.json"
     sha = hashlib.sha256(binary.read_bytes()).hexdigest()
     fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": sha}, 30)))
+    seconds = 2 if fault == "hang" else 30
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
     status = tmp_path / "status.json"
     run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
-                   VipuneSettings("", Path(), None, tmp_path / "tmp", 30), lane, fingerprint,
+                   VipuneSettings("", Path(), None, tmp_path / "tmp", seconds), lane, fingerprint,
                    "record", tmp_path / "out.run", tmp_path / "semantic.run", status)
     failed = json.loads(status.read_text())["failed"]
-    assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error"}
+    assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error", "timeout"}
+    assert failed["q1"]["timeout"] == (seconds if fault == "hang" else None)
     assert re.fullmatch(detail, failed["q1"]["detail"].split(";")[0])
     assert (failed["q1"]["exit_code"], failed["q1"]["error"]) == (code, error)
     assert {line.split()[0] for line in (tmp_path / "out.run").read_text().splitlines()} == {"q0", "q2"}

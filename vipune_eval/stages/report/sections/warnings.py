@@ -20,8 +20,12 @@ REASON_CHARS = 200     # and vipune's message in at most this many characters
 
 
 def failure_reason(failure: FailedPair) -> str:
-    """Why a pair failed, in vipune's own words: its message and the code it exited with, as the
-    search recorded them (core.failed_pair), never read back from the harness's text."""
+    """Why a pair failed, in vipune's own words: its message and the code it exited with, or the
+    timeout it was killed at, with the fix, as the search recorded them (core.failed_pair), never
+    read back from the harness's text."""
+    if failure.get("timeout") is not None:  # a status file of an earlier version has no such field
+        return (f"vipune gave no answer within {failure['timeout']:g} s (vipune.timeout) and was killed: "
+                "raise vipune.timeout, or see whether vipune hangs on these questions")
     error = " ".join((failure["error"] or "").split())  # one line
     if len(error) > REASON_CHARS:
         error = error[:REASON_CHARS - 1] + "…"

@@ -56,6 +56,12 @@ def test_refused_questions_are_named_with_vipunes_own_words_in_the_first_lines(l
     (failed_pair("persona q1: `vipune … search …` exited 7: whatever the text says", None, None),  # fields only
      "no exit code and no message from vipune"),
     (failed_pair("persona q1: `vipune …` exited 2", 2, None), "vipune exited 2"),
+    # issue 51 item 6: a timeout under vipune.on_error: record read "no exit code and no message from vipune"
+    (failed_pair("persona q1: `vipune …` did not finish within 300 s (vipune.timeout) and was killed", timeout=300.0),
+     "vipune gave no answer within 300 s (vipune.timeout) and was killed: raise vipune.timeout, or see whether "
+     "vipune hangs on these questions"),
+    ({"detail": "an earlier version's status file", "exit_code": None, "error": None},
+     "no exit code and no message from vipune"),
     (failed_pair("persona q1", 1, "line one\n  line two " + "x" * 300), None),
 ])
 def test_a_failures_reason_is_vipunes_own_message_read_from_its_fields_never_from_the_text(failure, reason):
