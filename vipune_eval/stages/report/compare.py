@@ -175,7 +175,7 @@ def _p_text(p: float) -> str:
 def _sentence(label: str, r: Mapping[str, Any], name_a: str, name_b: str, confidence: float) -> str:
     lo, hi = r["interval"]
     return (f"{label}: {name_a} {r['a']:.3f} vs {name_b} {r['b']:.3f} "
-            f"({100 * r['difference']:+.1f} points, {100 * confidence:g}% CI "
+            f"({100 * r['difference']:+.1f} points, unadjusted {100 * confidence:g}% CI "
             f"{100 * lo:+.1f} to {100 * hi:+.1f}, {_p_text(r['p_holm'])})")
 
 

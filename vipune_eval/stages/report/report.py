@@ -110,7 +110,8 @@ def load(manifest: Manifest) -> Loaded:
 
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
             ks: list[int]) -> list[dict[str, Any]]:
-    """Pairs whose gold sessions in the top k differ between the baseline and the current run."""
+    """Pairs whose gold sessions in the top k differ between the baseline and the current run:
+    what the current run gained and lost, and recall@k as [baseline's, current's] (before → after)."""
     out = []
     for qid in sorted(set(current["per_query"]) & set(baseline["per_query"])):
         relevant = gold[qid]
@@ -258,7 +259,9 @@ def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dic
 
 def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any]]:
     """One entry per vipune build, the primary first; the others compared with the primary, Holm
-    over every comparison of every build."""
+    over every comparison of every build (``a``: the build, ``b``: the primary), and their changed
+    pairs read from the build to the primary (before → after: a release → the checkout of the
+    maintainer's loop, vipune.baseline → vipune.binary)."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
     compared_on = manifest.get("compared_on")
     if not manifest.get("primary") or compared_on not in metrics:
@@ -281,7 +284,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
                               for b, m in runs.items() if b != manifest["primary"]})
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]
-        entry["changes"] = changes(runs[entry["id"]], primary, loaded.gold, ks)
+        entry["changes"] = changes(primary, runs[entry["id"]], loaded.gold, ks)
     return out
 
 

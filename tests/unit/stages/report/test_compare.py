@@ -200,7 +200,7 @@ def test_compare_runs_flags_only_the_better_category():
     assert not any("(x," in s or "(z," in s for s in sentences)
     y = result["per_category"]["y"]["recall@5"]
     expected = f"{100 * y['difference']:+.1f} points"
-    assert any(expected in s and "95% CI" in s and "p_holm" in s for s in sentences)
+    assert any(expected in s and "unadjusted 95% CI" in s and "p_holm" in s for s in sentences)
 
 
 def test_compare_runs_matches_one_metric_at_a_time():

@@ -25,7 +25,7 @@ def whatif_section(report: Report) -> list[Section]:
         delta = "–" if r["test_delta"] is None else f"{100 * r['test_delta']:+.1f}"
         rows.append([r["name"], opt(r[sel]), opt(r[conf]), delta, interval, f"{r['p']:.3f}",
                      f"{r['p_holm']:.3f}", note])
-    table = Table(["variant", sel, conf, f"{conf} − base", "95% interval", "p", "p_holm", ""], rows,
+    table = Table(["variant", sel, conf, f"{conf} − base", "95% interval (unadjusted)", "p", "p_holm", ""], rows,
                   numeric=[False, True, True, True, False, True, True, False])
     return [Section("whatif", f"What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, "
                               f"confirmed on {conf}",

@@ -21,9 +21,10 @@ SHOWN_CHANGES = 10  # the changed pairs a terminal shows per build (report.md li
 
 def build_lines(report: Report) -> list[str]:
     """One line per vipune build but the primary: its difference from the primary on recall@k
-    (the primary k) of the run they are compared by, with its interval and Holm-adjusted p, and
-    how many pairs changed; then the first of those pairs, each with its recall@k in that build
-    and in the primary (at the primary k, else the first k where it changed)."""
+    (the primary k) of the run they are compared by, with its interval (unadjusted, said so) and
+    Holm-adjusted p, and how many pairs changed; then the first of those pairs, each with its
+    recall@k in that build → in the primary, as report.md gives them (at the primary k, else the
+    first k where it changed)."""
     builds = report["builds"]
     if len(builds) < 2:
         return []
@@ -36,14 +37,14 @@ def build_lines(report: Report) -> list[str]:
         lo, hi = r["interval"]
         verdict = "a real difference" if r["significant"] else "no significant difference"
         lines.append(f"{b['id']} ({b.get('source') or 'evaluated before'}): {on} {key} {r['a']:.3f} vs "
-                     f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, 95% CI {100 * lo:+.1f} to "
+                     f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, unadjusted 95% CI {100 * lo:+.1f} to "
                      f"{100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
                      f"{len(b['changes'])} pairs gained or lost gold sessions")
         for c in b["changes"][:SHOWN_CHANGES]:
             shown = key if key in c else next(measures.key(measures.PRIMARY, k) for k in ks
                                               if measures.key(measures.PRIMARY, k) in c)
-            primary_value, value = c[shown]
-            lines.append(f"  {c['question_id']} ({c['question_type']}): {shown} {value:.2f} vs {primary_value:.2f}")
+            before, after = c[shown]
+            lines.append(f"  {c['question_id']} ({c['question_type']}): {shown} {before:.2f} → {after:.2f}")
         if len(b["changes"]) > SHOWN_CHANGES:
             lines.append(f"  … {len(b['changes']) - SHOWN_CHANGES} more pairs in report.md")
     return lines
@@ -69,7 +70,8 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
     top = max(measures.cutoff(kk) or 0 for kk in keys)
     for b in builds[1:]:
         changes = [f"{c['question_id']} ({c['question_type']}): "
-                   # a change holds gained@k / lost@k and the primary measure's key at each k that changed
+                   # a change holds gained@k / lost@k and the primary measure's key at each k that
+                   # changed, as [this build's, the primary's]: before → after
                    + ", ".join(f"{key} {c[key][0]:.2f} → {c[key][1]:.2f}" for key in keys if key in c)
                    for c in b["changes"][:20]]
         blocks.append(Bullets([*map(Item, b["comparison"]["summary"]),

@@ -22,8 +22,9 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
     assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
             in text)
     assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
-    # the pairs whose gold moved, each with its recall@k before and after (q0: rank 1 → 2)
-    assert "  - q0 (temporal-reasoning): recall@1 1.00 → 0.00" in text
+    # the pairs whose gold moved, each with its recall@k before (the compared build: q0 at rank 2)
+    # and after (vipune.binary: rank 1)
+    assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in text
 
 
 def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
@@ -39,14 +40,33 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     text = summary.render(report)
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
     assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['a']:.3f} vs {r['b']:.3f} "
-            f"({100 * r['difference']:+.1f} points") in text
+            f"({100 * r['difference']:+.1f} points, unadjusted 95% CI ") in text
     assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
     # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3)
     changes = report["builds"][1]["changes"]
     assert changes
     for c in changes[:10]:
         key = "recall@5" if "recall@5" in c else next(k for k in c if k.startswith("recall@"))
-        assert f"    {c['question_id']} ({c['question_type']}): {key} {c[key][1]:.2f} vs {c[key][0]:.2f}" in text
+        assert f"    {c['question_id']} ({c['question_type']}): {key} {c[key][0]:.2f} → {c[key][1]:.2f}" in text
+
+
+def test_a_moved_pair_reads_before_to_after_in_the_summary_and_report_md_alike(loaded):
+    """Issue 51 item 6: the summary gave a moved pair's recall as "1.00 vs 0.00" (the build's, then
+    the primary's) and report.md as "0.00 → 1.00" (the primary's → the build's), so in the loop
+    report.md's arrows ran checkout → release. Both now read from the compared build (the
+    release, vipune.baseline) to vipune.binary (the checkout), and gained@k is what vipune.binary
+    gained."""
+    from vipune_eval.stages.report import summary
+
+    checkout, release = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    loaded.manifest.update(primary=checkout, builds=[release])  # the loop: the checkout is vipune.binary
+    loaded.builds = {release: loaded.views[0].metrics["dense"]}  # q0: rank 2 in the release, 1 in the checkout
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (checkout, release)}
+    report = build(loaded)
+    q0 = next(c for c in report["builds"][1]["changes"] if c["question_id"] == "q0")
+    assert q0["recall@1"] == [0.0, 1.0] and q0["gained@1"] and not q0["lost@1"]
+    assert "    q0 (temporal-reasoning): recall@1 0.00 → 1.00" in summary.render(report)
+    assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in render(report)
 
 
 def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
