@@ -52,6 +52,11 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                                          "help": "documents kept per pair in the run"}),
                           (["--no-collapse"], {"dest": "collapse", "action": "store_false",
                                                "help": "keep every row as its own document"})),
+        # what a view scores (registry.views.View's ks and measures)
+        "scoring": parent((["--ks"], {"type": int, "nargs": "+", "required": True}),
+                          (["--measures"], {"dest": "measure_names", "nargs": "+", "required": True}),
+                          (["--turn-to-session"], {"action": "store_true",
+                                                   "help": "LongMemEval's turn→session scoring"})),
         "model": parent((["--model-dir"], path), (["--file"], {"required": True}),
                         (["--pooling"], {"required": True})),
         # a vipune build as both lanes run it (vipune.settings.VipuneSettings); the lib lane has no model
@@ -68,7 +73,8 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 # Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
 # and for a search command the shard parent's) become one settings object.
-SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "binary": ("vipune", "vipune.settings:VipuneSettings"),
+SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
+            "binary": ("vipune", "vipune.settings:VipuneSettings"),
             "lib": ("vipune", "vipune.settings:VipuneSettings"),
             "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
@@ -184,13 +190,9 @@ COMMANDS: dict[str, Command] = {
     "preflight": Command("stages.search.preflight:run_preflight", "check a vipune binary's contract and embedding parity",
                          ("binary", "model"), _opt((["--out"], P), (["--mode"], {"choices": ["enforce", "record"],
                                                                                  "required": True}))),
-    "score": Command("stages.score:run_score", "merge a run's shards and compute its metrics", (),
+    "score": Command("stages.score:run_score", "merge a run's shards and compute its metrics", ("scoring", "ranking"),
                      _opt((["--qrels"], P), (["--pairs"], P), (["--runs"], {**P, "nargs": "*"}),
                           (["--status"], {"type": Path, "nargs": "*", "default": []}),
-                          (["--ks"], {"type": int, "nargs": "+", "required": True}),
-                          (["--measures"], {"dest": "measure_names", "nargs": "+", "required": True}),
-                          (["--turn-to-session"], {"action": "store_true",
-                                                   "help": "LongMemEval's turn→session scoring"}),
                           (["--name"], {"required": True}), (["--run-out"], P), (["--metrics-out"], P))),
     "report": Command("stages.report.report:run_report", "collect metrics and provenance into report.json / report.md",
                       (), _opt((["--manifest"], P), (["--out-json"], P), (["--out-md"], P),

@@ -5,6 +5,7 @@ the real one; ``build(hand_made(tmp_path))`` is its report."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,10 +15,11 @@ from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report.report import Loaded, LoadedView
-from vipune_eval.stages.score import run_score
+from vipune_eval.stages.score import Scoring, run_score
 
 KS = [1, 5, 10]
 MEASURES = ["recall", "recall_any", "recall_all", "ndcg", "mrr"]
+SCORING = Scoring(KS, MEASURES, limit=10, depth=10)  # what the hand-made view's runs are made and scored with
 GOLD = {f"q{i}": [f"g{i}"] for i in range(8)}
 CATEGORY = {f"q{i}": ("temporal-reasoning" if i < 6 else "multi-session") for i in range(8)}
 RANKED = {  # per retriever: the rank of each pair's gold session (None: not retrieved)
@@ -52,7 +54,7 @@ def metrics(tmp_path, name: str, failed: dict[str, FailedPair] | None = None,
     run.write_text("\n".join(lines) + "\n")
     status = tmp_path / f"{name}.status.json"
     status.write_text(json.dumps({"failed": failed or {}, "search_seconds": {}}))
-    run_score(qrels, pairs, [run], KS, MEASURES, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json",
+    run_score(qrels, pairs, [run], SCORING, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json",
               status=[status])
     return json.loads((tmp_path / f"{name}.json").read_text())
 
@@ -62,6 +64,7 @@ def hand_made(tmp_path) -> Loaded:
     m = {name: metrics(tmp_path, name) for name in RANKED}
     entry = {"name": "session", "folder": "", "protocol": "seed", "granularity": "session",
              "description": "seed protocol, session rows", "ks": KS, "measures": MEASURES,
+             "scored_with": asdict(SCORING),
              "qrels": "results/filter/qrels.txt", "builds": {}}
     summary = {"pairs": 8, "instances": 9, "abstention": 1, "per_category": {"multi-session": 2, "temporal-reasoning": 6},
                "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}

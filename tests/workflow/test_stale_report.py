@@ -22,3 +22,29 @@ def test_a_run_until_score_does_not_end_on_the_previous_runs_summary(small_run, 
     assert (workdir / "results/summary.txt").read_text() == summary
     proc = snakemake(workdir, "--cores", "2", "--forcerun", "report", env=workflow_env)
     assert "recall@k: the share of a pair's gold sessions" in proc.stdout  # a rebuilt report's summary
+
+
+@pytest.mark.parametrize("setting, said", [
+    ("search_limit=20", "search limit 10, not 20"),
+    ("ks=[1, 5, 20]", "ks [1, 5, 10], not [1, 5, 20]"),
+])
+def test_a_setting_changed_under_mtime_triggers_names_the_stale_runs_not_a_wrong_report(
+        small_run, workflow_env, tmp_path, setting, said):
+    """With --rerun-triggers mtime a changed search_limit reran only the report, which stated limit
+    20 for runs made at 10, and a changed ks crashed it with KeyError: 'recall@20'."""
+    workdir = clone(small_run, tmp_path / "mtime")
+    report = (workdir / "results/report.json").read_text()
+    proc = snakemake(workdir, "--cores", "2", "--rerun-triggers", "mtime", "--config", setting, "search_limit=20",
+                     env=workflow_env, check=False)
+    assert proc.returncode != 0 and "KeyError" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "run(s) were made with other settings than this config states" in proc.stderr  # the closing summary
+    assert "run the same command without --rerun-triggers mtime" in proc.stderr
+    assert f"hybrid in the session view: {said}" in (workdir / "results/logs/report.log").read_text()
+    written = workdir / "results/report.json"  # no report states limit 20 for runs made at 10 (the failed
+    assert not written.exists() or written.read_text() == report  # job's outputs are removed by Snakemake)
+    snakemake(workdir, "--cores", "2", "--config", setting, "search_limit=20", env=workflow_env)  # the fix
+    import json
+
+    stated = json.loads((workdir / "results/report.json").read_text())["views"]["session"]["scored_with"]
+    assert stated["limit"] == 20 and json.loads((workdir / "results/metrics/hybrid.json").read_text())[
+        "scored_with"] == stated

@@ -34,6 +34,7 @@ class ManifestView(TypedDict):
     description: str
     ks: list[int]
     measures: list[str]
+    scored_with: dict[str, Any]  # what its runs must be scored and searched with (stages.score.Scoring's fields)
     summary: str
     qrels: str
     pairs: str
@@ -63,4 +64,5 @@ class Manifest(TypedDict):
     fingerprints: dict[str, str]
     preflight: dict[str, str]
     views: list[ManifestView]
+    searched_by: dict[str, list[str]]  # each scored run → the rules that search it
     whatif: LabManifest | None

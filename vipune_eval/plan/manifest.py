@@ -12,7 +12,7 @@ from typing import Any
 from vipune_eval.core import paths
 from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.plan.builds import compared_on
-from vipune_eval.plan.workspace import Workspace
+from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
@@ -57,6 +57,20 @@ def _filtered(view: View, name: str) -> str:
     return paths.fill(paths.FILTER, view=view.folder, name=name)
 
 
+def scored_with(view: View, config: dict[str, Any]) -> dict[str, Any]:
+    """What the view's score jobs are told (common.smk's score_options: the view's ks and
+    measures, and the ranking its searches make, View.search_flags), as stages.score.Scoring's
+    fields: the metrics record theirs, and the report checks each run against this."""
+    return {"ks": view.ks(config), "measure_names": list(view.measure_names()), "limit": view.search_limit(config),
+            "depth": view.depth(config), "collapse": not view.turn_level_run, "turn_to_session": view.turn_level_run}
+
+
+def searched_by(ws: Workspace) -> dict[str, list[str]]:
+    """Each scored run → the rules that search it (what ``--forcerun`` names to make it again)."""
+    return {run.name: [*(["search_arms"] if run.kind is Kind.ARMS else []), SEARCHES[run.kind].rule]
+            for _, run in ws.scored()}
+
+
 def report_manifest(ws: Workspace) -> Manifest:
     """Every input of the report, with the structure it needs (views, runs, builds)."""
     builds = ws.builds
@@ -66,6 +80,7 @@ def report_manifest(ws: Workspace) -> Manifest:
             "name": view.name, "folder": view.folder, "protocol": view.protocol,
             "granularity": view.granularity, "description": view.description(),
             "ks": view.ks(ws.config), "measures": list(view.measure_names()),
+            "scored_with": scored_with(view, ws.config),
             "summary": _filtered(view, "summary.json"), "qrels": _filtered(view, "qrels.txt"),
             "pairs": _filtered(view, "pairs.parquet"), "rows": _filtered(view, "rows.parquet"),
             "embeddings": ws.embed_shards(view),
@@ -95,6 +110,7 @@ def report_manifest(ws: Workspace) -> Manifest:
                        if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()}
                       if any(s.kind is Kind.VIPUNE for s in ws.specs) else {}),
         "views": entries,
+        "searched_by": searched_by(ws),
         "whatif": whatif_manifest(ws),
     }
 

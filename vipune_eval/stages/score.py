@@ -11,6 +11,7 @@ scoring). A pair missing from the run retrieved nothing.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence, TypedDict
 
@@ -103,6 +104,23 @@ def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str,
     return failed, seconds
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """What a run is scored with (the view's cut-offs and measures, LongMemEval's turn→session
+    rule) and the ranking its searches were made with (vipune's --limit, the documents kept per
+    pair, whether rows collapse to sessions), as the config of the run that scores it states them.
+    Its metrics record it (``scored_with``), so the report checks the settings it states against
+    those its runs were made with: with ``--rerun-triggers mtime`` a changed setting reruns none
+    of them. plan.manifest writes the view's, of the same keys, at parse time."""
+
+    ks: list[int]
+    measure_names: list[str]
+    limit: int
+    depth: int
+    collapse: bool = True
+    turn_to_session: bool = False
+
+
 class Summary(TypedDict):
     """Means of a group of pairs (every metric key) with ``pairs`` and ``intervals``."""
 
@@ -121,6 +139,7 @@ class _Scored(TypedDict):
     per_split: dict[str, Summary]
     short_lists: int                     # pairs whose run lists fewer documents than the largest k
     per_query: dict[str, dict[str, Any]]  # metric values, question_type, split, ranked documents
+    scored_with: dict[str, Any]          # the Scoring it was made with (the report checks it)
 
 
 class Metrics(_Scored, total=False):
@@ -134,12 +153,11 @@ class Metrics(_Scored, total=False):
     search_seconds: dict[str, float]  # p50, p95, max, calls
 
 
-def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure_names: list[str],
-              name: str, run_out: Path, metrics_out: Path, status: list[Path] | None = None,
-              turn_to_session: bool = False) -> Metrics:
-    """Metrics of one run. Pairs that failed in a lane (status files) are left out of
-    every average and listed, never scored as 0."""
-    names = tuple(measure_names)
+def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name: str, run_out: Path,
+              metrics_out: Path, status: list[Path] | None = None) -> Metrics:
+    """Metrics of one run, and the ``scoring`` they were made with. Pairs that failed in a lane
+    (status files) are left out of every average and listed, never scored as 0."""
+    ks, names, turn_to_session = scoring.ks, tuple(scoring.measure_names), scoring.turn_to_session
     keys = measures.keys(ks, names)
     failed, search_seconds = read_status(status or [])
     table = read_parquet(pairs, columns=["question_id", "question_type", "split", "gold",
@@ -183,6 +201,7 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], ks: list[int], measure
                             **({"averaged": qid in averaged} if official else {}),
                             "ranked": [d for d, _, _ in run.get(qid, [])]}
                       for qid, row in sorted(values.items())},
+        "scored_with": asdict(scoring),
     }
     if search_seconds:
         times = np.array(list(search_seconds.values()))

@@ -173,10 +173,13 @@ def get_status_shards(wildcards):
 
 
 def score_options(wildcards):
+    """What the view scores, and the ranking its searches are made with (the metrics record
+    both: the report checks them against what it states)."""
     view = view_of(wildcards)
     options = [
         "--ks " + " ".join(map(str, view.ks(config))),
         "--measures " + " ".join(view.measure_names()),
+        *view.search_flags(config),
     ]
     if view.turn_level_run:
         options.append("--turn-to-session")

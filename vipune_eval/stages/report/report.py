@@ -21,6 +21,7 @@ from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.manifest import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
+from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
@@ -108,6 +109,50 @@ def load(manifest: Manifest) -> Loaded:
         lane=read_json(manifest["lane"]["fingerprint"]) if manifest.get("lane") else None)
 
 
+# Each setting a run's metrics record (stages.score.Scoring), in the words of a stale run's message.
+SETTING_WORDS = {"ks": "ks", "measure_names": "measures", "limit": "search limit", "depth": "documents kept per pair",
+                 "collapse": "rows collapsed to sessions", "turn_to_session": "LongMemEval's turn→session scoring"}
+SCORE_SETTINGS = ("ks", "measure_names", "turn_to_session")  # the score's own: --forcerun score makes them again
+STALE_NAMED = 10  # a stale-run error names at most this many runs
+
+
+def stale_runs(loaded: Loaded) -> None:
+    """Refuse a report that would state settings its runs were not made with: each scored run's
+    metrics record the settings its score and searches were given (``scored_with``), and each must
+    be its view's (the manifest's, from this config). A changed ``search_limit`` or ``ks`` reruns
+    none of them under ``--rerun-triggers mtime``; the error names each stale run and the fix."""
+    manifest = loaded.manifest
+    stale: list[str] = []
+    rules: set[str] = set()
+    for view in loaded.views:
+        stated = view.entry["scored_with"]
+        made = list(view.metrics.values())
+        if view is loaded.views[0]:  # the compared builds and the what-if runs are scored there only
+            made += [*loaded.builds.values(), *loaded.lab.values()]
+        for metrics in made:
+            recorded = metrics.get("scored_with")
+            if recorded == stated:
+                continue
+            if recorded is None:
+                said = "no settings recorded (scored by an earlier vipune-eval)"
+            else:
+                said = ", ".join(f"{word} {recorded.get(key)}, not {stated.get(key)}"
+                                 for key, word in SETTING_WORDS.items() if recorded.get(key) != stated.get(key))
+            run = metrics["retriever"]
+            stale.append(f"{run} in the {view.entry['name']} view: {said}")
+            rules.add("score")
+            if recorded is None or any(recorded.get(k) != v for k, v in stated.items() if k not in SCORE_SETTINGS):
+                rules.update(manifest.get("searched_by", {}).get(run, []))
+    if stale:
+        more = f"; and {len(stale) - STALE_NAMED} more" if len(stale) > STALE_NAMED else ""
+        raise EvalError(
+            f"{len(stale)} run(s) were made with other settings than this config states, and the report would "
+            f"state these for them: {'; '.join(stale[:STALE_NAMED])}{more}",
+            fix="these runs are stale (a changed setting reruns nothing under --rerun-triggers mtime): run the same "
+                "command without --rerun-triggers mtime, whose default triggers rerun what the setting changes, "
+                f"or force them: --forcerun {' '.join(sorted(rules))}")
+
+
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
             ks: list[int]) -> list[dict[str, Any]]:
     """Pairs whose gold sessions in the top k differ between the baseline and the current run:
@@ -152,13 +197,16 @@ def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
 def _view_block(view: LoadedView) -> dict[str, Any]:
     e = view.entry
     return {"protocol": e["protocol"], "granularity": e["granularity"],
-            "description": e["description"], "ks": e["ks"], "pairs": view.summary["pairs"],
+            "description": e["description"], "ks": e["ks"], "scored_with": e["scored_with"],
+            "pairs": view.summary["pairs"],
             "qrels": e["qrels"], "summary": view.summary, "measures": measures.definitions(e["measures"]),
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
 
 
 def build(loaded: Loaded) -> Report:
-    """The report from what ``load`` read (no file is read here)."""
+    """The report from what ``load`` read (no file is read here); refused where a run was made with
+    other settings than the config states (``stale_runs``)."""
+    stale_runs(loaded)
     manifest = loaded.manifest
     primary = loaded.views[0]
     ks = primary.entry["ks"]

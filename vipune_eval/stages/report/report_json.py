@@ -39,6 +39,7 @@ class ViewBlock(TypedDict):
     granularity: str
     description: str
     ks: list[int]
+    scored_with: dict[str, Any]          # what every run of the view was scored and searched with (stages.score.Scoring)
     pairs: int
     qrels: str
     summary: dict[str, Any]              # the filter's summary.json

@@ -87,3 +87,54 @@ def test_ten_pairs_get_their_bootstrap_interval(tmp_path):
     low, high = intervals["recall@5"]
     assert low < 0.75 < high
     assert metric_intervals(rows[:9], ["recall@5"]) == {"recall@5": None}
+
+
+# ---------------------------------------------------------------- runs made with other settings (issue 51 item 4)
+
+
+def test_a_run_made_at_another_search_limit_is_named_with_the_searches_that_make_it_again(loaded):
+    """--rerun-triggers mtime: a changed search_limit reran only the report, which stated limit 20
+    for runs made at 10."""
+    from vipune_eval.errors import EvalError
+
+    entry = loaded.views[0].entry
+    entry["scored_with"] = {**entry["scored_with"], "limit": 20, "depth": 20}
+    loaded.manifest["searched_by"] = {"hybrid": ["search_arms", "fuse_reference"], "vipune": ["search_vipune"],
+                                      "dense": ["search_arms", "fuse_reference"]}
+    with pytest.raises(EvalError) as info:
+        build(loaded)
+    assert info.value.message.startswith("3 run(s) were made with other settings than this config states, and "
+                                         "the report would state these for them: ")
+    assert "dense in the session view: search limit 10, not 20, documents kept per pair 10, not 20" in (
+        info.value.message) and "hybrid in the session view: " in info.value.message
+    assert info.value.fix.endswith("--forcerun fuse_reference score search_arms search_vipune")
+    assert "without --rerun-triggers mtime" in info.value.fix
+
+
+def test_a_run_scored_at_other_ks_is_named_not_a_key_error(loaded):
+    """A changed ks crashed the report with KeyError: 'recall@20'; a score alone makes them again."""
+    from vipune_eval.errors import EvalError
+
+    entry = loaded.views[0].entry
+    entry["ks"] = [1, 5, 20]
+    entry["scored_with"] = {**entry["scored_with"], "ks": [1, 5, 20]}
+    loaded.manifest["searched_by"] = {"hybrid": ["search_arms", "fuse_reference"]}
+    with pytest.raises(EvalError) as info:
+        build(loaded)
+    assert "hybrid in the session view: ks [1, 5, 10], not [1, 5, 20]" in info.value.message
+    assert info.value.fix.endswith("--forcerun score")
+
+
+def test_a_run_of_an_earlier_version_without_its_settings_is_named(loaded):
+    from vipune_eval.errors import EvalError
+
+    del loaded.views[0].metrics["dense"]["scored_with"]
+    with pytest.raises(EvalError, match=r"1 run\(s\) .*: dense in the session view: no settings recorded"):
+        build(loaded)
+
+
+def test_the_view_states_the_settings_every_run_was_made_with(loaded):
+    report = build(loaded)
+    assert report["views"]["session"]["scored_with"] == loaded.views[0].metrics["dense"]["scored_with"] == {
+        "ks": [1, 5, 10], "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"], "limit": 10,
+        "depth": 10, "collapse": True, "turn_to_session": False}
