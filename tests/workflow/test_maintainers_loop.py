@@ -44,11 +44,15 @@ def test_the_builds_are_compared_on_the_lib_lane_pair_by_pair(loop_run, workflow
     assert len(builds) == 2 and builds[0]["id"] == result["provenance"]["vipune"]["id"]
     assert {b["id"] for b in builds} == set(result["provenance"]["builds"])
     assert all(b["run"].startswith("results/runs/vipune-lib-") for b in builds)
+    # each build carries its own vipune-lane (issue 51 item 3: the compared build's was in no rendering)
+    assert builds[0]["lane"] == result["provenance"]["lane"] and builds[1]["lane"]["binary"] == builds[1]["id"]
+    assert builds[1]["run"] == f"results/runs/vipune-lib-{builds[1]['lane']['id']}.run"
     assert builds[1]["changes"]  # the OR query moves some pairs
     assert sum(r["a_better"] + r["b_better"] for r in builds[1]["comparison"]["overall"].values()) > 0
     summary = (workdir / "results/summary.txt").read_text()
     key = "recall@5"
     assert f"{builds[1]['id']} (vipune.compare " in summary and f"): vipune-lib {key} " in summary
+    assert "; its vipune-lane: vipune's search code from the fake lane of the tests" in summary
     first = builds[1]["changes"][0]
     shown = key if key in first else next(k for k in first if k.startswith("recall@"))
     assert f"    {first['question_id']} ({first['question_type']}): {shown} " in summary  # the pairs the edit moved

@@ -56,7 +56,7 @@ class Manifest(TypedDict):
     roles: dict[str, str | None]
     mirrors: dict[str, str | None]
     primary: str | None
-    lane: dict[str, str] | None  # the vipune-lane of the vipune-lib runs: its id and fingerprint file
+    lanes: dict[str, str]  # build id → the fingerprint file of its vipune-lane (the lib lane's runs)
     builds: list[str]
     compared_on: str | None  # the retriever the builds are compared by (vipune or vipune-lib), or none
     baseline: str | None

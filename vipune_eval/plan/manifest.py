@@ -100,8 +100,8 @@ def report_manifest(ws: Workspace) -> Manifest:
         "primary": builds.primary, "builds": list(builds.compared),
         # the retriever that compares the builds: the binary's hybrid search, or the lib lane's
         "compared_on": {Kind.VIPUNE: BINARY.hybrid, Kind.LIB: LIB.hybrid, None: None}[compared_on(ws.specs)],
-        "lane": ({"id": builds.lane, "fingerprint": paths.lane_fingerprint_file(builds.lane)}
-                 if builds.lane and builds.lane != MISSING else None),
+        # each build's vipune-lane (the lib lane's runs): vipune.binary's, and a compared build's in the loop
+        "lanes": {b: paths.lane_fingerprint_file(lane) for b, lane in builds.lanes.items() if lane != MISSING},
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: paths.binary_fingerprint_file(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here; the
@@ -135,8 +135,7 @@ def manifest_files(manifest: Manifest) -> list[str]:
     that matters reaches the report through these inputs)."""
     files = [manifest["dataset_fp"], manifest["model_fp"],
              *manifest["fingerprints"].values()]
-    if manifest.get("lane"):
-        files.append(manifest["lane"]["fingerprint"])
+    files += manifest["lanes"].values()
     files += manifest["preflight"].values()
     for view in manifest["views"]:
         files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],

@@ -60,7 +60,7 @@ class Loaded:
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
-    lane: dict[str, Any] | None = None  # the vipune-lane's fingerprint (the vipune-lib runs)
+    lanes: dict[str, dict[str, Any]] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -106,7 +106,7 @@ def load(manifest: Manifest) -> Loaded:
         dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
         config=read_json(manifest["config"]),
         sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {},
-        lane=read_json(manifest["lane"]["fingerprint"]) if manifest.get("lane") else None)
+        lanes={b: read_json(path) for b, path in manifest["lanes"].items()})
 
 
 # Each setting a run's metrics record (stages.score.Scoring), in the words of a stale run's message.
@@ -268,7 +268,7 @@ def build(loaded: Loaded) -> Report:
     report["provenance"] = {
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
-        "lane": loaded.lane,
+        "lane": loaded.lanes.get(manifest["primary"]) if manifest.get("primary") else None,
         "preflight": loaded.preflights.get(manifest["primary"]) if manifest.get("primary") else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
@@ -306,7 +306,8 @@ def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dic
 
 
 def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any]]:
-    """One entry per vipune build, the primary first; the others compared with the primary, Holm
+    """One entry per vipune build, the primary first, each with where it came from and its
+    vipune-lane (where this run has one: the lib lane's builds); the others compared with the primary, Holm
     over every comparison of every build (``a``: the build, ``b``: the primary), and their changed
     pairs read from the build to the primary (before → after: a release → the checkout of the
     maintainer's loop, vipune.baseline → vipune.binary)."""
@@ -320,7 +321,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
         entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                 "source": loaded.sources.get(build_id), **retriever_entry(m)}
+                 "source": loaded.sources.get(build_id), "lane": loaded.lanes.get(build_id), **retriever_entry(m)}
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)

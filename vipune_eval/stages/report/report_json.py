@@ -57,6 +57,7 @@ class BuildEntry(RetrieverEntry, total=False):
     version: str
     sha256: str
     source: str | None
+    lane: dict[str, Any] | None          # its vipune-lane's fingerprint (the lib lane's builds), as provenance.lane
     follows_contract: bool
     failed_checks: list[str]
     drift: list[str]

@@ -1,7 +1,8 @@
 """What was scored, a line each (report.json's provenance): the vipune build and the lane built
 beside it, the model (and whether its files are the pinned bytes), the dataset and its corpus,
 the protocol. report.md and the HTML pages list them all; a terminal shows the first few
-(``identity``)."""
+(``identity``). A vipune-lane in words is this module's too, for every build that has one
+(``lanes``: a compared build's in the maintainer's loop), and the copies its source changes."""
 
 from __future__ import annotations
 
@@ -26,32 +27,57 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
             f"against {prov['contract_release']}): build {vipune['id']}{source}")
 
 
-def lane_line(report: Report) -> str | None:
-    """The vipune-lane of the lib lane: the vipune source it was built from (a release, or a
-    checkout with its git description), the binary it belongs to, its own sources, and a fast
-    build named as one (other bytes than the release profile's: build.sh --fast)."""
-    lane = report["provenance"].get("lane")
-    if not lane:
-        return None
+FAST = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
+
+
+def lane_source(lane: Mapping[str, Any]) -> str:
+    """Where a vipune-lane's search code came from: the vipune source it was built from (a
+    release, or a checkout with its git description), and a fast build named as one (other bytes
+    than the release profile's: build.sh --fast)."""
     built = lane.get("built") or {}
     source = built.get("vipune_source") or f"vipune {lane['version']}"
+    return f"vipune's search code from {source}" + (f", {FAST}" if built.get("profile") == "fast" else "")
+
+
+def lane_words(lane: Mapping[str, Any]) -> str:
+    """A vipune-lane in words: its id and bytes, where its search code came from, the binary it
+    belongs to, its own sources."""
+    built = lane.get("built") or {}
     sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
-    fast = (", a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
-            if built.get("profile") == "fast" else "")
-    return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): vipune's search code from {source}, "
-            f"beside build {lane['binary']}{sources}{fast}")
+    return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): {lane_source(lane)}, beside build "
+            f"{lane['binary']}{sources}")
+
+
+def lane_line(report: Report) -> str | None:
+    """The vipune-lane of vipune.binary (the lib lane's runs)."""
+    lane = report["provenance"].get("lane")
+    return lane_words(lane) if lane else None
+
+
+def lanes(report: Report) -> dict[str, Mapping[str, Any]]:
+    """Build id → its vipune-lane, for every build this run has one for: vipune.binary's, and each
+    compared build's where the builds are compared on the lib lane (the maintainer's loop)."""
+    out: dict[str, Mapping[str, Any]] = {b["id"]: b["lane"] for b in report["builds"] if b.get("lane")}
+    primary = report["provenance"].get("lane")
+    return {primary["binary"]: primary, **out} if primary else out
+
+
+def changed_copies(lane: Mapping[str, Any]) -> list[str]:
+    """Each item of vipune's code a vipune-lane copies that the source it was built against
+    changes or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh),
+    in words. A lane that records none (the tests' fake) names none."""
+    copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
+    return [f"`{c['item']}` from {c['file']}, which this source {'changes' if c.get('source') else 'no longer has'} "
+            f"({c['what']}; the copy: {c['copied_to']})" for c in copies if not c.get("same")]
 
 
 def stale_copies(report: Report) -> list[str]:
-    """Each item of vipune's code vipune-lane copies that the source it was built against changes
-    or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh), in
-    words: vipune-lib's numbers do not follow that edit. A lane that records none (the tests'
-    fake) names none."""
-    lane = report["provenance"].get("lane") or {}
-    copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
-    return [f"vipune-lib copies `{c['item']}` from {c['file']}, which this source "
-            f"{'changes' if c.get('source') else 'no longer has'} ({c['what']}; the copy: {c['copied_to']}): "
-            "its numbers do not follow that edit" for c in copies if not c.get("same")]
+    """A warning for each copy a build's vipune-lane holds that its source changes: that build's
+    vipune-lib numbers do not follow that edit (every build's lane: the release's and the
+    checkout's in the loop, each named where there are several)."""
+    built = lanes(report)
+    return [f"vipune-lib{'' if len(built) == 1 else f' of build {build}'} copies {copy}: its numbers do not "
+            "follow that edit" for build, lane in built.items() for copy in changed_copies(lane)]
 
 
 def model_line(model: Mapping[str, Any]) -> str:

@@ -1,12 +1,14 @@
 """The vipune builds a run evaluates (vipune.compare): their table (each build's numbers, where it
-came from, a failed preflight, its latency), each build's difference from the primary in a line,
-and the pairs that gained or lost gold sessions."""
+came from, a failed preflight, its latency), each build's vipune-lane (where its search code came
+from, a fast build, the copies its source changes), each build's difference from the primary in a
+line, and the pairs that gained or lost gold sessions."""
 
 from __future__ import annotations
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
+from vipune_eval.stages.report.sections.scored import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
 
 
@@ -17,6 +19,19 @@ def failed_preflight(build: BuildEntry) -> str:
 
 
 SHOWN_CHANGES = 10  # the changed pairs a terminal shows per build (report.md lists 20, report.json all)
+
+
+def came_from(build: BuildEntry) -> str:
+    """Where a build came from, for its line: the config entry and the file it named, then its
+    vipune-lane's source (a checkout with its git description, a fast build) and how many of the
+    lane's copies that source changes (each is a warning)."""
+    source = build.get("source") or "evaluated before"
+    lane = build.get("lane")
+    if not lane:
+        return source
+    changed = len(changed_copies(lane))
+    return (f"{source}; its vipune-lane: {lane_source(lane)}"
+            + (f"; {changed} cop{'ies' if changed > 1 else 'y'} its source changes" if changed else ""))
 
 
 def build_lines(report: Report) -> list[str]:
@@ -36,7 +51,7 @@ def build_lines(report: Report) -> list[str]:
         r = b["comparison"]["overall"][key]
         lo, hi = r["interval"]
         verdict = "a real difference" if r["significant"] else "no significant difference"
-        lines.append(f"{b['id']} ({b.get('source') or 'evaluated before'}): {on} {key} {r['a']:.3f} vs "
+        lines.append(f"{b['id']} ({came_from(b)}): {on} {key} {r['a']:.3f} vs "
                      f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, unadjusted 95% CI {100 * lo:+.1f} to "
                      f"{100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
                      f"{len(b['changes'])} pairs gained or lost gold sessions")
@@ -67,6 +82,11 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
                      *(cell(b["metrics"][key], b["intervals"][key]) for key in keys), latency])
     columns = ["build", "version", "sha256", "from", "pairs", *keys, "latency p50 / p95 (s)"]
     blocks = noted(Table(columns, rows, numeric=[False] * 4 + [True] * (len(keys) + 2)))
+    built = [(b["id"], b["lane"]) for b in builds if b.get("lane")]
+    if built:
+        blocks.append(Bullets([Item(f"{build}: {lane_words(lane)}", [f"copies {c}: its vipune-lib numbers do not "
+                                                                     "follow that edit" for c in changed_copies(lane)])
+                               for build, lane in built], lead="**Each build's vipune-lane** (vipune-lib's code)"))
     top = max(measures.cutoff(kk) or 0 for kk in keys)
     for b in builds[1:]:
         changes = [f"{c['question_id']} ({c['question_type']}): "

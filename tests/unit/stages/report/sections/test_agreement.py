@@ -22,8 +22,9 @@ def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_di
     loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
     loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
     loaded.preflights = {primary: {}}
-    loaded.lane = {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
-                   "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)", "lane_source": "ee" * 32}}
+    loaded.lanes = {primary: {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+                              "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)",
+                                        "lane_source": "ee" * 32}}}
     lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))  # the binary's, but for one pair
     lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
     loaded.views[0].metrics["vipune-lib"] = lib

@@ -93,9 +93,10 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
             "copied_to": "lane/src/copies.rs: search_as_the_command", "pinned": "1" * 64, "source": "2" * 64,
             "same": False}
     same = {**copy, "file": "src/main.rs", "item": "fn main", "source": "1" * 64, "same": True}
-    loaded.lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
-                   "built": {"vipune_source": "checkout /src/vipune (abc123)", "profile": "fast",
-                             "sources": {"compiled": [], "copies": [copy, same]}}}
+    lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+            "built": {"vipune_source": "checkout /src/vipune (abc123)", "profile": "fast",
+                      "sources": {"compiled": [], "copies": [copy, same]}}}
+    loaded.lanes = {primary: lane}
     report = build(loaded)
     text, md = summary.render(report), render(report)
     named = ("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
@@ -104,7 +105,7 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
     assert f"  ! {named.replace('`', '')}" in text and f"- {named}" in md and "fn main" not in text
     fast = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
     assert fast in text and fast in md
-    loaded.lane = {**loaded.lane, "built": {**loaded.lane["built"], "profile": "release",
-                                            "sources": {"compiled": [], "copies": [same]}}}
+    loaded.lanes = {primary: {**lane, "built": {**lane["built"], "profile": "release",
+                                                "sources": {"compiled": [], "copies": [same]}}}}
     report = build(loaded)
     assert "vipune-lib copies" not in summary.render(report) and "fast build" not in render(report)

@@ -104,3 +104,46 @@ def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(
     assert f"| {other} — {words} | 0.20.2 |" in render(report)
     assert f"  ! {other} {words}; its search does not do what the contract says" in summary.render(report)
     assert f"{other} {words}; its search" in html.front(document(report), {})
+
+
+def test_a_compared_builds_lane_its_checkout_fast_build_and_stale_copies_are_in_every_rendering(loaded):
+    """Issue 51 item 3: a build under vipune.compare had no lane provenance: its checkout (git
+    describe), "a fast build" and its lane's stale copies were in no summary, report.md or HTML,
+    and report.json's builds[] had no lane; vipune.binary's were named."""
+    from vipune_eval.stages.report import report_page as html
+    from vipune_eval.stages.report import summary
+    from vipune_eval.stages.report.sections.contents import document
+
+    release, checkout = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
+    copy = {"file": "src/rrf.rs", "item": "fn rrf", "what": "the fusion", "copied_to": "lane/src/copies.rs: rrf",
+            "pinned": "1" * 64, "source": "2" * 64, "same": False}
+    lanes = {release: {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": release,
+                       "built": {"vipune_source": "vipune 0.20.2 from crates.io", "profile": "release",
+                                 "sources": {"compiled": [], "copies": []}}},
+             checkout: {"id": "0.20.2-dddddddddddd", "sha256": "dd" * 32, "version": "0.20.2", "binary": checkout,
+                        "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)",
+                                  "profile": "fast", "sources": {"compiled": [], "copies": [copy]}}}}
+    loaded.manifest.update(primary=release, builds=[checkout], compared_on="dense")
+    loaded.sources = {release: "vipune.binary '/c/vipune-0.20.2/bin/vipune'",
+                      checkout: "vipune.compare '/c/checkout-vipune/bin/vipune'"}
+    loaded.builds = {checkout: loaded.views[0].metrics["hybrid"]}
+    loaded.fingerprints = {b: {"id": b, "version": "0.20.2", "sha256": b[-12:] * 5} for b in (release, checkout)}
+    loaded.lanes = lanes
+    report = build(loaded)
+    assert [b["lane"] for b in report["builds"]] == [lanes[release], lanes[checkout]]
+    assert report["provenance"]["lane"] == lanes[release]
+    doc = document(report)
+    text, md, front = summary.render(report), render(report), html.front(doc, {})
+    where = ("vipune.compare '/c/checkout-vipune/bin/vipune'; its vipune-lane: vipune's search code from checkout "
+             "/src/vipune (v0.20.2-3-gabc1234-dirty), a fast build (build.sh --fast: not the release profile's bytes, "
+             "the same rankings); 1 copy its source changes")
+    assert f"  {checkout} ({where}): dense recall@5 " in text  # the summary's line of the build
+    assert "v0.20.2-3-gabc1234-dirty), a fast build" in front and "1 copy its source changes" in front
+    stale = (f"vipune-lib of build {checkout} copies `fn rrf` from src/rrf.rs, which this source changes (the "
+             "fusion; the copy: lane/src/copies.rs: rrf): its numbers do not follow that edit")
+    assert f"  ! {stale.replace('`', '')}" in text and f"- {stale}" in md
+    assert "<code>fn rrf</code>" in front  # the warnings of the HTML report's first page
+    assert (f"- {checkout}: vipune-lane 0.20.2-dddddddddddd (sha256 dddddddddddd): vipune's search code from checkout "
+            "/src/vipune (v0.20.2-3-gabc1234-dirty), a fast build") in md  # report.md's builds section
+    assert f"- {release}: vipune-lane 0.20.2-cccccccccccc (sha256 cccccccccccc): vipune's search code from vipune " \
+           "0.20.2 from crates.io, beside build" in md
