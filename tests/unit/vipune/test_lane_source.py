@@ -42,7 +42,7 @@ def test_an_item_is_cut_at_its_own_closing_brace_whatever_its_strings_and_commen
 
 def lane_report(sources) -> dict:
     """The part of report.json the report names stale copies from: the lane's recorded build."""
-    return {"provenance": {"lane": {"built": {"sources": sources}}}}
+    return {"builds": [], "provenance": {"lane": {"binary": "0.20.2-aaaaaaaaaaaa", "built": {"sources": sources}}}}
 
 
 def fake_source(folder: Path) -> Path:
@@ -102,7 +102,7 @@ def test_build_sh_reads_the_record_on_one_line(tmp_path):
 
 
 def test_a_lane_that_records_no_sources_names_no_copy():
-    assert stale_copies(lane_report(None)) == [] and stale_copies({"provenance": {}}) == []
+    assert stale_copies(lane_report(None)) == [] and stale_copies({"builds": [], "provenance": {}}) == []
 
 
 def test_the_name_follows_every_source_byte_and_name(tmp_path):
