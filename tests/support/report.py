@@ -70,7 +70,7 @@ def hand_made(tmp_path) -> Loaded:
                "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}
     manifest = {"views": [entry], "retrievers": ["dense", "hybrid", "vipune"], "settings": {}, "corpus": None,
                 "primary": None, "builds": [], "compared_on": "vipune", "baseline": None,
-                "whatif": None, "mirrors": {"vipune": "hybrid"},
+                "whatif": None, "mirrors": {"vipune": "hybrid"}, "searched_by": {}, "lanes": {},
                 "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
     rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
             for q, g in GOLD.items()]

@@ -121,7 +121,7 @@ def stale_runs(loaded: Loaded) -> None:
     metrics record the settings its score and searches were given (``scored_with``), and each must
     be its view's (the manifest's, from this config). A changed ``search_limit`` or ``ks`` reruns
     none of them under ``--rerun-triggers mtime``; the error names each stale run and the fix."""
-    manifest = loaded.manifest
+    searched_by = loaded.manifest["searched_by"]
     stale: list[str] = []
     rules: set[str] = set()
     for view in loaded.views:
@@ -142,7 +142,7 @@ def stale_runs(loaded: Loaded) -> None:
             stale.append(f"{run} in the {view.entry['name']} view: {said}")
             rules.add("score")
             if recorded is None or any(recorded.get(k) != v for k, v in stated.items() if k not in SCORE_SETTINGS):
-                rules.update(manifest.get("searched_by", {}).get(run, []))
+                rules.update(searched_by.get(run, []))
     if stale:
         more = f"; and {len(stale) - STALE_NAMED} more" if len(stale) > STALE_NAMED else ""
         raise EvalError(
