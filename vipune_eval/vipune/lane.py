@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from vipune_eval.core.io import check_planned_bytes, sha256_file
+from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
@@ -109,9 +109,12 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
     return said
 
 
-def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
-    """The fingerprint ``path`` must match: results are filed under it, so the bytes must agree."""
-    return check_planned_bytes(path, fingerprint, "lane")
+def planned_lane(path: Path, fingerprint: Path, folder: Path) -> Path:
+    """A job's private copy (in ``folder``) of the lane it was planned for, checked against its
+    fingerprint: every lane process the job starts (one per shard, another after a persona the
+    lane broke on under ``record``, another on disk where RAM is full) runs the planned bytes, even
+    where the lane is rebuilt while the job runs."""
+    return planned_copy(path, fingerprint, "lane", folder)[0]
 
 
 def frame(persona: Persona, flags: list[str]) -> bytes:

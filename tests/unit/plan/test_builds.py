@@ -3,14 +3,18 @@
 import copy
 import dataclasses
 import hashlib
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from support.config import SCHEMA, local_config
 from support.fakes import fake_build
+from vipune_eval.core import paths
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
+from vipune_eval.vipune.binary import wrapped_record
 
 
 
@@ -78,3 +82,6 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     builds = workspace.prepare(cfg, SCHEMA).builds
     assert builds.lane_paths[builds.lane] == str(binary.parent / lane.name)
     assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}
+    # where they are, beside the fingerprint (no path in it), for the jobs to check them (issue 51 item 1)
+    record = json.loads(wrapped_record(Path(paths.binary_fingerprint_file(builds.primary))).read_text())
+    assert record == {"files": {str(binary.resolve()): hashlib.sha256(binary.read_bytes()).hexdigest()}}
