@@ -32,6 +32,10 @@ class LaneError(EvalError):
     """The lane could not run, or broke its protocol; the message names the command and persona."""
 
 
+# Beside a build's bin/: what .ci/vipune/build.sh built its binary from (binary_sha256, vipune_source_sha256).
+BUILD_RECORD = "build.json"
+
+
 def build_command(version: str) -> str:
     """The command that builds a vipune release and its lane (a checkout: ``--checkout DIR``)."""
     return f".ci/vipune/build.sh {version}"
@@ -81,12 +85,40 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
                 "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
                 "the binary it runs, the one built beside the lane, in vipune.fingerprint_files")
+    _check_source(path, said)
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
     version = said.get("vipune") or binary["version"]
     return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
             "id": f"{version}-{pair[:12]}"}
+
+
+def _check_source(path: Path, said: dict[str, Any]) -> None:
+    """The lane compiled the very source its binary was built from: the digest the lane recorded
+    as cargo compiled it (lane/build.rs) is the one build.sh recorded for the binary beside it
+    (BUILD_RECORD, beside bin/). A lane that records none (an earlier build.sh, the tests' fake)
+    is not checked."""
+    compiled = (said.get("sources") or {}).get("vipune_source_sha256")
+    if not compiled:
+        return
+    record = path.resolve().parent.parent / BUILD_RECORD
+    try:
+        built = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        built = {}
+    binary = str(said.get("binary_sha256"))
+    if built.get("vipune_source_sha256") == compiled and built.get("binary_sha256") == binary:
+        return
+    source = built.get("vipune_source_sha256")
+    raise LaneError(
+        f"{path} compiled the vipune source with sha256 {compiled[:12]}, but the binary it was built beside "
+        f"(sha256 {binary[:12]}) "
+        + (f"was built from the source with sha256 {source[:12]} ({record})" if source and built.get("binary_sha256") == binary
+           else f"is not the one {record} records" if record.is_file() else f"has no record of its source ({record} is missing)")
+        + ": the lane's search code is not that binary's",
+        fix="build both again from one source: `.ci/vipune/build.sh --checkout DIR` for a checkout (its "
+            "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release")
 
 
 def _version(path: Path, timeout: float) -> dict[str, Any]:
