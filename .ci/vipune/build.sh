@@ -271,20 +271,15 @@ logs=$home/logs
 mkdir -p "$logs"
 
 shown_paths() { # cargo's output with the build's copy of a checkout named as the checkout itself
-    # (the copy is where cargo compiles; your file is where you fix it); $1: also the paths cargo
-    # gives relative to the package it installs (`--> src/…`)
+    # (the copy is where cargo compiles; your file is where you fix it)
     if [ "$version" != checkout ]; then
         cat
         return
     fi
     local from to
     from=$(printf '%s' "$src" | sed 's/[][\.*^$/]/\\&/g')
-    to=$(printf '%s' "$checkout" | sed 's/[\&|/]/\\&/g')
-    if [ "${1:-}" = relative ]; then
-        sed -u -e "s/$from/$to/g" -e "s/--> src\\//--> $to\\/src\\//"
-    else
-        sed -u -e "s/$from/$to/g"
-    fi
+    to=$(printf '%s' "$checkout" | sed 's/[\&/]/\\&/g')
+    sed -u -e "s/$from/$to/g"
 }
 
 relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins that the registry
@@ -317,11 +312,21 @@ fetchable() { # $1: a vipune source whose Cargo.lock the registry can honour, re
     fi
 }
 
-work=$home/lane-src # vipune-lane's workspace: lane/ synced by content, with the source's Cargo.lock
+# vipune-lane's workspace, where the binary is built too: lane/ synced by content, with the
+# source's Cargo.lock, and its package named after this build's folder. cargo names what it
+# compiles for a workspace's own package after its path *within* the workspace, so every
+# workspace holding lane/ would share one name, one fingerprint and one OUT_DIR in the shared
+# target folder, and a build could run another checkout's compiled build script (seen). vipune
+# itself, patched in from $src outside the workspace, is named after its full path.
+work=$home/lane-src
 workspace_made=0
 lane_workspace() {
     [ $workspace_made = 1 ] && return
-    python3 "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude target >/dev/null
+    python3 "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude Cargo.toml --exclude target >/dev/null
+    sed '0,/^name = "vipune-lane"$/s//name = "vipune-lane-'"$(printf '%s' "$home" | sha256sum | cut -c1-12)"'"/' \
+        "$repo/lane/Cargo.toml" >"$work/Cargo.toml.part"
+    grep -q '^name = "vipune-lane-' "$work/Cargo.toml.part" || { echo "build.sh: $repo/lane/Cargo.toml names no package vipune-lane" >&2; exit 1; }
+    if cmp -s "$work/Cargo.toml.part" "$work/Cargo.toml"; then rm "$work/Cargo.toml.part"; else mv "$work/Cargo.toml.part" "$work/Cargo.toml"; fi
     cmp -s "$src/Cargo.lock" "$work/Cargo.lock" || cp "$src/Cargo.lock" "$work/Cargo.lock"
     workspace_made=1
 }
@@ -329,11 +334,8 @@ lane_workspace() {
 cargo_built() { # $1: what (for the messages), $2: a log, then cargo's arguments (its output shown with your paths)
     local what=$1 log=$2
     shift 2
-    if [ "$version" = checkout ] && [ "$1" = install ]; then
-        cargo "$@" 2>&1 | shown_paths relative | tee "$log" >&2
-    else
-        cargo "$@" 2>&1 | shown_paths | tee "$log" >&2
-    fi || { echo "build.sh: $what did not build (cargo's messages above, and in $log); nothing was replaced: $home/bin is the previous build" >&2; return 1; }
+    cargo "$@" 2>&1 | shown_paths | tee "$log" >&2 ||
+        { echo "build.sh: $what did not build (cargo's messages above, and in $log); nothing was replaced: $home/bin is the previous build" >&2; return 1; }
 }
 
 # Builds against one ONNX Runtime share cargo's target folder, and its final artifacts
@@ -361,17 +363,14 @@ if [ "$version" = checkout ]; then
     # The files the lane compiles must be there before the binary is built (a moved one is named)
     python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
     take_lock 8 "$CARGO_TARGET_DIR.lock" "another build against ONNX Runtime $ort_version (cargo's target folder)"
-    if [ $profile = fast ]; then
-        # In vipune-lane's workspace, so that vipune's library is compiled once for both.
-        echo "build.sh: building vipune from $checkout (a copy) in vipune-lane's workspace, profile fast, against ONNX Runtime $ort_version (PyPI wheel)" >&2
-        lane_workspace
-        cargo_built "vipune ($checkout)" "$logs/binary.log" build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
-            --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune
-        cp "$CARGO_TARGET_DIR/fast/vipune" "$stage/bin/vipune"
-    else
-        echo "build.sh: cargo install --path $checkout (a copy) against ONNX Runtime $ort_version (PyPI wheel)" >&2
-        cargo_built "vipune ($checkout)" "$logs/binary.log" install --path "$src" --locked --root "$stage" --force
-    fi
+    # In vipune-lane's workspace (its release profile is vipune's own), so that vipune's library is
+    # compiled once for both, and is named after its copy's full path (`cargo install --path` would
+    # name it after no path at all: the same for every checkout).
+    echo "build.sh: building vipune from $checkout (a copy) in vipune-lane's workspace, profile $profile, against ONNX Runtime $ort_version (PyPI wheel)" >&2
+    lane_workspace
+    cargo_built "vipune ($checkout)" "$logs/binary.log" build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
+        --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune
+    cp "$CARGO_TARGET_DIR/$profile/vipune" "$stage/bin/vipune"
 else
     vipune_version=$version
     vipune_source="vipune $version from crates.io"
@@ -393,7 +392,12 @@ else
         fi
     fi
     fetchable "$src"
-    works "$stage/bin/vipune" || cargo install --path "$src" --locked --root "$stage" --force >&2 # the release's own lock could not be honoured
+    if ! works "$stage/bin/vipune"; then # the release's own lock could not be honoured: its relocked copy
+        lane_workspace
+        cargo_built "vipune $version (relocked)" "$logs/binary.log" build --manifest-path "$work/Cargo.toml" \
+            "${profile_flags[@]}" --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune
+        cp "$CARGO_TARGET_DIR/release/vipune" "$stage/bin/vipune"
+    fi
 fi
 staged=$stage/bin/vipune
 

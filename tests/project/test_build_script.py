@@ -284,8 +284,9 @@ def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_
         write_dated(rrf, originals[rrf] + "\nfn broken( {\n")
         proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
                               text=True, timeout=1800)
-        assert proc.returncode != 0 and f"{rrf}:" in proc.stderr, proc.stderr[-3000:]
-        assert str(home / "src") not in proc.stderr  # the build's copy is never shown as the file to fix
+        assert proc.returncode != 0 and f"--> {rrf}:" in proc.stderr, proc.stderr[-3000:]
+        shown = [line for line in proc.stderr.splitlines() if "-->" in line or "Compiling vipune " in line]
+        assert shown and not [line for line in shown if str(home / "src") in line]  # never the build's copy
         assert {path: sha(path) for path in before} == before
         write_dated(rrf, originals[rrf])
         write_dated(lib, originals[lib].replace("mod rrf;", "mod rrf;\npub mod extra_weight;", 1))
