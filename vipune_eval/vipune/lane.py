@@ -97,25 +97,25 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
 def _check_source(path: Path, said: dict[str, Any]) -> None:
     """The lane compiled the very source its binary was built from: the digest the lane recorded
     as cargo compiled it (lane/build.rs) is the one build.sh recorded for the binary beside it
-    (BUILD_RECORD, beside bin/). A lane that records none (an earlier build.sh, the tests' fake)
-    is not checked."""
+    (BUILD_RECORD, beside bin/). Not checked where either is missing: a lane of an earlier
+    build.sh or the tests' fake, a build's bin/ copied elsewhere without its record (its lane is
+    still checked against the binary's bytes)."""
     compiled = (said.get("sources") or {}).get("vipune_source_sha256")
-    if not compiled:
-        return
     record = path.resolve().parent.parent / BUILD_RECORD
+    if not compiled or not record.is_file():
+        return
     try:
         built = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         built = {}
-    binary = str(said.get("binary_sha256"))
-    if built.get("vipune_source_sha256") == compiled and built.get("binary_sha256") == binary:
+    binary, source = str(said.get("binary_sha256")), built.get("vipune_source_sha256")
+    if source == compiled and built.get("binary_sha256") == binary:
         return
-    source = built.get("vipune_source_sha256")
     raise LaneError(
         f"{path} compiled the vipune source with sha256 {compiled[:12]}, but the binary it was built beside "
         f"(sha256 {binary[:12]}) "
-        + (f"was built from the source with sha256 {source[:12]} ({record})" if source and built.get("binary_sha256") == binary
-           else f"is not the one {record} records" if record.is_file() else f"has no record of its source ({record} is missing)")
+        + (f"was built from the source with sha256 {str(source)[:12]} ({record})" if built.get("binary_sha256") == binary
+           else f"is not the binary {record} records")
         + ": the lane's search code is not that binary's",
         fix="build both again from one source: `.ci/vipune/build.sh --checkout DIR` for a checkout (its "
             "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release")

@@ -81,7 +81,7 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     assert "vipune.fingerprint_files" in caught.value.fix
     cfg["vipune"]["fingerprint_files"] = [str(binary)]
     builds = workspace.prepare(cfg, SCHEMA).builds
-    assert builds.lane_paths[builds.lane] == str(binary.parent / lane.name)
+    assert builds.lane_paths[builds.lane] == str(binary.resolve().parent / lane.name)  # bin/ may be a link
     assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}
     # where they are, beside the fingerprint (no path in it), for the jobs to check them (issue 51 item 1)
     record = json.loads(wrapped_record(Path(paths.binary_fingerprint_file(builds.primary))).read_text())
@@ -99,7 +99,9 @@ def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_
     cfg = local_config(tmp_path, binary=str(binary))
     cfg["retrievers"] = ["vipune-lib"]
     record = tmp_path / "build" / "build.json"
-    with pytest.raises(EvalError, match=r"has no record of its source \(.*build.json is missing\)"):
+    workspace.prepare(copy.deepcopy(cfg), SCHEMA)  # no record (bin/ copied without it): not checked
+    record.write_text(json.dumps({"binary_sha256": "c" * 64, "vipune_source_sha256": lane_source}))
+    with pytest.raises(EvalError, match=r"is not the binary .*build.json records: the lane's search code"):
         workspace.prepare(copy.deepcopy(cfg), SCHEMA)
     record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": binary_source}))
     with pytest.raises(EvalError) as caught:
