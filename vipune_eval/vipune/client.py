@@ -97,7 +97,8 @@ class Vipune:
             proc = subprocess.Popen([str(self.binary), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
         except (OSError, ValueError) as exc:  # ValueError: an argument holds a NUL byte
-            raise VipuneError(f"{where}: cannot run `{shown(cmd)}`: {exc}") from exc
+            copy = f" (the job's copy of it, {self.binary}: is its folder on a noexec mount?)" if self.shown != self.binary else ""
+            raise VipuneError(f"{where}: cannot run `{shown(cmd)}`{copy}: {exc}") from exc
         try:
             out, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
