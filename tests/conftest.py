@@ -80,6 +80,16 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(cpus, int(memory // 3 * 2**-30)))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fake_query_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the query vectors every fake vipune of the session computes (keyed by model,
+    pooling and text: tests/support/fake_vipune.py): a job runs a private copy of its binary, in its
+    scratch folder, where the wrapper's default folder (beside its own path) would not outlive it."""
+    folder = tmp_path_factory.mktemp("query-vectors")
+    os.environ.setdefault("FAKE_VIPUNE_QUERY_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def fake_vipune_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ``vipune`` executable (shell wrapper around tests/support/fake_vipune.py), with the fake

@@ -10,8 +10,10 @@
 //! the vipune item it copies.
 //!
 //! `vipune-lane version` prints, as JSON, what it was built from (set by .ci/vipune/build.sh):
-//! vipune's version and source, the binary built beside it, the compiled files' sha256 and each
-//! copy with whether the source still has the pinned bytes.
+//! vipune's version and source, the binary built beside it; and, recorded by build.rs as cargo
+//! compiled them, the compiled files' sha256, each copy with whether the source still has the
+//! pinned bytes, and the sha256 of the whole vipune source (`vipune_source_sha256`, which the
+//! binary's build.json beside bin/ must name too).
 //!
 //! `vipune-lane search --tmp DIR [--breakdown]` reads personas from stdin and answers each with
 //! one JSON line on stdout, in order. A persona is one JSON line
@@ -238,10 +240,6 @@ fn run_search(dir: &Path, breakdown: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// A JSON value set at build time by .ci/vipune/build.sh, or null.
-fn built(value: Option<&str>) -> Value {
-    value.and_then(|v| serde_json::from_str(v).ok()).unwrap_or(Value::Null)
-}
 
 fn version() -> Value {
     json!({
@@ -254,7 +252,9 @@ fn version() -> Value {
         "profile": option_env!("VIPUNE_LANE_PROFILE"),
         "calls": ["Database::open", "Database::insert_with_id", "MemoryStore::new",
                   "MemoryStore::search", "MemoryStore::search_hybrid"],
-        "sources": built(option_env!("VIPUNE_LANE_SOURCES")),
+        // what build.rs recorded as cargo compiled the vipune source: each file and copy, and the whole source
+        "sources": serde_json::from_str::<Value>(include_str!(concat!(env!("OUT_DIR"), "/vipune_sources.json")))
+            .unwrap_or(Value::Null),
     })
 }
 

@@ -1,22 +1,31 @@
 """.ci/vipune/build.sh on a vipune source tree. A checkout whose Cargo.lock pins a crate the
 registry lacks builds where the release builds, from a copy, and says what it moved (issue 38); a
 fast build (``--fast``) ranks exactly as the release profile, and the lib lane of a checkout whose
-fusion differs (RRF k = 60) ranks exactly as that checkout's binary (issue 43).
+fusion differs (RRF k = 60) ranks exactly as that checkout's binary (issue 43). Two clones both
+named ``vipune`` are two builds, one after the other and side by side; a path built before never
+lends its compiled code to other bytes, whatever their dates; a lane that does not build leaves
+the previous binary and lane in place and names the file it lacks; builds of one checkout wait
+for each other (issue 51 item 2).
 
 The trees are vipune's own release sources as crates.io ships them (their Cargo.lock pins
-webpki-roots 1.0.11, which this registry lacks), and a copy of them with ``RrfConfig::default().k``
-= 60, set up and first built by ``.ci/run`` (VIPUNE_EVAL_CHECKOUT_FIXTURE, VIPUNE_EVAL_K60_FIXTURE);
-here build.sh runs on them again, which rebuilds nothing that did not change. Skipped, saying why,
-where CI has not set them up.
+webpki-roots 1.0.11, which this registry lacks), and two copies of them named ``vipune`` with
+``RrfConfig::default().k`` = 60 and 2, every file dated 2006 as crates.io's, set up and first
+built by ``.ci/run`` (VIPUNE_EVAL_CHECKOUT_FIXTURE, VIPUNE_EVAL_K60_FIXTURE, VIPUNE_EVAL_K2_FIXTURE);
+here build.sh runs on them again, which rebuilds nothing that did not change (the k = 2 clone is
+edited and built again three times, a few tens of seconds each, and left as it was). Skipped,
+saying why, where CI has not set them up. The tests of this file run in order, on one worker
+(pytest's --dist loadfile).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +44,8 @@ pytestmark = pytest.mark.real_vipune
 BUILD = real_vipune.BUILD
 FIXTURE = "VIPUNE_EVAL_CHECKOUT_FIXTURE"
 K60_FIXTURE = "VIPUNE_EVAL_K60_FIXTURE"
+K2_FIXTURE = "VIPUNE_EVAL_K2_FIXTURE"
+CRATES_IO_TIME = 1153704088  # 2006-07-24, the time of every file crates.io ships
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 
 
@@ -58,6 +69,11 @@ def k60_checkout() -> Path:
     return fixture_tree(K60_FIXTURE)
 
 
+@pytest.fixture(scope="module")
+def k2_checkout() -> Path:
+    return fixture_tree(K2_FIXTURE)
+
+
 def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:
     """(binary, lane) of ``build.sh --checkout folder [flags]`` (built by .ci/run: seconds here)."""
     proc = subprocess.run(["bash", str(BUILD), "--checkout", str(folder), *flags], capture_output=True, text=True,
@@ -65,6 +81,38 @@ def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     binary = Path(proc.stdout.strip().splitlines()[-1])
     return binary, find_lane(binary, "checkout")
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_dated(path: Path, text: str) -> None:
+    """``text`` at ``path``, dated as crates.io dates its files (older than any build here)."""
+    path.write_text(text)
+    os.utime(path, (CRATES_IO_TIME, CRATES_IO_TIME))
+
+
+def fused_k(binary: Path, model_dir: Path, hf_home: Path, tmp: Path) -> float:
+    """The RRF k a binary's hybrid search fuses with, read off its scores: with a question one of
+    whose words no row holds, vipune's BM25 (an AND of every word) finds nothing, and the row
+    ranked r by the vector arm scores 1 / (k + r)."""
+    persona = dataclasses.replace(personas(model_dir, 1)[0], question="unmatched " + personas(model_dir, 1)[0].question)
+    _, rankings = real_vipune.binary_rankings(binary, persona, hf_home, tmp)
+    assert [rid for rid, _ in rankings["hybrid"]] == [rid for rid, _ in rankings["semantic"]]
+    return round(1 / rankings["hybrid"][0][1] - 1, 6)
+
+
+def checked_pair(binary: Path, lane: Path, tree: Path) -> dict:
+    """What the lane says, having checked that it names its binary and compiled the tree's rrf.rs
+    and the very source the binary's build.json records."""
+    said = lane_said(lane)
+    record = json.loads((binary.resolve().parent.parent / "build.json").read_text())
+    assert said["binary_sha256"] == sha(binary) == record["binary_sha256"]
+    assert said["sources"]["vipune_source_sha256"] == record["vipune_source_sha256"]
+    compiled = {c["file"]: c["sha256"] for c in said["sources"]["compiled"]}
+    assert compiled["src/rrf.rs"] == sha(tree / "src" / "rrf.rs")
+    return said
 
 
 def release_build() -> tuple[Path, Path]:
@@ -166,3 +214,110 @@ def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_
         assert by_release["semantic"] == by_binary["semantic"]
         fused_differ += [s for _, s in by_release["hybrid"]] != [s for _, s in by_binary["hybrid"]]
     assert fused_differ == len(personas(vipune_tiny_model_dir))
+
+
+# ------------------------------------------------ issue 51 item 2: a build is keyed by its full path and its bytes
+
+def test_two_clones_named_vipune_get_a_build_each_one_after_the_other_and_side_by_side(
+        k60_checkout, k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    """Both folders are named `vipune` (every clone of vipune's repository is) and every file is
+    dated 2006: keyed by the folder's name, the second build reused the first's compiled code."""
+    assert k60_checkout.name == k2_checkout.name == "vipune"
+    for run in range(2):
+        if run == 0:  # one after the other, the first again last
+            built = {tree: build_checkout(tree, "--fast") for tree in (k60_checkout, k2_checkout)}
+            assert build_checkout(k60_checkout, "--fast") == built[k60_checkout]
+        else:  # side by side
+            procs = {tree: subprocess.Popen(["bash", str(BUILD), "--checkout", str(tree), "--fast"], text=True,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                     for tree in (k60_checkout, k2_checkout)}
+            for tree, proc in procs.items():
+                out, err = proc.communicate(timeout=1800)
+                assert proc.returncode == 0, err[-3000:]
+                binary = Path(out.strip().splitlines()[-1])
+                assert binary == built[tree][0]
+        homes = {binary.parent.parent for binary, _ in built.values()}
+        assert len(homes) == 2 and all(home.name.startswith("checkout-vipune-") for home in homes)
+        for tree, (binary, lane) in built.items():
+            checked_pair(binary, lane, tree)
+            k = fused_k(binary, vipune_tiny_model_dir, vipune_hf_home, tmp_path / f"{run}-{tree.parent.name}")
+            assert k == (60 if tree == k60_checkout else 2), tree
+        for i, persona in enumerate(personas(vipune_tiny_model_dir, 2)):
+            for tree, (binary, lane) in built.items():
+                query, by_binary = real_vipune.binary_rankings(binary, persona, vipune_hf_home,
+                                                               tmp_path / f"r{run}-{i}-{tree.parent.name}")
+                assert lane_rankings(lane, persona, query, tmp_path / "dbs") == by_binary, (tree, persona.question_id)
+
+
+def test_a_path_built_before_never_lends_its_code_to_other_bytes_dated_older(
+        k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    """The pristine release's rrf.rs written into the k = 2 clone, dated 2006 as crates.io's: the
+    build ranks with k = 25, binary and lane (trusting the date, cargo kept the k = 2 code: vipune-lib
+    and its binary apart on 10 of 19 lists)."""
+    rrf = k2_checkout / "src" / "rrf.rs"
+    edited = rrf.read_text()
+    assert "Self { k: 2.0 }" in edited
+    try:
+        write_dated(rrf, edited.replace("Self { k: 2.0 }", "Self { k: 25.0 }"))
+        binary, lane = build_checkout(k2_checkout, "--fast")
+        checked_pair(binary, lane, k2_checkout)
+        assert fused_k(binary, vipune_tiny_model_dir, vipune_hf_home, tmp_path / "k") == 25
+        for i, persona in enumerate(personas(vipune_tiny_model_dir, 2)):
+            query, by_binary = real_vipune.binary_rankings(binary, persona, vipune_hf_home, tmp_path / f"b{i}")
+            assert lane_rankings(lane, persona, query, tmp_path / "dbs") == by_binary, persona.question_id
+    finally:
+        write_dated(rrf, edited)
+
+
+def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_checkout, tmp_path):
+    """A compile error is shown in the checkout's file, not the build's copy; a search edit that
+    uses a module the lane does not compile builds the binary, then the lane fails: nothing is
+    replaced (the binary was replaced before, and "build both again" failed the same way) and the
+    message names the file lane/vipune_sources.json must list."""
+    binary, lane = build_checkout(k2_checkout, "--fast")
+    before = {path: sha(path) for path in (binary, lane)}
+    rrf, search = k2_checkout / "src" / "rrf.rs", k2_checkout / "src" / "memory" / "search.rs"
+    lib, module = k2_checkout / "src" / "lib.rs", k2_checkout / "src" / "extra_weight.rs"
+    originals = {path: path.read_text() for path in (rrf, search, lib)}
+    home = binary.parent.parent
+    try:
+        write_dated(rrf, originals[rrf] + "\nfn broken( {\n")
+        proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
+                              text=True, timeout=1800)
+        assert proc.returncode != 0 and f"--> {rrf}:" in proc.stderr, proc.stderr[-3000:]
+        shown = [line for line in proc.stderr.splitlines() if "-->" in line or "Compiling vipune " in line]
+        assert shown and not [line for line in shown if str(home / "src") in line]  # never the build's copy
+        assert {path: sha(path) for path in before} == before
+        write_dated(rrf, originals[rrf])
+        write_dated(lib, originals[lib].replace("mod rrf;", "mod rrf;\npub mod extra_weight;", 1))
+        write_dated(module, "pub const WEIGHT: f64 = 1.0;\n")
+        write_dated(search, originals[search] + "\n#[allow(dead_code)]\nfn extra_weight() -> f64 {\n"
+                                                "    crate::extra_weight::WEIGHT\n}\n")
+        proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
+                              text=True, timeout=1800)
+        assert proc.returncode != 0
+        assert (f'they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
+                in proc.stderr), proc.stderr[-3000:]
+        assert f"nothing was replaced: {home}/bin is the previous build" in proc.stderr
+        assert {path: sha(path) for path in before} == before and find_lane(binary, "checkout") == lane
+        assert binary.resolve().parent == lane.resolve().parent  # bin/ still the one build
+    finally:
+        module.unlink(missing_ok=True)
+        for path, text in originals.items():
+            write_dated(path, text)
+
+
+def test_builds_of_one_checkout_wait_for_each_other(k60_checkout):
+    """One build holds the checkout's lock (flock on its build folder's .lock); another waits,
+    saying so, and then runs."""
+    binary, _ = build_checkout(k60_checkout, "--fast")
+    lock = binary.parent.parent / ".lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as the first build holds it
+        proc = subprocess.Popen(["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast"], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(5)
+        assert proc.poll() is None  # it waits
+    out, err = proc.communicate(timeout=1800)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"waiting for another build of {k60_checkout} to finish ({lock})" in err and Path(out.strip()) == binary

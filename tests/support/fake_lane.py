@@ -8,7 +8,8 @@ on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real la
 
 ``version`` names as ``binary_sha256`` the sha256 of the ``vipune`` beside it (the binary it
 "was built with": in ``FAKE_LANE_DIR``, which its wrapper script sets to its own folder), or
-``FAKE_LANE_BINARY_SHA256``. Faults, env ``FAKE_LANE_FAULT``: ``refuse``
+``FAKE_LANE_BINARY_SHA256``; and, with ``FAKE_LANE_SOURCE_SHA256``, that as the sha256 of the
+vipune source it "compiled" (the real lane's ``sources.vipune_source_sha256``). Faults, env ``FAKE_LANE_FAULT``: ``refuse``
 (an error answer for a question containing ``FAKE_LANE_FAULT_MATCH``), ``crash`` (exit 1 with
 a message before answering such a question), ``hang`` (sleep instead of answering it),
 ``hang-at-start`` (sleep before reading anything, as a lane stuck at start: each start of it writes a
@@ -42,7 +43,8 @@ def version() -> dict:
             "vipune_source": "the fake lane of the tests (tests/support/fake_lane.py)", "lane_source": None,
             "binary_sha256": sha, "profile": None,
             "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
-            "sources": None}
+            "sources": ({"compiled": [], "copies": [], "vipune_source_sha256": os.environ["FAKE_LANE_SOURCE_SHA256"]}
+                        if os.environ.get("FAKE_LANE_SOURCE_SHA256") else None)}
 
 
 def answer(header: dict, vectors: bytes, db_path: str) -> dict:

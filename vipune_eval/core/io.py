@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -105,16 +106,30 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-def check_planned_bytes(path: Path, fingerprint: Path, what: str) -> dict[str, Any]:
-    """The fingerprint file ``path``'s bytes must match: a job's results are filed under it, so
-    the executable it runs (``what``: "binary", "lane") must be the one the run was planned for."""
+def planned_copy(path: Path, fingerprint: Path, what: str, folder: Path) -> tuple[Path, dict[str, Any]]:
+    """A private copy of the executable ``path`` in ``folder`` holding the bytes the fingerprint
+    file names, and that fingerprint. A job's results are filed under the fingerprint, and the job
+    runs the copy: each of its calls runs the planned bytes, even where ``path`` is rebuilt while
+    it runs (``build.sh --checkout`` in another terminal), which would otherwise mix two builds'
+    rankings in one shard. The copy's bytes are the ones checked, as they are the ones that run.
+    ``what``: "binary", "lane"."""
     expected = read_json(fingerprint)
-    actual = sha256_file(path)
+    if not path.is_file():
+        raise EvalError(f"{path}, the {what} this job was planned for, is gone",
+                        fix=f"rerun snakemake so it re-plans (the {what} was removed or replaced after the run "
+                            "was planned)")
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / path.name
+    copy.unlink(missing_ok=True)
+    shutil.copyfile(path, copy)
+    actual = sha256_file(copy)
     if actual != expected["sha256"]:
+        copy.unlink()
         raise EvalError(f"{path} (sha256 {actual[:12]}) is not the {what} this result belongs to "
                         f"({fingerprint}, sha256 {expected['sha256'][:12]})",
                         fix=f"rerun snakemake so it re-plans (the {what} changed after the run was planned)")
-    return expected
+    copy.chmod(0o500)
+    return copy, expected
 
 
 def text_id(text: str) -> str:

@@ -65,7 +65,11 @@ def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
     cache = Path(paths.CACHE)
     fingerprint = vipune_binary.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
                                                    cache, extra)
-    write_json_if_changed(paths.binary_fingerprint_file(fingerprint["id"]), fingerprint)
+    fingerprint_file = Path(paths.binary_fingerprint_file(fingerprint["id"]))
+    write_json_if_changed(fingerprint_file, fingerprint)
+    if extra:  # where they are, for the jobs to check them (binary.PlannedBinary.check_wrapped)
+        write_json_if_changed(vipune_binary.wrapped_record(fingerprint_file),
+                              {"files": {str(f): fingerprint["files"][f.name] for f in extra}})
     return {**fingerprint, "path": str(path)}
 
 

@@ -1,4 +1,4 @@
-"""The vipune binary: finding it, its fingerprint, and checking a job runs the bytes it was planned for.
+"""The vipune binary: finding it, its fingerprint, and making a job run the bytes it was planned for.
 
 A build is known by the sha256 of its bytes (and of any extra files a wrapper script runs) plus
 what ``vipune --json version`` says; ``id`` = version-sha12 names its results folder.
@@ -10,10 +10,11 @@ import hashlib
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vipune_eval.core.io import check_planned_bytes, read_json, sha256_file, write_json_if_changed
+from vipune_eval.core.io import planned_copy, read_json, sha256_file, write_json_if_changed
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune
 from vipune_eval.vipune.settings import VipuneSettings
@@ -54,17 +55,71 @@ def build_profile(binary: Path) -> str | None:
     return record.read_text().strip() or None if record.is_file() else None
 
 
-def planned_binary(vipune: VipuneSettings) -> tuple[Path, dict[str, Any]]:
-    """The executable a job runs and the fingerprint it was planned for (the one way a job finds
-    its binary). ``vipune.binary`` is empty for a build the workflow knows by its fingerprint id
-    alone (evaluated here before, not configured now): refused, saying how to name it."""
+@dataclass(frozen=True)
+class PlannedBinary:
+    """What a job runs: ``path``, its private copy of the planned bytes; ``shown``, the binary as
+    planned (what its messages name); the ``fingerprint`` its results are filed under; and
+    ``wrapped``, each file a wrapper script named as vipune.binary runs (vipune.fingerprint_files)
+    with its planned sha256."""
+
+    path: Path
+    shown: Path
+    fingerprint: dict[str, Any]
+    wrapped: dict[str, str]
+
+    def check_wrapped(self) -> None:
+        """The files a wrapper script runs cannot be copied with it (it names them by path), so
+        they are checked again after each persona, before its results are kept: one rebuilt while
+        the job runs stops the job instead of filing another build's rankings under this
+        fingerprint. (A file changed and changed back between two checks would go unseen; a
+        binary that is no wrapper runs from its copy and has no such window.)"""
+        for file, planned in self.wrapped.items():
+            now = sha256_file(file) if Path(file).is_file() else None
+            if now != planned:
+                raise EvalError(
+                    f"{file} (in vipune.fingerprint_files: the wrapper script {self.shown} runs it) changed "
+                    f"while this job ran: sha256 {planned[:12]} planned, {now[:12] if now else 'gone'} now; "
+                    "nothing searched after the change is kept",
+                    fix="rerun snakemake: the personas searched before the change are kept and the new bytes "
+                        "are planned as a build of their own (restore the file to finish the planned build)")
+
+
+def wrapped_record(fingerprint: Path) -> Path:
+    """Beside a binary's fingerprint file: the paths of vipune.fingerprint_files and their
+    sha256, for its jobs to check (not in the fingerprint itself: a path is no part of a build,
+    and the same build on a laptop and a cluster must have one fingerprint)."""
+    return fingerprint.with_suffix(".wrapped.json")
+
+
+def planned_binary(vipune: VipuneSettings, folder: Path) -> PlannedBinary:
+    """The executable a job runs, as a private copy in ``folder`` (the one way a job finds its
+    binary). ``vipune.binary`` is empty for a build the workflow knows by its fingerprint id alone
+    (evaluated here before, not configured now): refused, saying how to name it; a planned path
+    that is gone (its build replaced since) is refused naming the fix."""
     if not vipune.binary:
         raise EvalError(f"{vipune.fingerprint}: no vipune binary is configured for this build, known "
                         "here by its fingerprint id alone, so its results cannot be computed again",
                         fix="set vipune.binary to the build's path, or list its path (not its id) in "
                             "vipune.compare")
-    path = resolve_binary(vipune.binary)
-    return path, check_fingerprint(path, vipune.fingerprint)
+    try:
+        path = resolve_binary(vipune.binary)
+    except BinaryNotFound as exc:
+        if not os.path.isabs(vipune.binary):
+            raise
+        raise EvalError(f"{vipune.binary}, the vipune binary this job was planned for, is gone",
+                        fix="rerun snakemake so it re-plans (build.sh keeps a few earlier builds of a "
+                            "checkout; this one was replaced since)") from exc
+    copy, fingerprint = planned_copy(path, vipune.fingerprint, "binary", folder)
+    wrapped: dict[str, str] = {}
+    if fingerprint.get("files"):
+        record = wrapped_record(vipune.fingerprint)
+        if not record.is_file():
+            raise EvalError(f"{vipune.fingerprint} names files a wrapper script runs, but {record}, which says "
+                            "where they are, is missing", fix="rerun snakemake so it re-plans")
+        wrapped = read_json(record)["files"]
+    planned = PlannedBinary(copy, path, fingerprint, wrapped)
+    planned.check_wrapped()
+    return planned
 
 
 def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
@@ -87,8 +142,3 @@ def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
         fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}
         fingerprint["content_sha256"] = content
     return fingerprint
-
-
-def check_fingerprint(binary: Path, fingerprint: Path) -> dict[str, Any]:
-    """The fingerprint ``binary`` must match: results are filed under it, so the bytes must agree."""
-    return check_planned_bytes(binary, fingerprint, "binary")

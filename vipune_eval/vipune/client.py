@@ -76,10 +76,13 @@ class Completed:
 
 
 class Vipune:
-    """One binary, run with an isolated environment rooted at ``home``."""
+    """One binary, run with an isolated environment rooted at ``home``. ``shown``: the path its
+    messages name where ``binary`` is a job's private copy of it (vipune.binary.planned_binary)."""
 
-    def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None) -> None:
+    def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None,
+                 shown: Path | None = None) -> None:
         self.binary, self.home, self.timeout, self.hf_home = Path(binary), Path(home), timeout, hf_home
+        self.shown = Path(shown or binary)
         self.env = isolated_env(self.home, hf_home)
 
     # ------------------------------------------------------------ running
@@ -89,13 +92,14 @@ class Vipune:
         The binary runs in a session of its own, so a timeout kills a wrapper script's children
         too (a shell wrapper around a build directory is common).
         """
-        cmd = [str(self.binary), *args]
+        cmd = [str(self.shown), *args]  # as the messages show it; the run is of self.binary
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen([str(self.binary), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
         except (OSError, ValueError) as exc:  # ValueError: an argument holds a NUL byte
-            raise VipuneError(f"{where}: cannot run `{shown(cmd)}`: {exc}") from exc
+            copy = f" (the job's copy of it, {self.binary}: is its folder on a noexec mount?)" if self.shown != self.binary else ""
+            raise VipuneError(f"{where}: cannot run `{shown(cmd)}`{copy}: {exc}") from exc
         try:
             out, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -174,7 +178,7 @@ class Vipune:
         out = self.call(args, where)
         seconds = time.perf_counter() - start
         hits = out.get("results")
-        command = shown([str(self.binary), *args])
+        command = shown([str(self.shown), *args])
         if not isinstance(hits, list) or not all(isinstance(h, dict) for h in hits):
             raise VipuneError(f"{where}: `{command}`: the output has no 'results' list of objects: "
                               f"{str(out)[:300]}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from vipune_eval.core.io import check_planned_bytes, sha256_file
+from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.lane_source import lane_name, source_sha256
@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # the plan imports this module on every Snakemake start: nump
 
 class LaneError(EvalError):
     """The lane could not run, or broke its protocol; the message names the command and persona."""
+
+
+# Beside a build's bin/: what .ci/vipune/build.sh built its binary from (binary_sha256, vipune_source_sha256).
+BUILD_RECORD = "build.json"
 
 
 def build_command(version: str) -> str:
@@ -81,12 +85,40 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
                 "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
                 "the binary it runs, the one built beside the lane, in vipune.fingerprint_files")
+    _check_source(path, said)
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
     version = said.get("vipune") or binary["version"]
     return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
             "id": f"{version}-{pair[:12]}"}
+
+
+def _check_source(path: Path, said: dict[str, Any]) -> None:
+    """The lane compiled the very source its binary was built from: the digest the lane recorded
+    as cargo compiled it (lane/build.rs) is the one build.sh recorded for the binary beside it
+    (BUILD_RECORD, beside bin/). Not checked where either is missing: a lane of an earlier
+    build.sh or the tests' fake, a build's bin/ copied elsewhere without its record (its lane is
+    still checked against the binary's bytes)."""
+    compiled = (said.get("sources") or {}).get("vipune_source_sha256")
+    record = path.resolve().parent.parent / BUILD_RECORD
+    if not compiled or not record.is_file():
+        return
+    try:
+        built = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        built = {}
+    binary, source = str(said.get("binary_sha256")), built.get("vipune_source_sha256")
+    if source == compiled and built.get("binary_sha256") == binary:
+        return
+    raise LaneError(
+        f"{path} compiled the vipune source with sha256 {compiled[:12]}, but the binary it was built beside "
+        f"(sha256 {binary[:12]}) "
+        + (f"was built from the source with sha256 {str(source)[:12]} ({record})" if built.get("binary_sha256") == binary
+           else f"is not the binary {record} records")
+        + ": the lane's search code is not that binary's",
+        fix="build both again from one source: `.ci/vipune/build.sh --checkout DIR` for a checkout (its "
+            "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release")
 
 
 def _version(path: Path, timeout: float) -> dict[str, Any]:
@@ -109,9 +141,12 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
     return said
 
 
-def check_lane(path: Path, fingerprint: Path) -> dict[str, Any]:
-    """The fingerprint ``path`` must match: results are filed under it, so the bytes must agree."""
-    return check_planned_bytes(path, fingerprint, "lane")
+def planned_lane(path: Path, fingerprint: Path, folder: Path) -> Path:
+    """A job's private copy (in ``folder``) of the lane it was planned for, checked against its
+    fingerprint: every lane process the job starts (one per shard, another after a persona the
+    lane broke on under ``record``, another on disk where RAM is full) runs the planned bytes, even
+    where the lane is rebuilt while the job runs."""
+    return planned_copy(path, fingerprint, "lane", folder)[0]
 
 
 def frame(persona: Persona, flags: list[str]) -> bytes:

@@ -5,9 +5,12 @@ it compiles and what it copies (``lane/vipune_sources.json``).
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system
 Python, before anything is installed, to name the lane it builds (``vipune-lane-<id>`` beside the
-vipune binary) and to record, for the vipune source it builds against, the sha256 of each file
-the lane compiles and of each item the lane copies (``--sources DIR``); the workflow asks the same
-functions which lane to look for and reads that record back from ``vipune-lane version``.
+vipune binary) and to record the sha256 of the vipune source the binary is built from
+(``--library DIR``); the lane's build script (lane/build.rs) runs it whenever cargo compiles the
+lane against a changed source, to record what it compiled: the sha256 of each file the lane
+compiles, of each item the lane copies and of that whole source (``--sources DIR``). The workflow
+asks the same functions which lane to look for, and refuses a lane whose source is not its
+binary's (vipune/lane.py).
 """
 
 from __future__ import annotations
@@ -86,6 +89,18 @@ def item_sha256(source: Path, file: str, item: str) -> str | None:
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
+def library_sha256(source: Path) -> str:
+    """sha256 of a vipune source as cargo builds its library and binary: each file under src/,
+    its Cargo.toml, Cargo.lock and build.rs (where it has one), by path and bytes. The binary's
+    build records it (build.json beside bin/), the lane records it as it compiles: a pair whose
+    digests differ was not built from the same bytes."""
+    digest = hashlib.sha256()
+    for path in sorted([*(source / "src").rglob("*"), *(source / n for n in ("Cargo.toml", "Cargo.lock", "build.rs"))]):
+        if path.is_file():
+            digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def listed(lane: Path = LANE) -> dict:
     """lane/vipune_sources.json: the vipune files the lane compiles, the items it copies."""
     return json.loads((lane / SOURCES).read_text(encoding="utf-8"))
@@ -93,15 +108,17 @@ def listed(lane: Path = LANE) -> dict:
 
 def vipune_sources(source: Path, lane: Path = LANE) -> dict:
     """What the lane takes from the vipune source at ``source``: each compiled file with its
-    sha256, and each copied item with the sha256 it was copied at (``pinned``), the source's own
-    (``source``; None where the item is gone) and whether they agree (``same``)."""
+    sha256, each copied item with the sha256 it was copied at (``pinned``), the source's own
+    (``source``; None where the item is gone) and whether they agree (``same``), and the whole
+    source's ``library_sha256`` (``vipune_source_sha256``)."""
     sources = listed(lane)
     compiled = []
     for file in sources["compiled"]:
         path = source / file
         if not path.is_file():
             raise SystemExit(f"lane_source.py: {path} is missing: the lane compiles vipune's {file} "
-                             f"and cannot be built against {source}")
+                             f"(lane/vipune_sources.json, \"compiled\") and cannot be built against {source}; "
+                             "where your edit moved or renamed it, list its new path there instead")
         compiled.append({"file": file, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     copies = []
     for copy in sources["copies"]:
@@ -109,12 +126,14 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
         copies.append({"file": copy["file"], "item": copy["item"], "copied_to": copy["copied_to"],
                        "what": copy["what"], "pinned": copy["sha256"], "source": mine,
                        "same": mine == copy["sha256"]})
-    return {"compiled": compiled, "copies": copies}
+    return {"compiled": compiled, "copies": copies, "vipune_source_sha256": library_sha256(source)}
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--sources"]:  # build.sh: what the lane takes from the vipune source DIR
+    if sys.argv[1:2] == ["--sources"]:  # lane/build.rs: what the lane takes from the vipune source DIR
         print(json.dumps(vipune_sources(Path(sys.argv[2])), separators=(",", ":")))
+    elif sys.argv[1:2] == ["--library"]:  # build.sh: the digest of the source DIR a binary is built from
+        print(library_sha256(Path(sys.argv[2])))
     else:  # build.sh: the sha256 and the file name, on one line
         sha = source_sha256(Path(sys.argv[1]) if len(sys.argv) > 1 else LANE)
         print(sha, lane_name(sha))

@@ -3,14 +3,19 @@
 import copy
 import dataclasses
 import hashlib
+import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 from support.config import SCHEMA, local_config
 from support.fakes import fake_build
+from vipune_eval.core import paths
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
+from vipune_eval.vipune.binary import wrapped_record
 
 
 
@@ -76,5 +81,35 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     assert "vipune.fingerprint_files" in caught.value.fix
     cfg["vipune"]["fingerprint_files"] = [str(binary)]
     builds = workspace.prepare(cfg, SCHEMA).builds
-    assert builds.lane_paths[builds.lane] == str(binary.parent / lane.name)
+    assert builds.lane_paths[builds.lane] == str(binary.resolve().parent / lane.name)  # bin/ may be a link
     assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}
+    # where they are, beside the fingerprint (no path in it), for the jobs to check them (issue 51 item 1)
+    record = json.loads(wrapped_record(Path(paths.binary_fingerprint_file(builds.primary))).read_text())
+    assert record == {"files": {str(binary.resolve()): hashlib.sha256(binary.read_bytes()).hexdigest()}}
+
+
+def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_both(tmp_path, monkeypatch):
+    """Issue 51 item 2: the lane records the sha256 of the vipune source it compiled, build.sh the
+    binary's in build.json beside bin/; a pair whose digests differ (cargo reused code compiled
+    from other bytes, or a lane moved beside another build) is refused before any job."""
+    lane_source, binary_source = "a" * 64, "b" * 64
+    binary, lane = fake_build(tmp_path / "build", preamble=f"export FAKE_LANE_SOURCE_SHA256={lane_source}\n")
+    sha = hashlib.sha256(binary.read_bytes()).hexdigest()
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(binary))
+    cfg["retrievers"] = ["vipune-lib"]
+    record = tmp_path / "build" / "build.json"
+    workspace.prepare(copy.deepcopy(cfg), SCHEMA)  # no record (bin/ copied without it): not checked
+    record.write_text(json.dumps({"binary_sha256": "c" * 64, "vipune_source_sha256": lane_source}))
+    with pytest.raises(EvalError, match=r"is not the binary .*build.json records: the lane's search code"):
+        workspace.prepare(copy.deepcopy(cfg), SCHEMA)
+    record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": binary_source}))
+    with pytest.raises(EvalError) as caught:
+        workspace.prepare(copy.deepcopy(cfg), SCHEMA)
+    assert re.search(rf"{lane.name} compiled the vipune source with sha256 aaaaaaaaaaaa, but the binary it was "
+                     rf"built beside \(sha256 {sha[:12]}\) was built from the source with sha256 bbbbbbbbbbbb",
+                     caught.value.message)
+    assert "build both again" in caught.value.fix
+    record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": lane_source}))
+    builds = workspace.prepare(copy.deepcopy(cfg), SCHEMA).builds
+    assert builds.lane_paths[builds.lane] == str(lane.resolve())

@@ -23,7 +23,7 @@ def test_a_build_known_by_its_id_alone_is_refused_by_name(tmp_path):
     fingerprint = tmp_path / "vipune-0.20.0-abcdef012345.json"
     fingerprint.write_text(json.dumps({"kind": "vipune", "sha256": "0" * 64}))
     with pytest.raises(EvalError, match="no vipune binary is configured for this build") as info:
-        planned_binary(VipuneSettings("", fingerprint, tmp_path, tmp_path / "tmp", 5.0))
+        planned_binary(VipuneSettings("", fingerprint, tmp_path, tmp_path / "tmp", 5.0), tmp_path / "job")
     assert str(fingerprint) in info.value.message and "vipune.compare" in info.value.fix
 
 
@@ -31,7 +31,12 @@ def test_the_planned_bytes_are_checked(fake_vipune_bin, tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps({"kind": "vipune", "sha256": "0" * 64}))
     with pytest.raises(EvalError, match="is not the binary this result belongs to"):
-        planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, tmp_path, tmp_path / "tmp", 5.0))
+        planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, tmp_path, tmp_path / "tmp", 5.0),
+                       tmp_path / "job")
+    with pytest.raises(EvalError, match="the vipune binary this job was planned for, is gone") as info:
+        planned_binary(VipuneSettings(str(tmp_path / "gone" / "vipune"), fingerprint, tmp_path, tmp_path / "tmp", 5.0),
+                       tmp_path / "job")
+    assert "re-plans" in info.value.fix
 
 
 def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
@@ -39,7 +44,8 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     and skipped the check) fails here."""
     sources = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")}
     assert [f for f, text in sources.items() if "shutil.which(" in text] == ["vipune/binary.py"]
-    assert [f for f, text in sources.items() if re.search(r"\bcheck_fingerprint\(", text)] == ["vipune/binary.py"]
+    assert sorted(f for f, text in sources.items() if re.search(r"\bplanned_copy\(", text)) == [
+        "core/io.py", "vipune/binary.py", "vipune/lane.py"]
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune.py"}
@@ -117,16 +123,18 @@ def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_b
     assert second["id"] != first["id"] and second["sha256"] == first["sha256"]
 
 
-def test_results_are_never_filed_under_another_binarys_fingerprint(fake_vipune_bin, tmp_path):
-    from vipune_eval.vipune.binary import check_fingerprint
-
+def test_a_job_runs_a_private_copy_of_the_planned_bytes(fake_vipune_bin, tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))
-    assert check_fingerprint(fake_vipune_bin, fingerprint)["sha256"]
+    planned = planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, None, tmp_path / "tmp", 5.0),
+                             tmp_path / "job")
+    assert planned.path == tmp_path / "job" / "vipune" and planned.shown == fake_vipune_bin.resolve()
+    assert sha256_file(planned.path) == sha256_file(fake_vipune_bin) and os.access(planned.path, os.X_OK)
     rebuilt = tmp_path / "vipune"
     rebuilt.write_bytes(fake_vipune_bin.read_bytes() + b"# rebuilt\n")
+    rebuilt.chmod(0o755)
     with pytest.raises(EvalError, match="is not the binary this result belongs to"):
-        check_fingerprint(rebuilt, fingerprint)
+        planned_binary(VipuneSettings(str(rebuilt), fingerprint, None, tmp_path / "tmp", 5.0), tmp_path / "job2")
 
 
 def test_a_fast_build_is_known_by_the_record_build_sh_leaves_beside_bin(tmp_path):

@@ -3,6 +3,7 @@ command, stderr (the preflight: tests/unit/stages/search/test_preflight.py)."""
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -192,3 +193,14 @@ def test_vipune_touches_home_without_isolation(any_vipune, tmp_path):
     denied = subprocess.run([str(any_vipune), "--json", "version"], capture_output=True, text=True,
                             env={**env, "HOME": str(blocked)})
     assert denied.returncode == 1 and f"{blocked}/.vipune" in json.loads(denied.stdout)["error"]
+
+
+def test_a_private_copy_that_cannot_run_is_named_beside_the_binary_it_copies(fake_vipune_bin, tmp_path):
+    """A job runs its copy of vipune.binary (issue 51): where the copy cannot run (its folder on a
+    noexec mount), the message names the configured binary and the copy."""
+    copy = tmp_path / "job" / "vipune"
+    copy.parent.mkdir()
+    copy.write_bytes(fake_vipune_bin.read_bytes())  # not executable, as on a noexec mount
+    with pytest.raises(VipuneError, match=rf"cannot run `{re.escape(str(fake_vipune_bin))} --json version` \(the "
+                                          rf"job's copy of it, {re.escape(str(copy))}: is its folder on a noexec mount\?\)"):
+        Vipune(copy, tmp_path / "home", 5, shown=fake_vipune_bin).call(["--json", "version"], "test")

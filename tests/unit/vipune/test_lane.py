@@ -27,7 +27,7 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane, find_lane, frame, lane_fingerprint
+from vipune_eval.vipune.lane import LaneError, LaneRun, find_lane, frame, lane_fingerprint, planned_lane
 
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
@@ -304,10 +304,14 @@ def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake
     binary, lane = fake
     fingerprint = tmp_path / "lane.json"
     fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, 30)))
-    assert check_lane(lane, fingerprint)["sha256"] == _sha(lane)
+    copy = planned_lane(lane, fingerprint, tmp_path / "job")
+    assert copy.parent == tmp_path / "job" and copy.name == lane.name and _sha(copy) == _sha(lane)
     lane.write_text(lane.read_text() + "\n")
     with pytest.raises(EvalError, match="is not the lane this result belongs to"):
-        check_lane(lane, fingerprint)
+        planned_lane(lane, fingerprint, tmp_path / "job")
+    lane.unlink()
+    with pytest.raises(EvalError, match="the lane this job was planned for, is gone"):
+        planned_lane(lane, fingerprint, tmp_path / "job")
 
 
 def test_the_lane_is_named_after_its_sources_as_build_sh_names_it(tmp_path):

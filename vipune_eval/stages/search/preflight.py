@@ -276,18 +276,23 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
 
 
 def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> dict[str, Any]:
-    path, expected = planned_binary(vipune)
     tmp = vipune.tmp
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tmp = tmp.resolve()
+    try:
+        binary = planned_binary(vipune, tmp / "bin")  # every check runs this copy of the planned bytes
+    except EvalError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    path, expected = binary.shown, binary.fingerprint
     loaded = model.load(threads=1)
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.array(list(loaded.embed(texts)), dtype=np.float32)
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    tmp = tmp.resolve()
-    pre = Preflight(Vipune(path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home), vipune, tmp / "probes.db",
-                    enforce=mode == "enforce")
+    pre = Preflight(Vipune(binary.path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home, shown=path), vipune,
+                    tmp / "probes.db", enforce=mode == "enforce")
     recipe = str(model)
     probes = {
         "rrf": probe("preflight-rrf", 8, {2: MATCH}),
@@ -306,6 +311,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         check_import(pre, personas, tmp / "probes.jsonl")
         check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
         check_refusals(pre, "preflight-rrf")
+        binary.check_wrapped()  # before its findings are kept under this build's fingerprint
     except CheckFailed as exc:
         raise EvalError(f"preflight of {path} (vipune {expected['version']}): {exc.message}; this binary "
                         "does not do what the harness's mirrors and metrics assume, so nothing was "

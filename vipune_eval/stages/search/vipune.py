@@ -5,7 +5,9 @@ both ``version`` and ``format_version``), ``import`` into a fresh database, then
 ``search --hybrid`` (the `vipune` retriever) and one ``search --no-hybrid`` (`vipune-semantic`)
 with ``--recency 0 --limit L --no-touch -- QUESTION``; ids map back to documents through the
 persona's lookup. A result that is not a row of the persona, repeats an id or exceeds the limit
-is a contract violation and fails the persona.
+is a contract violation and fails the persona. Every call runs the job's private copy of the
+planned binary (vipune.binary.planned_binary): a rebuild of vipune.binary while the job runs
+changes nothing of its shard.
 
 Finished personas are cached (by a hash of rows, question and limit) so that a shard killed or
 stopped part-way redoes only the rest; a shard that completed marks its cache entries, and a
@@ -72,12 +74,12 @@ def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], work
         jsonl.write_text("\n".join(lines or import_lines(persona)) + "\n", encoding="utf-8")
         out = client.import_file(db, jsonl, where)
         if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
-            raise VipuneError(f"{where}: `{client.binary} --db-path {db} --json import {jsonl}` reported {out}, "
+            raise VipuneError(f"{where}: `{client.shown} --db-path {db} --json import {jsonl}` reported {out}, "
                               f"but {len(persona.row_ids)} rows were written to a fresh database")
         result: dict[str, Any] = {}
         for name, search_flags in flags.items():
             hits, seconds = client.search(db, qid, persona.question, search_flags, where)
-            command = shown([client.binary, *client.search_args(db, qid, persona.question, search_flags)])
+            command = shown([client.shown, *client.search_args(db, qid, persona.question, search_flags)])
             result[name] = {"ranking": ranking_of(persona, hits, command), "seconds": seconds}
     return result
 
@@ -96,7 +98,6 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     """Run the binary lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
-    binary, _ = planned_binary(vipune)
     tmp, flags, depth, collapse = vipune.tmp, searches(vipune, shard.limit), shard.depth, shard.collapse
     total = shard.pair_count()
     cache.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,8 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     tmp.mkdir(parents=True)
     keys: list[str] = []
     try:
-        client = Vipune(binary, tmp / "home", vipune.timeout, hf_home=vipune.hf_home)
+        binary = planned_binary(vipune, tmp / "bin")  # every call runs this copy of the planned bytes
+        client = Vipune(binary.path, tmp / "home", vipune.timeout, hf_home=vipune.hf_home, shown=binary.shown)
         progress = Progress(f"vipune {shard.name}: personas", total=total)
         log.info("vipune %s: %d personas, %d concurrent calls", shard.name, total, threads)
         stopping = threading.Event()
@@ -134,6 +136,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                         stopping.set()
                     return {"question_id": qid, "error": failed_pair(str(exc), exc.exit_code, exc.error, exc.timeout),
                             "exception": exc}
+                binary.check_wrapped()  # before the result is kept under this build's fingerprint
                 write_json(cached, result)
             progress.advance()
             return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},

@@ -24,7 +24,7 @@ from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.vipune_runs import LIB, SEARCHES
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneError, LaneRun, check_lane
+from vipune_eval.vipune.lane import LaneError, LaneRun, planned_lane
 
 
 RAM = Path("/dev/shm")
@@ -46,7 +46,6 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
                         "fingerprint id alone, so its vipune-lib results cannot be computed again",
                         fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
-    check_lane(lane, fingerprint)
     guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its lane (and its watchdog) starts
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
@@ -63,7 +62,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = LaneRun(lane, folder, timeout).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
+        run = LaneRun(planned, folder, timeout).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
         with closing(run) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
@@ -97,6 +96,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                 progress.advance()
 
     try:
+        planned = planned_lane(lane, fingerprint, tmp / "bin")  # every lane process the job starts runs this copy
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
         search(databases, shard.personas())

@@ -79,3 +79,27 @@ def test_preflight_catches_a_different_model_in_vipunes_cache(fake_vipune_bin, t
     home = build_vipune_hf_home(other, "model.onnx", EMBED_MODEL_ID, EMBED_MODEL_REVISION, tmp_path / "home")
     with pytest.raises(EvalError, match="embedding parity failed"):
         preflight(fake_vipune_bin, home, vipune_tiny_model_dir, tmp_path)
+
+
+def test_a_binary_rebuilt_while_its_preflight_runs_is_not_what_the_later_checks_run(
+        tmp_path, vipune_hf_home, vipune_tiny_model_dir, monkeypatch):
+    """Issue 51 item 1: the checks after the rebuild (here the fusion probes, after the parity
+    check) run the job's private copy of the planned bytes, so the findings filed under the
+    planned fingerprint are the planned binary's; a rebuild to RRF k = 60 would fail them."""
+    from support.fakes import fake_build
+    from vipune_eval.stages.search import preflight as stage
+
+    binary, _ = fake_build(tmp_path / "build")
+    k60 = fake_build(tmp_path / "k60", preamble="export FAKE_VIPUNE_FAULT=rrf-k60\n")[0].read_text()
+    shipped = stage.check_parity
+
+    def parity_then_rebuild(*args, **kwargs):
+        shipped(*args, **kwargs)
+        part = binary.with_name("vipune.part")
+        part.write_text(k60)
+        part.chmod(0o755)
+        os.replace(part, binary)  # `build.sh --checkout` in another terminal
+
+    monkeypatch.setattr(stage, "check_parity", parity_then_rebuild)
+    findings = preflight(binary, vipune_hf_home, vipune_tiny_model_dir, tmp_path)
+    assert findings["follows_contract"] and binary.read_text() == k60

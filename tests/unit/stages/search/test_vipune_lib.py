@@ -6,6 +6,7 @@ tests/unit/vipune/test_lane.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -198,3 +199,52 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
     assert re.fullmatch(detail, failed["q1"]["detail"].split(";")[0])
     assert (failed["q1"]["exit_code"], failed["q1"]["error"]) == (code, error)
     assert {line.split()[0] for line in (tmp_path / "out.run").read_text().splitlines()} == {"q0", "q2"}
+
+
+def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_path, monkeypatch):
+    """Issue 51 item 1: a job may start several lane processes (here a second after the lane
+    crashed on a persona, under record); each runs the job's private copy of the planned lane, so
+    the personas after a rebuild of the lane's file are searched as planned."""
+    binary, lane = fake_build(tmp_path / "build")
+    planned_text = lane.read_text()
+    other = fake_build(tmp_path / "other-build", preamble="export FAKE_VIPUNE_FAULT=bm25-or\n")[1].read_text()
+    sha = hashlib.sha256(binary.read_bytes()).hexdigest()
+    personas = [dataclasses.replace(persona(seed, 30, 3), question=f"the red car {word}")
+                for seed, word in enumerate(["first", "second", "third"])]
+    shard = write_shard(tmp_path / "view", personas)
+    monkeypatch.setenv("FAKE_LANE_FAULT", "crash")
+    monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
+
+    def search(name: str) -> dict:
+        """Planned (the lane fingerprinted), then run."""
+        out = tmp_path / name
+        out.mkdir()
+        fingerprint = out / "lane.json"
+        fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": sha}, 30)))
+        run_vipune_lib(shard, VipuneSettings("", Path(), None, out / "tmp", 30), lane, fingerprint, "record",
+                       out / "hybrid.run", out / "semantic.run", out / "status.json")
+        assert list(json.loads((out / "status.json").read_text())["failed"]) == ["q1"]
+        return {n: read_run([out / f"{n}.run"]) for n in ("hybrid", "semantic")}
+
+    clean = search("clean")
+    rebuild(lane, other)
+    assert search("other")["hybrid"]["q2"] != clean["hybrid"]["q2"]  # the rebuilt lane ranks otherwise
+    rebuild(lane, planned_text)
+    shipped = ShardSearch.personas
+
+    def personas_then_rebuild(self):
+        for number, one in enumerate(shipped(self)):
+            if number == 1:  # the first lane process runs; it crashes on this persona, and another starts
+                rebuild(lane, other)
+            yield one
+
+    monkeypatch.setattr(ShardSearch, "personas", personas_then_rebuild)
+    assert search("rebuilt") == clean
+
+
+def rebuild(path: Path, text: str) -> None:
+    """Replace ``path``'s bytes as a build does: a new file renamed over the old."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    part.chmod(0o755)
+    os.replace(part, path)
