@@ -43,15 +43,22 @@ def lane_line(report: Report) -> str | None:
 
 
 def stale_copies(report: Report) -> list[str]:
-    """Each item of vipune's code vipune-lane copies that the source it was built against changes
-    or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh), in
-    words: vipune-lib's numbers do not follow that edit. A lane that records none (the tests'
-    fake) names none."""
+    """Each item (or whole file) of vipune's code on the search's or the import's path that
+    vipune-lane copies or stands in for, and that the source it was built against changes or no
+    longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh), in words:
+    the binary runs that edit, vipune-lib does not. A lane that records none (the tests' fake)
+    names none."""
     lane = report["provenance"].get("lane") or {}
     copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
-    return [f"vipune-lib copies `{c['item']}` from {c['file']}, which this source "
+    return [f"vipune-lib copies {copied(c)}, which this source "
             f"{'changes' if c.get('source') else 'no longer has'} ({c['what']}; the copy: {c['copied_to']}): "
-            "its numbers do not follow that edit" for c in copies if not c.get("same")]
+            "a stale copy: the binary runs this source's edit there, vipune-lib the code it copied, so its "
+            "numbers do not follow that edit" for c in copies if not c.get("same")]
+
+
+def copied(copy: Mapping[str, Any]) -> str:
+    """What a copy copies: an item of a file (`fn execute` from src/commands/mod.rs) or a whole file."""
+    return f"`{copy['item']}` from {copy['file']}" if copy.get("item") else copy["file"]
 
 
 def model_line(model: Mapping[str, Any]) -> str:
