@@ -22,8 +22,10 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
     assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
             in text)
     assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
-    # the pairs whose gold moved, each with its recall@k before and after (q0: rank 1 → 2)
-    assert "  - q0 (temporal-reasoning): recall@1 1.00 → 0.00" in text
+    # the pairs whose gold moved, each with its recall@k before (the compared build, dense: q0's gold
+    # at rank 2) → after (vipune.binary's run, vipune: at rank 1) (issue 52: before → after everywhere)
+    assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in text
+    assert f"**{other} → {primary}** (before → after; holm over " in text
 
 
 def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
@@ -38,15 +40,17 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     report = build(loaded)
     text = summary.render(report)
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
-    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['a']:.3f} vs {r['b']:.3f} "
-            f"({100 * r['difference']:+.1f} points") in text
+    assert r["a"] == report["builds"][0]["metrics"]["recall@5"]  # a: after (vipune.binary), b: before
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['b']:.3f} → {r['a']:.3f} in "
+            f"{primary} ({100 * r['difference']:+.1f} points") in text
     assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
-    # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3)
+    # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3):
+    # before → after
     changes = report["builds"][1]["changes"]
     assert changes
     for c in changes[:10]:
         key = "recall@5" if "recall@5" in c else next(k for k in c if k.startswith("recall@"))
-        assert f"    {c['question_id']} ({c['question_type']}): {key} {c[key][1]:.2f} vs {c[key][0]:.2f}" in text
+        assert f"    {c['question_id']} ({c['question_type']}): {key} {c[key][0]:.2f} → {c[key][1]:.2f}" in text
 
 
 def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
