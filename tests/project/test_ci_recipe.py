@@ -39,12 +39,14 @@ def test_the_recipe_builds_runs_the_loop_gates_uploads_and_posts():
     runs = "\n".join(step.get("run", "") for step in job["steps"])
     uses = [step["uses"].split("@")[0] for step in job["steps"] if "uses" in step]
     assert uses.count("actions/cache") == 2  # the data, model and vectors; the base release's build
-    assert '"$BUILD" --checkout "$GITHUB_WORKSPACE/vipune" --fast' in runs and '"$BUILD" "$BASE_RELEASE"' in runs
+    assert '"$BUILD" --checkout "$PR_CHECKOUT" --fast' in runs and '"$BUILD" "$BASE_RELEASE"' in runs
     assert "'retrievers=[vipune-lib,vipune-lib-semantic]'" in runs and "compare: [$RELEASE]" in runs
     assert 'vipune-eval gate --run "$RUN/results"' in runs and "gh pr comment" in runs
     assert "actions/upload-artifact" in uses and 'exit "$STATUS"' in runs
     upload = next(step for step in job["steps"] if step.get("uses", "").startswith("actions/upload-artifact"))
     assert "${{ env.RUN }}/results/html" in upload["with"]["path"]  # the page gate.md links into
+    checkout = job["steps"][0]
+    assert workflow["env"]["PR_CHECKOUT"] == "${{ github.workspace }}/" + checkout["with"]["path"]
 
 
 def test_every_expression_of_the_workflow_is_one_the_test_runner_evaluates():
