@@ -238,9 +238,13 @@ def lost_most(moved: list[dict[str, Any]], keys: list[str]) -> list[dict[str, An
 
 
 def moved_words(change: dict[str, Any], keys: list[str]) -> str:
-    """A moved pair, before → after at each cut-off where it moved: ``q7 (multi-session): recall@5 1.00 → 0.50``."""
-    return (f"{change['question_id']} ({change['question_type']}): "
-            + ", ".join(f"{k} {change[k][0]:.2f} → {change[k][1]:.2f}" for k in keys if k in change))
+    """A moved pair, before → after at each cut-off where it moved: ``q7 (multi-session): recall@5
+    1.00 → 0.50`` (``other gold sessions`` where as many were found, but not the same ones)."""
+    def moved(k: str) -> str:
+        before, after = change[k]
+        return f"{k} {before:.2f} → {after:.2f}" + (" (other gold sessions)" if before == after else "")
+
+    return f"{change['question_id']} ({change['question_type']}): " + ", ".join(moved(k) for k in keys if k in change)
 
 
 def explanation_link(qid: str) -> str:

@@ -298,7 +298,7 @@ def query_drift(cosine: float) -> str:
     return (f"the query's embedding differs: vipune embeds a search's query with cosine {cosine:.4f} "
             f"(< {MIN_PARITY_COSINE}) to the cached query vectors, which are embedded as passages are "
             "(bge-small has no query prefix); the binary's searches measure its new query embedding, "
-            "vipune-lib's search with the cached vectors does not")
+            "the lib lane's, on the cached vectors, do not")
 
 
 def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: Path, jsonl: Path) -> None:
@@ -306,7 +306,7 @@ def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray],
     ``--no-hybrid`` search of a question scores the row holding the harness's vector of it with
     their cosine (in a database of its own: BM25's statistics span every project of one). Refused
     under enforce, named under record: the binary's numbers then measure another query embedding
-    than vipune-lib's cached vectors."""
+    than the lib lane's cached vectors."""
     jsonl.write_text("\n".join(import_lines(query_parity_persona(embed))) + "\n", encoding="utf-8")
     pre.vipune.import_file(db, jsonl, "preflight")
     rows = {text: row_id(QUERY_PARITY_PROJECT, f"q{i}") for i, text in enumerate(QUERY_PARITY_TEXTS)}

@@ -257,3 +257,9 @@ def test_a_stale_copy_does_not_stop_a_gate_on_the_binary(tmp_path):
     """Compared on the binary, vipune-lib's stale copy is context, not a reason to refuse."""
     results = finished_run(tmp_path, SAME, SAME, on="vipune")
     assert gate.run_gate(results) == gate.PASS
+
+
+def test_a_pair_that_found_as_many_gold_sessions_but_other_ones_says_so():
+    change = {"question_id": "q1", "question_type": "multi-session", "recall@5": [0.5, 0.5], "recall@10": [0.5, 1.0]}
+    assert gate.moved_words(change, ["recall@1", "recall@5", "recall@10"]) == (
+        "q1 (multi-session): recall@5 0.50 → 0.50 (other gold sessions), recall@10 0.50 → 1.00")

@@ -70,7 +70,7 @@ def test_preflight_refuses_a_binary_that_breaks_the_contract(fake_vipune_bin, vi
                                                   "with cosine {cosine:.4f} (< 0.999) to the cached query vectors, "
                                                   "which are embedded as passages are (bge-small has no query "
                                                   "prefix); the binary's searches measure its new query embedding, "
-                                                  "vipune-lib's search with the cached vectors does not"]),
+                                                  "the lib lane's, on the cached vectors, do not"]),
 ])
 def test_recorded_drift_is_named_for_what_it_is(fake_vipune_bin, vipune_hf_home, vipune_tiny_model_dir,
                                                 tmp_path, fault, failed, drift):
