@@ -153,7 +153,7 @@ def run(workspace: Path, overrides: dict[str, str], env: dict[str, str], start_a
         step_env = {k: evaluate(v, contexts) for k, v in (step.get("env") or {}).items()}
         proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
                               env={**env, **runner, **contexts["env"], **step_env, "GITHUB_OUTPUT": str(output)},
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, check=False)
         outcome = "success" if proc.returncode == 0 else "failure"
         done = Ran(name, outcome, proc.returncode, proc.stdout, proc.stderr, _outputs(output))
         ran.append(done)

@@ -17,14 +17,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support import ci_steps, real_vipune, vipune_edits
 from support.scenarios import REPO, make_workdir, set_config, snakemake
+
 from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.sections.scored import stale_copies
 from vipune_eval.stages.search.preflight import run_preflight
-from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.binary import binary_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
@@ -48,7 +48,7 @@ def fixture_tree(variable: str) -> Path:
 def fast_build(folder: Path) -> Path:
     """The binary of ``build.sh --checkout folder --fast`` (built by .ci/run: seconds here)."""
     proc = subprocess.run(["bash", str(real_vipune.BUILD), "--checkout", str(folder), "--fast"], capture_output=True,
-                          text=True, timeout=1800)
+                          text=True, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(proc.stdout.strip().splitlines()[-1])
 
