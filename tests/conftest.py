@@ -30,7 +30,7 @@ WORKFLOW_TESTS = TESTS / "workflow"
 # the wall time alone. This order gave the suite 551 s through `.ci/run` at bbc9a84; the same
 # files strictly by their measured seconds (SLURM 182, reruns 127, vipune_faults 72, ...) gave
 # 598 and 613 s (two runs at 3a1e923 and 2885572).
-LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py",  # CI only: skipped here
+LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py", "workflow/test_gate_real.py",  # CI only: skipped here
                  "workflow/test_workflow.py", "workflow/test_vipune_faults.py", "workflow/test_reruns.py",
                  "workflow/test_compare_builds.py", "workflow/test_resilience.py", "workflow/test_code_tracking.py",
                  "workflow/test_cold_small_run.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",

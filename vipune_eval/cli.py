@@ -26,6 +26,7 @@ class Command:
     help: str
     parents: tuple[str, ...] = ()
     options: Callable[[argparse.ArgumentParser], None] | None = None
+    exits: bool = False  # the stage returns the command's exit status (the gate's verdict)
 
 
 def _parents() -> dict[str, argparse.ArgumentParser]:
@@ -208,6 +209,12 @@ COMMANDS: dict[str, Command] = {
                                 (["--snakefile"], {"type": Path, "default": None,
                                                    "help": "the workflow's Snakefile (default: the one beside "
                                                            "this package)"}))),
+    "gate": Command("stages.report.gate:run_gate",
+                    "a finished comparison of vipune builds as a verdict: exit 0 pass, 1 worse, 2 cannot judge; "
+                    "writes gate.md (a pull-request comment) and gate.xml (JUnit)", (),
+                    _opt((["--run"], {"type": Path, "default": Path("results"),
+                                      "help": "the finished run's results folder (default: results)"})),
+                    exits=True),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P),
                           (["--plots"], {"nargs": "+", "required": True, "help": "names of the plots to draw"}))),
@@ -230,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
     try:
-        stage(**kwargs)
+        status = stage(**kwargs)
     except EvalError as exc:
         print(exc.shown(command), file=sys.stderr)
         return 1
-    return 0
+    return status if COMMANDS[command].exits else 0

@@ -1,9 +1,12 @@
 //! The lines of the lane that stay copies of vipune's code: everything else it runs is vipune's
 //! own, from the source it was built against (the library, and the private files
 //! lane/vipune_sources.json lists under "compiled"). Each copy below names the vipune item it
-//! copies; that list pins each item's sha256, and .ci/vipune/build.sh records whether the source
-//! still has those exact bytes (`vipune-lane version`, "copies"), so a report names a copy whose
-//! original this source changes instead of silently measuring the old code.
+//! copies; that list pins each such item's sha256, and those of every other item on the path
+//! from the search command's arguments to search_hybrid and from import to the insert that the
+//! lane stands in for (the command's set-up and dispatch, its output, the query's model), and
+//! .ci/vipune/build.sh records whether the source still has those exact bytes (`vipune-lane
+//! version`, "copies"), so a report names a copy whose original this source changes instead of
+//! silently measuring the old code.
 
 use std::cell::RefCell;
 

@@ -25,7 +25,8 @@ for queries containing that text. Release-level faults: ``no-import`` (an old vi
 without ``import``/``export``), ``cls-pooling`` (embeds with the CLS vector instead of the mean),
 ``rrf-k60`` (RRF with k = 60), ``bm25-or`` (an OR of the query words instead of vipune's AND),
 ``pool-all`` (every row in both candidate pools), ``ties-by-id`` (semantic ties to the smaller
-id), ``repeat-id`` (the second result repeats the first), ``over-limit`` (more results than
+id), ``query-prefix`` (a search embeds its query with bge's retrieval instruction before it, as
+an edit of vipune's ``prefix_input`` for the Query role would; passages are embedded as before), ``repeat-id`` (the second result repeats the first), ``over-limit`` (more results than
 ``--limit``), ``version-garbage`` / ``version-fail`` / ``version-hang`` (``version`` prints
 non-JSON, exits 1, or never returns), ``hang-child`` (search starts a child that outlives a kill
 of the parent and then hangs). ``FAKE_VIPUNE_DELAY`` (seconds) makes every search that slow.
@@ -582,6 +583,15 @@ def inject_search_fault(query: str) -> int | None:
     return None
 
 
+QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "  # bge's own
+
+
+def query_input(query: str) -> str:
+    """What the model sees of a search's query: the query itself (bge-small's profile has no query
+    prefix), or with FAKE_VIPUNE_FAULT=query-prefix bge's retrieval instruction before it."""
+    return QUERY_INSTRUCTION + query if os.environ.get("FAKE_VIPUNE_FAULT") == "query-prefix" else query
+
+
 def cmd_search(args) -> int:
     faulted = inject_search_fault(args.query)
     if faulted is not None:
@@ -595,7 +605,7 @@ def cmd_search(args) -> int:
     validate_query(query)
     validate_limit(args.limit)
     conn = open_db(args.db_path)
-    query_vec = Embedder().embed(query)
+    query_vec = Embedder().embed(query_input(query))
     project = project_of(args)
     if use_hybrid:
         pool = min(max(args.limit * 10, 50), MAX_SEARCH_LIMIT)

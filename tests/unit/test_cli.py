@@ -100,4 +100,12 @@ def test_every_rule_is_named_after_the_command_it_runs():
     blocks = re.findall(r"^\s*rule (\w+):\n(.*?)(?=^\s*rule |\Z)", rules, re.M | re.S)
     ran = {rule: re.search(r'"vipune-eval ([\w-]+)', body) for rule, body in blocks}
     assert {rule: m.group(1) for rule, m in ran.items() if m and m.group(1).replace("-", "_") != rule} == {}
-    assert {m.group(1) for m in ran.values() if m} | {"report-html"} == set(cli.COMMANDS)
+    after_a_run = {"report-html", "gate"}  # a person (or a CI) runs these on a finished run: no rule does
+    assert {m.group(1) for m in ran.values() if m} | after_a_run == set(cli.COMMANDS)
+
+
+def test_the_gate_exits_with_its_verdict(tmp_path, capsys):
+    """A command may return its exit status (the gate: 2 cannot judge a folder without a run)."""
+    assert cli.COMMANDS["gate"].exits and not cli.COMMANDS["report"].exits
+    assert cli.main(["gate", "--run", str(tmp_path)]) == 2
+    assert "vipune-eval gate: cannot judge (exit 2)" in capsys.readouterr().out

@@ -31,6 +31,8 @@ REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at th
 REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
 REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
+GATE_MD = f"{RESULTS}/gate.md"  # vipune-eval gate's verdict as a pull-request comment (after a run)
+GATE_XML = f"{RESULTS}/gate.xml"  # and as JUnit
 
 
 # Patterns: {view} is a view's folder ("" for the primary view), {run} a run name.

@@ -6,6 +6,8 @@ vectors, and turning a ranking of rows into the documents of the run file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -51,6 +53,17 @@ class Persona:
 
     def doc_of(self, rid: str) -> str:
         return self._doc_of[rid]
+
+    def digests(self) -> list[str]:
+        """What a search of this persona was made from, in two short digests: its data (the
+        question, each row's id, text and time) and its vectors (the rows' and the question's:
+        the model's). A run's metrics keep them per pair (``ShardSearch.searched``), so two builds
+        compared pair by pair are known to have searched the same things."""
+        data, vectors = hashlib.sha256(), hashlib.sha256()
+        data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
+        vectors.update(np.ascontiguousarray(self.vectors, "<f4").tobytes())
+        vectors.update(np.ascontiguousarray(self.query_vector, "<f4").tobytes())
+        return [data.hexdigest()[:16], vectors.hexdigest()[:16]]
 
     def documents(self, ranking: Ranking, depth: int, collapse: bool = True) -> list[str]:
         """The run's documents: rows' documents by first occurrence (the top k sessions are the
@@ -149,6 +162,13 @@ class ShardSearch:
 
     def pair_count(self) -> int:
         return shard_pair_count(self.rows, self.shard, self.shards)
+
+    def searched(self, flags: list[str], digests: dict[str, list[str]]) -> dict[str, Any]:
+        """What a search of vipune's code over this shard was made from, for its status file: the
+        search's flags, depth and collapse, and each persona's digests (``Persona.digests``); the
+        score stage carries it into the run's metrics, where the gate holds a baseline to it."""
+        return {"settings": {"flags": list(flags), "depth": self.depth, "collapse": self.collapse},
+                "personas": dict(sorted(digests.items()))}
 
     def personas(self) -> Iterator[Persona]:
         return personas_of_shard(self.rows, self.texts, list(self.embeddings), self.shard, self.shards)

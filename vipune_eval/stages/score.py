@@ -93,15 +93,27 @@ def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, An
     return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
 
 
-def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float]]:
-    """Failed pairs and per-query search seconds of a lane's shards (both lanes write status files)."""
+def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float], dict[str, Any] | None]:
+    """Failed pairs, per-query search seconds and what the searches were made from (None where a
+    shard does not say: written by an older harness) of a lane's shards (both lanes write status
+    files): each distinct setting the shards searched with (one, unless shards of other runs were
+    mixed) and each pair's digests (core.persona.ShardSearch.searched)."""
     failed: dict[str, FailedPair] = {}
     seconds: dict[str, float] = {}
+    settings: list[dict[str, Any]] = []
+    personas: dict[str, list[str]] | None = {}
     for path in paths:
         shard = read_json(path)
         failed.update(shard["failed"])
         seconds.update(shard["search_seconds"])
-    return failed, seconds
+        if "searched" not in shard or personas is None:
+            personas = None
+            continue
+        if shard["searched"]["settings"] not in settings:
+            settings.append(shard["searched"]["settings"])
+        personas.update(shard["searched"]["personas"])
+    searched = {"settings": settings, "personas": dict(sorted(personas.items()))} if paths and personas is not None else None
+    return failed, seconds, searched
 
 
 @dataclass(frozen=True)
@@ -151,6 +163,7 @@ class Metrics(_Scored, total=False):
     metrics_all: dict[str, float]
     intervals_all: dict[str, list[float] | None]
     search_seconds: dict[str, float]  # p50, p95, max, calls
+    searched: dict[str, Any]          # the lanes': what their searches were made from (read_status)
 
 
 def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name: str, run_out: Path,
@@ -159,7 +172,7 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
     (status files) are left out of every average and listed, never scored as 0."""
     ks, names, turn_to_session = scoring.ks, tuple(scoring.measure_names), scoring.turn_to_session
     keys = measures.keys(ks, names)
-    failed, search_seconds = read_status(status or [])
+    failed, search_seconds, searched = read_status(status or [])
     table = read_parquet(pairs, columns=["question_id", "question_type", "split", "gold",
                                          "gold_source", "user_side_evidence"]).to_pylist()
     official = any(p["gold_source"].startswith("official") for p in table)
@@ -203,6 +216,8 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
                       for qid, row in sorted(values.items())},
         "scored_with": asdict(scoring),
     }
+    if searched is not None:
+        result["searched"] = searched
     if search_seconds:
         times = np.array(list(search_seconds.values()))
         result["search_seconds"] = {"p50": float(np.percentile(times, 50)),

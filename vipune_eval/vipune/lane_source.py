@@ -44,10 +44,11 @@ def lane_name(sha256: str) -> str:
 
 
 def rust_item(text: str, item: str) -> str | None:
-    """The text of the first ``item`` (e.g. ``fn get_embedding``) in Rust source ``text``, from its
-    keyword to its closing brace, or None where it has none. Strings, character literals and
-    comments are skipped when braces are counted, so a brace inside them does not end the item."""
-    found = re.search(rf"\b{re.escape(item)}\s*[<(]", text)
+    """The text of the first ``item`` (e.g. ``fn get_embedding``, ``enum Commands``) in Rust source
+    ``text``, from its keyword to its closing brace, or None where it has none. Strings, character
+    literals and comments are skipped when braces are counted, so a brace inside them does not end
+    the item."""
+    found = re.search(rf"\b{re.escape(item)}\s*[<({{]", text)
     if not found:
         return None
     depth, i = 0, found.start()
@@ -82,9 +83,12 @@ def rust_item(text: str, item: str) -> str | None:
     return None
 
 
-def item_sha256(source: Path, file: str, item: str) -> str | None:
-    """sha256 of one item's text in a vipune source, or None where the file or the item is gone."""
+def item_sha256(source: Path, file: str, item: str | None) -> str | None:
+    """sha256 of one item's text in a vipune source (``item`` None: of the whole file's bytes), or
+    None where the file or the item is gone."""
     path = source / file
+    if item is None:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     text = rust_item(path.read_text(encoding="utf-8"), item) if path.is_file() else None
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
@@ -102,15 +106,18 @@ def library_sha256(source: Path) -> str:
 
 
 def listed(lane: Path = LANE) -> dict:
-    """lane/vipune_sources.json: the vipune files the lane compiles, the items it copies."""
+    """lane/vipune_sources.json: the vipune files the lane compiles, and every item (or whole file)
+    on the search's and the import's path that it copies or stands in for, each pinned to the
+    sha256 of the bytes it follows (one per release whose bytes it follows)."""
     return json.loads((lane / SOURCES).read_text(encoding="utf-8"))
 
 
 def vipune_sources(source: Path, lane: Path = LANE) -> dict:
     """What the lane takes from the vipune source at ``source``: each compiled file with its
-    sha256, each copied item with the sha256 it was copied at (``pinned``), the source's own
-    (``source``; None where the item is gone) and whether they agree (``same``), and the whole
-    source's ``library_sha256`` (``vipune_source_sha256``)."""
+    sha256, each item it copies or stands in for (no ``item``: a whole file) with the sha256s it
+    follows (``pinned``), the source's own (``source``; None where the item is gone) and whether
+    the source's is one of them (``same``), and the whole source's ``library_sha256``
+    (``vipune_source_sha256``)."""
     sources = listed(lane)
     compiled = []
     for file in sources["compiled"]:
@@ -122,10 +129,10 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
         compiled.append({"file": file, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     copies = []
     for copy in sources["copies"]:
-        mine = item_sha256(source, copy["file"], copy["item"])
-        copies.append({"file": copy["file"], "item": copy["item"], "copied_to": copy["copied_to"],
-                       "what": copy["what"], "pinned": copy["sha256"], "source": mine,
-                       "same": mine == copy["sha256"]})
+        pinned = [copy["sha256"]] if isinstance(copy["sha256"], str) else copy["sha256"]
+        mine = item_sha256(source, copy["file"], copy.get("item"))
+        copies.append({"file": copy["file"], "item": copy.get("item"), "copied_to": copy["copied_to"],
+                       "what": copy["what"], "pinned": pinned, "source": mine, "same": mine in pinned})
     return {"compiled": compiled, "copies": copies, "vipune_source_sha256": library_sha256(source)}
 
 

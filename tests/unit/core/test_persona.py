@@ -83,3 +83,23 @@ print(json.dumps({{"pandas": {asked(("pandas",))}, "personas": got}}))
     assert out["personas"] == [["q0", ["text 0", "text 1"], vectors[[0, 1]].tolist(), vectors[8].tolist()],
                                ["q2", ["text 3", "text 5"], vectors[[3, 5]].tolist(), vectors[6].tolist()]]
     assert not out["pandas"], "reading a shard's personas imported pandas"
+
+
+def test_a_personas_digests_follow_its_data_and_its_vectors_apart():
+    """Issue 52: what a search was made from: the data digest moves with a text (another dataset),
+    the vectors digest with a vector (another model), each alone."""
+    import dataclasses
+
+    import numpy as np
+
+    from vipune_eval.core.persona import Persona
+
+    p = Persona(question_id="q1", question="where?", row_ids=["q1::a", "q1::b"], session_ids=["a", "b"],
+                created_at=["2023-01-01T00:00:00Z"] * 2, texts=["one", "two"],
+                vectors=np.eye(2, 4, dtype=np.float32), query_vector=np.ones(4, np.float32))
+    data, vectors = p.digests()
+    assert len(data) == len(vectors) == 16 and p.digests() == dataclasses.replace(p).digests()
+    other_text = dataclasses.replace(p, texts=["one", "three"]).digests()
+    assert other_text[0] != data and other_text[1] == vectors
+    other_vector = dataclasses.replace(p, query_vector=np.zeros(4, np.float32)).digests()
+    assert other_vector[0] == data and other_vector[1] != vectors

@@ -90,6 +90,11 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                                "core.intervals", "registry.vipune_runs"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.report_html", "core.paths"},
+    # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,
+    # the report's paired statistics, and the report's own words for what else changes the reading
+    "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document", "stages.report.lanes",
+                        "registry.measures", "registry.views", "registry.granularities", "registry.vipune_runs",
+                        "core.paths", "core.intervals"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
          "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")

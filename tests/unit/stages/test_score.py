@@ -1,6 +1,7 @@
 """Metric definitions checked on hand-worked examples, through the real ir-measures path and the
 port of LongMemEval's eval_utils.py."""
 
+import json
 import math
 
 import pyarrow as pa
@@ -144,3 +145,21 @@ def test_a_measure_ir_measures_lacks_is_scored_by_its_own_compute(monkeypatch):
     v = per_query(QRELS, RUN, [2, 3], ("recall", "hits"))
     assert (v["q1"]["hits@2"], v["q1"]["hits@3"], v["q1"]["recall@3"]) == (1.0, 2.0, 1.0)
     assert v["q3"] == {"recall@2": 0.0, "recall@3": 0.0, "hits@2": 0.0, "hits@3": 0.0}
+
+
+def test_what_the_lanes_searched_reaches_the_metrics_and_an_older_shard_says_nothing(tmp_path):
+    """Issue 52: a lane's status files say what its searches were made from (their settings, each
+    pair's digests); the score stage keeps it for the gate, and where one shard does not say
+    (an older harness wrote it) the run claims nothing."""
+    from vipune_eval.stages.score import read_status
+
+    settings = {"flags": ["--recency", "0", "--limit", "10", "--no-touch"], "depth": 10, "collapse": True}
+    shards = []
+    for i, (qid, digests) in enumerate([("q1", ["a" * 16, "b" * 16]), ("q2", ["c" * 16, "d" * 16])]):
+        shards.append(write(tmp_path / f"s{i}.json", [json.dumps(
+            {"failed": {}, "search_seconds": {qid: 0.1}, "searched": {"settings": settings,
+                                                                      "personas": {qid: digests}}})]))
+    _, _, searched = read_status(shards)
+    assert searched == {"settings": [settings], "personas": {"q1": ["a" * 16, "b" * 16], "q2": ["c" * 16, "d" * 16]}}
+    older = write(tmp_path / "old.json", [json.dumps({"failed": {}, "search_seconds": {"q3": 0.1}})])
+    assert read_status([*shards, older])[2] is None and read_status([])[2] is None

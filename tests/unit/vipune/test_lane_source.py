@@ -5,6 +5,7 @@ the items it copies and whether the source still has the bytes each copy was mad
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -54,27 +55,28 @@ def fake_source(folder: Path) -> Path:
     for copy in listed["copies"]:
         path = folder / copy["file"]
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as out:
-            out.write(f"{copy['item']}() {{ original(); }}\n")
+        with path.open("a") as out:  # a whole file pinned: its own bytes
+            out.write(f"{copy['item']}() {{ original(); }}\n" if copy.get("item") else f"// {copy['file']}\n")
     return folder
 
 
 def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsewhere_is_not(tmp_path):
     source = fake_source(tmp_path / "vipune")
-    pinned = {(c["file"], c["item"]): lane_source.item_sha256(source, c["file"], c["item"])
+    pinned = {(c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item"))
               for c in lane_source.listed()["copies"]}
     lane = tmp_path / "lane"
     shutil.copytree(lane_source.LANE, lane)
     listed = lane_source.listed(lane)
     for copy in listed["copies"]:
-        copy["sha256"] = pinned[(copy["file"], copy["item"])]
+        copy["sha256"] = pinned[(copy["file"], copy.get("item"))]
     (lane / lane_source.SOURCES).write_text(json.dumps(listed))
     assert all(c["same"] for c in lane_source.vipune_sources(source, lane)["copies"])
 
     handlers = source / "src/commands/handlers.rs"
     handlers.write_text(handlers.read_text() + "fn handle_add() { edited(); }\n")  # outside the copied item
     assert all(c["same"] for c in lane_source.vipune_sources(source, lane)["copies"])
-    handlers.write_text(handlers.read_text().replace("original()", "edited()"))
+    handlers.write_text(handlers.read_text().replace("fn handle_search() { original(); }",
+                                                     "fn handle_search() { edited(); }"))
     found = lane_source.vipune_sources(source, lane)
     changed = [c for c in found["copies"] if not c["same"]]
     assert [(c["file"], c["item"]) for c in changed] == [("src/commands/handlers.rs", "fn handle_search")]
@@ -85,6 +87,37 @@ def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsew
     (source / "src/main.rs").write_text("// no main any more\n")
     gone = stale_copies(lane_report(lane_source.vipune_sources(source, lane)))
     assert any("from src/main.rs, which this source no longer has" in s for s in gone)
+
+
+def test_a_struct_an_enum_and_a_whole_file_are_pinned_by_their_own_bytes(tmp_path):
+    """The search's path holds clap's definitions (``enum Commands``, ``struct Cli``) and files the
+    lane stands in for whole (src/commands/import.rs): each is cut and hashed as it is."""
+    text = "#[derive(Parser)]\nstruct Cli {\n    /// json { in a doc\n    json: bool,\n}\nenum Commands { Search { query: String } }\n"
+    assert lane_source.rust_item(text, "struct Cli") == "struct Cli {\n    /// json { in a doc\n    json: bool,\n}"
+    assert lane_source.rust_item(text, "enum Commands") == "enum Commands { Search { query: String } }"
+    assert lane_source.item_sha256(tmp_path, "src/import.rs", None) is None  # the file is gone
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "import.rs").write_bytes(b"fn run_import() {}\n")
+    assert lane_source.item_sha256(tmp_path, "src/import.rs", None) == hashlib.sha256(b"fn run_import() {}\n").hexdigest()
+
+
+def test_a_copy_follows_each_release_it_lists(tmp_path):
+    """An item whose bytes differ between the releases the lane is built against (the model's loading
+    between 0.19.1 and 0.20.2) lists one sha256 per release: either is the same, any other is not."""
+    source = fake_source(tmp_path / "vipune")
+    lane = tmp_path / "lane"
+    shutil.copytree(lane_source.LANE, lane)
+    listed = lane_source.listed(lane)
+    mine = {(c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item"))
+            for c in listed["copies"]}
+    for copy in listed["copies"]:
+        copy["sha256"] = ["0" * 64, mine[(copy["file"], copy.get("item"))]]
+    (lane / lane_source.SOURCES).write_text(json.dumps(listed))
+    found = lane_source.vipune_sources(source, lane)["copies"]
+    assert all(c["same"] and len(c["pinned"]) == 2 for c in found)
+    listed["copies"][0]["sha256"] = ["0" * 64, "1" * 64]
+    (lane / lane_source.SOURCES).write_text(json.dumps(listed))
+    assert [c["same"] for c in lane_source.vipune_sources(source, lane)["copies"]][0] is False
 
 
 def test_a_source_without_a_file_the_lane_compiles_cannot_build_it(tmp_path):

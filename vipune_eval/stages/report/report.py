@@ -156,7 +156,8 @@ def stale_runs(loaded: Loaded) -> None:
 def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
             ks: list[int]) -> list[dict[str, Any]]:
     """Pairs whose gold sessions in the top k differ between the baseline and the current run:
-    what the current run gained and lost, and recall@k as [baseline's, current's] (before → after)."""
+    the gold sessions the current run gained and lost at each such k, and recall@k [before, after]
+    (before: the baseline)."""
     out = []
     for qid in sorted(set(current["per_query"]) & set(baseline["per_query"])):
         relevant = gold[qid]
@@ -307,10 +308,9 @@ def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dic
 
 def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any]]:
     """One entry per vipune build, the primary first, each with where it came from and its
-    vipune-lane (where this run has one: the lib lane's builds); the others compared with the primary, Holm
-    over every comparison of every build (``a``: the build, ``b``: the primary), and their changed
-    pairs read from the build to the primary (before → after: a release → the checkout of the
-    maintainer's loop, vipune.baseline → vipune.binary)."""
+    vipune-lane (where this run has one: the lib lane's builds); the others compared with the
+    primary, Holm over every comparison of every build, before → after: the compared build → the
+    primary (a release → the checkout of the maintainer's loop, vipune.baseline → vipune.binary)."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
     compared_on = manifest.get("compared_on")
     if not manifest.get("primary") or compared_on not in metrics:
@@ -328,8 +328,10 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
             entry["failed_checks"] = preflight.get("failed_checks", [])
             entry["drift"] = preflight.get("drift", entry["failed_checks"])
         out.append(entry)
+    # before → after: each compared build (the baseline: a release) → vipune.binary (the checkout),
+    # so a difference is after − before and a change's values are [before, after]
     primary = runs[manifest["primary"]]
-    compared = adjust_family({b: comparison(m, primary, keys, b, manifest["primary"])
+    compared = adjust_family({b: comparison(primary, m, keys, manifest["primary"], b)
                               for b, m in runs.items() if b != manifest["primary"]})
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]

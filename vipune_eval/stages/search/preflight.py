@@ -1,7 +1,10 @@
 """preflight: before any persona runs, check that the binary honours the contract the harness
 relies on (docs/vipune-contract.md) and embeds exactly as the cached Parquet vectors were
-embedded. Each check is named; a binary that fails one is refused with what was expected and
-what it gave, and the report's provenance lists every check.
+embedded: its passages (``add``, read back by ``export``) and its queries (``search`` embeds a
+query with the Query role and its prefix; the similarity a ``--no-hybrid`` search gives a row
+holding the harness's vector of that very text is the cosine of the two). Each check is named; a
+binary that fails one is refused with what was expected and what it gave, and the report's
+provenance lists every check.
 
 The fusion checks use probe rows with known vectors: every probe vector is ``cos θ · q + sin θ · u``
 for the harness's query vector q and one fixed direction u orthogonal to it, with θ from 0.1 to
@@ -42,6 +45,11 @@ FILLER = "a quiet morning walk in the park with the dog number {n}"
 PARITY_TEXTS = ["I moved to Lisbon last spring and started learning Portuguese.",
                 "user: what should I cook tonight?\nassistant: try a mushroom risotto.",
                 "Remember that my dentist appointment is on Friday at 9."]
+# Questions as LongMemEval asks them: their vectors, as the harness embeds every question (as its
+# passages: no prefix), against vipune's query vectors of the same texts.
+QUERY_PARITY_TEXTS = ["What did I say about my dentist appointment?",
+                      "Which language did I start learning after I moved?", QUERY]
+QUERY_PARITY_PROJECT = "preflight-query"
 MIN_PARITY_COSINE = 0.999
 TOLERANCE = 1e-6
 OLD = "2024-01-01T00:00:00Z"
@@ -275,6 +283,49 @@ def check_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: P
                          "passed": True, "min_cosine": min(cosines)})
 
 
+def query_parity_persona(embed: Callable[[list[str]], np.ndarray]) -> Persona:
+    """One row per question of QUERY_PARITY_TEXTS, holding the harness's vector of that question."""
+    vectors = embed(QUERY_PARITY_TEXTS)
+    keys = [f"q{i}" for i in range(len(QUERY_PARITY_TEXTS))]
+    return Persona(question_id=QUERY_PARITY_PROJECT, question=QUERY,
+                   row_ids=[row_id(QUERY_PARITY_PROJECT, k) for k in keys], session_ids=keys,
+                   created_at=[OLD] * len(keys), texts=list(QUERY_PARITY_TEXTS), vectors=vectors,
+                   query_vector=vectors[-1])
+
+
+def query_drift(cosine: float) -> str:
+    """A failed query parity in words: what it is, and what it means for each lane."""
+    return (f"the query's embedding differs: vipune embeds a search's query with cosine {cosine:.4f} "
+            f"(< {MIN_PARITY_COSINE}) to the cached query vectors, which are embedded as passages are "
+            "(bge-small has no query prefix); the binary's searches measure its new query embedding, "
+            "the lib lane's, on the cached vectors, do not")
+
+
+def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray], db: Path, jsonl: Path) -> None:
+    """vipune's own embedding of each question (its search, Query role) against the harness's: a
+    ``--no-hybrid`` search of a question scores the row holding the harness's vector of it with
+    their cosine (in a database of its own: BM25's statistics span every project of one). Refused
+    under enforce, named under record: the binary's numbers then measure another query embedding
+    than the lib lane's cached vectors."""
+    jsonl.write_text("\n".join(import_lines(query_parity_persona(embed))) + "\n", encoding="utf-8")
+    pre.vipune.import_file(db, jsonl, "preflight")
+    rows = {text: row_id(QUERY_PARITY_PROJECT, f"q{i}") for i, text in enumerate(QUERY_PARITY_TEXTS)}
+    cosines = []
+    for text, rid in rows.items():
+        hits, _ = pre.vipune.search(db, QUERY_PARITY_PROJECT, text,
+                                    pre.settings.search_flags(len(rows), False), "preflight")
+        score = next((h.get("similarity") for h in hits if h.get("id") == rid), None)
+        if not isinstance(score, (int, float)):
+            raise CheckFailed(f"`vipune search --no-hybrid` of the probe question {text!r} did not return its "
+                              f"row {rid} with a similarity (it returned {[h.get('id') for h in hits]})")
+        cosines.append(float(score))
+    low = min(cosines)
+    pre.record("query_embedding_parity", f"cosine >= {MIN_PARITY_COSINE}",
+               f"min cosine {low:.6f} over {len(cosines)} questions", low >= MIN_PARITY_COSINE,
+               drift=query_drift(low))
+    pre.findings[-1]["min_cosine"] = low
+
+
 def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> dict[str, Any]:
     tmp = vipune.tmp
     shutil.rmtree(tmp, ignore_errors=True)
@@ -308,6 +359,8 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         # Parity first: the fusion probes' known ranks assume vipune's query vector is ours.
         check_parity(pre, embed, tmp / "parity.db", tmp / "export.jsonl", recipe)
         personas = probe_personas(list(probes.values()), embed([QUERY])[0])
+        # Before the fusion checks, which assume vipune's query vector is the harness's.
+        check_query_parity(pre, embed, tmp / "query.db", tmp / "query.jsonl")
         check_import(pre, personas, tmp / "probes.jsonl")
         check_fusion(pre, probes["rrf"], probes["and"], probes["pool-a"], probes["pool-b"], probes["ties"])
         check_refusals(pre, "preflight-rrf")
@@ -324,8 +377,10 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
+    query_parity = next(c for c in pre.findings if c["check"] == "query_embedding_parity")
     failed = [c["check"] for c in pre.findings if not c["passed"]]
     findings = {"binary": expected, "mode": mode, "checks": pre.findings, "embedding_parity": parity,
+                "query_embedding_parity": query_parity,
                 "follows_contract": not failed, "failed_checks": failed,
                 # each failure in words: the drift it is, when known, else the check's name
                 "drift": list(dict.fromkeys(c.get("drift") or c["check"] for c in pre.findings

@@ -139,7 +139,8 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                 binary.check_wrapped()  # before the result is kept under this build's fingerprint
                 write_json(cached, result)
             progress.advance()
-            return {"question_id": qid, "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
+            return {"question_id": qid, "digests": persona.digests(),
+                    "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
                     "documents": {n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], depth, collapse)
                                   for n in ("hybrid", "semantic")}}
 
@@ -164,6 +165,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
         "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
         "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},
         "semantic_search_seconds": {r["question_id"]: r["seconds"]["semantic"] for r in done},
+        "searched": shard.searched(vipune.query_flags(shard.limit), {r["question_id"]: r["digests"] for r in done}),
     })
     write_json(marker, sorted(set(keys)))
     failed = len(results) - len(done)

@@ -49,6 +49,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its lane (and its watchdog) starts
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
+    digests: dict[str, list[str]] = {}  # each searched persona's (Persona.digests)
     seconds: dict[str, dict[str, float]] = {}
     failed: dict[str, FailedPair] = {}
     steps: Counter[str] = Counter()
@@ -93,6 +94,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                     continue
                 steps.update(spent)
                 seconds[qid] = _latency(spent)
+                digests[qid] = persona.digests()
                 progress.advance()
 
     try:
@@ -119,6 +121,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
         "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
         "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
+        "searched": shard.searched(vipune.query_flags(shard.limit), {qid: digests[qid] for qid in ranked}),
     })
     log.info("vipune-lib %s: %d personas, %d failed%s; seconds per step: %s", shard.name, len(done),
              len(failed), f", {len(full)} searched on disk ({databases.parent} full)" if full else "",

@@ -127,6 +127,9 @@ def test_personas_a_full_ram_folder_refuses_are_searched_again_in_the_scratch_fo
         runs, status = search_shard(shard, lane_files, tmp_path / "in-ram", small, monkeypatch)
     assert runs == expected and status["failed"] == {}
     assert list(runs["hybrid"]) == [p.question_id for p in PERSONAS]  # the shard's order
+    # what each persona's search was made from, for the gate (issue 52): its flags and digests
+    assert status["searched"]["personas"] == {p.question_id: p.digests() for p in PERSONAS}
+    assert status["searched"]["settings"]["flags"][:2] == ["--recency", "0"]
     assert f"{small} is full" in caplog.text and "1 personas searched again" in caplog.text
     assert list(small.iterdir()) == []  # its folder removed
 

@@ -11,6 +11,7 @@ from vipune_eval.stages.report import lanes
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
+from vipune_eval.stages.report.sections.scored import copied
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
 
@@ -79,6 +80,36 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     return out
 
 
+def why_apart(report: Report) -> str:
+    """Why vipune-lib ranks otherwise than the binary, where the harness can tell, and what it means
+    for each lane: a copy in the lane that this source changes (the binary runs the edit,
+    vipune-lib does not), the binary's query vectors no longer the cached ones (its preflight's
+    query parity failed: the binary measures its new query embedding, vipune-lib the cached
+    vectors), a preflight check the binary now fails; else that the harness cannot tell."""
+    prov = report["provenance"]
+    copies = (((prov.get("lane") or {}).get("built") or {}).get("sources") or {}).get("copies") or []
+    stale = [copied(c) for c in copies if not c.get("same")]
+    checks = [c for c in (prov.get("preflight") or {}).get("checks") or [] if not c.get("passed")]
+    query = [c for c in checks if c["check"] == "query_embedding_parity"]
+    others = [c.get("drift") or c["check"] for c in checks if c["check"] != "query_embedding_parity"]
+    why = []
+    if stale:
+        why.append(f"vipune-lib does not run this source's {and_listed(stale)} (a stale copy: the binary's lists "
+                   "follow that edit, vipune-lib's do not)")
+    if query:
+        why.append(f"the binary's query vectors are no longer the cached ones (its preflight's "
+                   f"query_embedding_parity: {query[0]['seen']}): the binary ranks with its new query embedding, "
+                   "vipune-lib with the cached vectors")
+    if others:
+        why.append(f"the binary fails its preflight's {and_listed(others)} (vipune.preflight: record)")
+    if why:
+        return "why: " + "; ".join(why)
+    return ("the harness cannot tell why (no copy in vipune-lib is stale"
+            + (", the binary's query vectors are the cached ones" if prov.get("preflight") else "")
+            + "): an edit outside the path vipune-lib compiles or pins, or a fault of the harness; "
+              "`vipune-eval explain QUESTION` shows both lists")
+
+
 def warnings(report: Report) -> list[str]:
     """A lane that no longer agrees with its mirror (on more than MISMATCH_SHOWN of the pairs);
     in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
@@ -99,7 +130,8 @@ def warnings(report: Report) -> list[str]:
         if differ:
             out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
                        f"{len(differ)} of {agree['pairs']} pairs differently{in_view(report, view)}: "
-                       f"{', '.join(differ[:5])}" + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics)")
+                       f"{', '.join(differ[:5])}" + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics); "
+                       + why_apart(report))
         if agree.get("only_run") or agree.get("only_mirror"):
             key = (view, tuple(agree["only_run"]), tuple(agree["only_mirror"]))
             apart.setdefault(key, []).append(agree)

@@ -57,9 +57,9 @@ def lane_line(report: Report) -> str | None:
 def lanes(report: Report) -> dict[str, Mapping[str, Any]]:
     """Build id → its vipune-lane, for every build this run has one for: vipune.binary's, and each
     compared build's where the builds are compared on the lib lane (the maintainer's loop)."""
-    out: dict[str, Mapping[str, Any]] = {b["id"]: b["lane"] for b in report["builds"] if b.get("lane")}
+    out: dict[str, Mapping[str, Any]] = {b["id"]: b["lane"] for b in report.get("builds", []) if b.get("lane")}
     primary = report["provenance"].get("lane")
-    return {primary["binary"]: primary, **out} if primary else out
+    return {primary.get("binary"): primary, **out} if primary else out
 
 
 def changed_copies(lane: Mapping[str, Any]) -> list[str]:
@@ -67,17 +67,24 @@ def changed_copies(lane: Mapping[str, Any]) -> list[str]:
     changes or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh),
     in words. A lane that records none (the tests' fake) names none."""
     copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
-    return [f"`{c['item']}` from {c['file']}, which this source {'changes' if c.get('source') else 'no longer has'} "
+    return [f"{copied(c)}, which this source {'changes' if c.get('source') else 'no longer has'} "
             f"({c['what']}; the copy: {c['copied_to']})" for c in copies if not c.get("same")]
 
 
 def stale_copies(report: Report) -> list[str]:
-    """A warning for each copy a build's vipune-lane holds that its source changes: that build's
-    vipune-lib numbers do not follow that edit (every build's lane: the release's and the
-    checkout's in the loop, each named where there are several)."""
+    """A warning for each item (or whole file) of vipune's code on the search's or the import's
+    path that a build's vipune-lane copies or stands in for and that its source changes: the binary
+    runs that edit, vipune-lib does not (every build's lane: the release's and the checkout's in
+    the loop, each named where there are several)."""
     built = lanes(report)
-    return [f"vipune-lib{'' if len(built) == 1 else f' of build {build}'} copies {copy}: its numbers do not "
-            "follow that edit" for build, lane in built.items() for copy in changed_copies(lane)]
+    return [f"vipune-lib{'' if len(built) == 1 else f' of build {build}'} copies {copy}: a stale copy: the binary "
+            "runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow that edit"
+            for build, lane in built.items() for copy in changed_copies(lane)]
+
+
+def copied(copy: Mapping[str, Any]) -> str:
+    """What a copy copies: an item of a file (`fn execute` from src/commands/mod.rs) or a whole file."""
+    return f"`{copy['item']}` from {copy['file']}" if copy.get("item") else copy["file"]
 
 
 def model_line(model: Mapping[str, Any]) -> str:

@@ -35,11 +35,11 @@ def came_from(build: BuildEntry) -> str:
 
 
 def build_lines(report: Report) -> list[str]:
-    """One line per vipune build but the primary: its difference from the primary on recall@k
-    (the primary k) of the run they are compared by, with its interval (unadjusted, said so) and
-    Holm-adjusted p, and how many pairs changed; then the first of those pairs, each with its
-    recall@k in that build → in the primary, as report.md gives them (at the primary k, else the
-    first k where it changed)."""
+    """One line per vipune build but the primary, before → after (that build → the primary: a
+    release → your checkout): recall@k (the primary k) of the run they are compared by, the
+    difference with its interval (unadjusted, said so) and Holm-adjusted p, and how many pairs
+    changed; then the first of those pairs, each with its recall@k before → after (at the primary
+    k, else the first k where it changed)."""
     builds = report["builds"]
     if len(builds) < 2:
         return []
@@ -51,9 +51,9 @@ def build_lines(report: Report) -> list[str]:
         r = b["comparison"]["overall"][key]
         lo, hi = r["interval"]
         verdict = "a real difference" if r["significant"] else "no significant difference"
-        lines.append(f"{b['id']} ({came_from(b)}): {on} {key} {r['a']:.3f} vs "
-                     f"{r['b']:.3f} ({100 * r['difference']:+.1f} points, unadjusted 95% CI {100 * lo:+.1f} to "
-                     f"{100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
+        lines.append(f"{b['id']} ({came_from(b)}): {on} {key} {r['b']:.3f} → "
+                     f"{r['a']:.3f} in {builds[0]['id']} ({100 * r['difference']:+.1f} points, unadjusted 95% CI "
+                     f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
                      f"{len(b['changes'])} pairs gained or lost gold sessions")
         for c in b["changes"][:SHOWN_CHANGES]:
             shown = key if key in c else next(measures.key(measures.PRIMARY, k) for k in ks
@@ -97,5 +97,6 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
         blocks.append(Bullets([*map(Item, b["comparison"]["summary"]),
                                Item(f"{len(b['changes'])} pairs gained or lost gold sessions in the top {top}",
                                     changes)],
-                              lead=f"**{b['id']} vs {builds[0]['id']}** ({b['comparison']['correction']})"))
+                              lead=f"**{b['id']} → {builds[0]['id']}** (before → after; "
+                                   f"{b['comparison']['correction']})"))
     return [Section("builds", "vipune builds", blocks)]

@@ -109,7 +109,7 @@ def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
     assert ("- vipune-lib returns the same ranking as vipune on every pair of the chunk view (to the largest k of "
             "each).") in lines
     assert ("vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
-            "the turn view: q7 (report.md, Diagnostics)") in document(report).warnings
+            "the turn view: q7 (report.md, Diagnostics); ") in "\n".join(document(report).warnings)
 
 
 def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(loaded, tmp_path):
@@ -124,3 +124,40 @@ def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(
     apart = [w for w in document(build(loaded)).warnings if " scored " in w]
     assert apart == ["vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
                      "(their averages are over different pairs)"]
+
+
+def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded):
+    """Issue 52 item 2: lanes that rank a pair differently are named with the cause the harness
+    knows (a stale copy in the lane; the binary's query vectors no longer the cached ones; a
+    preflight check it fails) and what it means for each lane; else, that it cannot tell."""
+    from vipune_eval.stages.report.sections.contents import document
+
+    primary = "0.20.2-aaaaaaaaaaaa"
+    loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
+    loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
+    loaded.preflights = {primary: {"checks": [{"check": "embedding_parity", "passed": True}]}}
+    lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))
+    lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
+    loaded.views[0].metrics["vipune-lib"] = lib
+    stale = {"file": "src/commands/mod.rs", "item": "fn execute", "what": "the dispatch", "copied_to": "x",
+             "pinned": ["1" * 64], "source": "2" * 64, "same": False}
+    lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
+            "built": {"sources": {"compiled": [], "copies": [{**stale, "same": True}]}}}
+    loaded.lanes = {primary: lane}
+
+    def warning() -> str:
+        [line] = [w for w in document(build(loaded)).warnings if "rank 1 of 8 pairs differently" in w]
+        return line.split("(report.md, Diagnostics); ")[1]
+
+    assert warning().startswith("the harness cannot tell why (no copy in vipune-lib is stale, the binary's query "
+                                "vectors are the cached ones): an edit outside the path")
+    lane["built"]["sources"]["copies"] = [stale]
+    assert warning() == ("why: vipune-lib does not run this source's `fn execute` from src/commands/mod.rs (a stale "
+                         "copy: the binary's lists follow that edit, vipune-lib's do not)")
+    lane["built"]["sources"]["copies"] = []
+    loaded.preflights[primary]["checks"].append(
+        {"check": "query_embedding_parity", "passed": False, "seen": "min cosine 0.931000 over 3 questions",
+         "drift": "the query's embedding differs: …"})
+    assert warning() == ("why: the binary's query vectors are no longer the cached ones (its preflight's "
+                         "query_embedding_parity: min cosine 0.931000 over 3 questions): the binary ranks with its "
+                         "new query embedding, vipune-lib with the cached vectors")

@@ -93,15 +93,18 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
             "copied_to": "lane/src/copies.rs: search_as_the_command", "pinned": "1" * 64, "source": "2" * 64,
             "same": False}
     same = {**copy, "file": "src/main.rs", "item": "fn main", "source": "1" * 64, "same": True}
+    whole = {**copy, "file": "src/commands/import.rs", "item": None, "what": "the import"}  # a file pinned whole
     lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
             "built": {"vipune_source": "checkout /src/vipune (abc123)", "profile": "fast",
-                      "sources": {"compiled": [], "copies": [copy, same]}}}
+                      "sources": {"compiled": [], "copies": [copy, same, whole]}}}
     loaded.lanes = {primary: lane}
     report = build(loaded)
     text, md = summary.render(report), render(report)
+    assert "- vipune-lib copies src/commands/import.rs, which this source changes (the import; " in md
     named = ("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
-             "search command's call; the copy: lane/src/copies.rs: search_as_the_command): its numbers do not "
-             "follow that edit")
+             "search command's call; the copy: lane/src/copies.rs: search_as_the_command): a stale copy: the "
+             "binary runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow "
+             "that edit")
     assert f"  ! {named.replace('`', '')}" in text and f"- {named}" in md and "fn main" not in text
     fast = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
     assert fast in text and fast in md

@@ -22,9 +22,10 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
     assert (f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |"
             in text)
     assert f"| {other} | 0.20.1 | bbbbbbbbbbbb | vipune.compare '/opt/k60/vipune' | 8 |" in text
-    # the pairs whose gold moved, each with its recall@k before (the compared build: q0 at rank 2)
-    # and after (vipune.binary: rank 1)
+    # the pairs whose gold moved, each with its recall@k before (the compared build, dense: q0's gold
+    # at rank 2) → after (vipune.binary's run, vipune: at rank 1) (issue 52: before → after everywhere)
     assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in text
+    assert f"**{other} → {primary}** (before → after; holm over " in text
 
 
 def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
@@ -39,10 +40,12 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     report = build(loaded)
     text = summary.render(report)
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
-    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['a']:.3f} vs {r['b']:.3f} "
-            f"({100 * r['difference']:+.1f} points, unadjusted 95% CI ") in text
+    assert r["a"] == report["builds"][0]["metrics"]["recall@5"]  # a: after (vipune.binary), b: before
+    assert (f"  {other} (vipune.compare '/opt/k60/vipune'): vipune recall@5 {r['b']:.3f} → {r['a']:.3f} in "
+            f"{primary} ({100 * r['difference']:+.1f} points, unadjusted 95% CI ") in text
     assert f"  ! {other} fails preflight: rrf_k25_ranks_from_1" in text
-    # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3)
+    # the pairs the build changes, each with its number in that build, then in the primary (issue 43.3):
+    # before → after
     changes = report["builds"][1]["changes"]
     assert changes
     for c in changes[:10]:
@@ -140,7 +143,8 @@ def test_a_compared_builds_lane_its_checkout_fast_build_and_stale_copies_are_in_
     assert f"  {checkout} ({where}): dense recall@5 " in text  # the summary's line of the build
     assert "v0.20.2-3-gabc1234-dirty), a fast build" in front and "1 copy its source changes" in front
     stale = (f"vipune-lib of build {checkout} copies `fn rrf` from src/rrf.rs, which this source changes (the "
-             "fusion; the copy: lane/src/copies.rs: rrf): its numbers do not follow that edit")
+             "fusion; the copy: lane/src/copies.rs: rrf): a stale copy: the binary runs this source's edit there, "
+             "vipune-lib the code it copied, so its numbers do not follow that edit")
     assert f"  ! {stale.replace('`', '')}" in text and f"- {stale}" in md
     assert "<code>fn rrf</code>" in front  # the warnings of the HTML report's first page
     assert (f"- {checkout}: vipune-lane 0.20.2-dddddddddddd (sha256 dddddddddddd): vipune's search code from checkout "
