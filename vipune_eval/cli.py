@@ -180,7 +180,9 @@ COMMANDS: dict[str, Command] = {
                                  _opt((["--lane"], {**P, "help": "the vipune-lane built beside the binary"}),
                                       (["--lane-fingerprint"], {**P, "help": "the vipune-lane's fingerprint file"}),
                                       (["--on-error"], {"choices": ["stop", "record"], "required": True}),
-                                      (["--out"], P), (["--semantic-out"], P), (["--status-out"], P))),
+                                      (["--out"], P), (["--semantic-out"], P), (["--status-out"], P),
+                                      (["--arms-out"], {**P, "help": "the arms each hybrid search fused "
+                                                                     "(what explain shows)"}))),
     "preflight": Command("stages.search.preflight:run_preflight", "check a vipune binary's contract and embedding parity",
                          ("binary", "model"), _opt((["--out"], P), (["--mode"], {"choices": ["enforce", "record"],
                                                                                  "required": True}))),

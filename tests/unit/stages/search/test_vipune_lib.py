@@ -6,6 +6,7 @@ tests/unit/vipune/test_lane.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -21,6 +22,7 @@ import pytest
 
 from support.fakes import fake_build
 from support.search import write_shard
+from vipune_eval.core import lane_arms
 from vipune_eval.core.persona import Persona, ShardSearch
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
@@ -110,7 +112,8 @@ def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tup
     monkeypatch.setattr(vipune_lib, "RAM", ram)
     runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
     run_vipune_lib(shard, VipuneSettings("", Path(), None, folder / "tmp", 60), *lane_files, on_error="stop",
-                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json")
+                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json",
+                   arms_out=folder / "arms.parquet")
     return ({name: dict(read_run([path])) for name, path in runs.items()},
             json.loads((folder / "status.json").read_text()))
 
@@ -188,9 +191,29 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
     status = tmp_path / "status.json"
     run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
                    VipuneSettings("", Path(), None, tmp_path / "tmp", 30), lane, fingerprint,
-                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status)
+                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status, tmp_path / "arms.parquet")
     failed = json.loads(status.read_text())["failed"]
     assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error"}
     assert re.fullmatch(detail, failed["q1"]["detail"].split(";")[0])
     assert (failed["q1"]["exit_code"], failed["q1"]["error"]) == (code, error)
     assert {line.split()[0] for line in (tmp_path / "out.run").read_text().splitlines()} == {"q0", "q2"}
+    assert list(lane_arms.read([tmp_path / "arms.parquet"])) == ["q0", "q2"]  # the failed persona has no arms
+
+
+def test_the_arms_file_holds_what_each_hybrid_search_fused_and_the_list_it_returned(lane_files, tmp_path,
+                                                                                    monkeypatch):
+    """Per persona, in the shard's order: the lane's fused lists named (the semantic arm begins
+    with the semantic run's list), its RRF k, and the hybrid list the run file collapses."""
+    personas = [dataclasses.replace(persona(seed, rows, 3), question="red car parked") for seed, rows in
+                ((0, 5), (3, 180), (2, 12))]  # every row matches vipune's AND query
+    shard = write_shard(tmp_path / "view", personas)
+    runs, _ = search_shard(shard, lane_files, tmp_path / "run", tmp_path / "no-shm", monkeypatch)
+    arms = lane_arms.read([tmp_path / "run" / "arms.parquet"])
+    assert list(arms) == [p.question_id for p in personas]
+    for p in personas:
+        a = arms[p.question_id]
+        assert a.note is None and a.k == 25.0
+        assert [p.session_ids[row] for row, _ in a.hybrid] == [doc for doc, _, _ in runs["hybrid"][p.question_id]]
+        assert [p.session_ids[row] for row, _ in a.semantic[:10]] == [d for d, _, _ in runs["semantic"][p.question_id]]
+        assert len(a.semantic) == len(a.bm25) == min(len(p.row_ids), 100)  # the pool: clamp(10 x limit, 50, 10000)
+        assert all(score < 0 for _, score in a.bm25)  # SQLite's bm25(): lower is better
