@@ -208,6 +208,11 @@ COMMANDS: dict[str, Command] = {
                                 (["--snakefile"], {"type": Path, "default": None,
                                                    "help": "the workflow's Snakefile (default: the one beside "
                                                            "this package)"}))),
+    "explain": Command("stages.report.explain:run_explain",
+                       "why a question ranked as it did in each vipune build of a finished run (no search runs)", (),
+                       _opt((["question_id"], {"help": "the question's id (LongMemEval's question_id)"}),
+                            (["--run"], {"type": Path, "default": Path("results"),
+                                         "help": "the run's results folder (default: results)"}))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P),
                           (["--plots"], {"nargs": "+", "required": True, "help": "names of the plots to draw"}))),
