@@ -283,7 +283,7 @@ def text(explanation: Explanation) -> str:
     lines = [plain(section.title), ""]
     for block in section.blocks:
         if isinstance(block, Table):
-            lines += aligned(block)
+            lines += aligned(Table([plain(c) for c in block.columns], [[plain(c) for c in row] for row in block.rows]))
         elif isinstance(block, Bullets):
             if block.lead:
                 lines.append(plain(block.lead))

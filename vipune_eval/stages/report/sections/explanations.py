@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
 from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Report
 
@@ -26,13 +27,17 @@ def _data(text: str) -> str:
     return text.replace("`", "'").replace("**", "*")
 
 
-def _arm(position: list[Any] | None, digits: int, column: ExplainedColumn) -> str:
+# How an arm's score is shown: a cosine to 3 decimals, SQLite's bm25() (lower is better) to 3 digits
+SCORE = {"semantic": "{:.3f}", "bm25": "{:.3g}"}
+
+
+def _arm(position: list[Any] | None, arm: str, column: ExplainedColumn) -> str:
     if column["k"] is None:
         return "n/a"
     if position is None:
         return "–"
     rank, score = position
-    return f"{rank} ({score:.{digits}f})" if score is not None else str(rank)
+    return f"{rank} ({SCORE[arm].format(score)})" if score is not None else str(rank)
 
 
 def _doc(hit: dict[str, Any]) -> str:
@@ -43,18 +48,19 @@ def _in_arms(hit: dict[str, Any], column: ExplainedColumn) -> str:
     if column["k"] is None:
         return "its arms: none recorded"
     parts = []
-    for name, label, digits in (("semantic", "semantic arm", 3), ("bm25", "BM25 arm", 2)):
+    for name, label in (("semantic", "semantic arm"), ("bm25", "BM25 arm")):
         position = hit[name]
-        parts.append(f"{label} rank {position[0]} ({position[1]:.{digits}f})" if position else f"{label}: {NOT_IN_ARM}")
+        parts.append(f"{label} rank {_arm(position, name, column)}" if position else f"{label}: {NOT_IN_ARM}")
     return ", ".join(parts)
 
 
-def explanation(e: Explanation) -> Section:
-    """One question's explanation, under its anchor and with its category."""
+def explanation(e: Explanation, moved: list[str] = ()) -> Section:
+    """One question's explanation, under its anchor and with its category; ``moved``: how it moved
+    in each build that moved it, a line each."""
     builds = e["builds"]
     columns = ["rank"]
-    for c in builds:
-        columns += [f"{c['build']} ({c['retriever']})", "semantic", "bm25",
+    for i, c in enumerate(builds):
+        columns += [f"{c['build']}{' (primary)' if i == 0 else ''}: {c['retriever']}", "semantic", "bm25",
                     f"fused (k {c['k']:g})" if c["k"] is not None else "fused"]
     depth = max((len(c["top"]) for c in builds), default=0)
     rows = []
@@ -63,10 +69,12 @@ def explanation(e: Explanation) -> Section:
         for c in builds:
             hit = c["top"][i] if i < len(c["top"]) else None
             row += (["", "", "", ""] if hit is None else
-                    [_doc(hit), _arm(hit["semantic"], 3, c), _arm(hit["bm25"], 2, c),
-                     "n/a" if hit["fused"] is None else f"{hit['fused']:.4f}"])
+                    [_doc(hit), _arm(hit["semantic"], "semantic", c), _arm(hit["bm25"], "bm25", c),
+                     "n/a" if hit["fused"] is None else f"{hit['fused']:.5f}"])
         rows.append(row)
     blocks: list[Any] = [Paragraph(f"“{_data(e['question'])}” — gold: " + ", ".join(f"**{g}**" for g in e["gold"]))]
+    if moved:
+        blocks.append(Bullets([Item(line) for line in moved]))
     if rows:
         blocks.append(Table(columns, rows, numeric=[True] + [False, True, True, True] * len(builds)))
     notes = []
@@ -84,7 +92,8 @@ def explanation(e: Explanation) -> Section:
             notes.append(Item(f"{c['build']}: gold **{hit['doc']}** is not in the top {TOP}; {_in_arms(hit, c)}"))
     if notes:
         blocks.append(Bullets(notes))
-    blocks.append(Bullets([Item(f"`{doc}`: {_data(text) or '(no text)'}") for doc, text in e["texts"].items()],
+    shown = dict.fromkeys([*(hit["doc"] for c in builds for hit in c["top"]), *e["gold"]])  # as the table shows them
+    blocks.append(Bullets([Item(f"`{doc}`: {_data(e['texts'].get(doc, '')) or '(no text)'}") for doc in shown],
                           lead=f"The sessions (their first {SNIPPET} characters):"))
     return Section(anchor(e["question_id"]), f"{e['question_id']} ({e['question_type']})", blocks, level=3,
                    category=e["question_type"])
@@ -104,7 +113,21 @@ def explanations_sections(report: Report) -> list[Section]:
         f"score; each gold session outside the top {TOP} with its rank in each arm. The arms' RRF fusion is "
         "checked against each list; a list they do not explain is named. `vipune-eval explain QUESTION_ID` "
         "explains any pair.")
-    return [Section("explanations", "Explanations", [intro]), *(explanation(questions[q]) for q in shown)]
+    return [Section("explanations", "Explanations", [intro]),
+            *(explanation(questions[q], moved_lines(report, q)) for q in shown)]
+
+
+def moved_lines(report: Report, question_id: str) -> list[str]:
+    """How each build moved a pair against the primary (its recall@k there and in the primary)."""
+    out = []
+    for b in report["builds"][1:]:
+        for c in b["changes"]:
+            if c["question_id"] == question_id:
+                keys = [key for key in c if measures.cutoff(key) and key.startswith(f"{measures.PRIMARY}@")]
+                values = [f"{key} {c[key][1]:.2f} in {b['id']}, {c[key][0]:.2f} in the primary"
+                          for key in sorted(keys, key=measures.cutoff)]
+                out.append(f"moved by {b['id']}: " + "; ".join(values))
+    return out
 
 
 def warnings(report: Report) -> list[str]:
