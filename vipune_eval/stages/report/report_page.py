@@ -58,8 +58,10 @@ FILTER_SCRIPT = """
     count.textContent = shown + ' of ' + all.length + ' shown';
   }
   search.addEventListener('input', show); category.addEventListener('change', show);
-  if (location.hash.indexOf('#explain-') === 0) { search.value = location.hash.slice(9); }
+  var target = location.hash.indexOf('#explain-') === 0 && document.getElementById(location.hash.slice(1));
+  if (target) { search.value = target.id.slice(8); }
   show();
+  if (target) { target.scrollIntoView(); }  // the sections above it are hidden now
 })();
 """
 
