@@ -106,9 +106,11 @@ def explanations_sections(report: Report) -> list[Section]:
         return []
     questions = block["questions"]
     shown = [q for q in dict.fromkeys(block["moved"] + block["worst"]) if q in questions]
+    which = " and ".join(part for part in (
+        f"the {len(block['moved'])} pairs a build moved" if block["moved"] else "",
+        f"the {len(block['worst'])} worst pairs" if block["worst"] else "") if part)
     intro = Paragraph(
-        f"Why {len(block['moved'])} pairs a build moved and the {len(block['worst'])} worst pairs ranked as they "
-        f"did: each build's top {TOP} side by side, each hit with its rank and score in vipune's semantic arm "
+        f"Why {which} ranked as they did: each build's top {TOP} side by side, each hit with its rank and score in vipune's semantic arm "
         f"and its BM25 arm (what vipune's own hybrid search fused, recorded by the lib lane) and its fused "
         f"score; each gold session outside the top {TOP} with its rank in each arm. The arms' RRF fusion is "
         "checked against each list; a list they do not explain is named. `vipune-eval explain QUESTION_ID` "
