@@ -36,7 +36,7 @@ from vipune_eval.stages.score import run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneRun, find_lane
+from vipune_eval.vipune.lane import LaneRun, find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 
