@@ -213,8 +213,8 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
 def _without_arms(entry: dict[str, Any], files: list[Path]) -> str | None:
     """Why a build has no arms at all, or None."""
     if entry["lib"] is None:
-        return (f"no arms: {entry['build']} was searched by its binary alone (arms come from the lib lane, "
-                f"{LIB.hybrid}, which this run compares the builds by only when {BINARY.hybrid} is not configured)")
+        return (f"no arms: {entry['build']} has no lib-lane run here (the arms come from {LIB.hybrid}: add it to "
+                f"`retrievers`; a vipune.compare build runs it only where {BINARY.hybrid} is not configured)")
     absent = [str(f) for f in files if not f.is_file()]
     if absent:
         return (f"no arms: {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not there (a run made before "

@@ -160,3 +160,15 @@ def test_a_folder_without_a_run_or_a_run_without_arms_says_how_to_get_them(tmp_p
         explain.run_explain("q1", results)
     assert "search_vipune_lib jobs record the arms" in caught.value.fix
     assert "is not there (a run made before vipune-eval recorded them" in caught.value.message
+
+
+def test_a_build_searched_by_its_binary_alone_shows_its_list_and_why_it_has_no_arms(tmp_path):
+    results = finished_run(tmp_path / "run")
+    manifest = json.loads((results / "report-inputs.json").read_text())
+    binary_only = {"build": "0.19.1-cccccccccccc", "binary": manifest["explained"][1]["lib"], "lib": None, "arms": []}
+    manifest["explained"].append(binary_only)
+    [column] = explain.explanations(manifest, ["q2"], lambda p: tmp_path / "run" / p)["q2"]["builds"][2:]
+    assert column["retriever"] == "vipune" and [h["doc"] for h in column["top"]] == ["s2", "s4", "s0"]
+    assert column["arms"].startswith("no arms: 0.19.1-cccccccccccc has no lib-lane run here (the arms come from "
+                                     "vipune-lib: add it to `retrievers`")
+    assert column["top"][0]["semantic"] is None and column["k"] is None
