@@ -23,13 +23,13 @@ from typing import Any, Callable
 from vipune_eval.core import lane_arms, paths
 from vipune_eval.core.io import read_json, read_parquet, read_rows_with_ids
 from vipune_eval.core.lane_arms import Hits, PersonaArms
-from vipune_eval.core.manifest import Manifest
+from vipune_eval.core.manifest import ExplainedBuild, Manifest
 from vipune_eval.core.persona import first_documents, row_id
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
 from vipune_eval.registry.vipune_runs import BINARY, LIB
 from vipune_eval.stages.report.document import Bullets, Table, plain
-from vipune_eval.stages.report.report_json import Explanation, Explanations, Report, primary_ks
+from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report, primary_ks
 from vipune_eval.stages.report.sections import explanations as words
 from vipune_eval.stages.report.sections.misses import WORST_PAIRS
 from vipune_eval.stages.report.summary import aligned
@@ -109,10 +109,10 @@ def _positions(hits: Hits, docs: list[str]) -> dict[str, list[Any]]:
     return out
 
 
-def explain_build(pair: Pair, lists: BuildLists) -> dict[str, Any]:
-    """One build's column of an explanation (report_json's ``ExplainedColumn``)."""
+def explain_build(pair: Pair, lists: BuildLists) -> ExplainedColumn:
+    """One build's column of an explanation."""
     ranked = lists.lib if lists.lib is not None else lists.binary
-    out: dict[str, Any] = {"build": lists.build, "retriever": LIB.hybrid if lists.lib is not None else BINARY.hybrid,
+    out: ExplainedColumn = {"build": lists.build, "retriever": LIB.hybrid if lists.lib is not None else BINARY.hybrid,
                            "k": None, "arms": lists.missing, "mismatch": None, "failed": ranked is None,
                            "binary": None, "top": [], "gold_outside": []}
     if ranked is None:
@@ -141,7 +141,7 @@ def explain(pair: Pair, builds: list[BuildLists], texts: dict[str, str]) -> Expl
     → text, holding at least the texts of the sessions shown."""
     columns = [explain_build(pair, lists) for lists in builds]
     shown = dict.fromkeys([*(hit["doc"] for c in columns for hit in c["top"]), *pair.gold])
-    first_text = {}
+    first_text: dict[str, str] = {}
     for doc, text_id in zip(pair.docs, pair.text_ids):
         first_text.setdefault(doc, text_id)
     return {"question_id": pair.question_id, "question": pair.question, "question_type": pair.question_type,
@@ -171,6 +171,8 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
     """The explanations of ``question_ids`` (pairs of the primary view) from a run's files, named
     by its manifest; ``at``: where a path of the manifest is; ``metrics``: the metrics files
     already read, by their manifest path."""
+    import pyarrow as pa
+
     if not question_ids:
         return {}
     view, wanted = manifest["views"][0], set(question_ids)
@@ -194,8 +196,6 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
         arms = lane_arms.read([f for f in files if f.is_file()], wanted) if files else {}
         missing = _without_arms(entry, files)
         columns.append((entry["build"], ranked(entry["lib"]), ranked(entry["binary"]), arms, missing))
-    import pyarrow as pa
-
     text_ids = {t for p in known.values() for t in p.text_ids}
     table = read_rows_with_ids(at(view["texts"]), ["text_id", "text"], pa.array(sorted(text_ids), pa.string()))
     texts = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
@@ -210,7 +210,7 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
     return out
 
 
-def _without_arms(entry: dict[str, Any], files: list[Path]) -> str | None:
+def _without_arms(entry: ExplainedBuild, files: list[Path]) -> str | None:
     """Why a build has no arms at all, or None."""
     if entry["lib"] is None:
         return (f"no arms: {entry['build']} has no lib-lane run here (the arms come from {LIB.hybrid}: add it to "
@@ -266,7 +266,7 @@ def run_explain(question_id: str, run: Path) -> None:
     found = explanations(manifest, [question_id], lambda path: _relocated(run, path))
     if all(column["arms"] for column in found[question_id]["builds"]):
         raise EvalError(f"the run in {run} recorded no arms of vipune's hybrid search for {question_id}: "
-                        + "; ".join(column["arms"] for column in found[question_id]["builds"]),
+                        + "; ".join(str(column["arms"]) for column in found[question_id]["builds"]),
                         fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
                             "search_vipune_lib jobs record the arms each hybrid search fused")
     print(text(found[question_id]), end="")

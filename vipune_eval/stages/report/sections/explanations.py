@@ -10,7 +10,7 @@ from typing import Any
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
-from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Report
+from vipune_eval.stages.report.report_json import ExplainedColumn, ExplainedHit, Explanation, Report, TopHit
 
 TOP = 10  # the hits an explanation shows per build
 SNIPPET = 120  # the characters of a session's text it shows
@@ -40,11 +40,11 @@ def _arm(position: list[Any] | None, arm: str, column: ExplainedColumn) -> str:
     return f"{rank} ({SCORE[arm].format(score)})" if score is not None else str(rank)
 
 
-def _doc(hit: dict[str, Any]) -> str:
+def _doc(hit: TopHit) -> str:
     return f"**{hit['doc']}** (gold)" if hit["gold"] else hit["doc"]
 
 
-def _in_arms(hit: dict[str, Any], column: ExplainedColumn) -> str:
+def _in_arms(hit: ExplainedHit, column: ExplainedColumn) -> str:
     if column["k"] is None:
         return "its arms: none recorded"
     parts = []
@@ -88,8 +88,9 @@ def explanation(e: Explanation, moved: list[str] = ()) -> Section:
             notes.append(Item(f"{c['build']}: {c['arms']}"))
         if c["binary"]:
             notes.append(Item(f"{c['build']}: its binary (vipune) ranks otherwise: " + ", ".join(c["binary"])))
-        for hit in c["gold_outside"]:
-            notes.append(Item(f"{c['build']}: gold **{hit['doc']}** is not in the top {TOP}; {_in_arms(hit, c)}"))
+        for outside in c["gold_outside"]:
+            notes.append(Item(f"{c['build']}: gold **{outside['doc']}** is not in the top {TOP}; "
+                              f"{_in_arms(outside, c)}"))
     if notes:
         blocks.append(Bullets(notes))
     shown = dict.fromkeys([*(hit["doc"] for c in builds for hit in c["top"]), *e["gold"]])  # as the table shows them
@@ -127,7 +128,7 @@ def moved_lines(report: Report, question_id: str) -> list[str]:
             if c["question_id"] == question_id:
                 keys = [key for key in c if measures.cutoff(key) and key.startswith(f"{measures.PRIMARY}@")]
                 values = [f"{key} {c[key][1]:.2f} in {b['id']}, {c[key][0]:.2f} in the primary"
-                          for key in sorted(keys, key=measures.cutoff)]
+                          for key in sorted(keys, key=lambda key: measures.cutoff(key) or 0)]
                 out.append(f"moved by {b['id']}: " + "; ".join(values))
     return out
 
