@@ -270,6 +270,11 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     fig.ratio("loop total / 60 s goal", total, GOAL_S)
     fig.ratio("fast build / release-profile build", mean([r["build"] for r in loops]), mean(full))
     fig.ratio("loop with explanations / without (wall)", total, total - sum(added.values()))
+    run_cpu = mean([r["lane_cpu"] for r in loops])  # the Snakemake run's CPU, its jobs included
+    added_cpu = sum(mean([c[f"{part} with cpu"] - c[f"{part} without cpu"] for c in costs])
+                    for part in ("lane", "report", "page"))
+    fig.ratio("loop run with explanations / without (CPU: steadier than wall on a busy machine)", run_cpu,
+              run_cpu - added_cpu)
     fig.ratio("lib-lane shards with the arms / without (CPU)", mean([c["lane with cpu"] for c in costs]),
               mean([c["lane without cpu"] for c in costs]))
     fig.note("build = build.sh --checkout DIR --fast after a one-line edit of src/rrf.rs; run = snakemake "
