@@ -7,6 +7,12 @@
 //! those files, of each item the lane copies, and of the whole vipune source the library is
 //! compiled from, as they are when cargo compiles them (it reruns this script whenever any of them
 //! changed for cargo): `VIPUNE_LANE_SOURCE_TOOL`, vipune_eval/vipune/lane_source.py `--sources`.
+//!
+//! `src/rrf.rs` is compiled as `crate::rrf`'s inner module, its items re-exported, with
+//! `rrf_fusion` wrapped (an item of the module shadows the glob import): each call records the
+//! lists it is given (src/arms.rs) and then runs vipune's own fusion, so the lane records exactly
+//! what the source's hybrid search fused. Where that source's `rrf_fusion` has another signature
+//! the file is compiled plainly and the lane says why it records no arms (`UNRECORDED_ARMS`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,10 +56,16 @@ fn main() {
         modules.entry(parent.to_string()).or_default().push((name.to_string(), path.display().to_string()));
     }
     let mut out = String::new();
+    let mut unrecorded = Some("the lane compiles no src/rrf.rs from this source".to_string());
     for (parent, files) in &modules {
         let declared: String = files
             .iter()
             .map(|(name, path)| {
+                if parent.is_empty() && name == "rrf" {
+                    let (module, why) = recorded_rrf(path);
+                    unrecorded = why;
+                    return module;
+                }
                 format!("#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod {name};\n")
             })
             .collect();
@@ -64,7 +76,45 @@ fn main() {
             out.push_str(&format!("pub(crate) mod {parent} {{\n{declared}}}\n"));
         }
     }
+    out.push_str(&format!(
+        "/// Why the lane records no arms of vipune's hybrid search (None: it records them).\n\
+         pub(crate) const UNRECORDED_ARMS: Option<&str> = {};\n",
+        unrecorded.map_or("None".to_string(), |why| format!("Some({why:?})"))
+    ));
     let out_dir = std::env::var("OUT_DIR").unwrap();
     std::fs::write(Path::new(&out_dir).join("vipune_source.rs"), out).expect("writing vipune_source.rs");
     std::fs::write(Path::new(&out_dir).join("vipune_sources.json"), recorded.stdout).expect("writing vipune_sources.json");
+}
+
+/// The signature of vipune's `rrf_fusion` the wrapper is written for, without whitespace.
+const FUSION_SIGNATURE: &str =
+    "pubfnrrf_fusion(result_lists:Vec<Vec<Memory>>,config:Option<RrfConfig>)->Result<Vec<Memory>,Error>";
+
+/// `crate::rrf`: vipune's rrf.rs at `path` with its `rrf_fusion` wrapped to record the lists it
+/// fuses (and None), or compiled plainly where its signature is not the wrapper's (and why).
+fn recorded_rrf(path: &str) -> (String, Option<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let bare: String = text.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace(",)", ")");
+    if !bare.contains(FUSION_SIGNATURE) {
+        let plain = format!("#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod rrf;\n");
+        return (plain, Some(format!("{path}: its rrf_fusion has another signature than \
+                                     (result_lists: Vec<Vec<Memory>>, config: Option<RrfConfig>) -> Result<Vec<Memory>, Error>, \
+                                     so the lane cannot record the lists it fuses")));
+    }
+    let module = format!(
+        "pub(crate) mod rrf {{\n\
+         #[path = {path:?}]\n\
+         #[allow(dead_code, unused_imports, clippy::all)]\n\
+         mod inner;\n\
+         #[allow(unused_imports)]\n\
+         pub(crate) use inner::*;\n\
+         /// vipune's `rrf_fusion`, its lists and k recorded first (crate::arms).\n\
+         pub(crate) fn rrf_fusion(result_lists: Vec<Vec<crate::sqlite::Memory>>, config: Option<RrfConfig>)\n\
+             -> Result<Vec<crate::sqlite::Memory>, crate::errors::Error> {{\n\
+             crate::arms::record(&result_lists, config.unwrap_or_default().k);\n\
+             inner::rrf_fusion(result_lists, config)\n\
+         }}\n\
+         }}\n"
+    );
+    (module, None)
 }

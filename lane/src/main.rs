@@ -15,7 +15,7 @@
 //! pinned bytes, and the sha256 of the whole vipune source (`vipune_source_sha256`, which the
 //! binary's build.json beside bin/ must name too).
 //!
-//! `vipune-lane search --tmp DIR [--breakdown]` reads personas from stdin and answers each with
+//! `vipune-lane search --tmp DIR [--breakdown] [--arms]` reads personas from stdin and answers each with
 //! one JSON line on stdout, in order. A persona is one JSON line
 //!
 //!   {"question_id": str, "question": str, "question_tokens": int, "flags": [str], "dims": int,
@@ -29,6 +29,10 @@
 //! through vipune's `MemoryStore`. Answer:
 //!   {"question_id", "semantic": [[id, score], ...], "hybrid": [[id, score], ...],
 //!    "seconds": {"open", "insert", "semantic", "hybrid"[, "insert_without_fts"]}}
+//! and with `--arms` the arms the hybrid search fused (src/arms.rs): "fusions": [{"k": <RRF k>,
+//! "lists": [[[id, score], ...], ...]}, ...], one entry per `rrf_fusion` call, each list as
+//! vipune passed it (rank = position + 1); or, where this source's `rrf_fusion` cannot be wrapped,
+//! "unrecorded_arms": "<why>".
 //! or, where vipune refuses the persona, {"question_id", "error": "<vipune's message>",
 //! "exit_code": <the binary's exit code for it>}. A malformed stream stops the process with
 //! exit 2 and a message naming the persona.
@@ -50,6 +54,7 @@ mod sqlite {
 }
 include!(concat!(env!("OUT_DIR"), "/vipune_source.rs"));
 
+mod arms;
 mod copies;
 
 use copies::{exit_code, insert_rows, search_as_the_command, CachedQuery, Row, SearchFlags, QUERY};
@@ -172,7 +177,15 @@ impl Laps {
     }
 }
 
-fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, breakdown: bool) -> Result<Value, Error> {
+/// What a search answers besides its rankings: `--breakdown` (the inserts timed without FTS5),
+/// `--arms` (the lists the hybrid search fused).
+#[derive(Clone, Copy)]
+struct Extras {
+    breakdown: bool,
+    arms: bool,
+}
+
+fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, extras: Extras) -> Result<Value, Error> {
     let query: Vec<f32> = vectors[p.ids.len() * p.dims * 4..]
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -181,7 +194,7 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, breakdown: boo
     let path = database_path(dir, number);
     let mut laps = Laps::start();
     let result = (|| {
-        if breakdown {
+        if extras.breakdown {
             // The same inserts into a database without the FTS5 insert trigger: the difference
             // to "insert" is what indexing the rows costs.
             let bare = Database::open(&path)?;
@@ -203,16 +216,25 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, breakdown: boo
         let mut store = MemoryStore::new(&path, vipune::EMBED_MODEL_ID, config::Config::default())?;
         let semantic = search_as_the_command(&mut store, &p.question_id, &p.question, &p.flags, false)?;
         laps.lap("semantic");
+        arms::take(); // what an earlier persona's failed search may have left
         let hybrid = search_as_the_command(&mut store, &p.question_id, &p.question, &p.flags, true)?;
         laps.lap("hybrid");
-        Ok(json!({"question_id": p.question_id, "semantic": ranking(semantic), "hybrid": ranking(hybrid),
-                  "seconds": std::mem::take(&mut laps.seconds)}))
+        let fusions = arms::take();
+        let mut answer = json!({"question_id": p.question_id, "semantic": ranking(semantic),
+                                "hybrid": ranking(hybrid), "seconds": std::mem::take(&mut laps.seconds)});
+        if extras.arms {
+            answer["fusions"] = json!(fusions);
+            if let Some(why) = UNRECORDED_ARMS {
+                answer["unrecorded_arms"] = json!(why);
+            }
+        }
+        Ok(answer)
     })();
     remove_database(&path);
     result
 }
 
-fn run_search(dir: &Path, breakdown: bool) -> Result<(), String> {
+fn run_search(dir: &Path, extras: Extras) -> Result<(), String> {
     let mut input = BufReader::with_capacity(1 << 20, io::stdin().lock());
     let mut output = BufWriter::new(io::stdout().lock());
     let mut line = String::new();
@@ -228,7 +250,7 @@ fn run_search(dir: &Path, breakdown: bool) -> Result<(), String> {
             format!("persona {}: its {} vectors of {} floats: {e}", persona.question_id,
                     persona.ids.len() + 1, persona.dims)
         })?;
-        let answer = search(&persona, &vectors, dir, number, breakdown).unwrap_or_else(|e| {
+        let answer = search(&persona, &vectors, dir, number, extras).unwrap_or_else(|e| {
             json!({"question_id": persona.question_id, "error": e.to_string(), "exit_code": exit_code(&e)})
         });
         let written = serde_json::to_writer(&mut output, &answer)
@@ -255,10 +277,11 @@ fn version() -> Value {
         // what build.rs recorded as cargo compiled the vipune source: each file and copy, and the whole source
         "sources": serde_json::from_str::<Value>(include_str!(concat!(env!("OUT_DIR"), "/vipune_sources.json")))
             .unwrap_or(Value::Null),
+        "unrecorded_arms": UNRECORDED_ARMS,
     })
 }
 
-const USAGE: &str = "usage: vipune-lane version | vipune-lane search --tmp DIR [--breakdown]";
+const USAGE: &str = "usage: vipune-lane version | vipune-lane search --tmp DIR [--breakdown] [--arms]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -269,20 +292,21 @@ fn main() -> ExitCode {
         }
         Some("search") => {
             let mut dir = None;
-            let mut breakdown = false;
+            let mut extras = Extras { breakdown: false, arms: false };
             let mut rest = args[1..].iter();
             let mut bad = None;
             while let Some(arg) = rest.next() {
                 match arg.as_str() {
                     "--tmp" => dir = rest.next().map(PathBuf::from),
-                    "--breakdown" => breakdown = true,
+                    "--breakdown" => extras.breakdown = true,
+                    "--arms" => extras.arms = true,
                     other => bad = Some(other.to_string()),
                 }
             }
             match (bad, dir) {
                 (Some(arg), _) => Err(format!("unknown argument {arg:?}\n{USAGE}")),
                 (None, None) => Err(format!("search needs --tmp DIR\n{USAGE}")),
-                (None, Some(dir)) => run_search(&dir, breakdown),
+                (None, Some(dir)) => run_search(&dir, extras),
             }
         }
         _ => Err(USAGE.to_string()),

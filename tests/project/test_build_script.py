@@ -6,6 +6,8 @@ named ``vipune`` are two builds, one after the other and side by side; a path bu
 lends its compiled code to other bytes, whatever their dates; a lane that does not build leaves
 the previous binary and lane in place and names the file it lacks; builds of one checkout wait
 for each other (issue 51 item 2).
+``vipune-eval explain`` on a pair the k = 60 checkout moved shows arm ranks whose fusion gives both
+builds' lists (issue 52).
 
 The trees are vipune's own release sources as crates.io ships them (their Cargo.lock pins
 webpki-roots 1.0.11, which this registry lacks), and two copies of them named ``vipune`` with
@@ -29,15 +31,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from support import real_vipune
+from support.search import write_shard
 from support.synthetic import VOCABULARY
 from vipune_eval.core.persona import Persona
 from vipune_eval.core.tokens import count_tokens
+from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
+from vipune_eval.stages.report import explain
+from vipune_eval.stages.score import Scoring, run_score
+from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneRun, find_lane
+from vipune_eval.vipune.lane import LaneRun, find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 
@@ -321,3 +330,68 @@ def test_builds_of_one_checkout_wait_for_each_other(k60_checkout):
     out, err = proc.communicate(timeout=1800)
     assert proc.returncode == 0, err[-3000:]
     assert f"waiting for another build of {k60_checkout} to finish ({lock})" in err and Path(out.strip()) == binary
+
+
+def finished_lib_run(results: Path, personas: list[Persona], builds: dict[str, tuple[Path, Path]]) -> Path:
+    """``results/`` of a lib-lane run of ``personas`` by each build (id → its binary and lane), as the
+    workflow leaves it for ``vipune-eval explain``: the view's files, each build's search (the job's
+    own function: run files, status, arms) and score, and the manifest naming them (the first build
+    the primary). Gold: each persona's first row."""
+    filtered = results / "filter"
+    shard = write_shard(filtered, personas)
+    pq.write_table(pa.Table.from_pylist([
+        {"question_id": p.question_id, "question_type": "multi-session", "question": p.question, "question_date": "",
+         "split": "test", "gold": p.session_ids[:1], "gold_source": "answer_session_ids", "session_ids": p.session_ids,
+         "user_side_evidence": True} for p in personas], schema=PAIRS_SCHEMA), filtered / "pairs.parquet")
+    (filtered / "qrels.txt").write_text("".join(f"{p.question_id} 0 {p.session_ids[0]} 1\n" for p in personas))
+    explained = []
+    for build, (binary, lane) in builds.items():
+        run = results / "search" / f"vipune-lib-{build}"
+        run.mkdir(parents=True)
+        sha = hashlib.sha256(binary.read_bytes()).hexdigest()
+        (run / "lane.json").write_text(json.dumps(lane_fingerprint(lane, {"id": build, "version": "0.20.2", "sha256": sha}, 60)))
+        run_vipune_lib(shard, VipuneSettings("", Path(), None, run / "tmp", 60), lane, run / "lane.json", "stop",
+                       run / "shard-0-of-1.run", run / "semantic.run", run / "status.json", run / "shard-0-of-1.arms.parquet")
+        run_score(filtered / "qrels.txt", filtered / "pairs.parquet", [run / "shard-0-of-1.run"],
+                  Scoring([1, 5, 10], ["recall"], limit=10, depth=10),
+                  f"vipune-lib-{build}", results / "runs" / f"vipune-lib-{build}.run",
+                  results / "metrics" / f"vipune-lib-{build}.json", status=[run / "status.json"])
+        explained.append({"build": build, "binary": None, "lib": f"results/metrics/vipune-lib-{build}.json",
+                          "arms": [f"results/search/vipune-lib-{build}/shard-0-of-1.arms.parquet"]})
+    view = {name: f"results/filter/{name}.parquet" for name in ("pairs", "rows", "texts")}
+    (results / "report-inputs.json").write_text(json.dumps({"views": [view], "explained": explained}))
+    return results
+
+
+def test_explain_on_a_moved_question_shows_arm_ranks_whose_fusion_gives_both_builds_lists(
+        k60_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path, capsys):
+    """Issue 52 item 5: the release's sources with RRF k = 60 (src/rrf.rs), built --fast, against
+    the release. On a question whose hybrid top 10 the edit moved, `vipune-eval explain` (on the
+    files a lib-lane run leaves) shows each build's list with its hits' ranks in vipune's two arms,
+    as each build's own lane recorded them inside its rrf_fusion, and the k it fused with; fused
+    with that k, those ranks give the very list and scores each build's binary returns."""
+    k60 = build_checkout(k60_checkout, "--fast")
+    release = release_build()
+    fed, binary_lists = [], {}
+    for i, persona in enumerate(personas(vipune_tiny_model_dir)):
+        query, by_k60 = real_vipune.binary_rankings(k60[0], persona, vipune_hf_home, tmp_path / f"k60-{i}")
+        _, by_release = real_vipune.binary_rankings(release[0], persona, vipune_hf_home, tmp_path / f"release-{i}")
+        fed.append(dataclasses.replace(persona, query_vector=query))
+        binary_lists[persona.question_id] = {"k60": by_k60["hybrid"], "release": by_release["hybrid"]}
+    moved = [q for q, lists in binary_lists.items() if [i for i, _ in lists["k60"]] != [i for i, _ in lists["release"]]]
+    assert moved, "the k = 60 edit moved no hybrid list of these personas"
+    results = finished_lib_run(tmp_path / "run" / "results", fed, {"k60": k60, "release": release})
+    explain.run_explain(moved[0], results)
+    out = capsys.readouterr().out
+    assert "k60 (primary): vipune-lib" in out and "fused (k 60)" in out and "fused (k 25)" in out
+    assert "do not explain" not in out
+    [explanation] = explain.explanations(json.loads((results / "report-inputs.json").read_text()), [moved[0]],
+                                         lambda p: results.parent / p).values()
+    for column, k in zip(explanation["builds"], (60.0, 25.0)):
+        assert column["k"] == k and column["mismatch"] is None and column["arms"] is None
+        # the shown arm ranks, fused by hand with the shown k: the build's binary's own list and scores
+        fused = [sum(1 / (k + hit[arm][0]) for arm in ("semantic", "bm25") if hit[arm]) for hit in column["top"]]
+        binary = binary_lists[moved[0]][column["build"]]
+        assert [hit["doc"] for hit in column["top"]] == [rid.split("::")[1] for rid, _ in binary][:10]
+        assert fused == pytest.approx([score for _, score in binary][:10], rel=1e-12)
+        assert [hit["fused"] for hit in column["top"]] == pytest.approx(fused, rel=1e-12)

@@ -16,6 +16,7 @@ a message before answering such a question), ``hang`` (sleep instead of answerin
 line to ``FAKE_LANE_STARTS``, where set),
 ``foreign-id`` (its hybrid ranking holds an id of no row), ``garbage`` (a non-JSON line instead).
 ``FAKE_VIPUNE_FAULT`` changes the search as it does the fake binary's (``rrf-k60``, ``bm25-or``).
+With ``--arms`` it answers the lists its fusion was given (``fusions``), as the real lane does.
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ def version() -> dict:
             "binary_sha256": sha, "profile": None,
             "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
             "sources": ({"compiled": [], "copies": [], "vipune_source_sha256": os.environ["FAKE_LANE_SOURCE_SHA256"]}
-                        if os.environ.get("FAKE_LANE_SOURCE_SHA256") else None)}
+                        if os.environ.get("FAKE_LANE_SOURCE_SHA256") else None),
+            "unrecorded_arms": None}
 
 
-def answer(header: dict, vectors: bytes, db_path: str) -> dict:
+def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> dict:
     import numpy as np
 
     qid, n, dims = header["question_id"], len(header["ids"]), header["dims"]
@@ -81,8 +83,8 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
         start = time.perf_counter()
         semantic = vipune.semantic_search(conn, qid, matrix[n], limit)
         pool = min(max(limit * 10, 50), MAX_CANDIDATE_POOL)
-        fused = vipune.rrf_fusion([vipune.semantic_search(conn, qid, matrix[n], pool),
-                                   vipune.bm25_search(conn, query, qid, pool)])
+        fusion = [vipune.semantic_search(conn, qid, matrix[n], pool), vipune.bm25_search(conn, query, qid, pool)]
+        fused = vipune.rrf_fusion(fusion)  # on copies of the rows: the lists keep their own scores
         if weight > 0.0:
             semantic, fused = vipune.apply_recency(semantic, weight), vipune.apply_recency(fused, weight)
         fused = fused[:limit]
@@ -94,8 +96,11 @@ def answer(header: dict, vectors: bytes, db_path: str) -> dict:
     hybrid = [[r["id"], r["similarity"]] for r in fused]
     if _faulted("foreign-id", query) and hybrid:
         hybrid[0][0] = "no-such-row"
-    return {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
-            "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "hybrid": seconds / 2}}
+    out = {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
+           "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "hybrid": seconds / 2}}
+    if arms:
+        out["fusions"] = [{"k": vipune.rrf_k(), "lists": [[[r["id"], r["similarity"]] for r in arm] for arm in fusion]}]
+    return out
 
 
 def _faulted(fault: str, question: str) -> bool:
@@ -103,10 +108,12 @@ def _faulted(fault: str, question: str) -> bool:
 
 
 def search(args: list[str]) -> int:
-    if args[:1] == ["--tmp"] and len(args) > 1:
+    arms = "--arms" in args
+    args = [a for a in args if a != "--arms"]
+    if args[:1] == ["--tmp"] and len(args) == 2:
         folder = args[1]
     else:
-        print("vipune-lane: search needs --tmp DIR", file=sys.stderr)
+        print("vipune-lane: search needs --tmp DIR [--arms]", file=sys.stderr)
         return 2
     if os.environ.get("FAKE_LANE_STARTS"):
         with open(os.environ["FAKE_LANE_STARTS"], "a") as starts:
@@ -135,7 +142,7 @@ def search(args: list[str]) -> int:
             result = {"question_id": header["question_id"], "error": "injected refusal", "exit_code": 1}
         else:
             with tempfile.TemporaryDirectory(dir=folder) as tmp:
-                result = answer(header, vectors, str(Path(tmp) / f"persona-{number}.db"))
+                result = answer(header, vectors, str(Path(tmp) / f"persona-{number}.db"), arms)
         stdout.write(json.dumps(result).encode() + b"\n")
         stdout.flush()
     return 0
@@ -147,7 +154,7 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["search"]:
         return search(argv[1:])
-    print("usage: vipune-lane version | vipune-lane search --tmp DIR", file=sys.stderr)
+    print("usage: vipune-lane version | vipune-lane search --tmp DIR [--arms]", file=sys.stderr)
     return 2
 
 

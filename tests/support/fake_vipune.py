@@ -504,8 +504,13 @@ def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
     return out
 
 
+def rrf_k() -> float:
+    """The k the fusion uses: vipune's 25, or 60 under the fault ``rrf-k60``."""
+    return 60.0 if os.environ.get("FAKE_VIPUNE_FAULT") == "rrf-k60" else RRF_K
+
+
 def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
-    k = 60.0 if os.environ.get("FAKE_VIPUNE_FAULT") == "rrf-k60" else RRF_K
+    k = rrf_k()
     fused: dict[str, tuple[dict, float]] = {}
     for results in result_lists:
         for rank, row in enumerate(results, start=1):

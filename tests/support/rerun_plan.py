@@ -16,7 +16,7 @@ DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, 
     "embed": {"search_arms", "search_vipune", "search_vipune_lib", "report"},
     "vipune_home": {"preflight", "search_vipune"}, "preflight": {"search_vipune", "report"},
     "search_arms": {"fuse_reference"}, "fuse_reference": {"score"}, "search_vipune": {"score"},
-    "search_vipune_lib": {"score"},
+    "search_vipune_lib": {"score", "report"},  # the report's explanations read its arms
     "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module

@@ -3,11 +3,19 @@ checkout compared with the release on vipune-lib reruns only the checkout's lib-
 scores and the report (the release's lib-lane results are kept under its lane's fingerprint), and
 the summary names the pairs the edit changed."""
 
+import re
+import shutil
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
 import pytest
 
 from support.fakes import fake_build
 from support.results import report
 from support.scenarios import make_workdir, planned, set_config, snakemake
+from vipune_eval.core import lane_arms
+from vipune_eval.stages.report import explain
 
 pytestmark = pytest.mark.slow
 
@@ -56,3 +64,46 @@ def test_the_builds_are_compared_on_the_lib_lane_pair_by_pair(loop_run, workflow
     first = builds[1]["changes"][0]
     shown = key if key in first else next(k for k in first if k.startswith("recall@"))
     assert f"    {first['question_id']} ({first['question_type']}): {shown} " in summary  # the pairs the edit moved
+
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
+def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_run, workflow_env, tmp_path):
+    """Issue 52: `vipune-eval explain` on a pair the edit moved sets both builds' top lists side by
+    side with the arm ranks the lib lane recorded, whose fusion gives each build's list (checked by
+    the command, and here again from the files); report.md and the HTML report explain every moved
+    pair under `explain-<question_id>`, and the HTML's filter shows the one an address names."""
+    root, workdir, release, checkout = loop_run
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    result = report(workdir)
+    moved = [c["question_id"] for c in result["builds"][1]["changes"]]
+    assert result["explanations"]["moved"] == moved
+    qid = moved[0]
+    proc = subprocess.run([sys.executable, "-m", "vipune_eval", "explain", qid, "--run", str(workdir / "results")],
+                          capture_output=True, text=True, env=workflow_env, check=True)
+    out = proc.stdout
+    assert out.startswith(f"{qid} (") and out.count("fused (k 25)") == 2 and "do not explain" not in out
+    for build in result["builds"]:
+        assert f"{build['id']}" in out
+        run = build["run"].replace("results/runs/", "results/search/").removesuffix(".run")
+        arms = lane_arms.read(sorted((workdir / run).glob("shard-*.arms.parquet")))[qid]
+        rows = pq.read_table(workdir / "results/filter/rows.parquet").to_pylist()
+        row = next(r for r in rows if r["question_id"] == qid)
+        fused = explain.rrf([arms.semantic, arms.bm25], arms.k, [f"{qid}::{k}" for k in row["row_keys"]])
+        scored = [line.split()[2] for line in (workdir / build["run"]).read_text().splitlines()
+                  if line.split()[0] == qid]
+        assert [row["row_docs"][r] for r, _ in fused[:len(scored)]] == scored, build["id"]
+    page = (workdir / "results/html/report.html").read_text()
+    text = (workdir / "results/report.md").read_text()
+    for q in moved:
+        assert f'id="explain-{q}"' in page and f'<a id="explain-{q}"></a>' in text
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on PATH (Debian: apt-get install chromium): the filter is not run in a browser")
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                          f"{(workdir / 'results/html/report.html').as_uri()}#explain-{qid}"],
+                         capture_output=True, text=True, timeout=300).stdout
+    sections = dict(re.findall(r'<section class="explain" id="explain-([^"]+)"[^>]*?( hidden="")?>', dom))
+    assert set(sections) == set(dict.fromkeys(moved + result["explanations"]["worst"]))
+    assert [q for q, hidden in sections.items() if not hidden] == [qid]

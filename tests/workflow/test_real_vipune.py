@@ -197,7 +197,8 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
                         "--fingerprint", str(workdir / "results/fingerprints" / f"vipune-{older['id']}.json"),
                         "--lane", str(lane), "--lane-fingerprint", str(fingerprint), "--timeout", "60",
                         "--on-error", "stop", "--tmp", str(tmp_path / "tmp"), "--out", str(out["hybrid"]),
-                        "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json")],
+                        "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json"),
+                        "--arms-out", str(tmp_path / f"arms-{i}.parquet")],
                        cwd=workdir, env=real_env, check=True, capture_output=True)
         for name, path in out.items():
             runs.setdefault(name, {}).update(read_run(path))

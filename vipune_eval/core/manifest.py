@@ -39,9 +39,21 @@ class ManifestView(TypedDict):
     qrels: str
     pairs: str
     rows: str
+    texts: str
     embeddings: list[str]
     metrics: dict[str, str]  # configured retriever → its metrics file
     builds: dict[str, str]   # vipune.compare build id → its metrics file (primary view only)
+
+
+class ExplainedBuild(TypedDict):
+    """A vipune build as an explanation shows it (stages.report.explain): the metrics files of its
+    binary's hybrid run and of its lib lane's (primary view; None where it has no such run), and
+    the arms files of its lib lane's run (none without one)."""
+
+    build: str
+    binary: str | None
+    lib: str | None
+    arms: list[str]
 
 
 class Manifest(TypedDict):
@@ -66,3 +78,4 @@ class Manifest(TypedDict):
     views: list[ManifestView]
     searched_by: dict[str, list[str]]  # each scored run → the rules that search it
     whatif: LabManifest | None
+    explained: list[ExplainedBuild]  # the builds an explanation sets side by side, the primary first

@@ -41,6 +41,8 @@ EMBED_SHARD = f"{RESULTS}/{{view}}embed/shard-{{shard}}-of-{{shards}}.parquet"
 SEARCH_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.run"
 ARMS_SHARD = f"{RESULTS}/{{view}}search-arms/shard-{{shard}}-of-{{shards}}.parquet"  # shared by every family run
 STATUS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.status.json"
+# the lib lane's arms: what each hybrid search fused (core.lane_arms), beside its run's shard
+LANE_ARMS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards}}.arms.parquet"
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
 BINARY_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"

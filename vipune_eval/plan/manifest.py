@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.core.manifest import LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.core.manifest import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
@@ -83,6 +83,7 @@ def report_manifest(ws: Workspace) -> Manifest:
             "scored_with": scored_with(view, ws.config),
             "summary": _filtered(view, "summary.json"), "qrels": _filtered(view, "qrels.txt"),
             "pairs": _filtered(view, "pairs.parquet"), "rows": _filtered(view, "rows.parquet"),
+            "texts": _filtered(view, "texts.parquet"),
             "embeddings": ws.embed_shards(view),
             "metrics": {r: _metrics(view, ws.run_of(r)) for r in ws.retrievers},
             "builds": ({b: _metrics(view, ws.compared_run(b).name) for b in builds.compared}
@@ -112,7 +113,30 @@ def report_manifest(ws: Workspace) -> Manifest:
         "views": entries,
         "searched_by": searched_by(ws),
         "whatif": whatif_manifest(ws),
+        "explained": explained_builds(ws),
     }
+
+
+def explained_builds(ws: Workspace) -> list[ExplainedBuild]:
+    """Each build an explanation sets side by side, the primary first (none when no retriever
+    runs vipune's code): its binary's and its lib lane's runs in the primary view, where it has
+    them, and the lib lane's arms files."""
+    builds = ws.builds
+    if not builds.primary:
+        return []
+    runs, primary = ws.runs(), views.PRIMARY
+
+    def entry(build: str, binary: str | None, lib: str | None) -> ExplainedBuild:
+        return {"build": build, "binary": binary and _metrics(primary, binary), "lib": lib and _metrics(primary, lib),
+                "arms": ws.lane_arms_shards(primary, runs[lib]) if lib else []}
+
+    names = {s.name for s in ws.specs}
+    out = [entry(builds.primary, ws.run_of(BINARY.hybrid) if BINARY.hybrid in names else None,
+                 ws.run_of(LIB.hybrid) if LIB.hybrid in names else None)]
+    for build in builds.compared:
+        run = ws.compared_run(build)
+        out.append(entry(build, None if run.lane else run.name, run.name if run.lane else None))
+    return out
 
 
 def whatif_manifest(ws: Workspace) -> LabManifest | None:
@@ -143,4 +167,7 @@ def manifest_files(manifest: Manifest) -> list[str]:
     lab = manifest.get("whatif")
     if lab:
         files += [lab["base"]["metrics"], *(v["metrics"] for v in lab["variants"])]
+    if manifest.get("explained"):  # the explanations: the arms and the sessions' texts
+        files += [path for build in manifest["explained"] for path in build["arms"]]
+        files.append(manifest["views"][0]["texts"])
     return list(dict.fromkeys(files))

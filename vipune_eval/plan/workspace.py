@@ -148,6 +148,12 @@ class Workspace:
     def run_shards(self, view: View, run: Run) -> list[str]:
         return self._shards(paths.SEARCH_SHARD, "search", view=view.folder, run=run.name)
 
+    def lane_arms_shards(self, view: View, run: Run) -> list[str]:
+        """The arms files of a lib lane's runs (beside its hybrid run's shards), none for another run."""
+        if run.lane is None:
+            return []
+        return self._shards(paths.LANE_ARMS_SHARD, "search", view=view.folder, run=paths.lib_run(run.lane))
+
     def status_shards(self, view: View, run: Run) -> list[str]:
         if run.status_run is None:
             return []
@@ -176,7 +182,7 @@ class Workspace:
         for view, run in self.scored():
             if run.kind is Kind.ARMS:
                 files += self.arms_shards(view)
-            files += self.run_shards(view, run) + self.status_shards(view, run)
+            files += self.run_shards(view, run) + self.status_shards(view, run) + self.lane_arms_shards(view, run)
         return list(dict.fromkeys(files))
 
 

@@ -170,6 +170,7 @@ class LaneRun:
     lane: Path
     tmp: Path          # the per-persona databases (created and removed by the lane)
     timeout: float     # seconds the lane may take for one persona
+    arms: bool = False  # answer the lists each hybrid search fused too (``fusions``, lane/src/arms.rs)
 
     def search(self, personas: Iterable[Persona], flags: list[str],
                record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
@@ -225,7 +226,7 @@ class _LaneProcess:
 
     def __init__(self, run: LaneRun, personas: Iterator[Persona], flags: list[str]):
         run.tmp.mkdir(parents=True, exist_ok=True)
-        self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp)]
+        self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp), *(["--arms"] if run.arms else [])]
         self.timeout = run.timeout
         self.stderr = (run.tmp / "lane.stderr").open("w+b")
         try:  # a session of its own, so a kill reaches a wrapper script's children too

@@ -214,6 +214,7 @@ rule search_vipune_lib:
             paths.SEARCH_SHARD, run=paths.lib_run("{lane}", semantic=True)
         ),
         status=paths.fill(paths.STATUS_SHARD, run=paths.lib_run("{lane}")),
+        arms=paths.fill(paths.LANE_ARMS_SHARD, run=paths.lib_run("{lane}")),
     log:
         paths.log("search_vipune_lib", "vipune-lib-{lane}", paths.SHARD),
     benchmark:
@@ -243,4 +244,5 @@ rule search_vipune_lib:
         "vipune-eval search-vipune-lib {params.shard} {params.options}"
         " --binary={params.binary:q} --fingerprint {input.binary:q} --timeout {params.timeout:q} --tmp {params.tmp:q}"
         " --lane={params.lane:q} --lane-fingerprint {input.lane:q} --on-error {params.on_error:q}"
-        " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q} 2> {log:q}"
+        " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q}"
+        " --arms-out {output.arms:q} 2> {log:q}"

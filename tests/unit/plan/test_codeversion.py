@@ -33,8 +33,11 @@ SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files 
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
 # The report's words: report.json's shape and the document's sections, one module per thing drawn
 SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.sections.{m}" for m in (
-    "agreement", "by_view", "contents", "lab", "misses", "orders", "overall", "scored", "tables", "throughput",
-    "vipune_builds", "warnings"))}
+    "agreement", "by_view", "contents", "explanations", "lab", "misses", "orders", "overall", "scored", "tables",
+    "throughput", "vipune_builds", "warnings"))}
+# An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
+EXPLAIN = {"stages.report.explain", "core.lane_arms", "core.persona", "stages.report.summary",
+           "stages.report.document", "core.manifest", "core.paths", "registry.measures", "registry.vipune_runs"}
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
     "download-dataset": {"stages.download", "core.fingerprints"},
@@ -65,7 +68,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # vipune's own search code through the lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
-                                  "registry.vipune_runs", "core.process", "vipune.settings"},
+                                  "registry.vipune_runs", "core.process", "vipune.settings", "core.lane_arms"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract", "vipune.settings"},
@@ -74,7 +77,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
-    "report": SECTIONS | {"stages.report.report", "stages.report.markdown", "stages.report.published",
+    "report": SECTIONS | EXPLAIN | {"stages.report.report", "stages.report.markdown", "stages.report.published",
                           "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
                           "stages.report.summary", "stages.report.document", "stages.report.lanes",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
@@ -88,6 +91,9 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                                "stages.report.plots", "stages.report.whatif", "stages.report.compare",
                                "registry.measures", "registry.views", "registry.granularities", "core.paths",
                                "core.intervals", "registry.vipune_runs"},
+    # a question explained from a finished run's files (no rule runs it: a person does), in the report's words
+    "explain": SECTIONS | EXPLAIN | {"stages.report.lanes", "stages.report.compare", "stages.report.whatif",
+                                     "registry.views", "registry.granularities", "core.intervals"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.report_html", "core.paths"},
     # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,

@@ -85,6 +85,24 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
 
 
 
+def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build, tmp_path):
+    """--arms: one rrf_fusion call per hybrid search (recorded inside vipune's own, in the real
+    lane), k 25, its lists vipune's semantic arm and BM25 arm at the candidate pool clamp(10 x
+    limit, 50, 10000) = 100: the mirrors' dense and bm25 arms, ids in order and scores (SQLite's
+    bm25(), lower is better); without --arms the answer has no such key."""
+    binary, lane = build
+    plain = [answer for _, answer in LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS[:2], FLAGS)]
+    assert not any("fusions" in answer for answer in plain)
+    for persona, answer in LaneRun(lane, tmp_path / "dbs", timeout=60, arms=True).search(PERSONAS, FLAGS):
+        [fusion] = answer["fusions"]
+        assert fusion["k"] == 25.0 and "unrecorded_arms" not in answer
+        mirror = search_persona(persona, ["dense", "bm25"], limit=100)
+        for hits, name, sign in zip(fusion["lists"], ("dense", "bm25"), (1, -1)):  # the mirror's bm25 is -bm25()
+            assert [rid for rid, _ in hits] == [rid for rid, _ in mirror[name]], (persona.question_id, name)
+            assert [s for _, s in hits] == pytest.approx([sign * s for _, s in mirror[name]], rel=1e-6)
+        assert fusion["lists"][0][:len(answer["semantic"])] == answer["semantic"]  # how the arms are told apart
+
+
 def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
     """Issue 44 item 3: each copy ties with its original exactly, in the lane (vipune's own code)
     and in dense, and ranks after it; a matrix product gave some copies other last bits."""

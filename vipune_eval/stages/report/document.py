@@ -76,12 +76,14 @@ Block = Table | Paragraph | Bullets
 class Section:
     """A titled part of the report. ``key`` names it for what stands beside it (a plot names the
     key of its section: stages.report.plots.PLOTS); ``level`` 2 is a section, 3 a part of the one
-    before it."""
+    before it. ``category``: a section that explains one question has its question's category
+    (the HTML filters them by it, and finds each by its key: ``explain-<question_id>``)."""
 
     key: str
     title: str
     blocks: list[Block]
     level: int = 2
+    category: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,12 @@ def block(b: Block) -> list[str]:
 
 
 def section(s: Section) -> str:
-    """A section: its heading (none for an untitled one) and its blocks, a blank line apart."""
-    parts = ([f"{'#' * s.level} {s.title}"] if s.title else []) + ["\n".join(block(b)) for b in s.blocks]
-    return "\n\n".join(parts)
+    """A section: its heading (none for an untitled one) and its blocks, a blank line apart; a
+    section explaining a question has an anchor of its key (report.md#explain-<question_id>)."""
+    heading = [f"{'#' * s.level} {s.title}"] if s.title else []
+    if s.category is not None:
+        heading = [f'<a id="{s.key}"></a>', *heading]
+    return "\n\n".join(heading + ["\n".join(block(b)) for b in s.blocks])
 
 
 def markdown(doc: Document) -> str:

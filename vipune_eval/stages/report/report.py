@@ -25,7 +25,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures, models
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
-from vipune_eval.stages.report import diagnostics, lanes, markdown, projection, summary, whatif
+from vipune_eval.stages.report import diagnostics, explain, lanes, markdown, projection, summary, whatif
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
@@ -204,6 +204,13 @@ def _view_block(view: LoadedView) -> dict[str, Any]:
             **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
 
 
+def loaded_metrics(loaded: Loaded) -> dict[str, dict[str, Any]]:
+    """The primary view's metrics already read, by their manifest path."""
+    primary = loaded.views[0]
+    return {**{primary.entry["metrics"][name]: m for name, m in primary.metrics.items()},
+            **{primary.entry["builds"][b]: m for b, m in loaded.builds.items()}}
+
+
 def build(loaded: Loaded) -> Report:
     """The report from what ``load`` read (no file is read here); refused where a run was made with
     other settings than the config states (``stale_runs``)."""
@@ -358,7 +365,10 @@ def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, Any]:
 
 
 def run_report(manifest: Path, out_json: Path, out_md: Path, out_summary: Path) -> Report:
-    report = build(load(read_json(manifest)))
+    loaded = load(read_json(manifest))
+    report = build(loaded)
+    # the pairs a build moved and the worst pairs, explained from the lib lane's arms (read here)
+    report["explanations"] = explain.report_explanations(report, loaded.manifest, loaded_metrics(loaded))
     text = dump_json(report, out_json)
     write_text(out_json, text)
     doc = document(json.loads(text))  # report.json as the HTML page reads it: the same document

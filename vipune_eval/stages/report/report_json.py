@@ -108,10 +108,56 @@ class Diagnostics(TypedDict, total=False):
     lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
 
 
+class ExplainedHit(TypedDict):
+    """A hit of a build's top 10, or a gold session outside it: its ranks and scores in vipune's
+    semantic and BM25 arms ([rank, score]; None: not among that arm's candidates, or no arms)."""
+
+    doc: str
+    semantic: list[Any] | None
+    bm25: list[Any] | None
+
+
+class TopHit(ExplainedHit):
+    gold: bool
+    fused: float | None                  # vipune's hybrid score (the arms' RRF fusion, checked)
+
+
+class ExplainedColumn(TypedDict):
+    """One build's side of an explanation (stages.report.explain)."""
+
+    build: str
+    retriever: str                       # the run shown: vipune-lib, or vipune where the build has no lib lane
+    k: float | None                      # the RRF k the arms were fused with (None: no arms)
+    arms: str | None                     # why there are no arms (None: there are)
+    mismatch: str | None                 # why the arms do not explain the list (None: they do)
+    failed: bool                         # the build's search failed the pair: no list
+    binary: list[str] | None             # the binary's top 10 where it differs from the lib lane's
+    top: list[TopHit]
+    gold_outside: list[ExplainedHit]     # each gold session not in the top 10
+
+
+class Explanation(TypedDict):
+    """Why a question ranked as it did in each build (stages.report.explain)."""
+
+    question_id: str
+    question: str
+    question_type: str
+    gold: list[str]
+    builds: list[ExplainedColumn]        # the primary build first
+    texts: dict[str, str]                # each session shown → the first 120 characters of its text
+
+
+class Explanations(TypedDict):
+    moved: list[str]                     # the pairs a build of vipune.compare moved
+    worst: list[str]                     # the worst pairs of the diagnostics
+    questions: dict[str, Explanation]
+
+
 class Report(TypedDict, total=False):
     """report.json. Every key is always written but ``baseline`` (a vipune.baseline is set),
     ``whatif`` (the lab is configured) and ``official`` (the official protocol at session
-    granularity is configured)."""
+    granularity is configured); ``explanations`` is added by run_report after ``build`` (it reads
+    the arms and texts of the pairs the report names)."""
 
     pairs: int
     qrels: str
@@ -134,6 +180,7 @@ class Report(TypedDict, total=False):
     diagnostics: Diagnostics
     embed: dict[str, Any]
     provenance: dict[str, Any]
+    explanations: Explanations
 
 
 def primary_ks(report: Report) -> list[int]:

@@ -39,6 +39,30 @@ STYLE = """
 #vipune-eval figure img { max-width: 100%; border: 1px solid #d9dee3; }
 #vipune-eval .warning { color: #8a3c00; }
 #vipune-eval ul { padding-left: 1.3em; }
+#vipune-eval .explain-filter { position: sticky; top: 0; background: #fff; padding: 0.3em 0; }
+#vipune-eval .explain-filter input, #vipune-eval .explain-filter select { font: inherit; margin-right: 0.6em; }
+"""
+
+# The explanations' filter: a question id typed (a part of it) and a category chosen show the
+# explanations that match; an address ending in #explain-<question_id> shows that one.
+FILTER_SCRIPT = """
+(function () {
+  var search = document.getElementById('explain-search'), category = document.getElementById('explain-category'),
+      count = document.getElementById('explain-count'), all = document.querySelectorAll('section.explain');
+  function show() {
+    var text = search.value.trim().toLowerCase(), chosen = category.value, shown = 0;
+    all.forEach(function (s) {
+      var match = s.id.slice(8).toLowerCase().indexOf(text) >= 0 && (!chosen || s.dataset.category === chosen);
+      s.hidden = !match; shown += match ? 1 : 0;
+    });
+    count.textContent = shown + ' of ' + all.length + ' shown';
+  }
+  search.addEventListener('input', show); category.addEventListener('change', show);
+  var target = location.hash.indexOf('#explain-') === 0 && document.getElementById(location.hash.slice(1));
+  if (target) { search.value = target.id.slice(8); }
+  show();
+  if (target) { target.scrollIntoView(); }  // the sections above it are hidden now
+})();
 """
 
 
@@ -86,22 +110,43 @@ def _image(path: Path, name: str) -> str:
 
 
 def section(s: Section, plot: tuple[str, Path] | None = None) -> str:
-    """A section's heading and blocks; a plot beside the blocks."""
+    """A section's heading and blocks; a plot beside the blocks. A section explaining a question is
+    an element of its own, found by its key (its id) and filtered by its category."""
     heading = f"<h{s.level}>{_inline(s.title)}</h{s.level}>\n" if s.title else ""
     body = "\n".join(map(block, s.blocks))
     if plot:
         body = f'<div class="beside"><div class="numbers">{body}</div>{_image(plot[1], plot[0])}</div>'
+    if s.category is not None:
+        return (f'<section class=explain id="{html.escape(s.key)}" data-category="{html.escape(s.category)}">'
+                f"{heading}{body}</section>")
     return heading + body
+
+
+def explanation_filter(sections: list[Section]) -> str:
+    """The box and the list that filter the explanations, with their script (none without any)."""
+    categories = sorted({s.category for s in sections if s.category is not None})
+    if not categories:
+        return ""
+    options = "".join(f'<option value="{html.escape(c)}">{html.escape(c)}</option>' for c in categories)
+    return ('<p class=explain-filter><input id=explain-search type=search placeholder="question id" '
+            'aria-label="question id"><select id=explain-category aria-label=category><option value="">every '
+            f"category</option>{options}</select><span id=explain-count></span></p>")
 
 
 def page(doc: Document, plots: dict[str, Path]) -> str:
     """Every section of the report, each plot beside the section it draws."""
     beside = {p.beside: (p.name, plots[p.name]) for p in PLOTS if p.name in plots}
-    parts = [f"<h1>{_inline(doc.title)}</h1>", _list(doc.scored),
-             *(section(s, beside.get(s.key)) for s in doc.sections)]
+    parts = [f"<h1>{_inline(doc.title)}</h1>", _list(doc.scored)]
+    controls = explanation_filter(doc.sections)
+    for s in doc.sections:
+        if s.category is not None and controls:  # before the first explanation
+            parts.append(controls)
+            controls = ""
+        parts.append(section(s, beside.get(s.key)))
+    script = f"<script>{FILTER_SCRIPT}</script>" if any(s.category is not None for s in doc.sections) else ""
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>vipune-eval report</title>"
             f"<style>{STYLE}</style></head><body><main id=vipune-eval>" + "\n".join(parts)
-            + "</main></body></html>\n")
+            + f"</main>{script}</body></html>\n")
 
 
 def front(doc: Document, plots: dict[str, Path]) -> str:

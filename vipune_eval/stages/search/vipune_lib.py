@@ -5,7 +5,8 @@ vipune's private search files compiled in from that source) for a whole shard: p
 throwaway database seeded as ``vipune import`` seeds it, then vipune's ``MemoryStore::search``
 (the ``vipune-lib-semantic`` run) and ``search_hybrid`` (``vipune-lib``) fed the cached query
 vector, with the binary's own search flags (VipuneSettings.query_flags). No model and no process
-per persona: the whole per-run phase takes seconds.
+per persona: the whole per-run phase takes seconds. Beside the run files, the arms each hybrid
+search fused (core.lane_arms), what ``vipune-eval explain`` shows.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterator
 
-from vipune_eval.core import trec
+from vipune_eval.core import lane_arms, trec
 from vipune_eval.core.failed_pair import FailedPair, failed_pair
 from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
@@ -34,13 +35,13 @@ FULL = ("database or disk is full", "No space left on device")
 
 
 def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
-                   out: Path, semantic_out: Path, status_out: Path) -> None:
+                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
     fails the shard on the first persona the lane refuses, crashes or hangs on, or answers out of
     contract; ``record`` lists such personas in the status file (left out of every average) and
     goes on with the others. A persona the lane could not hold in RAM (/dev/shm full) is searched
-    again in the scratch folder."""
+    again in the scratch folder. ``arms_out``: the arms file (core.lane_arms) of the personas searched."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
@@ -50,6 +51,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
     digests: dict[str, list[str]] = {}  # each searched persona's (Persona.digests)
+    fused: dict[str, lane_arms.PersonaArms] = {}
     seconds: dict[str, dict[str, float]] = {}
     failed: dict[str, FailedPair] = {}
     steps: Counter[str] = Counter()
@@ -63,7 +65,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = LaneRun(planned, folder, timeout).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
+        run = LaneRun(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
         with closing(run) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
@@ -87,8 +89,10 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                     if not isinstance(spent, dict):
                         raise EvalError(f"persona {qid}: `{lane.name} search` answered without its seconds "
                                         "per step (a protocol violation)")
-                    done[qid] = {name: persona.documents(_ranking(persona, answer, name, lane), shard.depth,
-                                                         shard.collapse) for name in SEARCHES}
+                    rankings = {name: _ranking(persona, answer, name, lane) for name in SEARCHES}
+                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.limit, f"{lane.name} search")
+                    done[qid] = {name: persona.documents(ranking, shard.depth, shard.collapse)
+                                 for name, ranking in rankings.items()}
                 except EvalError as exc:
                     fail(qid, failed_pair(exc.message))
                     continue
@@ -116,6 +120,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     ranked = [qid for qid in order if qid in done]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(qid, done[qid][name]) for qid in ranked], LIB.of(name))
+    lane_arms.write(arms_out, (fused[qid] for qid in ranked))
     write_json(status_out, {
         "failed": failed,
         "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},

@@ -22,6 +22,7 @@ import pytest
 
 from support.fakes import fake_build
 from support.search import write_shard
+from vipune_eval.core import lane_arms
 from vipune_eval.core.persona import Persona, ShardSearch
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
@@ -111,7 +112,8 @@ def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tup
     monkeypatch.setattr(vipune_lib, "RAM", ram)
     runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
     run_vipune_lib(shard, VipuneSettings("", Path(), None, folder / "tmp", 60), *lane_files, on_error="stop",
-                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json")
+                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json",
+                   arms_out=folder / "arms.parquet")
     return ({name: dict(read_run([path])) for name, path in runs.items()},
             json.loads((folder / "status.json").read_text()))
 
@@ -195,7 +197,7 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
     status = tmp_path / "status.json"
     run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
                    VipuneSettings("", Path(), None, tmp_path / "tmp", seconds), lane, fingerprint,
-                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status)
+                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status, tmp_path / "arms.parquet")
     failed = json.loads(status.read_text())["failed"]
     assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error", "timeout"}
     assert failed["q1"]["timeout"] == (seconds if fault == "hang" else None)
@@ -225,7 +227,7 @@ def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_p
         fingerprint = out / "lane.json"
         fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": sha}, 30)))
         run_vipune_lib(shard, VipuneSettings("", Path(), None, out / "tmp", 30), lane, fingerprint, "record",
-                       out / "hybrid.run", out / "semantic.run", out / "status.json")
+                       out / "hybrid.run", out / "semantic.run", out / "status.json", out / "arms.parquet")
         assert list(json.loads((out / "status.json").read_text())["failed"]) == ["q1"]
         return {n: read_run([out / f"{n}.run"]) for n in ("hybrid", "semantic")}
 

@@ -1,6 +1,6 @@
 """The whole document, every section in its order (``document``): the warnings first, then the
-builds, the primary view's numbers, the other views, the lab, the diagnostics, the embed
-throughput and the notes; and what the summary and the HTML report's first page show of it (what
+builds, the primary view's numbers, the other views, the lab, the diagnostics, the explanations,
+the embed throughput and the notes; and what the summary and the HTML report's first page show of it (what
 was scored, the headline, each build's difference, where the files are).
 
 A new table or section is one function in the module of what it draws, listed in ``document``'s
@@ -13,7 +13,8 @@ from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Document, Item, Section
 from vipune_eval.stages.report.report_json import Report, primary_ks
-from vipune_eval.stages.report.sections import by_view, lab, misses, overall, scored, throughput, vipune_builds
+from vipune_eval.stages.report.sections import (by_view, explanations, lab, misses, overall, scored, throughput,
+                                                vipune_builds)
 from vipune_eval.stages.report.sections.orders import by_measure
 from vipune_eval.stages.report.sections.warnings import warnings
 
@@ -41,6 +42,7 @@ def document(report: Report) -> Document:
         *lab.whatif_section(report),
         *by_view.official_sections(report),
         *misses.diagnostics_sections(report, ks, k),
+        *explanations.explanations_sections(report),
         throughput.embed_section(report["embed"]),
         *overall.notes_section(report),
     ]

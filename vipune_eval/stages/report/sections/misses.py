@@ -14,6 +14,9 @@ from vipune_eval.stages.report.sections.orders import by_retriever
 from vipune_eval.stages.report.sections.tables import opt
 
 
+WORST_PAIRS = 20  # the worst pairs listed (and explained: stages.report.explain)
+
+
 def truncation_warning(report: Report) -> list[str]:
     """The warning that gold sessions were embedded truncated, where any was."""
     t = report["diagnostics"]["truncation"]
@@ -52,7 +55,7 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
             items.append(Item(f"{lane.retriever} search latency ({lane.latency}): p50 {seconds['p50']:.3f} s, "
                               f"p95 {seconds['p95']:.3f} s, max {seconds['max']:.3f} s over {seconds['calls']} calls"))
     ranks = d["gold_ranks"]
-    misses = [r for r in ranks["pairs"] if r[recall] < 1][:20]
+    misses = [r for r in ranks["pairs"] if r[recall] < 1][:WORST_PAIRS]
     worst = Table(["question", "category", recall, "gold ranks"],
                   [[r["question_id"], r["question_type"], f"{r[recall]:.2f}",
                     ", ".join(f"{g}: {r['gold_ranks'][g] or '–'}" for g in sorted(r["gold_ranks"]))] for r in misses],

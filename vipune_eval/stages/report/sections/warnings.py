@@ -1,7 +1,8 @@
 """The warnings, what changes the reading of the numbers (first in report.md, the summary and the
 HTML report's first page): failed pairs in every view (named, with vipune's own words), builds
 that fail their preflight, truncated gold sessions, a lane that no longer agrees with its mirror or
-the binary, or scored other pairs than it (stages.report.sections.agreement), and tables too small
+the binary, or scored other pairs than it (stages.report.sections.agreement), arms that do not
+explain the list they were recorded for (stages.report.sections.explanations), and tables too small
 for an interval."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Table
 from vipune_eval.stages.report.report_json import Report
-from vipune_eval.stages.report.sections import agreement
+from vipune_eval.stages.report.sections import agreement, explanations
 from vipune_eval.stages.report.sections.misses import truncation_warning
 from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, in_view, view_order
 from vipune_eval.stages.report.sections.scored import stale_copies
@@ -84,6 +85,7 @@ def warnings(report: Report, table: Table) -> list[str]:
                        "(vipune.preflight: record evaluated it anyway)")
     out += truncation_warning(report)
     out += agreement.warnings(report)
+    out += explanations.warnings(report)
     if table.shows_no_interval():
         out.append(NO_INTERVAL_NOTE)
     return out
