@@ -204,7 +204,7 @@ COMMANDS: dict[str, Command] = {
                            _opt((["--directory"], {"type": Path, "default": Path("."),
                                                    "help": "the run's working directory (default: here)"}),
                                 (["--snakefile"], {"type": Path, "default": None,
-                                                   "help": "the workflow's Snakefile (default: the one beside "
+                                                   "help": "the workflow's Snakefile (default: workflow/Snakefile beside "
                                                            "this package)"}))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P),

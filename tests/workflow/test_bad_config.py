@@ -10,8 +10,8 @@ from support.scenarios import REPO
 
 def test_bad_values_stop_the_run_before_any_job(tmp_path):
     (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\ngranularity: [session]\n")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
-                           "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"),
+                           "--cores", "1", "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
