@@ -42,9 +42,9 @@ def stage(planned: dict[str, str]) -> None:
 
 
 def refuse_unseen(planned: dict[str, str], params_tracked: bool) -> None:
-    """Rerun triggers that leave out ``params`` cannot see a planned file's new text (a dataset's
-    or a model's new bytes, the report's new inputs): such a run would keep the old results, so
-    it is refused, naming the files."""
+    """When the DAG is planned (a dry run's too): rerun triggers that leave out ``params`` cannot
+    see a planned file's new text (a dataset's or a model's new bytes, the report's new inputs), so
+    such a run would keep the old results: it is refused, naming the files."""
     stale = [path for path, text in planned.items()
              if Path(path).is_file() and Path(path).read_text(encoding="utf-8") != text]
     if stale and not params_tracked:

@@ -34,12 +34,6 @@ try:
     MANIFEST = manifest.report_manifest(WS)
     # path → text of every file the plan writes (rule planned_file, workflow/rules/plan.smk)
     PLANNED = planned_file.texts({**WS.files, paths.REPORT_MANIFEST: MANIFEST})
-    # (a command that plans no DAG, such as --list-rules, has no rerun triggers)
-    planned_file.refuse_unseen(
-        PLANNED,
-        workflow.dag_settings is None
-        or RerunTrigger.PARAMS in workflow.dag_settings.rerun_triggers,
-    )
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
     sys.exit(exc.shown())
@@ -84,6 +78,21 @@ def planned_pattern():
     """The planned files' {planned} (paths.PLANNED): the planned_file rule makes exactly these."""
     below = (os.path.relpath(path, paths.RESULTS) for path in PLANNED)
     return "|".join(re.escape(path) for path in below)
+
+
+def planned_unseen(wildcards):
+    """No input: the planned_file rule's input function checks, when the DAG is planned (the rerun
+    triggers are not known at parse time), that a planned file's new text will be seen.
+    """
+    path = paths.fill(paths.PLANNED, **wildcards)
+    triggers = workflow.dag_settings.rerun_triggers
+    try:
+        planned_file.refuse_unseen(
+            {path: PLANNED[path]}, RerunTrigger.PARAMS in triggers
+        )
+    except EvalError as exc:
+        sys.exit(exc.shown())
+    return []
 
 
 def planned_sha256(wildcards):

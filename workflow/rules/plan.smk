@@ -5,6 +5,8 @@
 
 
 rule planned_file:
+    input:
+        planned_unseen,
     output:
         paths.PLANNED,
     log:
