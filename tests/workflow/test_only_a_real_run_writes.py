@@ -6,6 +6,7 @@ shows its reruns in a dry run: tests/workflow/test_reruns.py.)"""
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from support.scenarios import SNAKEFILE, clone, make_workdir, planned, snakemake
+from support.scenarios import SNAKEFILE, clone, make_workdir, planned, set_config, snakemake
+from support.tinymodel import build_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +81,17 @@ def test_report_html_after_a_dry_run_with_other_values_rebuilds_the_runs_own_rep
     html = (workdir / "results" / "report.html").read_text()
     assert "k = 1, 5, 10" in html and "k = 1, 3" not in html
     assert "search limit (10)" in html and "search limit (20)" not in html
+
+
+def test_a_new_model_reruns_what_reads_it_without_snakemakes_records(small_run, workflow_env, tmp_path):
+    """The fingerprints are written by a rule, run when their text changes: a new text is a missing
+    mark (plan.planned_file.mark), so it is seen where Snakemake kept no record of the file (a
+    results folder copied without .snakemake/), where its params trigger alone would see nothing."""
+    workdir = clone(small_run, tmp_path / "run")
+    shutil.rmtree(workdir / ".snakemake" / "metadata")
+    assert planned(workdir, workflow_env) == {}
+    set_config(workdir, model={"path": str(build_tiny_model(tmp_path / "other-model", seed=1))})
+    assert {"planned_text", "planned_file", "embed", "search_arms", "report"} <= set(planned(workdir, workflow_env))
 
 
 def test_a_dry_run_works_while_a_run_works_and_a_second_run_is_refused(small_run, workflow_env, tmp_path):

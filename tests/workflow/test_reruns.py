@@ -37,14 +37,16 @@ def setup(tmp_path_factory, standard, standard_run):
 
 
 REPORT = {"report": 1, "plots": 1, "report_page": 1, "all": 1}
-# A change the report's manifest shows (a file of the plan: plan.planned_file) reruns the report.
-MANIFEST = {"planned_file": 1, **REPORT}
-# score: vipune-lib and its semantic run; planned_file: the new lane's fingerprint and the manifest
-LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT, "planned_file": 2}
+# A change the report's manifest shows (a file of the plan, plan.planned_file) reruns the report:
+# a manifest planned before is written again (MANIFEST_AGAIN), a new one marked first (planned_text).
+MANIFEST_AGAIN = {"planned_file": 1, **REPORT}
+NEW_MANIFEST = {"planned_text": 1, **MANIFEST_AGAIN}
+# score: vipune-lib and its semantic run; the plan's new files: the lane's fingerprint, the manifest
+LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT, "planned_text": 2, "planned_file": 2}
 # A new vipune build: the binary and the lane built beside it from the same source (build.sh).
 VIPUNE_BUILD = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "search_vipune_lib": SEARCH_SHARDS,
                 "score": 4, **REPORT,  # score: both runs of each lane
-                "planned_file": 3}  # the binary's fingerprint, its lane's, the manifest
+                "planned_text": 3, "planned_file": 3}  # the binary's fingerprint, its lane's, the manifest
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -83,7 +85,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
     # The second binary as a baseline, by fingerprint id: only the report reruns.
     write_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
-    assert planned(workdir, workflow_env) == MANIFEST
+    assert planned(workdir, workflow_env) == NEW_MANIFEST
     snakemake(workdir, "--cores", "2", env=workflow_env)
     compared = report(workdir)
     assert compared["baseline"]["vipune"]["id"] == second_id
@@ -133,7 +135,7 @@ def test_lane_lifecycle(setup, workflow_env):
 
 EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_arms", "fuse_reference", "search_vipune",
                    "search_vipune_lib", "score", "report", "plots", "report_page", "all",
-                   "planned_file"}  # the model's fingerprint, written by the run
+                   "planned_text", "planned_file"}  # the model's new fingerprint, written by the run
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -176,10 +178,10 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
     write_config(workdir, config)
-    assert planned(workdir, workflow_env) == MANIFEST
+    assert planned(workdir, workflow_env) == MANIFEST_AGAIN
     snakemake(workdir, "--cores", "2", env=workflow_env)
     write_config(workdir, with_turns)
-    assert planned(workdir, workflow_env) == MANIFEST  # its results were kept
+    assert planned(workdir, workflow_env) == MANIFEST_AGAIN  # its results were kept
     write_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)
 

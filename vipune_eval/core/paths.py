@@ -17,6 +17,7 @@ VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.p
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
 PLAN_STAGE = f"{TMP}/plan"  # the planned files' texts, staged by a real run's start (plan.planned_file)
 PLANNED = f"{RESULTS}/{{planned}}"  # a planned file: {planned} is its path below results/
+PLAN_MARK = f"{RESULTS}/plan/{{sha256}}"  # empty: a planned text by its sha256 (a new one is missing)
 # The run's record, written when a real run starts (plan.rundir.start), never at parse time:
 # its config as the workflow resolved it, and where each vipune build came from (config entry,
 # file). The report reads both, not as inputs: moving a file must rerun nothing

@@ -31,6 +31,16 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def mark(path: str, text: str) -> list[str]:
+    """The planned file's input: the mark of its text, an empty file named by its sha256 (rule
+    planned_text), so that a new text is a missing file, seen whatever the rerun triggers and
+    whether or not Snakemake kept a record of the file. None for a file that holds the text
+    already and has no mark: written before marks were, it reruns nothing."""
+    marked = paths.fill(paths.PLAN_MARK, sha256=digest(text))
+    held = Path(path).is_file() and Path(path).read_text(encoding="utf-8") == text
+    return [marked] if Path(marked).exists() or not held else []
+
+
 def staged(sha256: str) -> Path:
     return Path(paths.PLAN_STAGE) / f"{sha256}.json"
 

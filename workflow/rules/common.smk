@@ -34,6 +34,11 @@ try:
     MANIFEST = manifest.report_manifest(WS)
     # path → text of every file the plan writes (rule planned_file, workflow/rules/plan.smk)
     PLANNED = planned_file.texts({**WS.files, paths.REPORT_MANIFEST: MANIFEST})
+    # each planned file's input: the mark of its text (targets too: a missing mark is made even
+    # where the file's readers are up to date, as Snakemake alone would not, snakemake#1978)
+    PLANNED_MARKS = {
+        path: planned_file.mark(path, text) for path, text in PLANNED.items()
+    }
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
     sys.exit(exc.shown())
@@ -80,10 +85,10 @@ def planned_pattern():
     return "|".join(re.escape(path) for path in below)
 
 
-def planned_unseen(wildcards):
-    """No input: the planned_file rule's input function checks, when the DAG is planned (the rerun
-    triggers are not known at parse time), that a planned file's new text will be seen.
-    """
+def planned_mark(wildcards):
+    """The planned file's input: the mark of its text (plan.planned_file.mark). Checked here, when
+    the DAG is planned (the rerun triggers are not known at parse time): a text planned before and
+    come back (its mark is there) is seen through the params trigger alone."""
     path = paths.fill(paths.PLANNED, **wildcards)
     triggers = workflow.dag_settings.rerun_triggers
     try:
@@ -92,7 +97,7 @@ def planned_unseen(wildcards):
         )
     except EvalError as exc:
         sys.exit(exc.shown())
-    return []
+    return PLANNED_MARKS[path]
 
 
 def planned_sha256(wildcards):

@@ -46,3 +46,20 @@ def test_rerun_triggers_without_params_are_refused_only_where_a_file_changed(pla
     with pytest.raises(EvalError, match=r"^results/fingerprints/dataset.json changed") as info:
         planned_file.refuse_unseen(planned, params_tracked=False)
     assert "without --rerun-triggers" in info.value.fix
+
+
+def test_a_new_text_depends_on_a_missing_mark_and_a_file_made_before_marks_on_none(planned):
+    """The mark (an empty file named by the text's sha256) makes a new text a missing file: seen
+    whatever the rerun triggers and whether Snakemake kept a record of the file. A file that holds
+    its text and has no mark was written before marks were: nothing to rerun."""
+    path, text = "results/report-inputs.json", planned["results/report-inputs.json"]
+    mark = f"results/plan/{planned_file.digest(text)}"
+    assert planned_file.mark(path, text) == [mark]  # not written yet
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("{}\n")
+    assert planned_file.mark(path, text) == [mark]  # another text
+    Path(path).write_text(text)
+    assert planned_file.mark(path, text) == []  # its text, no mark: from before marks
+    Path(mark).parent.mkdir(parents=True)
+    Path(mark).touch()
+    assert planned_file.mark(path, text) == [mark]  # marked: always its input from then on
