@@ -3,16 +3,17 @@ and its vipune-lane, and the report's manifest.
 
 Parsing the Snakefile computes their text and writes nothing: a dry run, ``--lint``, ``--dag``,
 ``--summary``, ``--list-*`` and ``--report`` parse it too. Each file is the output of the local
-rule ``planned_file``, whose tracked param is the sha256 of its text: Snakemake plans the file, and
-what reads it, exactly when its text changed, in a dry run as in a real run. Only a real run writes
-it: its ``onstart`` stages every text under results/tmp/plan/ (``stage``), and the job moves its
-own into place (``vipune-eval planned-file``); a shell line could not carry the text itself (a
-manifest of many shards is megabytes).
+rule ``planned_file``, whose input is the mark of its text (``mark``) and whose tracked param is the
+text's sha256: Snakemake plans the file, and what reads it, exactly when its text changed, in a dry
+run as in a real run. Only a real run writes it: its ``onstart`` stages every text under
+results/tmp/plan/ (``stage``), and the job moves its own into place (``vipune-eval planned-file``);
+a shell line could not carry the text itself (a manifest of many shards is megabytes).
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,11 @@ def stage(planned: dict[str, str]) -> None:
     """Every planned text under results/tmp/plan/, named by its sha256 (a real run's onstart)."""
     for text in planned.values():
         write_text(staged(digest(text)), text)
+
+
+def unstage() -> None:
+    """The staged texts, gone once a run succeeded (a failed run's are cleared when the next starts)."""
+    shutil.rmtree(paths.PLAN_STAGE, ignore_errors=True)
 
 
 def refuse_unseen(planned: dict[str, str], params_tracked: bool) -> None:

@@ -245,8 +245,9 @@ def failed_jobs():
 
 def print_report(path, failed=False):
     if not failed:
-        # The run is over: its lock is released. The summary is printed last, after Snakemake's
-        # own lines.
+        # The run is over: the texts it staged are gone, and its lock is released. The summary is
+        # printed last, after Snakemake's own lines.
+        planned_file.unstage()
         if RUN_LOCK is not None:
             RUN_LOCK.close()
         lines = []

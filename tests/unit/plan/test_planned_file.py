@@ -20,6 +20,8 @@ def test_the_job_puts_the_staged_text_in_place(planned):
     for path, text in planned.items():
         planned_file.run_planned_file(planned_file.digest(text), Path(path))
         assert Path(path).read_text() == text and text.endswith("}\n")
+    planned_file.unstage()  # a run that succeeded leaves no scratch
+    assert not Path("results/tmp/plan").exists()
 
 
 def test_without_the_runs_start_the_job_says_what_to_do(planned):
