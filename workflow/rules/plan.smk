@@ -29,7 +29,7 @@ rule planned_file:
         "vipune-eval planned-file --sha256 {params.sha256} --out {output:q} 2> {log:q}"
 
 
-# The mark is empty, so the rule is a touch, not a vipune-eval command.
+# The mark is empty: the rule touches it (no command of the package to call).
 rule planned_text:
     output:
         paths.PLAN_MARK,
