@@ -65,7 +65,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     hf_home = dest / "vipune-home"
     run_child(cli("vipune-home", model_dir=embed_model.dir, file=embed_model.file, repo_id=BGE_REPO_ID,
                   revision=BGE_REVISION, out=hf_home), dest / "vipune-home.log")
-    binary_fp = binary_fingerprint(binary, dest / "fp-home", 60, dest / "cache")
+    binary_fp = binary_fingerprint(binary, 60)
     (dest / "fingerprint.json").write_text(json.dumps(binary_fp))
     (dest / "lane.json").write_text(json.dumps(lane_fingerprint(lane, binary_fp, 60)))
     personas = list(personas_of_shard(view / "rows.parquet", view / "texts.parquet", [embeddings], 0, 1))

@@ -208,7 +208,7 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     def snakemake(label: str):
         log = root / f"{label}.log"
         start = time.time()
-        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "Snakefile", "--directory", workdir,
+        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "workflow" / "Snakefile", "--directory", workdir,
                            "--configfile", workdir / "config.yaml", "--cores", 2], log)
         return child, start, child.stdout + log.with_suffix(".err").read_text()
 

@@ -84,7 +84,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     run_child(cli("vipune-home", model_dir=embed_model.dir, file=embed_model.file, repo_id=BGE_REPO_ID,
                   revision=BGE_REVISION, out=hf_home), dest / "vipune-home.log")
     fingerprint = dest / "fingerprint.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(real_vipune, dest / "fp-home", 60, dest / "cache")))
+    fingerprint.write_text(json.dumps(binary_fingerprint(real_vipune, 60)))
     personas = list(personas_of_shard(view / "rows.parquet", view / "texts.parquet", [embeddings], 0, 1))
     assert len(personas) == n
     rows = mean([len(p.row_ids) for p in personas])

@@ -50,7 +50,7 @@ def bench_workflow(benchmark, work, tiny_model, fake_vipune):
         return wd
 
     def snakemake(wd, label: str, *extra):
-        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "Snakefile", "--directory", wd,
+        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "workflow" / "Snakefile", "--directory", wd,
                            "--configfile", wd / "config.yaml", "--cores", 2, *extra], wd.parent / f"{wd.name}-{label}.log")
         return child, jobs(child.stdout + (wd.parent / f"{wd.name}-{label}.err").read_text())
 

@@ -76,7 +76,7 @@ def vipune_fingerprint(work: Path, fake_vipune: Path) -> Path:
     from vipune_eval.vipune.binary import binary_fingerprint
 
     path = work / "vipune-fingerprint.json"
-    path.write_text(json.dumps(binary_fingerprint(fake_vipune, work / "fingerprint-home", 60, work / "cache")))
+    path.write_text(json.dumps(binary_fingerprint(fake_vipune, 60)))
     return path
 
 

@@ -134,6 +134,10 @@ COMMANDS: dict[str, Command] = {
                                               (["--dest"], P), (["--fingerprint-out"], P))),
     "vipune-home": Command("vipune.home:build_vipune_hf_home", "lay the model out as the hf-hub cache vipune reads",
                            ("repo",), _opt((["--model-dir"], P), (["--file"], {"required": True}), (["--out"], P))),
+    "planned-file": Command("plan.planned_file:run_planned_file",
+                            "put a file of the plan (a fingerprint, the report's manifest) the run staged in place",
+                            (), _opt((["--sha256"], {"required": True, "help": "its text's sha256"}),
+                                     (["--out"], P))),
     "vipune-binary": Command("vipune.binary:resolve_binary", "fail with a clear message when vipune is not found",
                             (), _opt((["--binary"], {"required": True}))),
     "filter-pairs": Command("stages.filter.pairs:run_pairs", "a view's pairs (gold, split), qrels and counts", ("view",),
@@ -209,7 +213,7 @@ COMMANDS: dict[str, Command] = {
                            _opt((["--directory"], {"type": Path, "default": Path("."),
                                                    "help": "the run's working directory (default: here)"}),
                                 (["--snakefile"], {"type": Path, "default": None,
-                                                   "help": "the workflow's Snakefile (default: the one beside "
+                                                   "help": "the workflow's Snakefile (default: workflow/Snakefile beside "
                                                            "this package)"}))),
     "gate": Command("stages.report.gate:run_gate",
                     "a finished comparison of vipune builds as a verdict: exit 0 pass, 1 worse, 2 cannot judge; "

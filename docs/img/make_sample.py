@@ -40,7 +40,7 @@ def main() -> None:
         "search": {"shards": 2, "threads": 1}}))
     env = {**os.environ, "HF_HUB_OFFLINE": "1",
            "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]])}
-    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory",
                     str(workdir), "--configfile", str(workdir / "config.yaml"), "--cores", "2"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
     shutil.copyfile(workdir / "results" / "plots" / "recall_at_k.png", REPO / "docs" / "img" / "recall_at_k.png")

@@ -189,7 +189,7 @@ def test_every_module_the_code_comments_and_schema_name_exists():
                          and not t.string[:1] in "bB")  # bytes are data (Parquet metadata keys)
 
     sources = [*sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
-               REPO / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]
+               REPO / "workflow" / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]
     stale = sorted(f"{path.relative_to(REPO)}: {name}" for path in sources
                    for name in _module_names_in(prose(path)) if not _resolves(name))
     assert not stale, stale

@@ -80,7 +80,7 @@ def prose_files() -> list:
     return sorted({*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *(REPO / "vipune_eval").rglob("*.py"),
                    *(REPO / "workflow").rglob("*.smk"), *(REPO / "workflow").rglob("*.yaml"),
                    *(REPO / "workflow").rglob("*.rst"), *(REPO / "config").glob("*.yaml"),
-                   REPO / "Snakefile", REPO / "lane" / "Cargo.toml"})
+                   REPO / "workflow" / "Snakefile", REPO / "lane" / "Cargo.toml"})
 
 
 def retired_phrases(text: str) -> list[str]:

@@ -38,7 +38,9 @@ for name in {modules!r}:
 print(json.dumps({{"where": str(where), "shipped": sorted(".".join(p.relative_to(where).with_suffix("").parts).removesuffix(".__init__")
                              for p in where.rglob("*.py") if p.name != "__init__.py" or p.parent != where),
                   "onnx": importlib.util.find_spec("onnx") is not None,
-                  "license": importlib.metadata.metadata("vipune-eval")["License-Expression"]}}))
+                  "license": importlib.metadata.metadata("vipune-eval")["License-Expression"],
+                  "license_files": [f.read_text()[:11] for f in importlib.metadata.files("vipune-eval")
+                                    if f.name == "LICENSE"]}}))
 """
     proc = subprocess.run([str(python), "-c", check], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,6 +48,7 @@ print(json.dumps({{"where": str(where), "shipped": sorted(".".join(p.relative_to
     assert str(env_dir) in found["where"]  # the installed copy, not the work tree
     assert found["shipped"] == modules and found["onnx"]  # a runtime dependency since issue 23
     assert found["license"] == "MIT"  # an SPDX expression (PEP 639), not the deprecated table
+    assert found["license_files"] == ["MIT License"]  # the LICENSE file ships in the wheel (license-files)
     assert not {"synthetic", "tinymodel"} & set(found["shipped"])
     cli = subprocess.run([str(env_dir / "bin" / "vipune-eval"), "--help"], capture_output=True, text=True)
     assert cli.returncode == 0 and "filter-rows" in cli.stdout

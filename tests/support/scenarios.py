@@ -21,7 +21,7 @@ from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
-SNAKEFILE = REPO / "Snakefile"
+SNAKEFILE = REPO / "workflow" / "Snakefile"
 SCENARIOS = REPO / "tests" / "scenarios"
 
 

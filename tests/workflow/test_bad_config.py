@@ -10,8 +10,8 @@ from support.scenarios import REPO
 
 def test_bad_values_stop_the_run_before_any_job(tmp_path):
     (tmp_path / "bad.yaml").write_text("granularities: [turn]\nsplit: {dev_fraction: .nan}\ngranularity: [session]\n")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
-                           "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"),
+                           "--cores", "1", "--configfile", "bad.yaml"], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
@@ -31,7 +31,7 @@ def test_a_float_setting_and_a_key_given_twice_stop_the_run_named_not_a_tracebac
     """Issue 51 item 5: `search={shards: 8.0}` was a TypeError traceback at parse time, and a second
     `search:` block of a config file silently dropped the first."""
     (tmp_path / "twice.yaml").write_text("search: {threads: 1}\nks: [1, 5]\nsearch: {row_limit: 900}\n")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1", "-n",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--cores", "1", "-n",
                            "--configfile", "twice.yaml", "--config", "search={shards: 8.0}"],
                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and "TypeError" not in proc.stderr

@@ -16,7 +16,7 @@ def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, wo
     calls = tmp_path / "sbatch-calls.txt"
     write_fake_slurm(tmp_path / "slurm-bin", calls)
     env = executor_env({**workflow_env, "PATH": f"{tmp_path / 'slurm-bin'}{os.pathsep}{workflow_env['PATH']}"})
-    profile = SNAKEFILE.parent / "workflow/profiles/slurm"
+    profile = SNAKEFILE.parent / "profiles/slurm"
     proc = snakemake(workdir, "--profile", str(profile), "--set-threads", "embed=8",
                      "--set-resources", "filter_pairs:mem_mb=64000", env=env, check=False)
     out = proc.stdout + proc.stderr
@@ -39,7 +39,7 @@ def test_the_slurm_profile_stops_an_oversized_run_before_submitting(tmp_path, wo
 def test_slurm_profile_dry_run_plans_grouped_jobs_with_resources(standard, workflow_env, tmp_path):
     workdir = make_workdir(tmp_path / "cluster", *standard)
     # A dry run caps threads at --cores (1 when not given): 64 shows the profile's own values.
-    proc = snakemake(workdir, "--profile", str(SNAKEFILE.parent / "workflow/profiles/slurm"), "-n", "--cores", "64",
+    proc = snakemake(workdir, "--profile", str(SNAKEFILE.parent / "profiles/slurm"), "-n", "--cores", "64",
                      env=executor_env(workflow_env))
     out = proc.stdout
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out[out.index("Job stats:"):], re.M))

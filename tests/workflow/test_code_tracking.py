@@ -17,14 +17,14 @@ def copy(tmp_path_factory, workflow_env, scenario_inputs):
     root = tmp_path_factory.mktemp("tracking")
     repo = root / "repo"
     repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
+    for part in ("workflow", "config", "vipune_eval", "lane"):
         source = REPO / part
         if source.is_dir():
             shutil.copytree(source, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, repo / part)
     workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
-    scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "Snakefile")
+    scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "workflow/Snakefile")
     return repo, workdir
 
 
@@ -36,7 +36,7 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
     try:
         path.write_bytes(original + b"\n# an edit\n")
         out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
-                                  snakefile=repo / "Snakefile").stdout
+                                  snakefile=repo / "workflow/Snakefile").stdout
     finally:
         path.write_bytes(original)
     planned, changed = plan(out)
@@ -59,17 +59,19 @@ def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, 
     try:
         source.write_bytes(original + b"\n// an edit\n")
         new = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
-        proc = scenarios.snakemake(workdir, "-n", env=workflow_env, snakefile=repo / "Snakefile", check=False)
+        proc = scenarios.snakemake(workdir, "-n", env=workflow_env, snakefile=repo / "workflow/Snakefile", check=False)
         assert proc.returncode != 0 and f"{new} is not there" in proc.stderr, proc.stderr[-2000:]
         assert ".ci/vipune/build.sh" in proc.stderr
         new.write_bytes(old.read_bytes() + b"# built from the edited lane/\n")
         new.chmod(0o755)
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env, snakefile=repo / "Snakefile").stdout
+        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
+                                  snakefile=repo / "workflow/Snakefile").stdout
     finally:
         source.write_bytes(original)
         new.unlink(missing_ok=True)
     planned, _ = plan(out)
-    assert planned == closure({"search_vipune_lib"}), out[-2000:]
+    # and the plan's new files: the new lane's fingerprint, the report's manifest naming it
+    assert planned == closure({"search_vipune_lib"}) | {"planned_text", "planned_file"}, out[-2000:]
 
 
 def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
@@ -84,7 +86,7 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
 
     repo = tmp_path / "repo"
     repo.mkdir()
-    for part in ("Snakefile", "workflow", "config", "vipune_eval", "lane"):
+    for part in ("workflow", "config", "vipune_eval", "lane"):
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, repo / part)
     data, model = scenario_inputs("tracking")
@@ -94,12 +96,12 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
         env.pop("HF_HUB_OFFLINE")
         workdir = scenarios.make_workdir(tmp_path / "run", data, model, scenario="tracking")
         scenarios.set_config(workdir, dataset={"path": None, "preset": "m", "sha256": sha256_file(data)})
-        scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "Snakefile")
+        scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "workflow/Snakefile")
         assert any(r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m"
                    for r in hub.requests)
         client = repo / "vipune_eval" / "vipune" / "client.py"
         client.write_text(client.read_text() + "\n# an edit\n")
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "Snakefile").stdout
+        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "workflow/Snakefile").stdout
     planned, _ = plan(out)
     assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
     assert not planned & {"download_dataset", "filter_pairs", "filter_rows", "embed"}

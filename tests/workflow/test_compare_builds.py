@@ -71,11 +71,13 @@ def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(
     fourth = build(root, "fourth")
     more = {**config, "vipune": {**config["vipune"], "compare": [*config["vipune"]["compare"], str(fourth)]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(more))
-    assert planned(workdir, workflow_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1,
-                                              "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    # the plan's new files (plan.planned_file): the new build's fingerprint and the report's manifest
+    assert planned(workdir, workflow_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1, "planned_text": 2,
+                                              "planned_file": 2, "report": 1, "plots": 1, "report_page": 1, "all": 1}
     fewer = {**config, "vipune": {**config["vipune"], "compare": config["vipune"]["compare"][:1]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(fewer))
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {"planned_text": 1, "planned_file": 1, "report": 1, "plots": 1,
+                                              "report_page": 1, "all": 1}
     # A build evaluated here before can be named by its fingerprint id alone.
     changed_id = report(workdir)["builds"][2]["id"]
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
@@ -155,6 +157,7 @@ def test_the_maintainers_loop_as_documented_reruns_only_the_new_builds_jobs(fini
 
     the_loop = with_vipune(f"{{binary: {binary}, compare: [{primary}, {k60}], preflight: record}}")
     assert planned(workdir, workflow_env, *the_loop) == {"preflight": 1, "search_vipune": shards, "score": 1,
+                                                         "planned_text": 2, "planned_file": 2,  # k60's, the manifest
                                                          "report": 1, "plots": 1, "report_page": 1, "all": 1}
     assert planned(workdir, workflow_env, *with_vipune("{preflight: record}")) == {}
     snakemake(workdir, "--cores", "2", *the_loop, env=workflow_env)

@@ -83,7 +83,7 @@ def test_each_edit_of_the_search_path_is_compiled_into_the_lane_or_named_as_a_st
 def test_the_preflight_names_the_query_prefix_as_the_query_embeddings_change(edits_build, vipune_hf_home,
                                                                              vipune_tiny_model_dir, tmp_path):
     fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(edits_build, tmp_path / "vh", 60, tmp_path / "cache")))
+    fingerprint.write_text(json.dumps(binary_fingerprint(edits_build, 60)))
     settings = VipuneSettings(str(edits_build), fingerprint, vipune_hf_home, tmp_path / "tmp", timeout=60)
     model = ModelFiles(vipune_tiny_model_dir, "model.onnx", "mean")
     found = run_preflight(settings, model, tmp_path / "record.json", "record")

@@ -41,7 +41,9 @@ def loop_run(tmp_path_factory, workflow_env, scenario_inputs):
 def test_an_edit_reruns_only_the_checkouts_lib_lane_its_scores_and_the_report(loop_run, workflow_env):
     root, workdir, release, checkout = loop_run
     assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
-                                              "report_page": 1, "all": 1}
+                                              "report_page": 1, "all": 1,
+                                              # the plan's new files: the checkout's fingerprint, its lane's, the manifest
+                                              "planned_text": 3, "planned_file": 3}
 
 
 def test_the_builds_are_compared_on_the_lib_lane_pair_by_pair(loop_run, workflow_env):

@@ -23,7 +23,8 @@ def test_an_offline_first_run_names_all_three_fixes_in_its_last_lines(tmp_path, 
     """A newcomer's first run: repository defaults, no dataset, no model, no network, no vipune."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": _path_without_vipune(Path(sys.executable).parent)}
     assert shutil.which("vipune", path=env["PATH"]) is None
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", cores],
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"),
+                           "--cores", cores],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 1
     lines = proc.stderr.rstrip("\n").splitlines()

@@ -27,8 +27,9 @@ def test_editing_a_plugin_reruns_only_its_searches(tmp_path, workflow_env, scena
 
     config["retrievers"][2]["k"] = 61
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    assert planned(workdir, workflow_env) == {
-        "fuse_reference": 1, "search_plugin": 2, "score": 2, "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {  # planned_file: the manifest names the new setting
+        "fuse_reference": 1, "search_plugin": 2, "score": 2, "planned_text": 1, "planned_file": 1, "report": 1,
+        "plots": 1, "report_page": 1, "all": 1}
 
     (workdir / "mine" / "plug.py").write_text("def newest_first(:\n")
     proc = snakemake(workdir, "-n", env=workflow_env, check=False)

@@ -163,7 +163,8 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
     config["vipune"]["compare"] = [str(older_vipune_bin)]
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     assert planned(workdir, real_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1, "report": 1,
-                                          "plots": 1, "report_page": 1, "all": 1}
+                                          "plots": 1, "report_page": 1, "all": 1,
+                                          "planned_text": 2, "planned_file": 2}  # its fingerprint, the manifest
     snakemake(workdir, "--cores", "2", env=real_env)
     result = report(workdir)
     primary, older = result["builds"]

@@ -37,10 +37,16 @@ def setup(tmp_path_factory, standard, standard_run):
 
 
 REPORT = {"report": 1, "plots": 1, "report_page": 1, "all": 1}
-LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT}  # score: vipune-lib and its semantic run
+# A change the report's manifest shows (a file of the plan, plan.planned_file) reruns the report:
+# a manifest planned before is written again (MANIFEST_AGAIN), a new one marked first (planned_text).
+MANIFEST_AGAIN = {"planned_file": 1, **REPORT}
+NEW_MANIFEST = {"planned_text": 1, **MANIFEST_AGAIN}
+# score: vipune-lib and its semantic run; the plan's new files: the lane's fingerprint, the manifest
+LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT, "planned_text": 2, "planned_file": 2}
 # A new vipune build: the binary and the lane built beside it from the same source (build.sh).
 VIPUNE_BUILD = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "search_vipune_lib": SEARCH_SHARDS,
-                "score": 4, **REPORT}  # score: both runs of each lane
+                "score": 4, **REPORT,  # score: both runs of each lane
+                "planned_text": 3, "planned_file": 3}  # the binary's fingerprint, its lane's, the manifest
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -71,7 +77,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     # Back to the first binary: its results are kept under its fingerprint; nothing is searched.
     binary.write_bytes(original)
     jobs = planned(workdir, workflow_env)
-    assert set(jobs) <= {"score", "report", "plots", "report_page", "all"}
+    assert set(jobs) <= {"score", "report", "plots", "report_page", "all", "planned_file"}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     again = report(workdir)
     assert again["provenance"]["vipune"] == first["provenance"]["vipune"]
@@ -79,7 +85,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
     # The second binary as a baseline, by fingerprint id: only the report reruns.
     write_config(workdir, {**config, "vipune": {"binary": str(binary), "baseline": second_id}})
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == NEW_MANIFEST
     snakemake(workdir, "--cores", "2", env=workflow_env)
     compared = report(workdir)
     assert compared["baseline"]["vipune"]["id"] == second_id
@@ -113,7 +119,7 @@ def test_lane_lifecycle(setup, workflow_env):
     assert rebuilt["retrievers"]["vipune-lib"]["run"] != first["retrievers"]["vipune-lib"]["run"]
 
     lane.write_bytes(original)
-    assert set(planned(workdir, workflow_env)) <= {"score", "report", "plots", "report_page", "all"}
+    assert set(planned(workdir, workflow_env)) <= {"score", "report", "plots", "report_page", "all", "planned_file"}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert report(workdir)["retrievers"]["vipune-lib"]["metrics"] == first["retrievers"]["vipune-lib"]["metrics"]
 
@@ -128,7 +134,8 @@ def test_lane_lifecycle(setup, workflow_env):
 
 
 EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_arms", "fuse_reference", "search_vipune",
-                   "search_vipune_lib", "score", "report", "plots", "report_page", "all"}
+                   "search_vipune_lib", "score", "report", "plots", "report_page", "all",
+                   "planned_text", "planned_file"}  # the model's new fingerprint, written by the run
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -144,6 +151,9 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     other_model = build_tiny_model(tmp_path / "other-model", seed=1)
     write_config(workdir, {**config, "model": {**config["model"], "path": str(other_model)}})
     assert set(planned(workdir, workflow_env)) == EMBED_AND_AFTER
+    # Under --rerun-triggers mtime the fingerprint's new text is not seen: refused, not kept stale.
+    proc = snakemake(workdir, "-n", "--rerun-triggers", "mtime", env=workflow_env, check=False)
+    assert proc.returncode == 1 and "results/fingerprints/model.json changed" in proc.stderr
 
     same_model = shutil.copytree(model, tmp_path / "same-model")
     write_config(workdir, {**config, "model": {**config["model"], "path": str(same_model)}})
@@ -168,10 +178,10 @@ def test_adding_and_dropping_a_granularity_reruns_nothing_of_the_others(setup, w
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert set(report(workdir)["granularities"]) == {"session", "turn"}
     write_config(workdir, config)
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == MANIFEST_AGAIN
     snakemake(workdir, "--cores", "2", env=workflow_env)
     write_config(workdir, with_turns)
-    assert planned(workdir, workflow_env) == {"report": 1, "plots": 1, "report_page": 1, "all": 1}  # its results were kept
+    assert planned(workdir, workflow_env) == MANIFEST_AGAIN  # its results were kept
     write_config(workdir, config)
     snakemake(workdir, "--cores", "2", env=workflow_env)
 

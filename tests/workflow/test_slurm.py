@@ -41,7 +41,8 @@ RUN_TIMEOUT = 900  # s; a run that has not ended by then is hung (e.g. a job PEN
 # here, 26 with the standard run's retrievers and 3 shards).
 CLUSTER_RETRIEVERS = ("vipune", "vipune-lib", "hybrid")
 # Rules that run on the submitting node: localrules and the target rule.
-LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_binary", "all"}
+LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_binary", "planned_text", "planned_file",
+               "all"}
 
 
 def unavailable(reason):
@@ -219,7 +220,7 @@ def test_every_rule_but_the_localrules_went_through_sbatch_and_completed(cluster
     through_sbatch = set().union(*(rules for rules, _ in jobs.values()))
     assert through_sbatch == dag_rules(broken) - LOCAL_RULES
     ran_here = re.findall(r"^localrule (\w+):", own_lines(broken.out + fixed.out), re.M)
-    assert set(ran_here) == {"vipune_home", "all"}
+    assert set(ran_here) == {"vipune_home", "planned_text", "planned_file", "all"}
     assert all(state == "COMPLETED" for _, state in submitted(fixed).values())
 
 

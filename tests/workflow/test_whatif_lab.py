@@ -20,7 +20,8 @@ def test_growing_the_grid_computes_only_the_new_variants(tmp_path, workflow_env,
     config["whatif"]["grid"] = {"k": [10, 25, 60], "query": ["and", "or"]}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     plan = planned(workdir, workflow_env)
-    assert plan == {"fuse_reference": 4, "score": 4, "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert plan == {"fuse_reference": 4, "score": 4, "planned_text": 1, "planned_file": 1,  # the manifest: new points
+                    "report": 1, "plots": 1, "report_page": 1, "all": 1}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert {p: p.stat().st_mtime_ns for p in files} == mtimes
 

@@ -30,22 +30,48 @@ def _read_cache(cache_file: Path) -> dict[str, str]:
         return {}
 
 
+class Sha256Cache:
+    """sha256 of files, remembered in ``file`` by (real path, inode, size, mtime, ctime) so a 2.7 GB
+    file is hashed once. ctime cannot be set back by hand, so an edit that restores size and mtime
+    is still seen; deleting the file forces every file to be hashed again.
+
+    What it learns stays in memory until ``save``: parsing the Snakefile writes nothing (a dry
+    run, --lint and --report parse it too), so the workflow saves its cache when a real run
+    starts (onstart); a job saves at once (``cached_sha256``)."""
+
+    def __init__(self, file: Path):
+        self.file = Path(file)
+        self.learned: dict[str, str] = {}
+
+    def sha256(self, path: Path) -> str:
+        key = _stat_key(path)
+        if key not in self.learned:
+            self.learned[key] = _read_cache(self.file).get(key) or sha256_file(path.resolve())
+        return self.learned[key]
+
+    def remember(self, path: Path, sha256: str) -> None:
+        """Record the sha256 of a file just written (computed while its bytes streamed)."""
+        self.learned[_stat_key(path)] = sha256
+
+    def save(self) -> None:
+        """Merge what was learned into the file as it is now (another process may have added to it)."""
+        if self.learned:
+            write_json_if_changed(self.file, {**_read_cache(self.file), **self.learned})
+
+
 def cached_sha256(path: Path, cache_file: Path) -> str:
-    """sha256 of ``path``, remembered by (real path, inode, size, mtime, ctime) so a 2.7 GB file
-    is hashed once. ctime cannot be set back by hand, so an edit that restores size and mtime is
-    still seen; deleting ``cache_file`` forces every file to be hashed again."""
-    key, cache = _stat_key(path), _read_cache(cache_file)
-    if key not in cache:
-        cache[key] = sha256_file(path.resolve())
-        write_json_if_changed(cache_file, cache)
-    return cache[key]
+    """sha256 of ``path`` through the cache in ``cache_file``, saved at once (a job's)."""
+    cache = Sha256Cache(cache_file)
+    sha = cache.sha256(path)
+    cache.save()
+    return sha
 
 
 def remember_sha256(path: Path, sha256: str, cache_file: Path) -> None:
-    """Record the sha256 of a file just written (computed while its bytes streamed)."""
-    cache = _read_cache(cache_file)
-    cache[_stat_key(path)] = sha256
-    write_json_if_changed(cache_file, cache)
+    """Record the sha256 of a file just written in ``cache_file`` (a job's)."""
+    cache = Sha256Cache(cache_file)
+    cache.remember(path, sha256)
+    cache.save()
 
 
 def dataset_fingerprint(sha256: str, *, repo_id: str | None = None, filename: str | None = None,
@@ -62,18 +88,18 @@ def check_sha256(path: Path, actual: str, expected: str | None) -> None:
                             "the config")
 
 
-def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache_file: Path) -> dict[str, Any]:
+def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sha256Cache) -> dict[str, Any]:
     if not path.is_file():
         raise EvalError(f"dataset.path {path} does not exist or is not a file",
                         fix="set dataset.path in the config to a LongMemEval-format JSON file, or "
                             "to null to download the dataset")
-    sha = cached_sha256(path, cache_file)
+    sha = cache.sha256(path)
     check_sha256(path, sha, expected_sha256)
     return dataset_fingerprint(sha, filename=path.name)
 
 
 def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str,
-                      cache_file: Path) -> dict[str, Any]:
+                      cache: Sha256Cache) -> dict[str, Any]:
     """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
     onnx_path = model_dir / file
     if not onnx_path.is_file():
@@ -84,7 +110,7 @@ def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str
         raise EvalError(f"{model_dir} has no tokenizer.json",
                         fix=f"a model folder needs the ONNX file and {', '.join(MODEL_SIDE_FILES)}: "
                             "copy them there, or set model.path: null to download the model")
-    files = {file: cached_sha256(onnx_path, cache_file)}
+    files = {file: cache.sha256(onnx_path)}
     for name in MODEL_SIDE_FILES:
         if (model_dir / name).is_file():
             files[name] = sha256_file(model_dir / name)

@@ -15,9 +15,13 @@ RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
+PLAN_STAGE = f"{TMP}/plan"  # the planned files' texts, staged by a real run's start (plan.planned_file)
+PLANNED = f"{RESULTS}/{{planned}}"  # a planned file: {planned} is its path below results/
+PLAN_MARK = f"{RESULTS}/plan/{{sha256}}"  # empty: a planned text by its sha256 (a new one is missing)
+# The run's record, written when a real run starts (plan.rundir.start), never at parse time:
+# its config as the workflow resolved it, and where each vipune build came from (config entry,
+# file). The report reads both, not as inputs: moving a file must rerun nothing
 CONFIG_JSON = f"{RESULTS}/config.json"
-# Where each vipune build came from (config entry, file): read by the report, not its input, as
-# the config: moving a binary must rerun nothing (plan.workspace writes it at parse time)
 BUILD_SOURCES = f"{RESULTS}/fingerprints/sources.json"
 DATASET_FINGERPRINT = f"{RESULTS}/fingerprints/dataset.json"
 MODEL_FINGERPRINT = f"{RESULTS}/fingerprints/model.json"
@@ -30,7 +34,7 @@ SUMMARY = f"{RESULTS}/summary.txt"  # what a finished run prints last
 REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at the end of a run
 REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
 REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
-REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads, written at parse time
+REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads (a planned file: plan.planned_file)
 GATE_MD = f"{RESULTS}/gate.md"  # vipune-eval gate's verdict as a pull-request comment (after a run)
 GATE_XML = f"{RESULTS}/gate.xml"  # and as JUnit
 

@@ -3,8 +3,8 @@
 ``vipune.binary`` is the primary build; ``vipune.compare`` and ``vipune.baseline`` name more, each
 a binary or the fingerprint id of one evaluated in this directory before. A binary is known by its
 fingerprint (sha256 of its bytes and ``--json version``, vipune.binary), written here under
-results/fingerprints/ so that staleness follows its bytes; the vipune-lane beside vipune.binary
-(vipune.lane) likewise.
+results/fingerprints/ by the run (``Builds.files``: parsing writes nothing) so that staleness follows
+its bytes; the vipune-lane beside vipune.binary (vipune.lane) likewise.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.core.io import read_json, write_json_if_changed
+from vipune_eval.core.io import read_json
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
@@ -38,6 +38,7 @@ class Builds:
     lane: str | None = None  # fingerprint id of the vipune-lane beside vipune.binary
     lanes: dict[str, str] = field(default_factory=dict)  # build id → its lane's id (the lib lane compares builds)
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
+    files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
 
     @property
     def lane_builds(self) -> dict[str, str]:
@@ -55,21 +56,21 @@ def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
     return [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
 
 
-def _binary(binary: str, config: dict[str, Any]) -> dict[str, Any]:
+def _binary(binary: str, config: dict[str, Any], files: dict[str, dict]) -> dict[str, Any]:
+    """A binary's fingerprint (its file put in ``files``) and its path."""
     path = vipune_binary.resolve_binary(binary)
     extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
         raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found",
                         fix="list only files that exist (the build a wrapper script runs), or none")
-    cache = Path(paths.CACHE)
-    fingerprint = vipune_binary.binary_fingerprint(path, cache / "vipune-home", config["vipune"]["timeout"],
-                                                   cache, extra)
-    fingerprint_file = Path(paths.binary_fingerprint_file(fingerprint["id"]))
-    write_json_if_changed(fingerprint_file, fingerprint)
+    fingerprint = vipune_binary.binary_fingerprint(path, config["vipune"]["timeout"], extra,
+                                                   vipune_binary.known_versions(paths.fingerprinted_binaries()))
+    fingerprint_file = paths.binary_fingerprint_file(fingerprint["id"])
+    files[fingerprint_file] = fingerprint
     if extra:  # where they are, for the jobs to check them (binary.PlannedBinary.check_wrapped)
-        write_json_if_changed(vipune_binary.wrapped_record(fingerprint_file),
-                              {"files": {str(f): fingerprint["files"][f.name] for f in extra}})
+        files[str(vipune_binary.wrapped_record(Path(fingerprint_file)))] = {
+            "files": {str(f): fingerprint["files"][f.name] for f in extra}}
     return {**fingerprint, "path": str(path)}
 
 
@@ -86,13 +87,13 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
                "a release build's, the same rankings)" if profile else ""))
 
 
-def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
+def _build(entry: str, config: dict[str, Any], files: dict[str, dict]) -> dict[str, Any]:
     """A vipune.compare entry: the fingerprint id of a build evaluated here before, or a binary."""
     known = paths.fingerprinted_binaries()
     if entry in known:
         return known[entry]
     try:
-        return _binary(entry, config)
+        return _binary(entry, config, files)
     except BinaryNotFound:
         raise EvalError(
             f"vipune.compare entry {entry!r} is neither an executable vipune nor the fingerprint "
@@ -100,7 +101,8 @@ def _build(entry: str, config: dict[str, Any]) -> dict[str, Any]:
             fix="give the build's path, or the id of one this directory evaluated before") from None
 
 
-def _lane(build: dict[str, Any] | None, config: dict[str, Any], wrapper: bool = False) -> tuple[str, str]:
+def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict],
+          wrapper: bool = False) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
     (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
     with the command that builds it, when it is not there); MISSING with vipune.binary, which the
@@ -118,7 +120,7 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], wrapper: bool = 
         return known[0]["id"], ""
     path = lib_lane.find_lane(Path(build["path"]), build["version"], _fingerprint_files(config) if wrapper else [])
     fingerprint = lib_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
-    write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
+    files[paths.lane_fingerprint_file(fingerprint["id"])] = fingerprint
     return fingerprint["id"], str(path)
 
 
@@ -142,8 +144,9 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     if not retrievers.uses_binary(specs):
         return Builds()
     vipune = config["vipune"]
+    files: dict[str, dict] = {}
     try:
-        primary = _binary(vipune["binary"], config)
+        primary = _binary(vipune["binary"], config, files)
     except BinaryNotFound:
         primary = None
     primary_id = primary["id"] if primary else vipune_binary.MISSING
@@ -157,7 +160,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
         found[primary_id], fingerprints[primary_id] = primary["path"], primary
         sources[primary_id] = _source("vipune.binary", vipune["binary"], primary)
     for entry in [*vipune["compare"], *([vipune["baseline"]] if vipune["baseline"] else [])]:
-        build = _build(entry, config)
+        build = _build(entry, config, files)
         key = "vipune.baseline" if entry == vipune["baseline"] else "vipune.compare"
         if key == "vipune.baseline":
             baseline = build["id"]
@@ -173,13 +176,13 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     lanes: dict[str, str] = {}
     lane_paths: dict[str, str] = {}
     if any(s.kind is Kind.LIB for s in specs):
-        lanes[primary_id], path = _lane(primary, config, wrapper=True)
+        lanes[primary_id], path = _lane(primary, config, files, wrapper=True)
         lane_paths[lanes[primary_id]] = path
         for build in compared if compared_on(specs) is Kind.LIB else []:
-            lanes[build], path = _lane(fingerprints[build], config)
+            lanes[build], path = _lane(fingerprints[build], config, files)
             lane_paths[lanes[build]] = path
     builds = Builds(primary_id, tuple(compared), baseline, found, fingerprints, sources, tuple(notes),
-                    lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v})
+                    lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v}, files)
     if vipune["preflight"] == "enforce":
         refuse_recorded_failures(builds)
     return builds

@@ -1,8 +1,8 @@
-"""The report's manifest, written at parse time: every input of the report, with the structure it
-needs (views, runs, builds) and the roles of the configured runs (which one mirrors vipune, which
-ones the diagnostics compare); its shape is core.manifest's, and the report rule's inputs are its
-files (``manifest_files``). Parse time only: an edit here reruns only what the manifest it writes
-changes."""
+"""The report's manifest, computed at parse time (the run writes it: plan.planned_file): every input
+of the report, with the structure it needs (views, runs, builds) and the roles of the configured
+runs (which one mirrors vipune, which ones the diagnostics compare); its shape is core.manifest's,
+and the report rule's inputs are its files (``manifest_files``). Parse time only: an edit here
+reruns only what the manifest it makes changes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
-"""The run folder: one run at a time (its lock), what a killed run left behind, and the jobs'
-environment (their library caches under results/, not the user's HOME)."""
+"""The run folder: what a real run does before its first job (its lock, what a killed run left
+behind, the planned files' texts, its record), and the jobs' environment (their library caches
+under results/, not the user's HOME).
+
+Nothing here runs at parse time: a dry run, --lint, --dag, --summary, --list-* and --report parse
+the Snakefile too, and must neither write nor lock. The Snakefile's ``onstart`` calls ``start``:
+Snakemake runs it for a real run only, after the DAG is planned and before the first job."""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ import fcntl
 import os
 import shutil
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Iterable, TextIO
 
 from vipune_eval.core import paths
+from vipune_eval.core.fingerprints import Sha256Cache
+from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.errors import EvalError
+from vipune_eval.plan import planned_file
 
 
 def job_environment() -> dict[str, str]:
@@ -21,11 +29,40 @@ def job_environment() -> dict[str, str]:
     return {"XDG_CACHE_HOME": str(cache / "xdg"), "MPLCONFIGDIR": str(cache / "matplotlib")}
 
 
+def start(planned: dict[str, str], record: dict[str, Any], caches: Iterable[Sha256Cache],
+          results: Path = Path(paths.RESULTS)) -> TextIO:
+    """What a real run does before its first job: take the lock, clear what a killed run left,
+    stage the planned files' texts (plan.planned_file), write the run's record (``record``: path →
+    content, the config and the builds' sources) and save the caches parsing filled. Returns the
+    lock, held until this process ends."""
+    lock = hold_lock(results)
+    try:
+        clear_tmp(results)
+        planned_file.stage(planned)
+        for path, content in record.items():
+            write_json_if_changed(path, content)
+        for cache in caches:
+            cache.save()
+    except OSError as exc:
+        lock.close()
+        raise unwritable(results, exc) from None
+    return lock
+
+
+def unwritable(results: Path, exc: OSError) -> EvalError:
+    return EvalError(f"{results.resolve()}: the run cannot write its results there ({exc.strerror or exc})",
+                     fix="make the folder writable (chmod -R u+w, or mount it read-write), or run in a folder "
+                         "you can write: snakemake --directory DIR (a dry run or --report writes nothing)")
+
+
 def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
     """An OS lock on ``results/.lock`` for as long as this process lives (a ``kill -9`` releases
     it with the process); refuses at once when another run holds it, naming that run's PID."""
-    results.mkdir(parents=True, exist_ok=True)
-    handle = open(results / ".lock", "a+", encoding="utf-8")
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        handle = open(results / ".lock", "a+", encoding="utf-8")
+    except OSError as exc:
+        raise unwritable(results, exc) from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -1,22 +1,23 @@
 """Parse-time set-up of a run: what the Snakefile needs before it can plan.
 
-The three things a user changes are reduced to small fingerprint files, written only when their
-text changes, so staleness follows content, not timestamps or paths: the dataset (its sha256),
-the model (revision, file hashes, pooling) and every vipune build (plan.builds). ``prepare``
-checks the config (plan.config_check), writes the fingerprints, resolves the builds and returns
-a frozen ``Workspace`` that names every run and the files of the plan. It is plain Python:
-``prepare(config, schema)`` can be called (and tested) without Snakemake.
+The three things a user changes are reduced to small fingerprint files, so staleness follows
+content, not timestamps or paths: the dataset (its sha256), the model (revision, file hashes,
+pooling) and every vipune build (plan.builds). ``prepare`` checks the config (plan.config_check),
+computes the fingerprints, resolves the builds and returns a frozen ``Workspace`` that names every
+run and the files of the plan. It writes nothing (a dry run parses the Snakefile too): the
+fingerprint files are the run's to write (``Workspace.files``, plan.planned_file), and so are its
+record and the sha256 cache (plan.rundir.start). It is plain Python: ``prepare(config, schema)``
+can be called (and tested) without Snakemake.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from vipune_eval.core import fingerprints, paths
-from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import builds as vipune_builds
 from vipune_eval.plan import config_check, whatif_grid
@@ -77,6 +78,13 @@ class Workspace:
     builds: Builds
     lab: whatif_grid.Lab | None = None  # the what-if grid (primary view only)
     local_sha256: str | None = None  # a local dataset.path's sha256 (its identity)
+    files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → content, for the run to write
+    sha256_cache: fingerprints.Sha256Cache | None = None  # what parsing hashed, for the run to save
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The run's record, written when a real run starts: the config as resolved, the builds' sources."""
+        return {paths.CONFIG_JSON: self.config, paths.BUILD_SOURCES: self.builds.sources}
 
     # ------------------------------------------------------------ names
     @property
@@ -186,46 +194,46 @@ class Workspace:
         return list(dict.fromkeys(files))
 
 
-def _dataset_file(config: dict[str, Any]) -> tuple[str, str | None]:
+def _dataset_file(config: dict[str, Any], cache: fingerprints.Sha256Cache,
+                  files: dict[str, dict]) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
-    fingerprinted now, and identified by its bytes (its sha256 is returned beside its path); a
-    download names the file it will write."""
+    fingerprinted now (its fingerprint put in ``files``), and identified by its bytes (its sha256
+    is returned beside its path); a download names the file it will write."""
     if not config["dataset"]["path"]:
         config["dataset"] = datasets.resolve(config["dataset"])
         return f"{paths.DATA_DOWNLOAD}/{config['dataset']['filename']}", None
     path = Path(os.path.expanduser(config["dataset"]["path"])).resolve()
-    fingerprint = fingerprints.local_dataset_fingerprint(path, config["dataset"]["sha256"],
-                                                         Path(paths.CACHE) / "sha256.json")
+    fingerprint = fingerprints.local_dataset_fingerprint(path, config["dataset"]["sha256"], cache)
     config["dataset"] = datasets.resolve(config["dataset"], local_sha256=fingerprint["sha256"])
-    write_json_if_changed(paths.DATASET_FINGERPRINT, fingerprint)
+    files[paths.DATASET_FINGERPRINT] = fingerprint
     return str(path), fingerprint["sha256"]
 
 
-def _model_dir(config: dict[str, Any]) -> str:
-    """A local model folder, fingerprinted now, or the folder the download will fill."""
+def _model_dir(config: dict[str, Any], cache: fingerprints.Sha256Cache, files: dict[str, dict]) -> str:
+    """A local model folder, fingerprinted now (into ``files``), or the folder the download will fill."""
     model = config["model"]
     if not model["path"]:
         return paths.MODEL_DOWNLOAD
     path = Path(os.path.expanduser(model["path"])).resolve()
-    write_json_if_changed(paths.MODEL_FINGERPRINT, fingerprints.model_fingerprint(
+    files[paths.MODEL_FINGERPRINT] = fingerprints.model_fingerprint(
         path, repo_id=model["repo_id"], revision=model["revision"], file=model["file"],
-        pooling=model["pooling"], cache_file=Path(paths.CACHE) / "sha256.json"))
+        pooling=model["pooling"], cache=cache)
     return str(path)
 
 
-def prepare(config: dict[str, Any], schema: dict[str, Any], files: Sequence[str | Path] = ()) -> Workspace:
+def prepare(config: dict[str, Any], schema: dict[str, Any], config_files: Sequence[str | Path] = ()) -> Workspace:
     """Check the configuration against ``schema`` (its defaults set first) and what it cannot say,
-    and the config ``files`` it was read from for a key given twice, every problem in one message;
-    write the fingerprints and the config; resolve the builds."""
-    checked = config_check.check(config, schema, files)
+    and the ``config_files`` it was read from for a key given twice, every problem in one message;
+    fingerprint the inputs and resolve the builds, writing nothing."""
+    checked = config_check.check(config, schema, config_files)
     problems = checked.problems
-    dataset_file, local_sha256 = problems.attempt(_dataset_file, config) or (None, None)
-    model_dir = problems.attempt(_model_dir, config)
+    cache = fingerprints.Sha256Cache(Path(paths.CACHE) / "sha256.json")
+    files: dict[str, dict] = {}
+    dataset_file, local_sha256 = problems.attempt(_dataset_file, config, cache, files) or (None, None)
+    model_dir = problems.attempt(_model_dir, config, cache, files)
     problems.raise_any()
     builds = vipune_builds.resolve(config, checked.specs)
-    workspace = Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
-                          views=views.configured(config), specs=checked.specs, builds=builds,
-                          lab=checked.lab, local_sha256=local_sha256)
-    write_json_if_changed(paths.CONFIG_JSON, config)
-    write_json_if_changed(paths.BUILD_SOURCES, builds.sources)
-    return workspace
+    return Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
+                     views=views.configured(config), specs=checked.specs, builds=builds,
+                     lab=checked.lab, local_sha256=local_sha256, files={**files, **builds.files},
+                     sha256_cache=cache)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from vipune_eval.core.fingerprints import (MODEL_SIDE_FILES, cached_sha256, dataset_fingerprint,
+from vipune_eval.core.fingerprints import (MODEL_SIDE_FILES, Sha256Cache, cached_sha256, dataset_fingerprint,
                                            model_fingerprint, remember_sha256)
 from vipune_eval.core.io import Progress, log, write_json_if_changed
 from vipune_eval.errors import EvalError
@@ -272,6 +272,6 @@ def download_model(repo_id: str, revision: str, file: str, pooling: str, dest: P
                 raise
             log.info("%s has no %s (optional)", what, name)
     fingerprint = model_fingerprint(dest, repo_id=repo_id, revision=revision, file=file,
-                                    pooling=pooling, cache_file=cache_file)
+                                    pooling=pooling, cache=Sha256Cache(cache_file))
     write_json_if_changed(fingerprint_out, fingerprint)
     return fingerprint

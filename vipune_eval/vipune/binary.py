@@ -10,11 +10,12 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vipune_eval.core.io import planned_copy, read_json, sha256_file, write_json_if_changed
+from vipune_eval.core.io import planned_copy, read_json, sha256_file
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune
 from vipune_eval.vipune.settings import VipuneSettings
@@ -122,23 +123,30 @@ def planned_binary(vipune: VipuneSettings, folder: Path) -> PlannedBinary:
     return planned
 
 
-def binary_fingerprint(path: Path, home: Path, timeout: float, cache_dir: Path,
-                       extra_files: list[Path] | None = None) -> dict[str, Any]:
+def binary_fingerprint(path: Path, timeout: float, extra_files: list[Path] | None = None,
+                       versions: dict[str, str] | None = None) -> dict[str, Any]:
     """sha256 of the binary's bytes (and of ``extra_files``, e.g. the build a wrapper script
-    runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder."""
+    runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder.
+
+    ``versions``: what the fingerprints of this results folder say, content sha256 → version:
+    a build seen before is not run again (each call costs ~0.4 s, and every cluster job parses
+    the Snakefile). Else vipune runs in a throwaway HOME: parsing writes nothing anywhere."""
     sha = sha256_file(path)
     files = {str(f): sha256_file(f) for f in extra_files or []}
     content = sha if not files else hashlib.sha256(
         "\n".join([sha, *files.values()]).encode()).hexdigest()
-    cached = cache_dir / f"vipune-version-{content}.json"
-    if cached.exists():
-        version = read_json(cached)["version"]
-    else:
-        version = Vipune(path, home, timeout).version(f"vipune.binary {path}")
-        write_json_if_changed(cached, {"version": version})
+    version = (versions or {}).get(content)
+    if version is None:
+        with tempfile.TemporaryDirectory(prefix="vipune-eval-version-") as home:
+            version = Vipune(path, Path(home), timeout).version(f"vipune.binary {path}")
     fingerprint = {"kind": "vipune", "sha256": sha, "version": version,
                    "id": f"{version}-{content[:12]}"}
     if files:
         fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}
         fingerprint["content_sha256"] = content
     return fingerprint
+
+
+def known_versions(fingerprints: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Content sha256 → version, from binary fingerprints (``binary_fingerprint``'s ``versions``)."""
+    return {fp.get("content_sha256", fp["sha256"]): fp["version"] for fp in fingerprints.values()}

@@ -1,4 +1,6 @@
-# Parse-time set-up (vipune_eval.plan.workspace) and the input functions of the rules.
+# Parse-time set-up (vipune_eval.plan.workspace) and the input functions of the rules. Parsing
+# writes nothing and takes no lock (a dry run, --lint, --dag, --summary, --list-* and --report
+# parse this file too): a real run's start does (start_run, the Snakefile's onstart).
 import atexit
 import os
 import re
@@ -9,21 +11,19 @@ from pathlib import Path
 from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.registry.models import pins as model_pins
-from vipune_eval.plan import cluster, failures, manifest, rundir
+from vipune_eval.plan import cluster, failures, manifest, planned_file, rundir
 from vipune_eval.plan.config_args import read_config_args
 from vipune_eval.plan import workspace as W
 from vipune_eval.plan.codeversion import code_version
 from vipune_eval.stages.report import report_html
 from vipune_eval.errors import EvalError
-from vipune_eval.core.io import write_json_if_changed
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
 from vipune_eval.vipune.binary import MISSING
+from snakemake.settings.enums import RerunTrigger
 
+RUN_LOCK = None  # the run's lock, taken by start_run: held until this process ends, kill -9 included
 try:
-    if workflow.is_main_process and not workflow.dryrun:
-        RUN_LOCK = rundir.hold_lock()  # held until this process ends, kill -9 included
-        rundir.clear_tmp()
     read_config_args(config, workflow.config_settings.config_args)  # its values as YAML
     WS = W.prepare(config, SCHEMA, workflow.configfiles)
     if workflow.is_main_process:
@@ -32,7 +32,13 @@ try:
     # the jobs' library caches stay out of HOME
     os.environ.update(rundir.job_environment())
     MANIFEST = manifest.report_manifest(WS)
-    write_json_if_changed(paths.REPORT_MANIFEST, MANIFEST)
+    # path → text of every file the plan writes (rule planned_file, workflow/rules/plan.smk)
+    PLANNED = planned_file.texts({**WS.files, paths.REPORT_MANIFEST: MANIFEST})
+    # each planned file's input: the mark of its text (targets too: a missing mark is made even
+    # where the file's readers are up to date, as Snakemake alone would not, snakemake#1978)
+    PLANNED_MARKS = {
+        path: planned_file.mark(path, text) for path, text in PLANNED.items()
+    }
 except EvalError as exc:
     # the fix on a line of its own, last: what to do is what a user reads last
     sys.exit(exc.shown())
@@ -57,6 +63,46 @@ try:
         }
 except EvalError as exc:
     sys.exit(exc.shown())
+
+
+def start_run():
+    """The onstart hook: Snakemake calls it for a real run only, after planning the DAG and before
+    the first job. A cluster check that fails stops the run before anything is written; then the
+    lock, the scratch a killed run left, the planned files' texts, the run's record (its
+    config, the builds' sources) and the sha256 cache (plan.rundir.start).
+    """
+    global RUN_LOCK
+    cluster.check_workflow(workflow)
+    try:
+        RUN_LOCK = rundir.start(PLANNED, WS.record, [WS.sha256_cache])
+    except EvalError as exc:
+        raise SystemExit(exc.shown()) from None
+
+
+def planned_pattern():
+    """The planned files' {planned} (paths.PLANNED): the planned_file rule makes exactly these."""
+    below = (os.path.relpath(path, paths.RESULTS) for path in PLANNED)
+    return "|".join(re.escape(path) for path in below)
+
+
+def planned_mark(wildcards):
+    """The planned file's input: the mark of its text (plan.planned_file.mark). Checked here, when
+    the DAG is planned (the rerun triggers are not known at parse time): a text planned before and
+    come back (its mark is there) is seen through the params trigger alone."""
+    path = paths.fill(paths.PLANNED, **wildcards)
+    triggers = workflow.dag_settings.rerun_triggers
+    try:
+        planned_file.refuse_unseen(
+            {path: PLANNED[path]}, RerunTrigger.PARAMS in triggers
+        )
+    except EvalError as exc:
+        sys.exit(exc.shown())
+    return PLANNED_MARKS[path]
+
+
+def planned_sha256(wildcards):
+    """The planned file's tracked param: the sha256 of its text (a changed text reruns it)."""
+    return planned_file.digest(PLANNED[paths.fill(paths.PLANNED, **wildcards)])
 
 
 def runs_pattern(runs):
@@ -207,11 +253,14 @@ def ran_rules():
 
 def print_report(path, failed=False):
     if not failed:
-        # The run is over: its lock is released first, since the HTML report of a run of some
-        # targets is planned again in a Snakemake process of its own, which reads this workflow
-        # too. The summary is printed last, after Snakemake's own lines; a run that did not
-        # rebuild the report (--until score, a target upstream) names it as an earlier run's.
-        RUN_LOCK.close()
+        # The run is over: the texts it staged are gone, and its lock is released first, since
+        # the HTML report of a run of some targets is planned again in a Snakemake process of its
+        # own, which reads this workflow too. The summary is printed last, after Snakemake's own
+        # lines; a run that did not rebuild the report (--until score, a target upstream) names
+        # it as an earlier run's.
+        planned_file.unstage()
+        if RUN_LOCK is not None:
+            RUN_LOCK.close()
         ran = ran_rules()
         if not ran & {"report", "plots", "report_page"}:
             atexit.register(

@@ -45,6 +45,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the model laid out where vipune looks: the layout only, not the client
     "vipune-home": {"vipune.home", "core.fingerprints"},
     "vipune-binary": {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
+    # a file of the plan put in place: where the run staged its text, nothing that computes it
+    "planned-file": {"plan.planned_file", "core.paths"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
     "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
     # rows and texts (what embed and search read), never the pairs' labels or the split

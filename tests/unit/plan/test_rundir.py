@@ -1,5 +1,6 @@
-"""The run folder: the lock, and what a killed run left behind."""
+"""The run folder: the lock, what a killed run left behind, and what a real run's start writes."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,9 @@ import pytest
 
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import atomic_path
-from vipune_eval.plan.rundir import clear_tmp, hold_lock
+from vipune_eval.core.fingerprints import Sha256Cache
+from vipune_eval.plan import planned_file
+from vipune_eval.plan.rundir import clear_tmp, hold_lock, start
 from vipune_eval.stages.search import vipune_lib
 
 
@@ -54,3 +57,58 @@ time.sleep(60)
     holder.kill()
     holder.wait()
     hold_lock(results).close()  # a kill -9 leaves no lock behind
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """``mount(folder)``: a read-only tmpfs at ``folder`` (root only; skipped elsewhere: root
+    writes through permission bits, so a chmod would prove nothing)."""
+    mounted = []
+
+    def mount(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            pytest.skip(f"cannot mount a read-only tmpfs here (it needs root): {out.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_read_only_results_folder_is_one_named_error_with_its_fix(tmp_path, read_only):
+    """Issue 51: an OSError traceback from the lock, no vipune-eval line, no fix."""
+    results = read_only(tmp_path / "results")
+    with pytest.raises(EvalError) as info:
+        hold_lock(results)
+    assert info.value.message == f"{results}: the run cannot write its results there (Read-only file system)"
+    assert "mount it read-write" in info.value.fix and "--directory" in info.value.fix
+    with pytest.raises(EvalError, match="cannot write its results there"):
+        start({}, {}, [], read_only(tmp_path / "other" / "results"))
+
+
+def test_start_takes_the_lock_and_writes_the_record_stages_the_plan_and_saves_the_caches(tmp_path, monkeypatch):
+    """What only a real run does (the Snakefile's onstart): parsing writes nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "tmp" / "left-by-a-killed-run").mkdir(parents=True)
+    data = tmp_path / "data.json"
+    data.write_text("[]")
+    cache = Sha256Cache(tmp_path / "results" / ".cache" / "sha256.json")
+    cache.sha256(data)
+    assert not cache.file.exists()
+    planned = planned_file.texts({"results/report-inputs.json": {"views": []}})
+    lock = start(planned, {"results/config.json": {"ks": [1, 5, 10]}}, [cache])
+    try:
+        assert json.loads(Path("results/config.json").read_text()) == {"ks": [1, 5, 10]}
+        assert not Path("results/tmp/left-by-a-killed-run").exists()
+        assert cache.file.exists() and not Path("results/report-inputs.json").exists()  # the job's to write
+        planned_file.run_planned_file(planned_file.digest(planned["results/report-inputs.json"]),
+                                      Path("results/report-inputs.json"))
+        assert Path("results/report-inputs.json").read_text() == planned["results/report-inputs.json"]
+        with pytest.raises(EvalError, match="another run"):
+            hold_lock()
+    finally:
+        lock.close()

@@ -85,7 +85,7 @@ def test_parsing_the_workflow_imports_no_statistics_and_no_arrays():
     rules = Path(__file__).parents[3] / "workflow" / "rules"
     imports = sorted({line for smk in rules.glob("*.smk") for line in smk.read_text().splitlines()
                       if re.match(r"from vipune_eval[\w.]* import \w", line)})
-    assert "from vipune_eval.plan import cluster, failures, manifest, rundir" in imports
+    assert "from vipune_eval.plan import cluster, failures, manifest, planned_file, rundir" in imports
     heavy = ("scipy", "numpy", "pyarrow", "pandas")
     code = "\n".join([RECORDER, *imports, f"print({asked(heavy)})"])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

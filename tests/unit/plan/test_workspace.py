@@ -52,3 +52,25 @@ def test_rule_alls_search_files_are_every_shard_the_reports_scores_read(tmp_path
         assert set(ws.arms_shards(ws.view(view))) <= files
     assert f"results/search/{compared}/shard-7-of-8.status.json" in files
     assert f"results/turn/search/{compared}/shard-7-of-8.status.json" not in files  # scored in the primary view only
+
+
+def test_prepare_writes_nothing_and_hands_the_run_what_to_write(tmp_path, monkeypatch):
+    """Issue 53: parsing (a dry run, --lint, --report) wrote the fingerprints, the config and the
+    sha256 cache; now prepare computes them and the run writes them (plan.planned_file, rundir.start)."""
+    from support.config import SCHEMA, local_config
+    from support.fakes import fake_build
+    from vipune_eval.core import paths
+    from vipune_eval.plan import workspace
+
+    binary = fake_build(tmp_path / "build")[0]
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    ws = workspace.prepare(local_config(tmp_path, binary=str(binary)), SCHEMA)
+    assert list(work.iterdir()) == []
+    kinds = {path: content["kind"] for path, content in ws.files.items()}
+    assert kinds == {paths.DATASET_FINGERPRINT: "dataset", paths.MODEL_FINGERPRINT: "model",
+                     paths.binary_fingerprint_file(ws.builds.primary): "vipune",
+                     paths.lane_fingerprint_file(ws.builds.lane): "vipune-lane"}
+    assert ws.record == {paths.CONFIG_JSON: ws.config, paths.BUILD_SOURCES: ws.builds.sources}
+    assert ws.sha256_cache.learned  # the dataset and the model, hashed once: the run saves them

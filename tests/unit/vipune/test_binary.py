@@ -68,17 +68,17 @@ def fake_binary(tmp_path, fake_vipune_bin):
 
 
 def test_binary_fingerprint_ignores_path_and_mtime_but_not_bytes(tmp_path, fake_binary):
-    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    first = binary.binary_fingerprint(fake_binary, 30)
     assert first["sha256"] == sha256_file(fake_binary)
     assert first["id"] == f"{first['version']}-{first['sha256'][:12]}"
     os.utime(fake_binary, (1, 1))
     other = tmp_path / "elsewhere" / "vipune-copy"
     other.parent.mkdir()
     shutil.copy(fake_binary, other)
-    assert binary.binary_fingerprint(other, tmp_path / "home", 30, tmp_path / "cache") == first
+    assert binary.binary_fingerprint(other, 30) == first
     with fake_binary.open("a") as handle:
         handle.write("# rebuilt\n")
-    assert binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")["id"] != first["id"]
+    assert binary.binary_fingerprint(fake_binary, 30)["id"] != first["id"]
 
 
 def test_resolve_binary_explains_how_to_get_vipune(monkeypatch, fake_binary):
@@ -93,7 +93,7 @@ def test_binary_that_does_not_print_version_json_is_named(tmp_path):
     liar.write_text("#!/bin/sh\necho 'vipune 0.9.1'\n")
     liar.chmod(0o755)
     with pytest.raises(EvalError, match=r"did not print vipune's version JSON.*vipune 0.9.1"):
-        binary.binary_fingerprint(liar, tmp_path / "home", 30, tmp_path / "cache")
+        binary.binary_fingerprint(liar, 30)
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -107,25 +107,37 @@ def test_a_version_call_that_fails_says_what_it_printed_its_exit_code_and_the_wa
     """Regression: these read `MissingOutputException … vipune-missing.json` after a fixed 60 s."""
     monkeypatch.setenv("FAKE_VIPUNE_FAULT", fault)
     with pytest.raises(EvalError, match=message):
-        binary.binary_fingerprint(fake_binary, tmp_path / "home", 2, tmp_path / "cache")
+        binary.binary_fingerprint(fake_binary, 2)
 
 
 def test_fingerprint_files_make_a_change_behind_a_wrapper_count(tmp_path, fake_binary):
     build = tmp_path / "build" / "vipune-real"
     build.parent.mkdir()
     build.write_bytes(b"\x7fELF version 1")
-    first = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
-    plain = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache")
+    first = binary.binary_fingerprint(fake_binary, 30, [build])
+    plain = binary.binary_fingerprint(fake_binary, 30)
     assert first["sha256"] == plain["sha256"] and first["id"] != plain["id"]
     assert first["files"] == {"vipune-real": sha256_file(build)}
     build.write_bytes(b"\x7fELF version 2")  # the wrapper is unchanged; what it runs is not
-    second = binary.binary_fingerprint(fake_binary, tmp_path / "home", 30, tmp_path / "cache", [build])
+    second = binary.binary_fingerprint(fake_binary, 30, [build])
     assert second["id"] != first["id"] and second["sha256"] == first["sha256"]
+
+
+def test_a_version_this_folder_recorded_is_not_asked_again(tmp_path, fake_binary):
+    """Parse time runs no vipune for a build whose fingerprint is here (each call costs ~0.4 s, in
+    every cluster job's parse); a new build's version call writes nothing but in a throwaway HOME."""
+    first = binary.binary_fingerprint(fake_binary, 30)
+    liar = tmp_path / "liar"  # the same bytes would answer; a liar shows no call is made
+    liar.write_text("#!/bin/sh\necho garbage\n")
+    liar.chmod(0o755)
+    versions = binary.known_versions({first["id"]: first, "x": {"sha256": sha256_file(liar), "version": "0.20.2"}})
+    assert binary.binary_fingerprint(liar, 30, versions=versions)["id"] == f"0.20.2-{sha256_file(liar)[:12]}"
+    assert binary.binary_fingerprint(fake_binary, 30, versions=versions) == first
 
 
 def test_a_job_runs_a_private_copy_of_the_planned_bytes(fake_vipune_bin, tmp_path):
     fingerprint = tmp_path / "fp.json"
-    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, tmp_path / "h", 30, tmp_path / "cache")))
+    fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, 30)))
     planned = planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, None, tmp_path / "tmp", 5.0),
                              tmp_path / "job")
     assert planned.path == tmp_path / "job" / "vipune" and planned.shown == fake_vipune_bin.resolve()

@@ -19,7 +19,7 @@ from vipune_eval.core import paths
 from vipune_eval.errors import EvalError
 
 LOG = f"{paths.RESULTS}/logs/report_html.log"
-SNAKEFILE = Path(__file__).resolve().parents[3] / "Snakefile"  # the workflow this package belongs to
+SNAKEFILE = Path(__file__).resolve().parents[3] / "workflow" / "Snakefile"  # the workflow this package belongs to
 
 
 def command(snakefile: Path, directory: Path) -> list[str]:

@@ -19,7 +19,7 @@ def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):
     fingerprint = tmp_path / "fp.json"
     os.environ.update(env)
     try:
-        fingerprint.write_text(json.dumps(binary_fingerprint(binary, tmp_path / "vh", 30, tmp_path / "cache")))
+        fingerprint.write_text(json.dumps(binary_fingerprint(binary, 30)))
         vipune = VipuneSettings(str(binary), fingerprint, hf_home, tmp_path / "tmp", timeout=30)
         return run_preflight(vipune, ModelFiles(model_dir, "model.onnx", "mean"), tmp_path / "preflight.json",
                              mode)

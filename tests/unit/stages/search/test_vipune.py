@@ -81,7 +81,7 @@ def shard_search(tmp_path, vipune_hf_home):
         fingerprint = folder / "vipune-x.json"
         if not folder.exists():  # planned once: a rerun of the same name searches as planned then
             folder.mkdir()
-            planned = binary_fingerprint(binary, folder / "home", 30, folder / "fp-cache", list(files))
+            planned = binary_fingerprint(binary, 30, list(files))
             fingerprint.write_text(json.dumps(planned))
             if files:  # as plan.builds writes it
                 wrapped_record(fingerprint).write_text(json.dumps({"files": {str(f): sha256_file(f) for f in files}}))
