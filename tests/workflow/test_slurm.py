@@ -30,7 +30,7 @@ from support.slurm import executor_env
 
 pytestmark = pytest.mark.slow
 
-REPO = SNAKEFILE.parent
+REPO = SNAKEFILE.parent.parent  # the Snakefile is workflow/Snakefile
 PROFILE = REPO / "workflow/profiles/slurm"
 TOOLS = ("sinfo", "sbatch", "sacct", "scontrol", "squeue", "scancel")
 REQUIRED = os.environ.get("VIPUNE_EVAL_SLURM") == "required"
