@@ -81,7 +81,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # exit code and message are its fields (core.failed_pair)
     "report": SECTIONS | EXPLAIN | {"stages.report.report", "stages.report.markdown", "stages.report.published",
                           "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
-                          "stages.report.summary", "stages.report.document", "stages.report.lanes",
+                          "stages.report.summary", "stages.report.document",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
                           "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
@@ -89,18 +89,18 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
               "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
     # but report.json and the plots
-    "report-page": SECTIONS | {"stages.report.report_page", "stages.report.document", "stages.report.lanes",
+    "report-page": SECTIONS | {"stages.report.report_page", "stages.report.document",
                                "stages.report.plots", "stages.report.whatif", "stages.report.compare",
                                "registry.measures", "registry.views", "registry.granularities", "core.paths",
                                "core.intervals", "registry.vipune_runs"},
     # a question explained from a finished run's files (no rule runs it: a person does), in the report's words
-    "explain": SECTIONS | EXPLAIN | {"stages.report.lanes", "stages.report.compare", "stages.report.whatif",
+    "explain": SECTIONS | EXPLAIN | {"stages.report.compare", "stages.report.whatif",
                                      "registry.views", "registry.granularities", "core.intervals"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.report_html", "core.paths"},
     # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,
     # the report's paired statistics, and the report's own words for what else changes the reading
-    "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document", "stages.report.lanes",
+    "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document",
                         "registry.measures", "registry.views", "registry.granularities", "registry.vipune_runs",
                         "core.paths", "core.intervals"},
 }

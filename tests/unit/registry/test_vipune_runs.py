@@ -22,3 +22,23 @@ def test_no_other_module_types_a_run_name():
              for path in (PACKAGE / folder).rglob("*.py") if path.name != "vipune_runs.py"
              for name in names if re.search(rf"[\"']{name}[\"']", path.read_text())]
     assert not typed, typed
+
+
+def test_the_lanes_runs_come_first_each_group_in_its_own_order():
+    LIB, BINARY = vipune_runs.LIB, vipune_runs.BINARY
+    assert vipune_runs.first(["dense", LIB.hybrid, "hybrid", BINARY.hybrid]) == [LIB.hybrid, BINARY.hybrid, "dense", "hybrid"]
+
+
+def test_the_retriever_compared_with_every_other_is_the_first_lane_run_configured_else_the_first():
+    LIB, BINARY = vipune_runs.LIB, vipune_runs.BINARY
+    assert vipune_runs.subject(["dense", LIB.hybrid, BINARY.hybrid]) == BINARY.hybrid  # LANES' order: the binary's first
+    assert vipune_runs.subject(["dense", LIB.semantic]) == LIB.semantic
+    assert vipune_runs.subject(["dense", "hybrid"]) == "dense"
+
+
+def test_each_lib_run_is_set_against_the_binarys_run_of_the_same_search():
+    LIB, BINARY = vipune_runs.LIB, vipune_runs.BINARY
+    assert LIB.counterparts() == {LIB.hybrid: BINARY.hybrid, LIB.semantic: BINARY.semantic}
+    assert BINARY.counterparts() == {} and LIB.agreement_keys() == {}
+    assert BINARY.agreement_keys() == {BINARY.hybrid: "vipune_vs_hybrid", BINARY.semantic: "vipune_semantic_vs_dense"}
+    assert set(vipune_runs.RUNS) == {BINARY.hybrid, BINARY.semantic, LIB.hybrid, LIB.semantic}

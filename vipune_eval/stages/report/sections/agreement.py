@@ -5,15 +5,19 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures
+from vipune_eval.registry import measures, vipune_runs
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.report import lanes
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
 from vipune_eval.stages.report.sections.scored import copied
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
+
+
+def mirrored() -> list[tuple[str, str]]:
+    """(run, its diagnostics key) of each lane's run set against its reference mirror."""
+    return [(run, key) for lane in vipune_runs.LANES for run, key in lane.agreement_keys().items()]
 
 
 def _by_view(report: Report) -> list[LaneAgreement]:
@@ -39,11 +43,11 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     and the pairs one of them scored and the other did not."""
     d = report["diagnostics"]
     out = []
-    for lane in lanes.LANES:
-        agree = d.get(lane.agreement) if lane.agreement else None
+    for run, key in mirrored():
+        agree = d.get(key)
         if agree:
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
-            out.append(Item(f"{lane.retriever} and its mirror `{agree['mirror']}` return the same ranking on "
+            out.append(Item(f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
                             f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
                             "does what its contract says."))
     agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
@@ -117,10 +121,10 @@ def warnings(report: Report) -> list[str]:
     d = report["diagnostics"]
     k = measures.primary_k(primary_ks(report))
     out = []
-    for lane in lanes.LANES:
-        agree = d.get(lane.agreement) if lane.agreement else None
+    for run, key in mirrored():
+        agree = d.get(key)
         if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
-            out.append(f"{lane.retriever} and its mirror {agree['mirror']} rank the top {k} differently on "
+            out.append(f"{run} and its mirror {agree['mirror']} rank the top {k} differently on "
                        f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
     apart: dict[tuple, list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them
