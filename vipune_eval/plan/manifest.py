@@ -16,7 +16,7 @@ from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune.binary import MISSING
 
 

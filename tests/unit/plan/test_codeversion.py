@@ -37,7 +37,7 @@ SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.s
     "throughput", "vipune_builds", "warnings"))}
 # An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
 EXPLAIN = {"stages.report.explain", "core.lane_arms", "core.persona", "stages.report.summary",
-           "stages.report.document", "core.manifest", "core.paths", "registry.measures", "registry.vipune_runs"}
+           "stages.report.document", "core.manifest", "core.paths", "registry.measures", "registry.lanes"}
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
     "download-dataset": {"stages.download", "core.fingerprints"},
@@ -58,19 +58,19 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
     "fuse-reference": SHARD | {"stages.search.fuse_reference", "stages.search.arms", "stages.search.rankers",
-                               "registry.retrievers", "registry.arms", "registry.vipune_runs", "vipune.contract"},
+                               "registry.retrievers", "registry.arms", "registry.lanes", "vipune.contract"},
     "search-family": SHARD | {"stages.search.family", "stages.search.rankers", "registry.retrievers",
-                              "registry.arms", "registry.vipune_runs", "vipune.contract"},
+                              "registry.arms", "registry.lanes", "vipune.contract"},
     # the plugin loader is here, where the job's code version sees it
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.vipune_runs",
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.lanes",
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
-                              "vipune.import_format", "vipune.contract", "registry.vipune_runs", "vipune.settings"},
+                              "vipune.import_format", "vipune.contract", "registry.lanes", "vipune.settings"},
     # vipune's own search code through the lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
-                                  "registry.vipune_runs", "core.process", "vipune.settings", "core.lane_arms"},
+                                  "registry.lanes", "core.process", "vipune.settings", "core.lane_arms"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract", "vipune.settings"},
@@ -84,7 +84,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                           "stages.report.summary", "stages.report.document",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
-                          "core.manifest", "registry.vipune_runs", "vipune.contract", "vipune.release"},
+                          "core.manifest", "registry.lanes", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "registry.measures",
               "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
@@ -92,7 +92,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "report-page": SECTIONS | {"stages.report.report_page", "stages.report.document",
                                "stages.report.plots", "stages.report.whatif", "stages.report.compare",
                                "registry.measures", "registry.views", "registry.granularities", "core.paths",
-                               "core.intervals", "registry.vipune_runs"},
+                               "core.intervals", "registry.lanes"},
     # a question explained from a finished run's files (no rule runs it: a person does), in the report's words
     "explain": SECTIONS | EXPLAIN | {"stages.report.compare", "stages.report.whatif",
                                      "registry.views", "registry.granularities", "core.intervals"},
@@ -101,7 +101,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,
     # the report's paired statistics, and the report's own words for what else changes the reading
     "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document",
-                        "registry.measures", "registry.views", "registry.granularities", "registry.vipune_runs",
+                        "registry.measures", "registry.views", "registry.granularities", "registry.lanes",
                         "core.paths", "core.intervals"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",

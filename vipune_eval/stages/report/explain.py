@@ -27,7 +27,7 @@ from vipune_eval.core.manifest import ExplainedBuild, Manifest
 from vipune_eval.core.persona import first_documents, row_id
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.stages.report.document import Bullets, Table, plain
 from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report, primary_ks
 from vipune_eval.stages.report.sections import explanations as words

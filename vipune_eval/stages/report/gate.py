@@ -24,7 +24,7 @@ from xml.etree import ElementTree
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
 from vipune_eval.registry import measures
-from vipune_eval.registry.vipune_runs import LIB
+from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
 from vipune_eval.stages.report.sections import agreement

@@ -22,7 +22,7 @@ from vipune_eval.core.manifest import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.errors import EvalError
-from vipune_eval.registry import measures, models, vipune_runs
+from vipune_eval.registry import measures, models, lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, explain, markdown, projection, summary, whatif
@@ -227,11 +227,11 @@ def build(loaded: Loaded) -> Report:
         "measures": measures.definitions(primary.entry["measures"]), "dataset": counts,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
-        "retriever_order": vipune_runs.first([n for n in manifest["retrievers"] if n in metrics]),
+        "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
         "corpus": manifest.get("corpus"),
     }
-    subject = vipune_runs.subject(list(metrics))
+    subject = lanes.subject(list(metrics))
     report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
                              for other in metrics if other != subject}
     report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
@@ -264,11 +264,11 @@ def build(loaded: Loaded) -> Report:
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
         **{key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
-           for lane in vipune_runs.LANES for run, key in lane.agreement_keys().items()},
+           for lane in lanes.LANES for run, key in lane.agreement_keys().items()},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
         # vipune's own search code (the lane) against the binary, in every view: they should agree
         # on every pair, and score the same pairs
-        "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in vipune_runs.LANES
+        "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
                   for run, binary in lane.counterparts().items()
                   if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))],
     }

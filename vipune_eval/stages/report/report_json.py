@@ -98,7 +98,7 @@ class LaneAgreement(_Agreement, total=False):
 
 class Diagnostics(TypedDict, total=False):
     """Why vipune misses (stages.report.diagnostics); the keys of its agreements with its mirrors
-    are registry.vipune_runs' lanes' ``agreement``."""
+    are registry.lanes' lanes' ``agreement``."""
 
     truncation: dict[str, Any]
     bm25_and_query: dict[str, Any] | None

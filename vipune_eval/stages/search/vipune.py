@@ -32,7 +32,7 @@ from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
 from vipune_eval.core.process import shown
-from vipune_eval.registry.vipune_runs import BINARY
+from vipune_eval.registry.lanes import BINARY
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError
 from vipune_eval.vipune.settings import VipuneSettings

@@ -23,7 +23,7 @@ from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
-from vipune_eval.registry.vipune_runs import LIB, SEARCHES
+from vipune_eval.registry.lanes import LIB, SEARCHES
 from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, planned_lane
 

@@ -5,7 +5,7 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures, vipune_runs
+from vipune_eval.registry import measures, lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
@@ -17,7 +17,7 @@ MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs tha
 
 def mirrored() -> list[tuple[str, str]]:
     """(run, its diagnostics key) of each lane's run set against its reference mirror."""
-    return [(run, key) for lane in vipune_runs.LANES for run, key in lane.agreement_keys().items()]
+    return [(run, key) for lane in lanes.LANES for run, key in lane.agreement_keys().items()]
 
 
 def _by_view(report: Report) -> list[LaneAgreement]:

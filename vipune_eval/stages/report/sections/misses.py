@@ -5,7 +5,7 @@ each gold session."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures, vipune_runs
+from vipune_eval.registry import measures, lanes
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement
@@ -48,7 +48,7 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
         items.append(Item(f"vipune's AND query finds nothing for {bm25['bm25_empty_share']:.1%} of the questions "
                           f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.", sub))
     items += agreement.items(report, ks)
-    for lane in vipune_runs.LANES:
+    for lane in lanes.LANES:
         seconds = report["retrievers"].get(lane.hybrid, {}).get("search_seconds")
         if seconds and lane.latency:
             items.append(Item(f"{lane.hybrid} search latency ({lane.latency}): p50 {seconds['p50']:.3f} s, "

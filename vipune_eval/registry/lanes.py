@@ -13,7 +13,7 @@ SEARCHES = ("hybrid", "semantic")  # the two searches of each lane, in this orde
 
 
 @dataclass(frozen=True)
-class Runs:
+class Lane:
     """One lane: the run names of its two searches, and what the report sets them against."""
 
     hybrid: str    # its hybrid search (dense and bm25 fused)
@@ -21,7 +21,7 @@ class Runs:
     # report.json's diagnostics keys of its runs' agreement with their reference mirrors (SEARCHES' order)
     agreement: tuple[str, str] | None = None
     latency: str | None = None     # what its hybrid search's latency includes, where the report shows it
-    ranks_as: Runs | None = None   # the lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
+    ranks_as: Lane | None = None   # the lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
 
     def of(self, search: str) -> str:
         """The run of ``search`` (one of SEARCHES)."""
@@ -41,9 +41,9 @@ class Runs:
         return dict(zip(self.runs, self.ranks_as.runs)) if self.ranks_as else {}
 
 
-BINARY = Runs("vipune", "vipune-semantic",  # the vipune binary: search --hybrid / --no-hybrid
+BINARY = Lane("vipune", "vipune-semantic",  # the vipune binary: search --hybrid / --no-hybrid
               agreement=("vipune_vs_hybrid", "vipune_semantic_vs_dense"), latency="per query, subprocess included")
-LIB = Runs("vipune-lib", "vipune-lib-semantic", ranks_as=BINARY)  # vipune-lane, beside the binary (issue 37)
+LIB = Lane("vipune-lib", "vipune-lib-semantic", ranks_as=BINARY)  # vipune-lane, beside the binary (issue 37)
 LANES = (BINARY, LIB)  # the report's order: first in the headline and in every table of retrievers
 RUNS = tuple(run for lane in LANES for run in lane.runs)  # every run of vipune's own code, in that order
 
