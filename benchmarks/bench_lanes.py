@@ -54,7 +54,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.settings import VipuneSettings
-    from vipune_eval.vipune.lane import frame, lane_fingerprint
+    from vipune_eval.vipune.vipune_lane import frame, lane_fingerprint
 
     binary, lane = real_build
     dest = work / "lanes"

@@ -110,8 +110,8 @@ WITHOUT_ARMS = r"""
 import sys, types
 from vipune_eval import cli
 from vipune_eval.stages.search import vipune_lib
-from vipune_eval.vipune.lane import LaneRun
-vipune_lib.LaneRun = lambda lane, folder, timeout, arms=False: LaneRun(lane, folder, timeout)
+from vipune_eval.vipune.vipune_lane import VipuneLane
+vipune_lib.VipuneLane = lambda lane, folder, timeout, arms=False: VipuneLane(lane, folder, timeout)
 vipune_lib.lane_arms = types.SimpleNamespace(from_answer=lambda *args: None, write=lambda *args: None)
 sys.exit(cli.main(sys.argv[1:]))
 """
@@ -131,7 +131,7 @@ def explanation_costs(workdir: Path, binary: Path, out: Path, rep: int) -> dict[
     alternating order on the files the loop's last rep made: the checkout's lib-lane shards
     (two at once), the report, the HTML page."""
     from vipune_eval.core import paths
-    from vipune_eval.vipune.lane import find_lane
+    from vipune_eval.vipune.vipune_lane import find_lane
 
     results = workdir / "results"
     provenance = json.loads((results / "report.json").read_text())["provenance"]

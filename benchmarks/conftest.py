@@ -136,7 +136,7 @@ def real_vipune() -> Path:
 def real_build(real_vipune: Path) -> tuple[Path, Path]:
     """(the real vipune at the pinned release, the vipune-lane built beside it); skipped, saying
     why, where the lane is missing."""
-    from vipune_eval.vipune.lane import LaneError, find_lane
+    from vipune_eval.vipune.vipune_lane import LaneError, find_lane
     from vipune_eval.vipune.release import RELEASE
 
     try:

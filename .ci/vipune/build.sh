@@ -18,7 +18,7 @@
 #              the binary built in vipune-lane's workspace, so vipune's library is compiled once
 #              for both), a one-line edit rebuilt in seconds, not minutes. The code and the
 #              floating-point arithmetic are the same (no fast-math in Rust), so it ranks as the
-#              release profile does (tests/unit/vipune/test_lane.py checks every list and score);
+#              release profile does (tests/unit/vipune/test_vipune_lane.py checks every list and score);
 #              its binary and lane say "profile": "fast" and every report names a fast build.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
@@ -38,7 +38,7 @@
 # of the whole source (`vipune_source_sha256`); and it names the binary's sha256 and its profile.
 # The binary's build records the sha256 of the source it was built from in build.json beside
 # bin/: build.sh refuses a lane whose source is not the binary's, and so does the workflow
-# (vipune_eval/vipune/lane.py). A release's lane is reused while it runs and names that binary;
+# (vipune_eval/vipune/vipune_lane.py). A release's lane is reused while it runs and names that binary;
 # a checkout's is rebuilt (incrementally) with it. Where the lane does not build (an edit added a
 # module the search files use, or moved one of them), nothing is replaced and the error says
 # which file lane/vipune_sources.json must list.
@@ -417,7 +417,7 @@ source_sha=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
 python3 - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
 import json, sys
 out, binary, source, words, profile = sys.argv[1:]
-with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/lane.py (the pair's check)
+with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/vipune_lane.py (the pair's check)
     json.dump({"binary_sha256": binary, "vipune_source_sha256": source, "vipune_source": words, "profile": profile}, f, indent=1)
 PY
 

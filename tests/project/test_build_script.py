@@ -46,7 +46,7 @@ from vipune_eval.stages.score import Scoring, run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneRun, find_lane, lane_fingerprint
+from vipune_eval.vipune.vipune_lane import VipuneLane, find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 
@@ -159,7 +159,7 @@ def personas(model_dir: Path, count: int = 6) -> list[Persona]:
 
 def lane_rankings(lane: Path, persona: Persona, query: np.ndarray, tmp: Path) -> dict[str, list]:
     fed = dataclasses.replace(persona, query_vector=query)
-    [(_, answer)] = LaneRun(lane, tmp, timeout=60).search([fed], FLAGS)
+    [(_, answer)] = VipuneLane(lane, tmp, timeout=60).search([fed], FLAGS)
     return {name: [tuple(hit) for hit in answer[name]] for name in ("semantic", "hybrid")}
 
 

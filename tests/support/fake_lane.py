@@ -4,7 +4,7 @@
 It speaks the lane's protocol (lane/src/main.rs, docs/vipune-contract.md) and searches each
 persona with tests/support/fake_vipune.py's own database, semantic search, BM25 and fusion (the fake
 vipune is itself checked against the real binary), so a run on the fake lane ranks exactly as one
-on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real lane too.
+on the fake binary. tests/unit/vipune/test_vipune_lane.py runs its tests on the real lane too.
 
 ``version`` names as ``binary_sha256`` the sha256 of the ``vipune`` beside it (the binary it
 "was built with": in ``FAKE_LANE_DIR``, which its wrapper script sets to its own folder), or

@@ -23,7 +23,7 @@ EDITS = {  # the edits of issue 28's list → the rules whose command reaches th
     "stages.report.projection": {"report"},  # the projection's text
     "stages.filter.split": {"filter_pairs"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
-    "vipune.lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
+    "vipune.vipune_lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight
     "vipune.settings": {"preflight", "search_vipune", "search_vipune_lib"},  # the search flags of both lanes
     "registry.measures": {"score", "report", "plots", "report_page"},
     "stages.report.markdown": {"report"},  # the report's Markdown

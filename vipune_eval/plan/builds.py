@@ -4,7 +4,7 @@
 a binary or the fingerprint id of one evaluated in this directory before. A binary is known by its
 fingerprint (sha256 of its bytes and ``--json version``, vipune.binary), written here under
 results/fingerprints/ by the run (``Builds.files``: parsing writes nothing) so that staleness follows
-its bytes; the vipune-lane beside vipune.binary (vipune.lane) likewise.
+its bytes; the vipune-lane beside vipune.binary (vipune.vipune_lane) likewise.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune import binary as vipune_binary
-from vipune_eval.vipune import lane as lib_lane
+from vipune_eval.vipune import vipune_lane as lib_lane
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ vipune binary) and to record the sha256 of the vipune source the binary is built
 lane against a changed source, to record what it compiled: the sha256 of each file the lane
 compiles, of each item the lane copies and of that whole source (``--sources DIR``). The workflow
 asks the same functions which lane to look for, and refuses a lane whose source is not its
-binary's (vipune/lane.py).
+binary's (vipune/vipune_lane.py).
 """
 
 from __future__ import annotations

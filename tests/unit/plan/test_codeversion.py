@@ -69,7 +69,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                               "vipune.import_format", "vipune.contract", "registry.lanes", "vipune.settings"},
     # vipune's own search code through the lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
-    "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.lane", "vipune.lane_source",
+    "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.vipune_lane", "vipune.lane_source",
                                   "registry.lanes", "core.process", "vipune.settings", "core.lane_arms"},
     # the contract checks and the embedding parity (the embed recipe), not the lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",

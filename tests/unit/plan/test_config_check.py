@@ -17,7 +17,7 @@ import yaml
 from vipune_eval.plan import config_check, workspace
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.client import Vipune
-from vipune_eval.vipune.lane import find_lane, lane_fingerprint
+from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 
 from support.scenarios import REPO
 from support.config import DEFAULTS, SCHEMA

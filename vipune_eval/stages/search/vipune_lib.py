@@ -25,7 +25,7 @@ from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.lanes import LIB, SEARCHES
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneError, LaneRun, planned_lane
+from vipune_eval.vipune.vipune_lane import LaneError, VipuneLane, planned_lane
 
 
 RAM = Path("/dev/shm")
@@ -65,7 +65,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = LaneRun(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
+        run = VipuneLane(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
         with closing(run) as answers:  # the lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id

@@ -1,6 +1,6 @@
 """stages/report/explain.py: vipune's fusion of the recorded arms and its check against the list it
 explains, an explanation's columns, and ``vipune-eval explain`` on a hand-made finished run (its
-output and its errors). The arms' recording is tested on the real lane (tests/unit/vipune/test_lane.py),
+output and its errors). The arms' recording is tested on the real lane (tests/unit/vipune/test_vipune_lane.py),
 the whole on a workflow run (tests/workflow/test_maintainers_loop.py) and on real vipune builds
 (tests/project/test_build_script.py)."""
 

@@ -2,7 +2,7 @@
 scratch folder: a full or read-only /dev/shm included), what a killed job left there, and what its
 status file records of a persona it fails. The lane's searches themselves are tested through the
 workflow (tests/workflow/test_workflow.py, test_reruns.py) and the lane's protocol in
-tests/unit/vipune/test_lane.py."""
+tests/unit/vipune/test_vipune_lane.py."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from vipune_eval.core.persona import Persona, ShardSearch
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
-from vipune_eval.vipune.lane import lane_fingerprint
+from vipune_eval.vipune.vipune_lane import lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
 
 

@@ -164,7 +164,7 @@ def frame(persona: Persona, flags: list[str]) -> bytes:
 
 
 @dataclass(frozen=True)
-class LaneRun:
+class VipuneLane:
     """How a job runs one lane over a stream of personas."""
 
     lane: Path
@@ -182,7 +182,7 @@ class LaneRun:
         goes on with the personas after it."""
         rest: Iterator[Persona] = iter(personas)
         while True:
-            process = _LaneProcess(self, rest, flags)
+            process = _VipuneLaneProcess(self, rest, flags)
             try:
                 yield from process.answers()
                 return
@@ -221,10 +221,10 @@ def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
         raise LaneError(f"cannot start the watchdog of `{shown(proc.args)}`: {exc}") from None
 
 
-class _LaneProcess:
+class _VipuneLaneProcess:
     """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
 
-    def __init__(self, run: LaneRun, personas: Iterator[Persona], flags: list[str]):
+    def __init__(self, run: VipuneLane, personas: Iterator[Persona], flags: list[str]):
         run.tmp.mkdir(parents=True, exist_ok=True)
         self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp), *(["--arms"] if run.arms else [])]
         self.timeout = run.timeout
