@@ -143,12 +143,12 @@ def binary_path(wildcards, input):
 
 def lane_binary_fingerprint(wildcards):
     """The fingerprint file of the binary a lane was built beside (its build id is in the lane's)."""
-    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane])
+    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane_build])
 
 
 def lane_binary_path(wildcards, input):
     """The binary a lane was built beside, as binary_path gives it (not a rerun trigger)."""
-    return WS.builds.paths.get(WS.builds.lane_builds[wildcards.lane], "")
+    return WS.builds.paths.get(WS.builds.lane_builds[wildcards.lane_build], "")
 
 
 def get_filter_rows_inputs(wildcards):
