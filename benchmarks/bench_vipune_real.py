@@ -14,7 +14,7 @@ Sides, interleaved per rep:
   tells a job's fixed cost from the per-persona work. Each job also writes its own process's CPU
   apart from its vipune calls' (``OWN_CPU``): the harness's own work, without the noise of
   vipune's CPU in ``harness - bare``;
-- ``bare``: per persona the lane's calls — ``import``, ``search --hybrid``, ``search --no-hybrid`` —
+- ``bare``: per persona the vipune-lane's calls — ``import``, ``search --hybrid``, ``search --no-hybrid`` —
   one after another from a prepared JSONL, nothing else;
 - ``parts``: per persona, each call timed alone, and the pieces that tell them apart: ``version``
   (process start and opening a database, no model), a search on a one-row database (start, model

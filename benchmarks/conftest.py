@@ -135,7 +135,7 @@ def real_vipune() -> Path:
 @pytest.fixture(scope="module")
 def real_build(real_vipune: Path) -> tuple[Path, Path]:
     """(the real vipune at the pinned release, the vipune-lane built beside it); skipped, saying
-    why, where the lane is missing."""
+    why, where the vipune-lane is missing."""
     from vipune_eval.vipune.vipune_lane import LaneError, find_lane
     from vipune_eval.vipune.release import RELEASE
 

@@ -191,7 +191,7 @@ def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
     shutil.copy(REPO / ".ci" / "vipune" / "build.sh", script)
     (tmp_path / "vipune_eval" / "vipune").mkdir(parents=True)
     shutil.copy(REPO / "vipune_eval" / "vipune" / "lane_source.py", tmp_path / "vipune_eval" / "vipune")
-    shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the lane after its sources
+    shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the vipune-lane after its sources
     for pin in (RELEASE, "0.20.9"):
         (tmp_path / "vipune_eval" / "vipune" / "release.py").write_text(f'RELEASE = "{pin}"\n')
         proc = subprocess.run(["bash", str(script), "--cached"], capture_output=True, text=True,

@@ -1,6 +1,6 @@
 """The maintainer's loop (issue 43): an edit of vipune's search measured by the lib lane alone. A
 checkout compared with the release on vipune-lib reruns only the checkout's lib-lane shards, its
-scores and the report (the release's lib-lane results are kept under its lane's fingerprint), and
+scores and the report (the release's lib-lane results are kept under its vipune-lane's fingerprint), and
 the summary names the pairs the edit changed."""
 
 import re
@@ -42,7 +42,7 @@ def test_an_edit_reruns_only_the_checkouts_lib_lane_its_scores_and_the_report(lo
     root, workdir, release, checkout = loop_run
     assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
                                               "report_page": 1, "all": 1,
-                                              # the plan's new files: the checkout's fingerprint, its lane's, the manifest
+                                              # the plan's new files: the checkout's fingerprint, its vipune-lane's, the manifest
                                               "planned_text": 3, "planned_file": 3}
 
 

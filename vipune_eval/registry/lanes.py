@@ -21,7 +21,7 @@ class Lane:
     # report.json's diagnostics keys of its runs' agreement with their reference mirrors (SEARCHES' order)
     agreement: tuple[str, str] | None = None
     latency: str | None = None     # what its hybrid search's latency includes, where the report shows it
-    ranks_as: Lane | None = None   # the lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
+    ranks_as: Lane | None = None   # the vipune-lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
 
     def of(self, search: str) -> str:
         """The run of ``search`` (one of SEARCHES)."""

@@ -142,7 +142,7 @@ def binary_path(wildcards, input):
 
 
 def lane_binary_fingerprint(wildcards):
-    """The fingerprint file of the binary a lane was built beside (its build id is in the lane's)."""
+    """The fingerprint file of the binary a lane was built beside (its build id is in the vipune-lane's)."""
     return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane_build])
 
 

@@ -227,7 +227,7 @@ rule search_vipune_lib:
         runtime=30,
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
-        # the lane and the binary of this build (vipune.binary's, or a compared build's): untracked, as paths
+        # the vipune-lane and the binary of this build (vipune.binary's, or a compared build's): untracked, as paths
         lane=lambda wildcards, input: WS.builds.lane_paths.get(wildcards.lane_build, ""),
         binary=lane_binary_path,
         shard=shard_options,

@@ -67,11 +67,11 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
                               "vipune.import_format", "vipune.contract", "registry.lanes", "vipune.settings"},
-    # vipune's own search code through the lane, with the binary's settings (its search flags):
+    # vipune's own search code through the vipune-lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.vipune_lane", "vipune.lane_source",
                                   "registry.lanes", "core.process", "vipune.settings", "core.lane_arms"},
-    # the contract checks and the embedding parity (the embed recipe), not the lane itself
+    # the contract checks and the embedding parity (the embed recipe), not the vipune-lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract", "vipune.settings"},
     # the intervals of the metrics; never the report's comparisons or their wording

@@ -35,7 +35,7 @@ WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".sp
 
 @pytest.fixture(scope="module", params=["fake", real_vipune.RELEASE, real_vipune.OLDER])
 def build(request, tmp_path_factory) -> tuple[Path, Path]:
-    """(binary, lane) of the fake, and of each real release build.sh has built with its lane."""
+    """(binary, lane) of the fake, and of each real release build.sh has built with its vipune-lane."""
     if request.param == "fake":
         return fake_build(tmp_path_factory.mktemp("fake-build"))
     binary, why = real_vipune.find(request.param)
@@ -104,7 +104,7 @@ def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build,
 
 
 def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
-    """Issue 44 item 3: each copy ties with its original exactly, in the lane (vipune's own code)
+    """Issue 44 item 3: each copy ties with its original exactly, in the vipune-lane (vipune's own code)
     and in dense, and ranks after it; a matrix product gave some copies other last bits."""
     binary, lane = build
     personas = [duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
@@ -254,7 +254,7 @@ sys.path.insert(0, sys.argv[3])
 from support.search import duplicated_haystack
 from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.vipune_lane import VipuneLane
-personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the lane takes them
+personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the vipune-lane takes them
 flags = VipuneSettings("", Path(), None, Path(), 600).query_flags(10)
 for persona, answer in VipuneLane(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, flags):
     print(persona.question_id, flush=True)
@@ -274,7 +274,7 @@ def processes_naming(text: str) -> list[int]:
 
 
 def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(build, tmp_path, monkeypatch):
-    """Issue 44 item 4: the lane runs in a session of its own (killed with a wrapper script's
+    """Issue 44 item 4: the vipune-lane runs in a session of its own (killed with a wrapper script's
     children), so a kill -9 of Snakemake's group missed it: it lived on (a hung one for ever) and
     its folder of databases in /dev/shm stayed. A watchdog outside the group ends both."""
     binary, lane = build
@@ -284,7 +284,7 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
                            stdout=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 60
     while not [pid for pid in processes_naming(str(folder)) if pid != job.pid]:
-        assert job.poll() is None and time.monotonic() < deadline, "the lane never started"
+        assert job.poll() is None and time.monotonic() < deadline, "the vipune-lane never started"
         time.sleep(0.05)
     time.sleep(0.5)
     os.killpg(job.pid, signal.SIGKILL)
@@ -292,7 +292,7 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
     deadline = time.monotonic() + 10
     while (processes_naming(str(folder)) or folder.exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert processes_naming(str(folder)) == [], "the lane outlived its job"
+    assert processes_naming(str(folder)) == [], "the vipune-lane outlived its job"
     assert not folder.exists(), "its databases outlived its job"
 
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
@@ -325,10 +325,10 @@ def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake
     copy = planned_lane(lane, fingerprint, tmp_path / "job")
     assert copy.parent == tmp_path / "job" and copy.name == lane.name and _sha(copy) == _sha(lane)
     lane.write_text(lane.read_text() + "\n")
-    with pytest.raises(EvalError, match="is not the lane this result belongs to"):
+    with pytest.raises(EvalError, match="is not the vipune-lane this result belongs to"):
         planned_lane(lane, fingerprint, tmp_path / "job")
     lane.unlink()
-    with pytest.raises(EvalError, match="the lane this job was planned for, is gone"):
+    with pytest.raises(EvalError, match="the vipune-lane this job was planned for, is gone"):
         planned_lane(lane, fingerprint, tmp_path / "job")
 
 

@@ -5,7 +5,7 @@ stood in each arm.
 
 The arms are what vipune's own hybrid search fused, recorded by the lib lane inside its
 ``rrf_fusion`` (core.lane_arms). Each build's are checked against the list they explain: their RRF
-fusion (the k the lane recorded, ranks from 1, ties to the smaller id, as src/rrf.rs fuses) must
+fusion (the k the vipune-lane recorded, ranks from 1, ties to the smaller id, as src/rrf.rs fuses) must
 give vipune's hybrid list, and that list collapsed to sessions must be the run's; a mismatch is
 named (the question and the build), never shown as an explanation. The report explains the pairs
 an edit moved and the worst pairs the same way (report.json's ``explanations``), and

@@ -266,7 +266,7 @@ def build(loaded: Loaded) -> Report:
         **{key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
            for lane in lanes.LANES for run, key in lane.agreement_keys().items()},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
-        # vipune's own search code (the lane) against the binary, in every view: they should agree
+        # vipune's own search code (the vipune-lane) against the binary, in every view: they should agree
         # on every pair, and score the same pairs
         "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
                   for run, binary in lane.counterparts().items()

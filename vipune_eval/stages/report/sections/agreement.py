@@ -86,7 +86,7 @@ def items(report: Report, ks: list[int]) -> list[Item]:
 
 def why_apart(report: Report) -> str:
     """Why vipune-lib ranks otherwise than the binary, where the harness can tell, and what it means
-    for each lane: a copy in the lane that this source changes (the binary runs the edit,
+    for each lane: a copy in the vipune-lane that this source changes (the binary runs the edit,
     vipune-lib does not), the binary's query vectors no longer the cached ones (its preflight's
     query parity failed: the binary measures its new query embedding, vipune-lib the cached
     vectors), a preflight check the binary now fails; else that the harness cannot tell."""

@@ -1,4 +1,4 @@
-"""What was scored, a line each (report.json's provenance): the vipune build and the lane built
+"""What was scored, a line each (report.json's provenance): the vipune build and the vipune-lane built
 beside it, the model (and whether its files are the pinned bytes), the dataset and its corpus,
 the protocol. report.md and the HTML pages list them all; a terminal shows the first few
 (``identity``). A vipune-lane in words is this module's too, for every build that has one

@@ -24,7 +24,7 @@ SHOWN_CHANGES = 10  # the changed pairs a terminal shows per build (report.md li
 def came_from(build: BuildEntry) -> str:
     """Where a build came from, for its line: the config entry and the file it named, then its
     vipune-lane's source (a checkout with its git description, a fast build) and how many of the
-    lane's copies that source changes (each is a warning)."""
+    vipune-lane's copies that source changes (each is a warning)."""
     source = build.get("source") or "evaluated before"
     lane = build.get("lane")
     if not lane:

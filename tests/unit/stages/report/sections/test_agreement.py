@@ -129,7 +129,7 @@ def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(
 
 def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded):
     """Issue 52 item 2: lanes that rank a pair differently are named with the cause the harness
-    knows (a stale copy in the lane; the binary's query vectors no longer the cached ones; a
+    knows (a stale copy in the vipune-lane; the binary's query vectors no longer the cached ones; a
     preflight check it fails) and what it means for each lane; else, that it cannot tell."""
     from vipune_eval.stages.report.sections.contents import document
 

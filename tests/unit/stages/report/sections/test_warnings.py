@@ -73,7 +73,7 @@ def test_a_failures_reason_is_vipunes_own_message_read_from_its_fields_never_fro
 
 
 def test_a_failure_in_the_turn_view_is_named_in_the_warnings(loaded, tmp_path):
-    """Issue 44.1: the turn view's vipune-lib failed a pair (its lane refused it): the warnings name
+    """Issue 44.1: the turn view's vipune-lib failed a pair (its vipune-lane refused it): the warnings name
     it, with the view and vipune's message, though the primary view failed nothing."""
     refused = failed_pair("persona q3: vipune-lane: Input too long", None, "Input too long")
     loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
