@@ -276,7 +276,7 @@ def markdown(verdict: Verdict) -> str:
         keys = list(dict.fromkeys(r.measure for r in verdict.rows))
         if verdict.moved:
             lines += [f"### The pairs that moved ({len(verdict.moved)})", "",
-                      "Each links to its explanation in the HTML report (the run's `html/report.html`); "
+                      "Each links to its explanation in the HTML report (the run's `html/report-page.html`); "
                       "`vipune-eval explain QUESTION_ID` prints it.", ""]
             for c in verdict.moved[:MOVED_SHOWN]:
                 qid = c["question_id"]
