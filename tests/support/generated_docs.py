@@ -49,7 +49,7 @@ def _computed_by(measure: Any) -> str:
 
 def render() -> str:
     sys.path.insert(0, str(REPO))
-    from vipune_eval.registry import arms, datasets, granularities, measures, retrievers, views
+    from vipune_eval.registry import shared_arms, datasets, granularities, measures, retrievers, views
 
     lines = ["# Registry: the names a config may use",
              "",
@@ -66,7 +66,7 @@ def render() -> str:
                      for p in retrievers.PRESETS.values()])
     lines += ["", "## Retriever families", "",
               "`use:` in a `retrievers:` mapping (`{name: my-run, use: hybrid, k: 60}`). Defaults are vipune 0.20's search. A family of kind `arms` ranks from a persona's shared "
-              f"arms ({', '.join(f'`{a}`' for a in arms.ARMS)}), fused per run; one of kind "
+              f"arms ({', '.join(f'`{a}`' for a in shared_arms.ARMS)}), fused per run; one of kind "
               "`persona` ranks from the persona's own texts, per shard.", ""]
     rows = []
     for family in retrievers.FAMILIES.values():

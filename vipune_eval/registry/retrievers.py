@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from vipune_eval.errors import EvalError
-from vipune_eval.registry.arms import BM25_QUERIES
+from vipune_eval.registry.shared_arms import BM25_QUERIES
 from vipune_eval.registry.lanes import BINARY, LIB as LIB_RUNS
 from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K
 

@@ -54,15 +54,15 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the model and the store; the tally it writes, never the report's projection from it
     "embed": EMBED,
     # the shared arms: their names only, never the retrievers' registry (its presets, descriptions)
-    "search-arms": SHARD | {"stages.search.arms", "registry.arms"},
+    "search-arms": SHARD | {"stages.search.arms", "registry.shared_arms"},
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
     "fuse-reference": SHARD | {"stages.search.fuse_reference", "stages.search.arms", "stages.search.rankers",
-                               "registry.retrievers", "registry.arms", "registry.lanes", "vipune.contract"},
+                               "registry.retrievers", "registry.shared_arms", "registry.lanes", "vipune.contract"},
     "search-family": SHARD | {"stages.search.family", "stages.search.rankers", "registry.retrievers",
-                              "registry.arms", "registry.lanes", "vipune.contract"},
+                              "registry.shared_arms", "registry.lanes", "vipune.contract"},
     # the plugin loader is here, where the job's code version sees it
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.arms", "registry.lanes",
+    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.shared_arms", "registry.lanes",
                               "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",

@@ -7,7 +7,7 @@ statistics, the quoted-AND FTS5 query, candidate pools of clamp(10 × limit, 50,
 k = 25 and fused ties to the smaller id — so that `hybrid` is a differential check of the binary
 and the others give context for its number.
 
-A persona's arms (registry.arms.ARMS: dense and one bm25 arm per query form), each ranking
+A persona's arms (registry.shared_arms.ARMS: dense and one bm25 arm per query form), each ranking
 every row it finds, are computed once (``persona_arms``) and written to an arms file; every ARMS
 family setting ranks from them (stages.search.fuse_reference), so a grid of hybrid variants costs fusions,
 not searches.
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.registry.arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
+from vipune_eval.registry.shared_arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, read_parquet
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
@@ -56,7 +56,7 @@ def fts_or_query(question: str) -> str:
     return " OR ".join(_quote(word) for word in question.split())
 
 
-FTS_QUERY = {"and": fts_and_query, "or": fts_or_query}  # one per registry.arms.BM25_QUERIES
+FTS_QUERY = {"and": fts_and_query, "or": fts_or_query}  # one per registry.shared_arms.BM25_QUERIES
 
 
 def _quote(word: str) -> str:
