@@ -20,7 +20,7 @@ WITHOUT_OWN_FILE = {
     "__main__": ("", "`python -m vipune_eval`: two lines that call cli.main (tests/unit/test_cli.py)"),
     "core.longmemeval": ("tests/unit/stages/test_score.py", "LongMemEval's own measures, beside the scoring that "
                                                             "calls them"),
-    "core.manifest": ("", "types only: the TypedDicts of the report's manifest"),
+    "core.report_inputs": ("", "types only: the TypedDicts of the report's manifest"),
     "plan.config_args": ("tests/workflow/test_config_args.py", "it corrects Snakemake's own reading of --config, "
                                                                "so it is tested through Snakemake"),
     "registry.shared_arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),

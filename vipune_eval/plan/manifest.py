@@ -1,6 +1,6 @@
 """The report's manifest, computed at parse time (the run writes it: plan.planned_file): every input
 of the report, with the structure it needs (views, runs, builds) and the roles of the configured
-runs (which one mirrors vipune, which ones the diagnostics compare); its shape is core.manifest's,
+runs (which one mirrors vipune, which ones the diagnostics compare); its shape is core.report_inputs's,
 and the report rule's inputs are its files (``manifest_files``). Parse time only: an edit here
 reruns only what the manifest it makes changes."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.core.manifest import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.core.report_inputs import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views

@@ -37,7 +37,7 @@ SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.s
     "throughput", "vipune_builds", "warnings"))}
 # An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
 EXPLAIN = {"stages.report.explain", "core.lane_arms", "core.persona", "stages.report.summary",
-           "stages.report.document", "core.manifest", "core.paths", "registry.measures", "registry.lanes"}
+           "stages.report.document", "core.report_inputs", "core.paths", "registry.measures", "registry.lanes"}
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
     "download-dataset": {"stages.download", "core.fingerprints"},
@@ -84,7 +84,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                           "stages.report.summary", "stages.report.document",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
-                          "core.manifest", "registry.lanes", "vipune.contract", "vipune.release"},
+                          "core.report_inputs", "registry.lanes", "vipune.contract", "vipune.release"},
     "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "registry.measures",
               "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read

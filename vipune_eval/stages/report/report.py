@@ -18,7 +18,7 @@ from typing import Any
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
-from vipune_eval.core.manifest import Manifest, ManifestView
+from vipune_eval.core.report_inputs import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.errors import EvalError
