@@ -91,7 +91,7 @@ def render() -> str:
                     [[f"`{g.name}`", views.ROWS[g.name], "yes" if g.collapses else "no",
                       "yes" if g.needs_tokenizer else "no", "yes" if g.official else "no"]
                      for g in granularities.GRANULARITIES.values()])
-    fields = [f.name for f in dataclasses.fields(datasets.Preset)]
+    fields = [f.name for f in dataclasses.fields(datasets.DatasetPreset)]
     lines += ["", "## Dataset presets", "", f"The config's `dataset.preset`. The default: `{datasets.DEFAULT}`.", ""]
     lines += _table(fields, [[getattr(p, f) for f in fields] for p in datasets.PRESETS.values()])
     return "\n".join(lines) + "\n"

@@ -45,7 +45,7 @@ class CannotJudge(Exception):
 
 
 @dataclass
-class Row:
+class MeasureChange:
     """One measure in one group of pairs (all of them, or a category), before → after."""
 
     measure: str
@@ -74,7 +74,7 @@ class Verdict:
     headline: str
     reasons: list[str] = field(default_factory=list)
     setting: str = ""                  # what was judged against what, and by which rule
-    rows: list[Row] = field(default_factory=list)
+    rows: list[MeasureChange] = field(default_factory=list)
     moved: list[dict[str, Any]] = field(default_factory=list)  # report.json's changes: before → after
     notes: list[str] = field(default_factory=list)  # what else changes the reading (the report's words)
     suite: str = "vipune-eval gate"
@@ -205,7 +205,7 @@ def _judge(run: Path) -> Verdict:
     compared = compare_runs(rows_after, rows_before, keys, categories, alpha=alpha,
                             name_a=checkout["id"], name_b=baseline["id"])
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
-    rows = [Row(key, category, r["pairs"], r["b"], r["a"], r["difference"], tuple(r["interval"]), r["p_holm"],
+    rows = [MeasureChange(key, category, r["pairs"], r["b"], r["a"], r["difference"], tuple(r["interval"]), r["p_holm"],
                 r["difference"] < -margin and r["p_holm"] < alpha)
             for category, results in groups for key, r in results.items()]
     moved = baseline.get("changes") or []
