@@ -159,7 +159,7 @@ def _notes(report: Report) -> list[str]:
     lanes that rank apart (with why)."""
     out = stale_copies(report)
     out += [f"{b['id']} {failed_preflight(b)}" for b in report["builds"] if b.get("failed_checks")]
-    out += [w for w in agreement.warnings(report) if "rank" in w and "differently" in w]
+    out += [w for w in agreement.disagreements(report) if "rank" in w and "differently" in w]
     return out
 
 

@@ -27,7 +27,7 @@ def _by_view(report: Report) -> list[LaneAgreement]:
     return sorted(agreements, key=lambda agree: rank.get(agree.get("view", PRIMARY.name), len(rank)))
 
 
-def scored(agree: LaneAgreement) -> str | None:
+def pairs_apart(agree: LaneAgreement) -> str | None:
     """Which pairs one lane scored and the other did not, every one named (None: the same pairs)."""
     run, mirror = agree["run"], agree["mirror"]
     only = [f"{', '.join(qids)} only in {name}"
@@ -53,7 +53,7 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
-        pairs = scored(agree)
+        pairs = pairs_apart(agree)
         if view == PRIMARY.name:
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
             differ = agree[f"differ_top{max(ks)}"]
@@ -114,7 +114,7 @@ def why_apart(report: Report) -> str:
               "`vipune-eval explain QUESTION` shows both lists")
 
 
-def warnings(report: Report) -> list[str]:
+def disagreements(report: Report) -> list[str]:
     """A lane that no longer agrees with its mirror (on more than MISMATCH_SHOWN of the pairs);
     in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
     of them scored and the other did not (their averages are over different pairs)."""

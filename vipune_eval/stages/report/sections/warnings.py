@@ -84,8 +84,8 @@ def warnings(report: Report, table: Table) -> list[str]:
             out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
                        "(vipune.preflight: record evaluated it anyway)")
     out += truncation_warning(report)
-    out += agreement.warnings(report)
-    out += explanations.warnings(report)
+    out += agreement.disagreements(report)
+    out += explanations.unexplained(report)
     if table.shows_no_interval():
         out.append(NO_INTERVAL_NOTE)
     return out
