@@ -23,7 +23,7 @@ from support.scenarios import REPO, make_workdir, set_config, snakemake
 from vipune_eval.errors import EvalError
 from vipune_eval.stages.embed.embed import ModelFiles
 from vipune_eval.stages.report import gate
-from vipune_eval.stages.report.sections.scored import stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.binary import binary_fingerprint

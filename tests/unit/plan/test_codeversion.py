@@ -33,7 +33,7 @@ SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files 
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
 # The report's words: report.json's shape and the document's sections, one module per thing drawn
 SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.sections.{m}" for m in (
-    "agreement", "by_view", "contents", "explanations", "lab", "misses", "orders", "overall", "scored", "tables",
+    "agreement", "by_view", "contents", "explanations", "lab", "misses", "orders", "overall", "provenance", "tables",
     "throughput", "vipune_builds", "warnings"))}
 # An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
 EXPLAIN = {"stages.report.explain", "core.lane_arms", "core.persona", "stages.report.summary",

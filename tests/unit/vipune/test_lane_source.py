@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval.stages.report.sections.scored import stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.vipune import lane_source
 
 RUST = r'''

@@ -29,7 +29,7 @@ from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.scored import copied, stale_copies
+from vipune_eval.stages.report.sections.provenance import copied, stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 

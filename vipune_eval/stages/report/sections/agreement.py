@@ -10,7 +10,7 @@ from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
-from vipune_eval.stages.report.sections.scored import copied
+from vipune_eval.stages.report.sections.provenance import copied
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
 

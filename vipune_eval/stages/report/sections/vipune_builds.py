@@ -8,7 +8,7 @@ from __future__ import annotations
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
-from vipune_eval.stages.report.sections.scored import changed_copies, lane_source, lane_words
+from vipune_eval.stages.report.sections.provenance import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
 
 

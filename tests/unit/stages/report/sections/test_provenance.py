@@ -1,4 +1,4 @@
-"""stages/report/sections/scored.py: what was scored, a line each."""
+"""stages/report/sections/provenance.py: what was scored, a line each."""
 
 from __future__ import annotations
 
