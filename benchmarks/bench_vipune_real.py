@@ -172,7 +172,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
             call("--db-path", db, "--json", "import", folder / "import.jsonl")
             ranked = mcp_searches(db, p)
             if rep == 0:
-                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, flags, "")[0]]
+                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, flags, LIMIT, "")[0]]
                               for flags in searches(settings, LIMIT).values()]
                 assert ranked == cli_ranked, (p.question_id, ranked, cli_ranked)
         return {"wall_s": time.perf_counter() - start, "cpu_s": cpu() - start_cpu}

@@ -42,6 +42,7 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import explain
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
@@ -353,7 +354,7 @@ def finished_lib_run(results: Path, personas: list[Persona], builds: dict[str, t
         run_vipune_lib(shard, VipuneSettings("", Path(), None, run / "tmp", 60), lane, run / "lane.json", "stop",
                        run / "shard-0-of-1.run", run / "semantic.run", run / "status.json", run / "shard-0-of-1.arms.parquet")
         run_score(filtered / "qrels.txt", filtered / "pairs.parquet", [run / "shard-0-of-1.run"],
-                  Scoring([1, 5, 10], ["recall"], limit=10, depth=10),
+                  Scoring([1, 5, 10], ["recall"], RankingSettings(10, 10)),
                   f"vipune-lib-{build}", results / "runs" / f"vipune-lib-{build}.run",
                   results / "metrics" / f"vipune-lib-{build}.json", status=[run / "status.json"])
         explained.append({"build": build, "binary": None, "lib": f"results/metrics/vipune-lib-{build}.json",

@@ -6,11 +6,12 @@ reruns only what the manifest it makes changes."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.core.report_inputs import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.core.report_inputs import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView, ScoredWith
 from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
@@ -57,12 +58,12 @@ def _filtered(view: View, name: str) -> str:
     return paths.fill(paths.FILTER, view=view.folder, name=name)
 
 
-def scored_with(view: View, config: dict[str, Any]) -> dict[str, Any]:
+def scored_with(view: View, config: dict[str, Any]) -> ScoredWith:
     """What the view's score jobs are told (common.smk's score_options: the view's ks and
-    measures, and the ranking its searches make, View.search_flags), as stages.score.Scoring's
+    measures, and what its searches rank to, View.ranking_settings), as stages.score.Scoring's
     fields: the metrics record theirs, and the report checks each run against this."""
-    return {"ks": view.ks(config), "measure_names": list(view.measure_names()), "limit": view.search_limit(config),
-            "depth": view.depth(config), "collapse": not view.turn_level_run, "turn_to_session": view.turn_level_run}
+    return {"ks": view.ks(config), "measure_names": list(view.measure_names()),
+            "ranking_settings": asdict(view.ranking_settings(config)), "turn_to_session": view.turn_level_run}
 
 
 def searched_by(ws: Workspace) -> dict[str, list[str]]:

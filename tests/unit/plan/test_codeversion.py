@@ -29,10 +29,11 @@ ENTRY = {"__init__", "__main__", "cli", "errors", "core.io"}
 FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.granularities", "core.longmemeval"}
 EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally",
          "stages.embed.provider", "core.tokens"}
-SHARD = {"core.persona", "core.trec"}  # a shard of personas in, TREC run files out
+SHARD = {"core.persona", "core.ranking_settings", "core.trec"}  # a shard of personas in (ranked to a view's settings), TREC run files out
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
 # The report's words: report.json's shape and the document's sections, one module per thing drawn
-SECTIONS = {"stages.report.report_json", "core.failed_pair", *(f"stages.report.sections.{m}" for m in (
+SECTIONS = {"stages.report.report_json", "core.failed_pair", "core.report_inputs", "core.ranking_settings",
+            *(f"stages.report.sections.{m}" for m in (
     "agreement", "by_view", "contents", "explanations", "lab", "misses", "orders", "overall", "provenance", "tables",
     "throughput", "vipune_builds", "warnings"))}
 # An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
@@ -75,7 +76,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract", "vipune.settings"},
     # the intervals of the metrics; never the report's comparisons or their wording
-    "score": FAILED | {"stages.score", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
+    "score": FAILED | {"stages.score", "core.ranking_settings", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
@@ -85,7 +86,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
                           "core.report_inputs", "registry.lanes", "vipune.contract", "vipune.release"},
-    "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "registry.measures",
+    "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "core.report_inputs",
+              "core.ranking_settings", "registry.measures",
               "registry.views", "registry.granularities", "core.paths"},
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
     # but report.json and the plots

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
@@ -109,11 +109,19 @@ def load(manifest: Manifest) -> Loaded:
         lanes={b: read_json(path) for b, path in manifest["lanes"].items()})
 
 
-# Each setting a run's metrics record (stages.score.Scoring), in the words of a stale run's message.
+# Each setting a run's metrics record (stages.score.Scoring, its ranking settings flattened: ``settings``),
+# in the words of a stale run's message.
 SETTING_WORDS = {"ks": "ks", "measure_names": "measures", "limit": "search limit", "depth": "documents kept per pair",
                  "collapse": "rows collapsed to sessions", "turn_to_session": "LongMemEval's turn→session scoring"}
 SCORE_SETTINGS = ("ks", "measure_names", "turn_to_session")  # the score's own: --forcerun score makes them again
 STALE_NAMED = 10  # a stale-run error names at most this many runs
+
+
+def settings(scored_with: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``scored_with`` as one level of SETTING_WORDS' keys: what the searches ranked to
+    (``ranking_settings``) as settings of their own."""
+    flat = {k: v for k, v in scored_with.items() if k != "ranking_settings"}
+    return {**flat, **(scored_with.get("ranking_settings") or {})}
 
 
 def stale_runs(loaded: Loaded) -> None:
@@ -125,12 +133,12 @@ def stale_runs(loaded: Loaded) -> None:
     stale: list[str] = []
     rules: set[str] = set()
     for view in loaded.views:
-        stated = view.entry["scored_with"]
+        stated = settings(view.entry["scored_with"])
         made = list(view.metrics.values())
         if view is loaded.views[0]:  # the compared builds and the what-if runs are scored there only
             made += [*loaded.builds.values(), *loaded.lab.values()]
         for metrics in made:
-            recorded = metrics.get("scored_with")
+            recorded = settings(metrics["scored_with"]) if metrics.get("scored_with") else None
             if recorded == stated:
                 continue
             if recorded is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.report_inputs import ScoredWith
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -39,7 +40,7 @@ class ViewBlock(TypedDict):
     granularity: str
     description: str
     ks: list[int]
-    scored_with: dict[str, Any]          # what every run of the view was scored and searched with (stages.score.Scoring)
+    scored_with: ScoredWith              # what every run of the view was scored with, and its searches ranked to
     pairs: int
     qrels: str
     summary: dict[str, Any]              # the filter's summary.json

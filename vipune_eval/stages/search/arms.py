@@ -28,6 +28,7 @@ from vipune_eval.registry.shared_arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, read_parquet
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
+from vipune_eval.core.ranking_settings import RankingSettings
 
 def dense(persona: Persona, n: int) -> Ranking:
     """vipune's semantic arm: cosine in f64 of the f32 vectors (0 against a zero vector), rows
@@ -105,9 +106,9 @@ class Arms:
             self._tie = tie
         return self._tie
 
-    def documents(self, indices: np.ndarray, depth: int, collapse: bool = True) -> list[str]:
-        """As Persona.documents: rows' documents by first occurrence, at most ``depth``."""
-        return first_documents((self.docs[i] for i in indices.tolist()), depth, collapse)
+    def documents(self, indices: np.ndarray, settings: RankingSettings) -> list[str]:
+        """As Persona.documents: rows' documents by first occurrence, at most ``settings.depth``."""
+        return first_documents((self.docs[i] for i in indices.tolist()), settings.depth, settings.collapse)
 
 
 def _indexed(persona: Persona, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:

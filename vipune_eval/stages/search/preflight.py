@@ -138,7 +138,7 @@ class Preflight:
         return rrf(*ranks, k=self.k)
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
-        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), "preflight")
+        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), limit, "preflight")
         return [(h.get("id"), h.get("similarity")) for h in hits]
 
     def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
@@ -313,7 +313,7 @@ def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray],
     cosines = []
     for text, rid in rows.items():
         hits, _ = pre.vipune.search(db, QUERY_PARITY_PROJECT, text,
-                                    pre.settings.search_flags(len(rows), False), "preflight")
+                                    pre.settings.search_flags(len(rows), False), len(rows), "preflight")
         score = next((h.get("similarity") for h in hits if h.get("id") == rid), None)
         if not isinstance(score, (int, float)):
             raise CheckFailed(f"`vipune search --no-hybrid` of the probe question {text!r} did not return its "

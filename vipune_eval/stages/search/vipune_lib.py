@@ -65,7 +65,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = VipuneLane(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
+        run = VipuneLane(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record")
         with closing(run) as answers:  # the vipune-lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
@@ -90,8 +90,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                         raise EvalError(f"persona {qid}: `{lane.name} search` answered without its seconds "
                                         "per step (a protocol violation)")
                     rankings = {name: _ranking(persona, answer, name, lane) for name in SEARCHES}
-                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.limit, f"{lane.name} search")
-                    done[qid] = {name: persona.documents(ranking, shard.depth, shard.collapse)
+                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.ranking_settings.limit, f"{lane.name} search")
+                    done[qid] = {name: persona.documents(ranking, shard.ranking_settings)
                                  for name, ranking in rankings.items()}
                 except EvalError as exc:
                     fail(qid, failed_pair(exc.message))
@@ -126,7 +126,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
         "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
         "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
-        "searched": shard.searched(vipune.query_flags(shard.limit), {qid: digests[qid] for qid in ranked}),
+        "searched": shard.searched(vipune.query_flags(shard.ranking_settings.limit), {qid: digests[qid] for qid in ranked}),
     })
     log.info("vipune-lib %s: %d personas, %d failed%s; seconds per step: %s", shard.name, len(done),
              len(failed), f", {len(full)} searched on disk ({databases.parent} full)" if full else "",

@@ -21,6 +21,7 @@ from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.report import Loaded, LoadedView, build
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 
 N = 40
@@ -28,7 +29,7 @@ KS = [1, 5, 10]
 GOLD = {f"q{i:02d}": f"g{i}" for i in range(N)}
 CATEGORY = {q: ("multi-session" if i % 2 else "temporal-reasoning") for i, q in enumerate(GOLD)}
 CHECKOUT, BASELINE = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
-SCORING = Scoring(KS, ["recall", "mrr"], limit=10, depth=10)
+SCORING = Scoring(KS, ["recall", "mrr"], RankingSettings(10, 10))
 SETTINGS = {"flags": ["--recency", "0", "--limit", "10", "--no-touch"], "depth": 10, "collapse": True}
 DIGESTS = {q: [f"data-{q}".ljust(16, "0"), f"vec-{q}".ljust(16, "0")] for q in GOLD}
 

@@ -24,6 +24,7 @@ from support.fakes import fake_build
 from support.search import write_shard
 from vipune_eval.core import lane_arms
 from vipune_eval.core.persona import Persona, ShardSearch
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
@@ -171,7 +172,8 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
         "row_created_at": [["2023-01-01T00:00:00Z"] * 3 for _ in range(n)],
         "row_docs": [[f"s{r}" for r in range(3)] for _ in range(n)],
         "row_text_ids": [[f"t{4 * p + r}" for r in range(3)] for p in range(n)]}), folder / "rows.parquet")
-    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1, 10, 10)
+    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1,
+                       RankingSettings(10, 10))
 
 
 @pytest.mark.parametrize("fault, detail, code, error", [

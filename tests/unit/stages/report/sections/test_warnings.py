@@ -30,7 +30,7 @@ def test_refused_questions_are_named_with_vipunes_own_words_in_the_first_lines(l
     with pytest.raises(VipuneError) as refused:
         settings = VipuneSettings(str(fake_vipune_bin), tmp_path / "fp.json", vipune_hf_home, tmp_path, 30)
         client.search(tmp_path / "memories.db", "q3", " ".join(["word"] * 600), settings.search_flags(10, True),
-                      "persona q3")
+                      10, "persona q3")
     too_long = failed_pair(str(refused.value), refused.value.exit_code, refused.value.error)
     injected = failed_pair("persona q6: `vipune --json search --hybrid -- why` exited 1: injected; stderr: ", 1,
                            "injected")
