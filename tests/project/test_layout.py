@@ -36,7 +36,7 @@ WITHOUT_OWN_FILE = {
     "vipune.contract": ("tests/unit/stages/search/test_preflight.py", "constants, each checked against the binary "
                                                                      "by the preflight"),
     "vipune.release": ("tests/project/test_facts.py", "one constant, held to the docs and build.sh there"),
-    "stages.report.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
+    "stages.embed.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
                                                                          "the tallies, beside the tally"),
 }
 

@@ -20,7 +20,7 @@ DOWNSTREAM = {  # rule → the rules that read its outputs (the workflow's DAG, 
     "score": {"report"}, "report": {"plots", "report_page"}, "plots": {"report_page"}, "report_page": set(),
 }
 EDITS = {  # the edits of issue 28's list → the rules whose command reaches the module
-    "stages.report.projection": {"report"},  # the projection's text
+    "stages.embed.projection": {"report"},  # the projection's text
     "stages.filter.split": {"filter_pairs"},  # the dev/test split
     "vipune.client": {"preflight", "search_vipune"},
     "vipune.vipune_lane": {"search_vipune_lib"},  # the lib lane's driver: neither the binary's lane nor its preflight

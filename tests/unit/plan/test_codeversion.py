@@ -81,7 +81,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
     "report": SECTIONS | EXPLAIN | {"stages.report.report", "stages.report.markdown", "stages.report.published",
-                          "stages.report.diagnostics", "stages.report.whatif", "stages.report.projection",
+                          "stages.report.diagnostics", "stages.report.whatif", "stages.embed.projection",
                           "stages.report.summary", "stages.report.document",
                           "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
                           "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",

@@ -25,7 +25,8 @@ from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures, models, lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
-from vipune_eval.stages.report import diagnostics, explain, markdown, projection, summary, whatif
+from vipune_eval.stages.embed import projection
+from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.tinymodel import build_tiny_model
-from vipune_eval.stages.report import projection
+from vipune_eval.stages.embed import projection
 from vipune_eval.stages.report.markdown import section
 from vipune_eval.stages.report.sections.throughput import embed_section
 from vipune_eval.stages.embed.embed import ModelFiles, run_embed
@@ -16,7 +16,7 @@ from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 from vipune_eval.registry.granularities import NAMES
 from vipune_eval.core.io import text_id
 from vipune_eval.stages.embed.tally import Tally, encoder_shape, read_tallies
-from vipune_eval.stages.report.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
+from vipune_eval.stages.embed.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
 

@@ -1,6 +1,6 @@
 """The report's "Embed throughput": what the embed jobs computed and how fast, per provider, what
 each guarantees about the vectors' bytes, and what its rate projects for LongMemEval_M
-(stages.report.projection computes it)."""
+(stages.embed.projection computes it)."""
 
 from __future__ import annotations
 
