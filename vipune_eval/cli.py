@@ -79,7 +79,7 @@ SETTINGS = {"ranking": ("ranking_settings", "core.ranking_settings:RankingSettin
             "search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
             "binary": ("vipune", "vipune.settings:VipuneSettings"),
             "lib": ("vipune", "vipune.settings:VipuneSettings"),
-            "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
+            "model": ("model", "core.model_files:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
 def _load(target: str) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vipune_eval import cli
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.persona import ShardSearch
 from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.vipune.settings import VipuneSettings

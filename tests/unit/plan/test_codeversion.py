@@ -28,7 +28,7 @@ PACKAGE = REPO / "vipune_eval"
 ENTRY = {"__init__", "__main__", "cli", "errors", "core.io"}
 FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.granularities", "core.longmemeval"}
 EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally",
-         "stages.embed.provider", "core.tokens"}
+         "stages.embed.provider", "core.tokens", "core.model_files"}
 SHARD = {"core.persona", "core.ranking_settings", "core.trec"}  # a shard of personas in (ranked to a view's settings), TREC run files out
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
 # The report's words: report.json's shape and the document's sections, one module per thing drawn

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log, write_json
 from vipune_eval.core.persona import Persona, row_id
@@ -337,7 +338,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     path, expected = binary.shown, binary.fingerprint
-    loaded = model.load(threads=1)
+    loaded = load_model(model.model_dir, model.file, model.pooling, threads=1)  # as the embed stage embeds
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.array(list(loaded.embed(texts)), dtype=np.float32)

@@ -11,7 +11,8 @@ from support.tinymodel import build_tiny_model
 from vipune_eval.stages.embed import projection
 from vipune_eval.stages.report.markdown import section
 from vipune_eval.stages.report.sections.throughput import embed_section
-from vipune_eval.stages.embed.embed import ModelFiles, run_embed
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import run_embed
 from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 from vipune_eval.registry.granularities import NAMES
 from vipune_eval.core.io import text_id
