@@ -227,6 +227,11 @@ COMMANDS: dict[str, Command] = {
                        _opt((["question_id"], {"help": "the question's id (LongMemEval's question_id)"}),
                             (["--run"], {"type": Path, "default": Path("results"),
                                          "help": "the run's results folder (default: results)"}))),
+    "generated-docs": Command("generated_docs:run_generated_docs",
+                              "a developer's command: rewrite the docs generated from the registries and the modules "
+                              "(docs/registry.md, CONTRIBUTING.md's package map, docs/extending.md's presets)", (),
+                              _opt((["--check"], {"action": "store_true",
+                                                  "help": "write nothing; fail naming each stale page"}))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P),
                           (["--plots"], {"nargs": "+", "required": True, "help": "names of the plots to draw"}))),

@@ -1,7 +1,7 @@
 """One source for every fact typed in more than one place (issue 42 item 3).
 
 Each fact has one owner in the package; a copy elsewhere is either generated from it
-(tests/support/generated_docs.py: docs/registry.md, and the marked spans of other pages) or held
+(vipune-eval generated-docs: docs/registry.md, and the marked spans of other pages) or held
 to it here: the schema's defaults, enums and bounds, config/config.yaml, docs/configuration.md's
 table of keys, the hashes the docs type, the constants the fakes and the Rust lane keep of
 vipune's contract. A copy the package cannot import without rerunning more than it should (the

@@ -105,6 +105,10 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document",
                         "registry.measures", "registry.views", "registry.granularities", "registry.lanes",
                         "core.paths", "core.intervals"},
+    # the docs generated from the registries and the modules (a developer's command, no rule runs it)
+    "generated-docs": {"generated_docs", "registry.datasets", "registry.granularities", "registry.lanes",
+                       "registry.measures", "registry.retrievers", "registry.shared_arms", "registry.views",
+                       "core.ranking_settings", "vipune.contract"},
 }
 EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
          "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
