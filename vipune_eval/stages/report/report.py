@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
@@ -27,7 +27,7 @@ from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.embed import projection
 from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
-from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.report_json import EmbedBlock, ModelProvenance, Report, VipuneLaneFingerprint
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.vipune.release import RELEASE
@@ -61,7 +61,7 @@ class Loaded:
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
-    lanes: dict[str, dict[str, Any]] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
+    lanes: dict[str, VipuneLaneFingerprint] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -281,7 +281,7 @@ def build(loaded: Loaded) -> Report:
                   for run, binary in lane.counterparts().items()
                   if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))],
     }
-    report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
+    report["embed"] = cast(EmbedBlock, projection.summary(loaded.tallies, projection.LONGMEMEVAL_M))  # its shape
     report["provenance"] = {
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
@@ -299,7 +299,7 @@ def build(loaded: Loaded) -> Report:
     return report
 
 
-def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProvenance:
     """provenance.model: the model's fingerprint, where its files came from (``source``: a local
     folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
     are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:

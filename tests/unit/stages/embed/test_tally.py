@@ -59,7 +59,7 @@ def test_no_projection_without_layer_shapes_or_without_computed_texts():
     assert cpu["projection"] is None and "config.json" in cpu["why"]
     nothing = summary([Tally(threads=1)], LONGMEMEVAL_M)
     assert nothing["providers"] == [] and "vector store" in nothing["why"]
-    assert "every text was in the vector store" in section(embed_section(nothing))
+    assert "every text was in the vector store" in section(embed_section({"embed": nothing}))
 
 
 def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monkeypatch):
@@ -79,7 +79,7 @@ def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monke
     assert "any batch size" in by["cpu"]["reproducibility"]
     assert "25% of the tokens computed" in by["cuda"]["reproducibility"]  # 3 filler of 12 computed
     assert "the same bytes whichever job" in by["cuda"]["reproducibility"]
-    text = section(embed_section(out))
+    text = section(embed_section({"embed": out}))
     assert "**CPU** (Intel Xeon)" in text and "**CUDA** (NVIDIA H200)" in text
     assert "batches of at most 16384 tokens: 6.0 texts/s" in text and "on NVIDIA H200 (CUDA)" in text
     for probe, words in ((False, "can differ in their last bits"), (None, "not probed")):

@@ -43,7 +43,7 @@ def document(report: Report) -> Document:
         *by_view.official_sections(report),
         *misses.diagnostics_sections(report, ks, k),
         *explanations.explanations_sections(report),
-        throughput.embed_section(report["embed"]),
+        throughput.embed_section(report),
         *overall.notes_section(report),
     ]
     builds = report["builds"]

@@ -82,7 +82,7 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
                      *(cell(b["metrics"][key], b["intervals"][key]) for key in keys), latency])
     columns = ["build", "version", "sha256", "from", "pairs", *keys, "latency p50 / p95 (s)"]
     blocks = noted(Table(columns, rows, numeric=[False] * 4 + [True] * (len(keys) + 2)))
-    built = [(b["id"], b["lane"]) for b in builds if b.get("lane")]
+    built = [(b["id"], lane) for b in builds if (lane := b.get("lane"))]
     if built:
         blocks.append(Bullets([Item(f"{build}: {lane_words(lane)}", [f"copies {c}: its vipune-lib numbers do not "
                                                                      "follow that edit" for c in changed_copies(lane)])
