@@ -20,3 +20,13 @@ def test_the_gold_rank_plot_has_a_bar_per_rank_to_the_primary_views_search_limit
     [fig] = drawn
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == [*map(str, range(1, 8)), "not in\ntop 7"]
+
+
+def test_no_caption_works_a_number_out_again_from_the_config():
+    """Issue 55: a caption of the HTML report reads no ``snakemake.config`` (gold_ranks.rst once
+    read the search limit there): the numbers a plot shows, it draws from report.json itself."""
+    from support.scenarios import REPO
+
+    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
+    assert {f"{plot.name}.rst" for plot in plots.PLOTS} <= {c.name for c in captions}
+    assert [c.name for c in captions if "snakemake.config" in c.read_text(encoding="utf-8")] == []
