@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, Figures, cli, embed_rate, generate, interleaved, mean,
                                run_child, sample_texts, sized)
-from vipune_eval.stages.report.projection import flops_per_token
+from vipune_eval.stages.embed.projection import flops_per_token
 
 GRANULARITIES = ("session", "turn", "chunk")
 # M: the LongMemEval_M-like file (2.6 GB) of the filter benchmark.

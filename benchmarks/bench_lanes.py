@@ -10,14 +10,14 @@ query embedding, is the embed benchmarks' model (all-MiniLM-L6-v2 when present: 
 Sides, interleaved per rep, each the whole per-run phase of one lane for every persona:
 - ``lib``: ``vipune-eval search-vipune-lib``, one shard (one lane process), and ``lib-2``: two
   shards at once (one per core, as ``--cores 2`` runs them);
-- ``lane``: the lane alone, fed the same personas from a prepared stream (no Python), its
+- ``lane``: the vipune-lane alone, fed the same personas from a prepared stream (no Python), its
   databases where the harness puts them (in RAM where the machine has /dev/shm): what the harness
   adds around it;
 - ``binary``: ``vipune-eval search-vipune`` with 2 concurrent calls (``search.threads: 2``);
 - ``mirrors``: the Python copies of the same two searches: ``search-arms`` (the arms) and
   ``fuse-reference`` for ``dense`` and ``hybrid``.
 Checked on the way: the lib lane's runs equal the mirrors' (the same vectors, the same algorithm).
-Where the lib lane's time goes comes from the lane's own per-step clock (the status file), and
+Where the lib lane's time goes comes from the vipune-lane's own per-step clock (the status file), and
 FTS5 indexing from a ``--breakdown`` pass (the same inserts without the FTS5 trigger).
 """
 
@@ -54,7 +54,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.core.trec import read_run as read_trec
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.settings import VipuneSettings
-    from vipune_eval.vipune.lane import frame, lane_fingerprint
+    from vipune_eval.vipune.vipune_lane import frame, lane_fingerprint
 
     binary, lane = real_build
     dest = work / "lanes"
@@ -71,7 +71,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     personas = list(personas_of_shard(view / "rows.parquet", view / "texts.parquet", [embeddings], 0, 1))
     n, rows = len(personas), mean([len(p.row_ids) for p in personas])
     chars = mean([mean([len(t) for t in p.texts]) for p in personas])
-    stream = dest / "personas.stream"  # the lane's stdin, prepared beforehand (not timed)
+    stream = dest / "personas.stream"  # the vipune-lane's stdin, prepared beforehand (not timed)
     stream.write_bytes(b"".join(frame(p, VipuneSettings("", Path(), None, Path(), 300).query_flags(LIMIT))
                                 for p in personas))
     del personas
@@ -128,17 +128,17 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     wall = {k: mean([r.wall_s for r in v]) for k, v in runs.items()}
     cpu = {k: mean([r.cpu_s for r in v]) for k, v in runs.items()}
     labels = {"lib": "lib lane: search-vipune-lib, 1 shard", "lib-2": "lib lane: 2 shards at once (2 cores)",
-              "lane": "the lane alone on a prepared stream", "binary": "binary lane: search-vipune, 2 calls at once",
+              "lane": "the vipune-lane alone on a prepared stream", "binary": "binary lane: search-vipune, 2 calls at once",
               "mirrors": "Python mirrors: search-arms + fuse dense, hybrid"}
     for name, label in labels.items():
         fig.row(label, wall[name], cpu[name], 1000 * cpu[name] / n, max(r.peak_rss_mib for r in runs[name]))
     fig.ratio("lib lane, 2 shards / binary lane, 2 calls at once (wall)", wall["lib-2"], wall["binary"])
     fig.ratio("lib lane / binary lane (CPU)", cpu["lib"], cpu["binary"])
     fig.ratio("lib lane / Python mirrors (CPU)", cpu["lib"], cpu["mirrors"])
-    fig.ratio("lib lane / the lane alone (CPU): the harness around it", cpu["lib"], cpu["lane"])
+    fig.ratio("lib lane / the vipune-lane alone (CPU): the harness around it", cpu["lib"], cpu["lane"])
     total = sum(status.values())
     for step in ("open", "insert", "semantic", "hybrid"):
-        fig.ratio(f"lane time in {step} (share of the lane's clock)", status.get(step, 0.0), total)
+        fig.ratio(f"lane time in {step} (share of the vipune-lane's clock)", status.get(step, 0.0), total)
     fig.ratio("FTS5 indexing / insert (breakdown pass)",
               steps["insert"] - steps["insert_without_fts"], steps["insert"])
     fig.note(f"the lib lane's whole per-run phase: {wall['lib-2']:.1f} s wall on 2 cores for {n} personas "

@@ -1,7 +1,7 @@
 """The maintainer's loop (issue 43): an edit of vipune's search, from the edit to the numbers.
 
 On LongMemEval_M's shape (``VIPUNE_BENCH_SIZE=M``: 470 personas of 500 session rows of ~2.4 kB;
-``small``: 40 personas), vectors from the tiny test model (the lane's work does not depend on
+``small``: 40 personas), vectors from the tiny test model (the vipune-lane's work does not depend on
 their values), the real vipune at the pinned release with its vipune-lane (.ci/vipune/build.sh;
 skipped, saying why, where it is not built).
 
@@ -12,16 +12,16 @@ so build.sh's incremental build carries over between sessions) built ``--fast`` 
 
 Each rep is the documented loop (docs/reruns.md, "The maintainer's loop"): a one-line edit of the
 checkout's src/rrf.rs (its RRF k, a new value each rep, so every rep is a build never seen), then
-- ``build``: ``.ci/vipune/build.sh --checkout DIR --fast`` (the binary and its lane);
+- ``build``: ``.ci/vipune/build.sh --checkout DIR --fast`` (the binary and its vipune-lane);
 - ``run``: ``snakemake --cores 2`` with ``vipune.binary`` = that build and ``vipune.compare`` = the
   release: the checkout's lib-lane shards, their scores, the report and its summary (the release's
   results are kept); split from Snakemake's own job log into planning (start to the first job),
-  the lane (to the last lib-lane shard's end) and score and report (the rest).
+  the vipune-lane (to the last lib-lane shard's end) and score and report (the rest).
 Beside it, once per rep on the same edit: the release profile's rebuild (``build.sh --checkout
 DIR``, vipune's fat LTO and one codegen unit), the build the fast profile replaces.
 And what the explanations add to the loop (issue 52), once per rep on that rep's files, each job
 run with them and without them, three times in alternating order (the least time of each side): the checkout's two lib-lane shard jobs at once
-(with: the lane asked for its arms, which the job parses and writes beside its run; without: the
+(with: the vipune-lane asked for its arms, which the job parses and writes beside its run; without: the
 job as before the arms, in a child that patches them out of stages.search.vipune_lib), the report
 (with: the explanations of the moved and worst pairs; without: the same manifest without its
 ``explained`` builds) and the HTML page. The loop without them = the loop's total less the three
@@ -104,14 +104,14 @@ def job_times(log: str) -> dict[str, list[tuple[float, float]]]:
     return jobs
 
 
-# A lib-lane shard job as before the arms were recorded (the "without" side): the lane not asked
+# A lib-lane shard job as before the arms were recorded (the "without" side): the vipune-lane not asked
 # for them, nothing parsed or written; the job's command line is the loop's own.
 WITHOUT_ARMS = r"""
 import sys, types
 from vipune_eval import cli
 from vipune_eval.stages.search import vipune_lib
-from vipune_eval.vipune.lane import LaneRun
-vipune_lib.LaneRun = lambda lane, folder, timeout, arms=False: LaneRun(lane, folder, timeout)
+from vipune_eval.vipune.vipune_lane import VipuneLane
+vipune_lib.VipuneLane = lambda lane, folder, timeout, arms=False: VipuneLane(lane, folder, timeout)
 vipune_lib.lane_arms = types.SimpleNamespace(from_answer=lambda *args: None, write=lambda *args: None)
 sys.exit(cli.main(sys.argv[1:]))
 """
@@ -131,7 +131,7 @@ def explanation_costs(workdir: Path, binary: Path, out: Path, rep: int) -> dict[
     alternating order on the files the loop's last rep made: the checkout's lib-lane shards
     (two at once), the report, the HTML page."""
     from vipune_eval.core import paths
-    from vipune_eval.vipune.lane import find_lane
+    from vipune_eval.vipune.vipune_lane import find_lane
 
     results = workdir / "results"
     provenance = json.loads((results / "report.json").read_text())["provenance"]

@@ -1,7 +1,7 @@
 """search, the binary lane: `vipune-eval search-vipune` next to the same binary calls made directly.
 
 One shard of personas of a generated session view, the fake vipune (tests/support/fake_vipune.py). The
-bare pass makes exactly the calls the lane makes per persona (`import`, then `search --hybrid`
+bare pass makes exactly the calls the vipune-lane makes per persona (`import`, then `search --hybrid`
 and `search --no-hybrid`), with the import JSONL prepared beforehand (untimed); the harness
 pass is the whole `search-vipune` process (start-up, fingerprint check, persona loading, JSONL
 building, parsing, run files). The fake is Python, so absolute times are the fake's: the
@@ -47,7 +47,7 @@ def bench_search_vipune(benchmark, work, search_view, fake_vipune, vipune_home, 
             db.unlink(missing_ok=True)
             out = call([fake_vipune, "--db-path", db, "--json", "import", folder / "import.jsonl"])
             assert json.loads(out)["inserted"] == len(p.row_ids), out
-            for arm in ("--hybrid", "--no-hybrid"):  # the lane's two searches (vipune, vipune-semantic)
+            for arm in ("--hybrid", "--no-hybrid"):  # the vipune-lane's two searches (vipune, vipune-semantic)
                 call([fake_vipune, "--db-path", db, f"--project={p.question_id}", "--json", "search", arm,
                       "--recency", 0, "--limit", LIMIT, "--no-touch", "--", p.question])
         return {"wall_s": time.perf_counter() - start}

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import (ENCODERS, REPS, Figures, embed_rate, interleaved, matmul_peak, mean,
                                sized)
-from vipune_eval.stages.report.projection import flops_per_token
+from vipune_eval.stages.embed.projection import flops_per_token
 
 SIZES = {"small": dict(batches=[1, 4, 16], threads=[1, 2], long=8, short=96),
          "M": dict(batches=[1, 2, 4, 8, 16, 32, 64], threads=[1, 2], long=64, short=512)}

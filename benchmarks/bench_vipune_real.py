@@ -14,7 +14,7 @@ Sides, interleaved per rep:
   tells a job's fixed cost from the per-persona work. Each job also writes its own process's CPU
   apart from its vipune calls' (``OWN_CPU``): the harness's own work, without the noise of
   vipune's CPU in ``harness - bare``;
-- ``bare``: per persona the lane's calls — ``import``, ``search --hybrid``, ``search --no-hybrid`` —
+- ``bare``: per persona the vipune-lane's calls — ``import``, ``search --hybrid``, ``search --no-hybrid`` —
   one after another from a prepared JSONL, nothing else;
 - ``parts``: per persona, each call timed alone, and the pieces that tell them apart: ``version``
   (process start and opening a database, no model), a search on a one-row database (start, model
@@ -172,7 +172,7 @@ def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
             call("--db-path", db, "--json", "import", folder / "import.jsonl")
             ranked = mcp_searches(db, p)
             if rep == 0:
-                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, flags, "")[0]]
+                cli_ranked = [[hit["id"] for hit in client.search(db, p.question_id, p.question, flags, LIMIT, "")[0]]
                               for flags in searches(settings, LIMIT).values()]
                 assert ranked == cli_ranked, (p.question_id, ranked, cli_ranked)
         return {"wall_s": time.perf_counter() - start, "cpu_s": cpu() - start_cpu}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from vipune_eval.stages.report.projection import BGE_SMALL
+from vipune_eval.stages.embed.projection import BGE_SMALL
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 REPO = Path(__file__).resolve().parent.parent

@@ -135,8 +135,8 @@ def real_vipune() -> Path:
 @pytest.fixture(scope="module")
 def real_build(real_vipune: Path) -> tuple[Path, Path]:
     """(the real vipune at the pinned release, the vipune-lane built beside it); skipped, saying
-    why, where the lane is missing."""
-    from vipune_eval.vipune.lane import LaneError, find_lane
+    why, where the vipune-lane is missing."""
+    from vipune_eval.vipune.vipune_lane import LaneError, find_lane
     from vipune_eval.vipune.release import RELEASE
 
     try:

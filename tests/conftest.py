@@ -111,8 +111,8 @@ def any_vipune(request) -> Path:
 @pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
 def any_lane(request) -> tuple[Path, Path]:
     """(binary, its vipune-lane) of the fake build, and of the real one at the pinned release
-    (skipped, saying why, where that release or its lane of this checkout's lane/ is not built)."""
-    from vipune_eval.vipune.lane import LaneError, find_lane
+    (skipped, saying why, where that release or its vipune-lane of this checkout's lane/ is not built)."""
+    from vipune_eval.vipune.vipune_lane import LaneError, find_lane
 
     binary = request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
     try:

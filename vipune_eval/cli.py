@@ -47,7 +47,7 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
                         (["--shards"], {"type": int, "required": True})),
         "search": parent((["--rows"], path), (["--texts"], path),
                          (["--embeddings"], {**path, "nargs": "+"})),
-        # what a view ranks to (registry.views.View.search_flags writes these for every search rule)
+        # what a view ranks to (core.ranking_settings.RankingSettings.options writes these for every search rule)
         "ranking": parent((["--limit"], {"type": int, "required": True, "help": "vipune --limit"}),
                           (["--depth"], {"type": int, "required": True,
                                          "help": "documents kept per pair in the run"}),
@@ -73,11 +73,13 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 
 # Parent parser → (keyword, "module:Class"): the options named by the class's fields (its own,
-# and for a search command the shard parent's) become one settings object.
-SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
+# and for a search command the shard parent's) become one settings object, in this order: a field
+# that names an earlier one's keyword (ShardSearch's and Scoring's ``ranking_settings``) takes it.
+SETTINGS = {"ranking": ("ranking_settings", "core.ranking_settings:RankingSettings"),
+            "search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
             "binary": ("vipune", "vipune.settings:VipuneSettings"),
             "lib": ("vipune", "vipune.settings:VipuneSettings"),
-            "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
+            "model": ("model", "core.model_files:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
 def _load(target: str) -> Any:
@@ -89,12 +91,11 @@ def stage_call(argv: list[str]) -> tuple[str, Callable[..., Any], dict[str, Any]
     """(command, its stage function, the keyword arguments it is called with) for a command line."""
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
-    for parent in COMMANDS[command].parents:
-        if parent in SETTINGS:
-            keyword, target = SETTINGS[parent]
-            settings = _load(target)
-            # a field its parent lacks is None (the lib lane's parent has no model: hf_home)
-            args[keyword] = settings(**{f.name: args.pop(f.name, None) for f in dataclasses.fields(settings)})
+    for parent in [p for p in SETTINGS if p in COMMANDS[command].parents]:
+        keyword, target = SETTINGS[parent]
+        settings = _load(target)
+        # a field its parent lacks is None (the lib lane's parent has no model: hf_home)
+        args[keyword] = settings(**{f.name: args.pop(f.name, None) for f in dataclasses.fields(settings)})
     return command, _load(COMMANDS[command].target), args
 
 
@@ -226,6 +227,11 @@ COMMANDS: dict[str, Command] = {
                        _opt((["question_id"], {"help": "the question's id (LongMemEval's question_id)"}),
                             (["--run"], {"type": Path, "default": Path("results"),
                                          "help": "the run's results folder (default: results)"}))),
+    "generated-docs": Command("generated_docs:run_generated_docs",
+                              "a developer's command: rewrite the docs generated from the registries and the modules "
+                              "(docs/registry.md, CONTRIBUTING.md's package map, docs/extending.md's presets)", (),
+                              _opt((["--check"], {"action": "store_true",
+                                                  "help": "write nothing; fail naming each stale page"}))),
     "plots": Command("stages.report.plots:run_plots", "PNG plots of a report", (),
                      _opt((["--report"], P), (["--out-dir"], P),
                           (["--plots"], {"nargs": "+", "required": True, "help": "names of the plots to draw"}))),

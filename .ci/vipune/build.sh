@@ -18,7 +18,7 @@
 #              the binary built in vipune-lane's workspace, so vipune's library is compiled once
 #              for both), a one-line edit rebuilt in seconds, not minutes. The code and the
 #              floating-point arithmetic are the same (no fast-math in Rust), so it ranks as the
-#              release profile does (tests/unit/vipune/test_lane.py checks every list and score);
+#              release profile does (tests/unit/vipune/test_vipune_lane.py checks every list and score);
 #              its binary and lane say "profile": "fast" and every report names a fast build.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
@@ -34,12 +34,12 @@
 # sources' sha256 (vipune_eval/vipune/lane_source.py): bin/vipune-lane-<sha12> beside bin/vipune.
 # It compiles vipune's private search files from that source (lane/vipune_sources.json, "compiled",
 # included by path by lane/build.rs), which records as cargo compiles them the sha256 of each of
-# those files, of each vipune item the lane still copies (against the one it was copied from) and
+# those files, of each vipune item the vipune-lane still copies (against the one it was copied from) and
 # of the whole source (`vipune_source_sha256`); and it names the binary's sha256 and its profile.
 # The binary's build records the sha256 of the source it was built from in build.json beside
 # bin/: build.sh refuses a lane whose source is not the binary's, and so does the workflow
-# (vipune_eval/vipune/lane.py). A release's lane is reused while it runs and names that binary;
-# a checkout's is rebuilt (incrementally) with it. Where the lane does not build (an edit added a
+# (vipune_eval/vipune/vipune_lane.py). A release's lane is reused while it runs and names that binary;
+# a checkout's is rebuilt (incrementally) with it. Where the vipune-lane does not build (an edit added a
 # module the search files use, or moved one of them), nothing is replaced and the error says
 # which file lane/vipune_sources.json must list.
 #
@@ -185,7 +185,7 @@ recorded() { # $1: a key of the build.json beside $2's bin/ folder; prints its v
     record=$(cd -P "$(dirname "$2")" 2>/dev/null && cd .. && pwd)/build.json # bin/ may be a link to builds/…/bin
     [ -f "$record" ] && sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$record" | head -n1
 }
-lane_works() { # $1: a lane, $2: its binary. The lane runs, was built beside these very binary bytes,
+lane_works() { # $1: a lane, $2: its binary. The vipune-lane runs, was built beside these very binary bytes,
     # and compiled the source the binary's build.json names
     [ -x "$1" ] || return 1
     local said digest
@@ -199,8 +199,8 @@ if [ "$version" != checkout ] && works "$bin" && lane_works "$home/bin/$lane_nam
     exit 0
 fi
 if [ $cached_only = 1 ]; then
-    if works "$bin"; then # the binary without this checkout's lane: the lane's tests say so
-        echo "build.sh: vipune $version is built, but not its lane $lane_name (\`.ci/vipune/build.sh $version\` builds it)" >&2
+    if works "$bin"; then # the binary without this checkout's lane: the vipune-lane's tests say so
+        echo "build.sh: vipune $version is built, but not its vipune-lane $lane_name (\`.ci/vipune/build.sh $version\` builds it)" >&2
         echo "$bin"
         exit 0
     fi
@@ -360,7 +360,7 @@ if [ "$version" = checkout ]; then
     vipune_source="checkout $checkout ($described)"
     fetchable "$src"
     cp "$checkout/Cargo.lock" "$home/relocked-from.lock"
-    # The files the lane compiles must be there before the binary is built (a moved one is named)
+    # The files the vipune-lane compiles must be there before the binary is built (a moved one is named)
     python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
     take_lock 8 "$CARGO_TARGET_DIR.lock" "another build against ONNX Runtime $ort_version (cargo's target folder)"
     # In vipune-lane's workspace (its release profile is vipune's own), so that vipune's library is
@@ -382,7 +382,7 @@ else
         rm -rf "$src.part" "$src.lock-deviations.txt" && cp -rp "$registry" "$src.part" && mv "$src.part" "$src"
     fi
     take_lock 8 "$CARGO_TARGET_DIR.lock" "another build against ONNX Runtime $ort_version (cargo's target folder)"
-    if works "$bin"; then # the release's binary: its bytes are kept, only its lane is built
+    if works "$bin"; then # the release's binary: its bytes are kept, only its vipune-lane is built
         cp -p "$bin" "$stage/bin/vipune"
     else
         echo "build.sh: cargo install vipune $version against ONNX Runtime $ort_version (PyPI wheel); a cold build takes about 8 min on 2 cores" >&2
@@ -417,7 +417,7 @@ source_sha=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
 python3 - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
 import json, sys
 out, binary, source, words, profile = sys.argv[1:]
-with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/lane.py (the pair's check)
+with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/vipune_lane.py (the pair's check)
     json.dump({"binary_sha256": binary, "vipune_source_sha256": source, "vipune_source": words, "profile": profile}, f, indent=1)
 PY
 
@@ -429,14 +429,14 @@ if ! VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipun
     VIPUNE_LANE_VIPUNE_SRC=$src VIPUNE_LANE_SOURCE_TOOL=$repo/vipune_eval/vipune/lane_source.py VIPUNE_LANE_PROFILE=$profile \
     cargo_built "$lane_name" "$logs/lane.log" build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
     --config "patch.crates-io.vipune.path = \"$src\""; then
-    # What the lane compiles from vipune is a list (lane/vipune_sources.json); a module those files
+    # What the vipune-lane compiles from vipune is a list (lane/vipune_sources.json); a module those files
     # use that the list lacks is named, with where it is in the checkout.
     missing=$(sed -n -e 's/.*unresolved import `crate::\([A-Za-z_0-9]*\).*/\1/p' \
         -e 's/.*could not find `\([A-Za-z_0-9]*\)` in the crate root.*/\1/p' \
         -e 's/.*failed to resolve: .*`crate::\([A-Za-z_0-9]*\)`.*/\1/p' "$logs/lane.log" | sort -u)
     for module in $missing; do
         for file in "src/$module.rs" "src/$module/mod.rs"; do
-            [ -f "$src/$file" ] && echo "build.sh: the lane compiles only the vipune files lane/vipune_sources.json lists under \"compiled\", and they use crate::$module, which it does not list: add \"$file\" there ($repo/lane/vipune_sources.json; ${checkout:-$src}/$file) and build again" >&2
+            [ -f "$src/$file" ] && echo "build.sh: the vipune-lane compiles only the vipune files lane/vipune_sources.json lists under \"compiled\", and they use crate::$module, which it does not list: add \"$file\" there ($repo/lane/vipune_sources.json; ${checkout:-$src}/$file) and build again" >&2
         done
     done
     exit 1
@@ -451,7 +451,7 @@ lane_works "$stage/bin/$lane_name" "$staged" || {
 current=$(cd -P "$home/bin" 2>/dev/null && pwd || true)
 if [ -n "$current" ] && cmp -s "$current/vipune" "$staged"; then
     if cmp -s "$current/$lane_name" "$stage/bin/$lane_name" && cmp -s "$current/../build.json" "$stage/build.json"; then
-        echo "build.sh: vipune $version and its lane unchanged, checked in $((SECONDS - start)) s" >&2
+        echo "build.sh: vipune $version and its vipune-lane unchanged, checked in $((SECONDS - start)) s" >&2
         echo "$bin" # nothing new: the build in use stays
         exit 0
     fi
@@ -469,9 +469,9 @@ if [ -d "$home/bin" ] && [ ! -L "$home/bin" ]; then # a build of an earlier buil
     done
 fi
 ln -sfn "builds/$(basename "$stage")/bin" "$home/bin.new"
-mv -T "$home/bin.new" "$home/bin" # one rename: the binary and its lane change together
+mv -T "$home/bin.new" "$home/bin" # one rename: the binary and its vipune-lane change together
 trap - EXIT
 # The last 3 builds stay (runs planned on an earlier one still find its files).
 ls -1 "$home/builds" | sort | head -n -3 | while read -r old; do rm -rf "${home:?}/builds/$old"; done
-echo "build.sh: vipune $version and its lane ready in $((SECONDS - start)) s" >&2
+echo "build.sh: vipune $version and its vipune-lane ready in $((SECONDS - start)) s" >&2
 echo "$bin"

@@ -42,11 +42,12 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import explain
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneRun, find_lane, lane_fingerprint
+from vipune_eval.vipune.vipune_lane import VipuneLane, find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 
@@ -113,7 +114,7 @@ def fused_k(binary: Path, model_dir: Path, hf_home: Path, tmp: Path) -> float:
 
 
 def checked_pair(binary: Path, lane: Path, tree: Path) -> dict:
-    """What the lane says, having checked that it names its binary and compiled the tree's rrf.rs
+    """What the vipune-lane says, having checked that it names its binary and compiled the tree's rrf.rs
     and the very source the binary's build.json records."""
     said = lane_said(lane)
     record = json.loads((binary.resolve().parent.parent / "build.json").read_text())
@@ -159,7 +160,7 @@ def personas(model_dir: Path, count: int = 6) -> list[Persona]:
 
 def lane_rankings(lane: Path, persona: Persona, query: np.ndarray, tmp: Path) -> dict[str, list]:
     fed = dataclasses.replace(persona, query_vector=query)
-    [(_, answer)] = LaneRun(lane, tmp, timeout=60).search([fed], FLAGS)
+    [(_, answer)] = VipuneLane(lane, tmp, timeout=60).search([fed], FLAGS)
     return {name: [tuple(hit) for hit in answer[name]] for name in ("semantic", "hybrid")}
 
 
@@ -189,7 +190,7 @@ def test_a_checkout_whose_lock_the_registry_cannot_honour_builds_from_a_copy(che
 def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_home, vipune_tiny_model_dir,
                                                           tmp_path):
     """The release's own sources built --fast: other bytes, the same lists and scores, binary and
-    lane, on every persona; its lane says it is a fast build (the report names it so)."""
+    lane, on every persona; its vipune-lane says it is a fast build (the report names it so)."""
     release, release_lane = release_build()
     fast, fast_lane = build_checkout(checkout, "--fast")
     assert lane_said(fast_lane)["profile"] == "fast" and lane_said(release_lane)["profile"] == "release"
@@ -205,8 +206,8 @@ def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_h
 
 def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_home, vipune_tiny_model_dir,
                                                        tmp_path):
-    """A checkout whose RRF k is 60 (src/rrf.rs): its lane's fused scores equal its binary's on
-    every list and score, and differ from the release's k = 25 (the lane compiles rrf.rs from the
+    """A checkout whose RRF k is 60 (src/rrf.rs): its vipune-lane's fused scores equal its binary's on
+    every list and score, and differ from the release's k = 25 (the vipune-lane compiles rrf.rs from the
     source it is built against; a copy would have kept 25)."""
     assert "Self { k: 60.0 }" in (k60_checkout / "src" / "rrf.rs").read_text()
     binary, lane = build_checkout(k60_checkout, "--fast")
@@ -280,7 +281,7 @@ def test_a_path_built_before_never_lends_its_code_to_other_bytes_dated_older(
 
 def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_checkout, tmp_path):
     """A compile error is shown in the checkout's file, not the build's copy; a search edit that
-    uses a module the lane does not compile builds the binary, then the lane fails: nothing is
+    uses a module the vipune-lane does not compile builds the binary, then the vipune-lane fails: nothing is
     replaced (the binary was replaced before, and "build both again" failed the same way) and the
     message names the file lane/vipune_sources.json must list."""
     binary, lane = build_checkout(k2_checkout, "--fast")
@@ -353,7 +354,7 @@ def finished_lib_run(results: Path, personas: list[Persona], builds: dict[str, t
         run_vipune_lib(shard, VipuneSettings("", Path(), None, run / "tmp", 60), lane, run / "lane.json", "stop",
                        run / "shard-0-of-1.run", run / "semantic.run", run / "status.json", run / "shard-0-of-1.arms.parquet")
         run_score(filtered / "qrels.txt", filtered / "pairs.parquet", [run / "shard-0-of-1.run"],
-                  Scoring([1, 5, 10], ["recall"], limit=10, depth=10),
+                  Scoring([1, 5, 10], ["recall"], RankingSettings(10, 10)),
                   f"vipune-lib-{build}", results / "runs" / f"vipune-lib-{build}.run",
                   results / "metrics" / f"vipune-lib-{build}.json", status=[run / "status.json"])
         explained.append({"build": build, "binary": None, "lib": f"results/metrics/vipune-lib-{build}.json",

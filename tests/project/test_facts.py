@@ -1,7 +1,7 @@
 """One source for every fact typed in more than one place (issue 42 item 3).
 
 Each fact has one owner in the package; a copy elsewhere is either generated from it
-(tests/support/generated_docs.py: docs/registry.md, and the marked spans of other pages) or held
+(vipune-eval generated-docs: docs/registry.md, and the marked spans of other pages) or held
 to it here: the schema's defaults, enums and bounds, config/config.yaml, docs/configuration.md's
 table of keys, the hashes the docs type, the constants the fakes and the Rust lane keep of
 vipune's contract. A copy the package cannot import without rerunning more than it should (the
@@ -191,7 +191,7 @@ def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
     shutil.copy(REPO / ".ci" / "vipune" / "build.sh", script)
     (tmp_path / "vipune_eval" / "vipune").mkdir(parents=True)
     shutil.copy(REPO / "vipune_eval" / "vipune" / "lane_source.py", tmp_path / "vipune_eval" / "vipune")
-    shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the lane after its sources
+    shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the vipune-lane after its sources
     for pin in (RELEASE, "0.20.9"):
         (tmp_path / "vipune_eval" / "vipune" / "release.py").write_text(f'RELEASE = "{pin}"\n')
         proc = subprocess.run(["bash", str(script), "--cached"], capture_output=True, text=True,

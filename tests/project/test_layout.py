@@ -20,10 +20,10 @@ WITHOUT_OWN_FILE = {
     "__main__": ("", "`python -m vipune_eval`: two lines that call cli.main (tests/unit/test_cli.py)"),
     "core.longmemeval": ("tests/unit/stages/test_score.py", "LongMemEval's own measures, beside the scoring that "
                                                             "calls them"),
-    "core.manifest": ("", "types only: the TypedDicts of the report's manifest"),
+    "core.report_inputs": ("", "types only: the TypedDicts of the report's manifest"),
     "plan.config_args": ("tests/workflow/test_config_args.py", "it corrects Snakemake's own reading of --config, "
                                                                "so it is tested through Snakemake"),
-    "registry.arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),
+    "registry.shared_arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),
     "registry.models": ("tests/unit/stages/test_download.py", "the model pins, checked where a download verifies them"),
     "stages.embed.provider": ("tests/unit/stages/embed/test_store.py", "the provider a job resolves, beside the "
                                                                        "store it writes"),
@@ -36,7 +36,7 @@ WITHOUT_OWN_FILE = {
     "vipune.contract": ("tests/unit/stages/search/test_preflight.py", "constants, each checked against the binary "
                                                                      "by the preflight"),
     "vipune.release": ("tests/project/test_facts.py", "one constant, held to the docs and build.sh there"),
-    "stages.report.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
+    "stages.embed.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
                                                                          "the tallies, beside the tally"),
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A contract-faithful fake of ``vipune-lane`` (lane/, the Rust lane), for the project's fast tests.
 
-It speaks the lane's protocol (lane/src/main.rs, docs/vipune-contract.md) and searches each
+It speaks the vipune-lane's protocol (lane/src/main.rs, docs/vipune-contract.md) and searches each
 persona with tests/support/fake_vipune.py's own database, semantic search, BM25 and fusion (the fake
 vipune is itself checked against the real binary), so a run on the fake lane ranks exactly as one
-on the fake binary. tests/unit/vipune/test_lane.py runs its tests on the real lane too.
+on the fake binary. tests/unit/vipune/test_vipune_lane.py runs its tests on the real lane too.
 
 ``version`` names as ``binary_sha256`` the sha256 of the ``vipune`` beside it (the binary it
 "was built with": in ``FAKE_LANE_DIR``, which its wrapper script sets to its own folder), or
@@ -71,7 +71,7 @@ def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> di
         return {"question_id": qid, "error": str(exc), "exit_code": exc.code}
     try:
         conn = vipune.open_db(db_path)
-    except vipune.VipuneError as exc:  # as the lane answers a database it cannot open (a full disk)
+    except vipune.VipuneError as exc:  # as the vipune-lane answers a database it cannot open (a full disk)
         return {"question_id": qid, "error": f"Database::open: {exc}", "exit_code": vipune.EXIT_ERROR}
     try:
         conn.execute("BEGIN")

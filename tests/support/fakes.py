@@ -19,7 +19,7 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
     in ``folder/query-vectors`` (FAKE_VIPUNE_QUERY_CACHE, unless the caller sets it; named from
     the wrapper's own path, so that the same build in two folders has the same bytes); ``preamble``:
     shell lines both wrappers run first (a comment that changes their bytes, an exported
-    FAKE_VIPUNE_FAULT: the lane is built from the binary's source, so it searches as its binary
+    FAKE_VIPUNE_FAULT: the vipune-lane is built from the binary's source, so it searches as its binary
     does)."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -32,7 +32,7 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
 
 
 def fake_lane(bin_dir: Path, preamble: str = "") -> Path:
-    """The fake lane beside ``bin_dir/vipune``, named as build.sh names the lane of this checkout."""
+    """The fake lane beside ``bin_dir/vipune``, named as build.sh names the vipune-lane of this checkout."""
     sha = lane_source.source_sha256()
     wrapper = bin_dir / lane_source.lane_name(sha)
     wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n{preamble}'

@@ -35,7 +35,7 @@ def required() -> bool:
 def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int = 10):
     """What the binary itself does with ``persona``: (its own embedding of the question, read back
     by ``add`` then ``export``; {"semantic": [(id, score)], "hybrid": [...]} of its two searches on
-    a database seeded by ``import``). The lane fed that very vector must answer the same lists."""
+    a database seeded by ``import``). The vipune-lane fed that very vector must answer the same lists."""
     import base64
     import json
 
@@ -57,6 +57,6 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
     flags = VipuneSettings("", Path(), None, Path(), 0).search_flags
     rankings = {}
     for name, hybrid in (("semantic", False), ("hybrid", True)):
-        hits, _ = vipune.search(tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), "test")
+        hits, _ = vipune.search(tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), limit, "test")
         rankings[name] = [(h["id"], h["similarity"]) for h in hits]
     return query, rankings

@@ -15,11 +15,12 @@ from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report.report import Loaded, LoadedView
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 
 KS = [1, 5, 10]
 MEASURES = ["recall", "recall_any", "recall_all", "ndcg", "mrr"]
-SCORING = Scoring(KS, MEASURES, limit=10, depth=10)  # what the hand-made view's runs are made and scored with
+SCORING = Scoring(KS, MEASURES, RankingSettings(10, 10))  # what the hand-made view's runs are made and scored with
 GOLD = {f"q{i}": [f"g{i}"] for i in range(8)}
 CATEGORY = {f"q{i}": ("temporal-reasoning" if i < 6 else "multi-session") for i in range(8)}
 RANKED = {  # per retriever: the rank of each pair's gold session (None: not retrieved)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.stages.search import rankers
@@ -83,4 +84,4 @@ def write_shard(folder: Path, personas: list[Persona], limit: int = 10) -> Shard
         "tokens": pa.array([tokens[i] for i in vectors], pa.int32())}), folder / "embeddings.parquet")
     pq.write_table(pa.Table.from_pylist(rows), folder / "rows.parquet")
     return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", (folder / "embeddings.parquet",),
-                       0, 1, limit, limit)
+                       0, 1, RankingSettings(limit, limit))

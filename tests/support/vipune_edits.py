@@ -3,14 +3,14 @@
 each an exact text replaced in one file, refused when the text is not there (another release).
 
 - ``dispatch``: "short queries skip BM25", in the command's dispatch (``execute``,
-  src/commands/mod.rs): a query of three words or fewer is searched without the BM25 arm. The lane
+  src/commands/mod.rs): a query of three words or fewer is searched without the BM25 arm. The vipune-lane
   stands in for ``execute``: a stale copy.
 - ``query-prefix``: bge's retrieval instruction put before a search's query (``prefix_input``,
-  src/embedding/engine.rs): the query's embedding changes; the lane answers with the cached vector.
+  src/embedding/engine.rs): the query's embedding changes; the vipune-lane answers with the cached vector.
 - ``min-cosine``: rows whose cosine is under 0.2 left out of the vector scan (``Database::search``,
-  src/sqlite/search.rs, vipune's library, which the lane links): a loss on the tests' tiny model,
+  src/sqlite/search.rs, vipune's library, which the vipune-lane links): a loss on the tests' tiny model,
   whose gold sessions score 0.10 to 0.22.
-- ``comment``: a comment in src/rrf.rs (compiled into the lane): nothing changes.
+- ``comment``: a comment in src/rrf.rs (compiled into the vipune-lane): nothing changes.
 
 Standard library only: .ci/run runs it with the system Python to set up the fixtures it builds
 (``python3 tests/support/vipune_edits.py SOURCE DEST EDIT...``: a copy of SOURCE, modification

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from vipune_eval import cli
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.persona import ShardSearch
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.vipune.settings import VipuneSettings
 
 SEARCH = ["--rows", "r.parquet", "--texts", "t.parquet", "--embeddings", "e0.parquet", "e1.parquet",
@@ -25,7 +26,8 @@ def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
          "--out", "o.run", "--semantic-out", "s.run", "--status-out", "st.json"])
     assert command == "search-vipune" and stage.__name__ == "run_vipune"
     assert kwargs["shard"] == ShardSearch(Path("r.parquet"), Path("t.parquet"),
-                                          (Path("e0.parquet"), Path("e1.parquet")), 1, 3, 10, 10, False)
+                                          (Path("e0.parquet"), Path("e1.parquet")), 1, 3,
+                                          RankingSettings(10, 10, collapse=False))
     assert kwargs["vipune"] == VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("scratch"), 12.5)
     assert set(kwargs) == set(inspect.signature(stage).parameters) - {"on_error"} | {"on_error"}
     assert not {"rows", "shards", "binary", "hf_home", "timeout"} & set(kwargs)  # no loose copies
@@ -59,10 +61,12 @@ def test_the_embed_command_gets_the_model_as_one_object():
 
 
 def test_settings_are_frozen_and_no_stage_takes_a_dozen_parameters():
-    shard = ShardSearch(Path("r"), Path("t"), [Path("e")], 0, 1, 10, 10)
+    shard = ShardSearch(Path("r"), Path("t"), [Path("e")], 0, 1, RankingSettings(10, 10))
     assert shard.embeddings == (Path("e"),)  # a list from argparse is kept as a tuple
     with pytest.raises(dataclasses.FrozenInstanceError):
-        shard.limit = 5
+        shard.shard = 5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shard.ranking_settings.limit = 5  # type: ignore[misc]
     for command in cli.COMMANDS.values():
         stage = cli._load(command.target)
         assert len(inspect.signature(stage).parameters) <= 10, command.target
@@ -101,7 +105,8 @@ def test_every_rule_is_named_after_the_command_it_runs():
     ran = {rule: re.search(r'"vipune-eval ([\w-]+)', body) for rule, body in blocks}
     assert {rule: m.group(1) for rule, m in ran.items() if m and m.group(1).replace("-", "_") != rule} == {}
     after_a_run = {"report-html", "gate", "explain"}  # a person (or a CI) runs these on a finished run: no rule does
-    assert {m.group(1) for m in ran.values() if m} | after_a_run == set(cli.COMMANDS)
+    developers = {"generated-docs"}  # a developer runs it in a checkout
+    assert {m.group(1) for m in ran.values() if m} | after_a_run | developers == set(cli.COMMANDS)
 
 
 def test_the_gate_exits_with_its_verdict(tmp_path, capsys):

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from support import scenarios
-from support.rerun_plan import DOWNSTREAM, EDITS, closure, plan
+from support.rerun_plan import EDITS, closure, plan, reruns, rule_graph
 from support.scenarios import REPO
 
 
@@ -24,13 +24,23 @@ def copy(tmp_path_factory, workflow_env, scenario_inputs):
         else:
             shutil.copy(source, repo / part)
     workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
+    graph = rule_graph(workdir, workflow_env, snakefile=repo / "workflow/Snakefile")  # before the run: it writes nothing
     scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "workflow/Snakefile")
-    return repo, workdir
+    return repo, workdir, graph
+
+
+def test_the_graph_is_snakemakes_own(copy):
+    """The rules' DAG the plan is checked against comes from ``snakemake --rulegraph`` (issue 55
+    item 3: nobody types it): the tracking scenario's rules, each stage downstream of its inputs."""
+    _, _, graph = copy
+    assert {"filter_rows", "embed", "search_arms", "fuse_reference", "score", "report", "plots"} <= set(graph)
+    assert "embed" in graph["filter_rows"] and "score" in graph["fuse_reference"] and "report" in graph["score"]
+    assert closure({"report"}, graph) == {"report", "plots", "report_page"}
 
 
 @pytest.mark.parametrize("module", sorted(EDITS))
 def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_env, module):
-    repo, workdir = copy
+    repo, workdir, graph = copy
     path = (repo / "vipune_eval").joinpath(*module.split(".")).with_suffix(".py")
     original = path.read_bytes()
     try:
@@ -40,9 +50,9 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
     finally:
         path.write_bytes(original)
     planned, changed = plan(out)
-    direct = EDITS[module]
-    assert planned == closure(direct), out[-2000:]
-    topmost = {r for r in direct if not any(r in DOWNSTREAM[u] for u in closure(direct) - {r})}
+    direct = reruns(module) & set(graph)  # the rules of this scenario's run
+    assert planned == closure(direct, graph), out[-2000:]
+    topmost = {r for r in direct if not any(r in graph[u] for u in closure(direct, graph) - {r})}
     assert changed == topmost, out[-2000:]
 
 
@@ -52,7 +62,7 @@ def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, 
     the new lane is built the run is refused, naming the command that builds it."""
     from vipune_eval.vipune import lane_source
 
-    repo, workdir = copy
+    repo, workdir, graph = copy
     source = repo / "lane" / "src" / "main.rs"
     original = source.read_bytes()
     old = fake_vipune_bin.parent / lane_source.lane_name(lane_source.source_sha256(repo / "lane"))
@@ -71,7 +81,7 @@ def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, 
         new.unlink(missing_ok=True)
     planned, _ = plan(out)
     # and the plan's new files: the new lane's fingerprint, the report's manifest naming it
-    assert planned == closure({"search_vipune_lib"}) | {"planned_text", "planned_file"}, out[-2000:]
+    assert planned == closure({"search_vipune_lib"}, graph) | {"planned_text", "planned_file"}, out[-2000:]
 
 
 def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
@@ -99,11 +109,12 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
         scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "workflow/Snakefile")
         assert any(r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m"
                    for r in hub.requests)
+        graph = rule_graph(workdir, env, snakefile=repo / "workflow/Snakefile")
         client = repo / "vipune_eval" / "vipune" / "client.py"
         client.write_text(client.read_text() + "\n# an edit\n")
         out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=env, snakefile=repo / "workflow/Snakefile").stdout
     planned, _ = plan(out)
-    assert planned == closure({"preflight", "search_vipune"}), out[-2000:]
+    assert planned == closure({"preflight", "search_vipune"}, graph), out[-2000:]
     assert not planned & {"download_dataset", "filter_pairs", "filter_rows", "embed"}
     report = json.loads((workdir / "results/report.json").read_text())
     assert report["provenance"]["dataset"]["resolved_commit"] == datasets.ORIGINAL_AT

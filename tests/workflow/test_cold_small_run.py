@@ -29,7 +29,7 @@ def cold_run(small, workflow_env, tmp_path_factory):
         row["question_id"] = qid
     (spaced / "sp ace" / "lme.json").write_text(json.dumps(rows))
     shutil.copytree(model, spaced / "my model")
-    binary, _ = fake_build(spaced / "my build")  # the lane beside it, in a folder with spaces too
+    binary, _ = fake_build(spaced / "my build")  # the vipune-lane beside it, in a folder with spaces too
     workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
                            scenario="small", granularities=["session", "chunk"],
                            vipune={"binary": str(binary)})

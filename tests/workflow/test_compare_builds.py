@@ -18,7 +18,7 @@ SHARDS = 2
 
 
 def build(folder, name, env=""):
-    """A vipune build: the fake and its lane in ``folder/name/bin`` (``env``: what its search does
+    """A vipune build: the fake and its vipune-lane in ``folder/name/bin`` (``env``: what its search does
     differently)."""
     return fake_build(folder / name, preamble=f"# build {name}\n{env}")[0]
 

@@ -40,7 +40,7 @@ def test_a_config_value_that_is_not_yaml_is_refused_naming_the_form_that_works(s
 def test_a_timeout_past_its_bound_and_a_number_yaml_reads_as_text_are_named_not_a_traceback(
         small, workflow_env, tmp_path):
     """Issue 44 items 2 and 8: vipune.timeout 3000000 with the lib retrievers overflowed poll() in
-    the lane's version check (an OverflowError traceback); 1e-9 is text to YAML 1.1."""
+    the vipune-lane's version check (an OverflowError traceback); 1e-9 is text to YAML 1.1."""
     workdir = make_workdir(tmp_path / "w", *small)
     proc = snakemake(workdir, "-n", "--config", "vipune={timeout: 3000000}", "search={plugin_timeout: 1e-9}",
                      env=workflow_env, check=False)

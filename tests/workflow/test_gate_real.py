@@ -5,7 +5,7 @@ Two copies of the release's own sources (tests/support/vipune_edits.py), set up 
 edits of the search's path (the dispatch: short queries skip BM25; bge's instruction before a
 search's query; a minimum cosine of 0.2 in the vector scan, a loss on the tiny model's vectors),
 one with a comment. Each edit alone is also checked on the source (no build): compiled into the
-lane, or named as a stale copy. Skipped, saying why, where CI has not set them up.
+vipune-lane, or named as a stale copy. Skipped, saying why, where CI has not set them up.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from support import ci_steps, real_vipune, vipune_edits
 from support.scenarios import REPO, make_workdir, set_config, snakemake
 
 from vipune_eval.errors import EvalError
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.stages.report import gate
-from vipune_eval.stages.report.sections.scored import stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.binary import binary_fingerprint
@@ -69,8 +69,8 @@ def edits_build() -> Path:
 @pytest.mark.parametrize("edit, stale", [
     ("dispatch", [("src/commands/mod.rs", "fn execute")]),
     ("query-prefix", [("src/embedding/engine.rs", "fn prefix_input")]),
-    ("min-cosine", []),  # src/sqlite/search.rs: vipune's library, which the lane links
-    ("comment", []),     # src/rrf.rs: compiled into the lane
+    ("min-cosine", []),  # src/sqlite/search.rs: vipune's library, which the vipune-lane links
+    ("comment", []),     # src/rrf.rs: compiled into the vipune-lane
 ])
 def test_each_edit_of_the_search_path_is_compiled_into_the_lane_or_named_as_a_stale_copy(tmp_path, edit, stale):
     source = vipune_edits.edited_copy(fixture_tree("VIPUNE_EVAL_CHECKOUT_FIXTURE"), tmp_path / f"vipune-{edit}", [edit])

@@ -1,6 +1,6 @@
 """The maintainer's loop (issue 43): an edit of vipune's search measured by the lib lane alone. A
 checkout compared with the release on vipune-lib reruns only the checkout's lib-lane shards, its
-scores and the report (the release's lib-lane results are kept under its lane's fingerprint), and
+scores and the report (the release's lib-lane results are kept under its vipune-lane's fingerprint), and
 the summary names the pairs the edit changed."""
 
 import re
@@ -42,7 +42,7 @@ def test_an_edit_reruns_only_the_checkouts_lib_lane_its_scores_and_the_report(lo
     root, workdir, release, checkout = loop_run
     assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
                                               "report_page": 1, "all": 1,
-                                              # the plan's new files: the checkout's fingerprint, its lane's, the manifest
+                                              # the plan's new files: the checkout's fingerprint, its vipune-lane's, the manifest
                                               "planned_text": 3, "planned_file": 3}
 
 
@@ -96,7 +96,7 @@ def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_
         scored = [line.split()[2] for line in (workdir / build["run"]).read_text().splitlines()
                   if line.split()[0] == qid]
         assert [row["row_docs"][r] for r, _ in fused[:len(scored)]] == scored, build["id"]
-    page = (workdir / "results/html/report.html").read_text()
+    page = (workdir / "results/html/report-page.html").read_text()
     text = (workdir / "results/report.md").read_text()
     for q in moved:
         assert f'id="explain-{q}"' in page and f'<a id="explain-{q}"></a>' in text
@@ -104,7 +104,7 @@ def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium): the filter is not run in a browser")
     dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
-                          f"{(workdir / 'results/html/report.html').as_uri()}#explain-{qid}"],
+                          f"{(workdir / 'results/html/report-page.html').as_uri()}#explain-{qid}"],
                          capture_output=True, text=True, timeout=300).stdout
     sections = dict(re.findall(r'<section class="explain" id="explain-([^"]+)"[^>]*?( hidden="")?>', dom))
     assert set(sections) == set(dict.fromkeys(moved + result["explanations"]["worst"]))

@@ -35,6 +35,6 @@ def test_an_offline_first_run_names_all_three_fixes_in_its_last_lines(tmp_path, 
     fixes = [line for line in last if line.startswith("    fix: ")]
     assert len(fixes) == 3, text
     assert "dataset.path" in fixes[0] and "model.path" in fixes[1], text
-    assert "build vipune and its lane" in fixes[2] and "set vipune.binary" in fixes[2], text
+    assert "build vipune and its vipune-lane" in fixes[2] and "set vipune.binary" in fixes[2], text
     assert [line.split()[0] for line in last if line.startswith("  ") and not line.startswith("    ")] == [
         "download_dataset", "download_model", "vipune_binary"], text  # by rule

@@ -5,6 +5,7 @@ works, and a results folder it cannot write is one named error (issue 51). (A ch
 shows its reruns in a dry run: tests/workflow/test_reruns.py.)"""
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -72,14 +73,17 @@ def test_commands_that_only_read_leave_results_as_they_were_and_take_no_lock(sma
 def test_report_html_after_a_dry_run_with_other_values_rebuilds_the_runs_own_report(small_run, workflow_env,
                                                                                      tmp_path):
     """Seen before: `snakemake -n --config 'ks=[1,3]'` rewrote results/config.json, and
-    report-html then captioned the run's plots of k = 1, 5, 10 "k = 1, 3"."""
+    report-html then captioned the run's plots of k = 1, 5, 10 "k = 1, 3". (The captions name no
+    k now, issue 55: the run's own config is what report-html plans from.)"""
     workdir = clone(small_run, tmp_path / "run")
     snakemake(workdir, "-n", "--cores", "1", "--config", "ks=[1,3]", "search_limit=20", env=workflow_env)
+    config = json.loads((workdir / "results" / "config.json").read_text())
+    assert (config["ks"], config["search_limit"]) == ([1, 5, 10], 10)  # the run's own, not the dry run's
     proc = subprocess.run([sys.executable, "-m", "vipune_eval", "report-html", "--directory", str(workdir)],
                           capture_output=True, text=True, env=workflow_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (workdir / "results" / "report.html").read_text()
-    assert "k = 1, 5, 10" in html and "k = 1, 3" not in html
+    assert "recall@k at each configured k" in html and "k = 1, 3" not in html
     assert "search limit (10)" in html and "search limit (20)" not in html
 
 

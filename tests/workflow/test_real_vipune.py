@@ -22,7 +22,7 @@ from support import real_vipune
 from support.results import independent_metrics, read_qrels, read_run, report
 from support.scenarios import RETRIEVERS, clone, make_workdir, planned, snakemake
 from vipune_eval.vipune.client import Vipune, VipuneError
-from vipune_eval.vipune.lane import find_lane, lane_fingerprint
+from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 
 pytestmark = pytest.mark.real_vipune
 

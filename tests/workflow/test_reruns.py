@@ -26,7 +26,7 @@ def setup(tmp_path_factory, standard, standard_run):
     root = tmp_path_factory.mktemp("reruns")
     data = shutil.copy(standard[0], root / "data.json")
     model = shutil.copytree(standard[1], root / "model")
-    binary, _ = fake_build(root)  # bin/vipune and its lane beside it, the same bytes as PATH's
+    binary, _ = fake_build(root)  # bin/vipune and its vipune-lane beside it, the same bytes as PATH's
     workdir = clone(standard_run, root / "run")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config = {**config, "dataset": {**config["dataset"], "path": str(data)},
@@ -41,12 +41,12 @@ REPORT = {"report": 1, "plots": 1, "report_page": 1, "all": 1}
 # a manifest planned before is written again (MANIFEST_AGAIN), a new one marked first (planned_text).
 MANIFEST_AGAIN = {"planned_file": 1, **REPORT}
 NEW_MANIFEST = {"planned_text": 1, **MANIFEST_AGAIN}
-# score: vipune-lib and its semantic run; the plan's new files: the lane's fingerprint, the manifest
+# score: vipune-lib and its semantic run; the plan's new files: the vipune-lane's fingerprint, the manifest
 LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT, "planned_text": 2, "planned_file": 2}
-# A new vipune build: the binary and the lane built beside it from the same source (build.sh).
+# A new vipune build: the binary and the vipune-lane built beside it from the same source (build.sh).
 VIPUNE_BUILD = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "search_vipune_lib": SEARCH_SHARDS,
                 "score": 4, **REPORT,  # score: both runs of each lane
-                "planned_text": 3, "planned_file": 3}  # the binary's fingerprint, its lane's, the manifest
+                "planned_text": 3, "planned_file": 3}  # the binary's fingerprint, its vipune-lane's, the manifest
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -59,12 +59,12 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
     assert planned(workdir, workflow_env) == {}
     assert planned(workdir, workflow_env, "--rerun-triggers", "mtime") == {}
 
-    # The same bytes at another path (the build's folder copied, its lane with it): the same binary.
+    # The same bytes at another path (the build's folder copied, its vipune-lane with it): the same binary.
     copy = shutil.copytree(binary.parent, tmp_path / "elsewhere") / "vipune"
     write_config(workdir, {**config, "vipune": {"binary": str(copy)}})
     assert planned(workdir, workflow_env) == {}
 
-    # New bytes (with its lane): only the two lanes' search shards, their scores and the report.
+    # New bytes (with its vipune-lane): only the two lanes' search shards, their scores and the report.
     original = binary.read_bytes()
     binary.write_bytes(original + b"# rebuilt\n")
     write_config(workdir, config)
@@ -101,7 +101,7 @@ def test_binary_lifecycle(setup, workflow_env, tmp_path):
 
 
 def test_lane_lifecycle(setup, workflow_env):
-    """Issue 37: the lane rebuilt (new bytes, vipune.binary unchanged) reruns only the lib lane's
+    """Issue 37: the vipune-lane rebuilt (new bytes, vipune.binary unchanged) reruns only the lib lane's
     search shards, their scores and the report; back to the first lane nothing is searched; a
     lane that is gone is refused before any job, naming the command that builds it."""
     from vipune_eval.vipune import lane_source
@@ -110,7 +110,7 @@ def test_lane_lifecycle(setup, workflow_env):
     lane = binary.parent / lane_source.lane_name(lane_source.source_sha256())
     first = report(workdir)
     original = lane.read_bytes()
-    lane.write_bytes(original + b"# the lane rebuilt\n")
+    lane.write_bytes(original + b"# the vipune-lane rebuilt\n")
     assert planned(workdir, workflow_env) == LIB_ONLY
     snakemake(workdir, "--cores", "2", env=workflow_env)
     rebuilt = report(workdir)

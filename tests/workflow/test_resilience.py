@@ -84,14 +84,14 @@ def processes_naming(paths: set[Path]) -> list[str]:
     return found
 
 
-@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm: the lane's databases are not in RAM here")
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm: the vipune-lane's databases are not in RAM here")
 def test_a_rerun_after_a_kill_during_a_forced_lib_search_makes_every_shard_and_leaves_no_lane(
         standard_run, workflow_env, tmp_path):
     """Issue 44 item 4: a killed --forcerun search_vipune_lib had deleted the shards of the jobs
     it started, and a plain rerun said "Nothing to be done" over the old report (Snakemake
     remakes no missing intermediate whose readers are up to date: rule all names the shards
     now); the lanes (in sessions of their own) outlived the kill, and their /dev/shm folders (a
-    job killed after making its folder and before starting its lane, too: CI's stop 46)."""
+    job killed after making its folder and before starting its vipune-lane, too: CI's stop 46)."""
     workdir = clone(standard_run, tmp_path / "killed")
     shards = sorted((workdir / "results/search").glob("vipune-lib-*/shard-*"))
     env = {**workflow_env, "FAKE_LANE_FAULT": "hang", "FAKE_LANE_FAULT_MATCH": ""}  # every lane hangs

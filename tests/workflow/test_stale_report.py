@@ -48,5 +48,5 @@ def test_a_setting_changed_under_mtime_triggers_names_the_stale_runs_not_a_wrong
     import json
 
     stated = json.loads((workdir / "results/report.json").read_text())["views"]["session"]["scored_with"]
-    assert stated["limit"] == 20 and json.loads((workdir / "results/metrics/hybrid.json").read_text())[
+    assert stated["ranking_settings"]["limit"] == 20 and json.loads((workdir / "results/metrics/hybrid.json").read_text())[
         "scored_with"] == stated

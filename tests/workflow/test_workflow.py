@@ -209,7 +209,7 @@ def test_plots_and_the_html_report(full_run):
     assert "Missing metadata" not in log and "Report created." in log
     # from the run's own workflow: no second Snakemake start (~2 s), which would read the profile
     assert "Using workflow specific profile" not in log
-    page = (workdir / "results/html/report.html").read_text()
+    page = (workdir / "results/html/report-page.html").read_text()
     assert "<h2>Overall (95% intervals in brackets)</h2>" in page and page.count("data:image/png;base64") == len(names)
 
 

@@ -112,7 +112,7 @@ def planned_copy(path: Path, fingerprint: Path, what: str, folder: Path) -> tupl
     runs the copy: each of its calls runs the planned bytes, even where ``path`` is rebuilt while
     it runs (``build.sh --checkout`` in another terminal), which would otherwise mix two builds'
     rankings in one shard. The copy's bytes are the ones checked, as they are the ones that run.
-    ``what``: "binary", "lane"."""
+    ``what``: "binary", "vipune-lane"."""
     expected = read_json(fingerprint)
     if not path.is_file():
         raise EvalError(f"{path}, the {what} this job was planned for, is gone",

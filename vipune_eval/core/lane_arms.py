@@ -5,8 +5,8 @@ them inside vipune's own ``rrf_fusion``, compiled from the source under test). W
 search-vipune-lib beside each shard's run file; read by the report and ``vipune-eval explain``
 (stages.report.explain), which check them against the list they explain.
 
-The lane gives the fused lists in the order vipune passed them; which is the semantic arm is told
-by the lane's own semantic search of the same persona: its list (the first ``--limit`` hits of
+The vipune-lane gives the fused lists in the order vipune passed them; which is the semantic arm is told
+by the vipune-lane's own semantic search of the same persona: its list (the first ``--limit`` hits of
 the same vector scan) is the start of exactly one of them. Where that cannot be told, or the search
 fused other than once or other than two lists, the persona's ``note`` says so and it has no arms.
 """
@@ -48,9 +48,9 @@ class PersonaArms:
 
 
 def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: str) -> PersonaArms:
-    """A persona's arms from the lane's answer (its ``fusions``, ``semantic`` and ``hybrid``, their
+    """A persona's arms from the vipune-lane's answer (its ``fusions``, ``semantic`` and ``hybrid``, their
     ids already checked to be the persona's rows, ``row_ids``); ``limit``: the search's --limit.
-    A missing ``fusions`` is a protocol violation (``source`` names the lane)."""
+    A missing ``fusions`` is a protocol violation (``source`` names the vipune-lane)."""
     qid = answer["question_id"]
     index = {rid: i for i, rid in enumerate(row_ids)}
 
@@ -65,7 +65,7 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
     fusions = answer.get("fusions")
     if not isinstance(fusions, list):
         raise EvalError(f"persona {qid}: `{source}` was asked for its arms (--arms) and answered none "
-                        "(a protocol violation)", fix="build the lane again from this checkout's lane/ "
+                        "(a protocol violation)", fix="build the vipune-lane again from this checkout's lane/ "
                         "(`.ci/vipune/build.sh`)")
 
     def without(note: str) -> PersonaArms:
@@ -74,7 +74,7 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
     if "unrecorded_arms" in answer:
         return without(str(answer["unrecorded_arms"]))
     if len(fusions) != 1:
-        return without(f"vipune's hybrid search called rrf_fusion {len(fusions)} times, not once: the lane "
+        return without(f"vipune's hybrid search called rrf_fusion {len(fusions)} times, not once: the vipune-lane "
                        "cannot tell which call made the list")
     lists = fusions[0].get("lists")
     if not isinstance(lists, list) or len(lists) != 2:
@@ -87,7 +87,7 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
     if lists[0] == lists[1]:
         starts = [0]  # the same list twice: either is the semantic arm
     if len(starts) != 1:
-        return without("the lane's semantic search begins neither or both of the fused lists, so which "
+        return without("the vipune-lane's semantic search begins neither or both of the fused lists, so which "
                        "is vipune's semantic arm cannot be told")
     first = starts[0]
     return PersonaArms(qid, float(fusions[0]["k"]), None, indexed(lists[first]), indexed(lists[1 - first]), hybrid)

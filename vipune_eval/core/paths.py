@@ -32,7 +32,7 @@ REPORT_JSON = f"{RESULTS}/report.json"
 REPORT_MD = f"{RESULTS}/report.md"
 SUMMARY = f"{RESULTS}/summary.txt"  # what a finished run prints last
 REPORT_HTML = f"{RESULTS}/report.html"  # Snakemake's HTML report, written at the end of a run
-REPORT_PAGE = f"{RESULTS}/html/report.html"  # report.md as HTML, each plot beside its numbers
+REPORT_PAGE = f"{RESULTS}/html/report-page.html"  # report.md as HTML, each plot beside its numbers
 REPORT_FRONT = f"{RESULTS}/html/front.html"  # the HTML report's first page (workflow/report/workflow.rst)
 REPORT_MANIFEST = f"{RESULTS}/report-inputs.json"  # what the report reads (a planned file: plan.planned_file)
 GATE_MD = f"{RESULTS}/gate.md"  # vipune-eval gate's verdict as a pull-request comment (after a run)
@@ -50,7 +50,7 @@ LANE_ARMS_SHARD = f"{RESULTS}/{{view}}search/{{run}}/shard-{{shard}}-of-{{shards
 RUN = f"{RESULTS}/{{view}}runs/{{run}}.run"
 METRICS = f"{RESULTS}/{{view}}metrics/{{run}}.json"
 BINARY_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-{{binary}}.json"
-LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane}}.json"  # the vipune-lane beside a binary
+LANE_FINGERPRINT = f"{RESULTS}/fingerprints/vipune-lane-{{lane_build}}.json"  # the vipune-lane beside a binary
 PREFLIGHT = f"{RESULTS}/preflight/vipune-{{binary}}.json"
 PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
 VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
@@ -80,7 +80,7 @@ def vipune_run(binary_id: str, semantic: bool = False) -> str:
 
 
 def lane_fingerprint_file(lane_id: str) -> str:
-    return fill(LANE_FINGERPRINT, lane=lane_id)
+    return fill(LANE_FINGERPRINT, lane_build=lane_id)
 
 
 def lib_run(lane_id: str, semantic: bool = False) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_rows_with_ids
+from vipune_eval.core.ranking_settings import RankingSettings
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
 
@@ -65,11 +66,11 @@ class Persona:
         vectors.update(np.ascontiguousarray(self.query_vector, "<f4").tobytes())
         return [data.hexdigest()[:16], vectors.hexdigest()[:16]]
 
-    def documents(self, ranking: Ranking, depth: int, collapse: bool = True) -> list[str]:
+    def documents(self, ranking: Ranking, settings: RankingSettings) -> list[str]:
         """The run's documents: rows' documents by first occurrence (the top k sessions are the
-        first k distinct sessions of the row ranking), at most ``depth``; without ``collapse``
-        every row keeps its own document (a turn-level run)."""
-        return first_documents((self._doc_of[rid] for rid, _ in ranking), depth, collapse)
+        first k distinct sessions of the row ranking), at most ``settings.depth``; without
+        ``settings.collapse`` every row keeps its own document (a turn-level run)."""
+        return first_documents((self._doc_of[rid] for rid, _ in ranking), settings.depth, settings.collapse)
 
 
 def checked_ranking(persona: Persona, hits: Any, source: str) -> Ranking:
@@ -149,9 +150,7 @@ class ShardSearch:
     embeddings: tuple[Path, ...]  # its embedding shards
     shard: int
     shards: int
-    limit: int                  # vipune's --limit, and the limit its mirrors fuse to
-    depth: int                  # documents kept per pair in the run
-    collapse: bool = True       # rows' rankings collapse to their documents (not a turn-level run)
+    ranking_settings: RankingSettings  # what its searches rank to (the view's: registry.views)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "embeddings", tuple(self.embeddings))
@@ -164,10 +163,11 @@ class ShardSearch:
         return shard_pair_count(self.rows, self.shard, self.shards)
 
     def searched(self, flags: list[str], digests: dict[str, list[str]]) -> dict[str, Any]:
-        """What a search of vipune's code over this shard was made from, for its status file: the
-        search's flags, depth and collapse, and each persona's digests (``Persona.digests``); the
-        score stage carries it into the run's metrics, where the gate holds a baseline to it."""
-        return {"settings": {"flags": list(flags), "depth": self.depth, "collapse": self.collapse},
+        """What a search of vipune's code over this shard was made from, for its status file: what
+        it ranked to, vipune's search flags (its command line, or what vipune-lane was given) and
+        each persona's digests (``Persona.digests``); the score stage carries it into the run's
+        metrics, where the gate holds a baseline to it."""
+        return {"settings": {"ranking_settings": asdict(self.ranking_settings), "flags": list(flags)},
                 "personas": dict(sorted(digests.items()))}
 
     def personas(self) -> Iterator[Persona]:

@@ -1,4 +1,4 @@
-"""Child processes the harness runs (vipune, its lane): how a command reads in a message, how it
+"""Child processes the harness runs (vipune, its vipune-lane): how a command reads in a message, how it
 is killed with the children a wrapper script started, and how it is killed when the job dies."""
 
 from __future__ import annotations

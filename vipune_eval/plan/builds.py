@@ -4,7 +4,7 @@
 a binary or the fingerprint id of one evaluated in this directory before. A binary is known by its
 fingerprint (sha256 of its bytes and ``--json version``, vipune.binary), written here under
 results/fingerprints/ by the run (``Builds.files``: parsing writes nothing) so that staleness follows
-its bytes; the vipune-lane beside vipune.binary (vipune.lane) likewise.
+its bytes; the vipune-lane beside vipune.binary (vipune.vipune_lane) likewise.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from vipune_eval.core.io import read_json
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.registry import retrievers
 from vipune_eval.registry.retrievers import Kind
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune import binary as vipune_binary
-from vipune_eval.vipune import lane as lib_lane
+from vipune_eval.vipune import vipune_lane as lib_lane
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Builds:
     sources: dict[str, str] = field(default_factory=dict)  # id → where it came from, in words
     notes: tuple[str, ...] = ()  # printed at parse time: what was dropped
     lane: str | None = None  # fingerprint id of the vipune-lane beside vipune.binary
-    lanes: dict[str, str] = field(default_factory=dict)  # build id → its lane's id (the lib lane compares builds)
+    lanes: dict[str, str] = field(default_factory=dict)  # build id → its vipune-lane's id (the lib lane compares builds)
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
     files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
 
@@ -106,7 +106,7 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str,
     """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
     (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
     with the command that builds it, when it is not there); MISSING with vipune.binary, which the
-    vipune_binary rule names. A build known by its id alone: the lane of this checkout's lane/
+    vipune_binary rule names. A build known by its id alone: the vipune-lane of this checkout's lane/
     sources evaluated beside it here before (no path: its results are not computed again)."""
     if build is None:
         return vipune_binary.MISSING, ""
@@ -116,7 +116,7 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str,
             raise EvalError(f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
                             "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
                             "builds by them",
-                            fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
+                            fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)")
         return known[0]["id"], ""
     path = lib_lane.find_lane(Path(build["path"]), build["version"], _fingerprint_files(config) if wrapper else [])
     fingerprint = lib_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])

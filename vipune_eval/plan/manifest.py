@@ -1,22 +1,23 @@
 """The report's manifest, computed at parse time (the run writes it: plan.planned_file): every input
 of the report, with the structure it needs (views, runs, builds) and the roles of the configured
-runs (which one mirrors vipune, which ones the diagnostics compare); its shape is core.manifest's,
+runs (which one mirrors vipune, which ones the diagnostics compare); its shape is core.report_inputs's,
 and the report rule's inputs are its files (``manifest_files``). Parse time only: an edit here
 reruns only what the manifest it makes changes."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from vipune_eval.core import paths
-from vipune_eval.core.manifest import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView
+from vipune_eval.core.report_inputs import ExplainedBuild, LabManifest, LabRun, Manifest, ManifestView, ScoredWith
 from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune.binary import MISSING
 
 
@@ -57,12 +58,12 @@ def _filtered(view: View, name: str) -> str:
     return paths.fill(paths.FILTER, view=view.folder, name=name)
 
 
-def scored_with(view: View, config: dict[str, Any]) -> dict[str, Any]:
+def scored_with(view: View, config: dict[str, Any]) -> ScoredWith:
     """What the view's score jobs are told (common.smk's score_options: the view's ks and
-    measures, and the ranking its searches make, View.search_flags), as stages.score.Scoring's
+    measures, and what its searches rank to, View.ranking_settings), as stages.score.Scoring's
     fields: the metrics record theirs, and the report checks each run against this."""
-    return {"ks": view.ks(config), "measure_names": list(view.measure_names()), "limit": view.search_limit(config),
-            "depth": view.depth(config), "collapse": not view.turn_level_run, "turn_to_session": view.turn_level_run}
+    return {"ks": view.ks(config), "measure_names": list(view.measure_names()),
+            "ranking_settings": asdict(view.ranking_settings(config)), "turn_to_session": view.turn_level_run}
 
 
 def searched_by(ws: Workspace) -> dict[str, list[str]]:

@@ -25,7 +25,7 @@ from vipune_eval.plan.builds import Builds, compared_on
 from vipune_eval.registry import datasets, retrievers, views
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ PAPER_COUNTS = {"instances": 500, "abstention": 30, "pairs": 470}
 
 
 @dataclass(frozen=True)
-class Preset:
+class DatasetPreset:
     name: str
     repo_id: str
     filename: str                     # as the hub serves it
@@ -38,21 +38,21 @@ ORIGINAL, CLEANED = "xiaowu0162/longmemeval", "xiaowu0162/longmemeval-cleaned"
 ORIGINAL_AT = "2ec2a557f339b6c0369619b1ed5793734cc87533"
 CLEANED_AT = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
 ORACLE_SHA256 = "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c"  # same bytes in both
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset("m", ORIGINAL, "longmemeval_m", ORIGINAL_AT,
+PRESETS: dict[str, DatasetPreset] = {p.name: p for p in (
+    DatasetPreset("m", ORIGINAL, "longmemeval_m", ORIGINAL_AT,
            "fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9", 2_745_274_681,
            "original", PAPER_COUNTS),
-    Preset("s", ORIGINAL, "longmemeval_s", ORIGINAL_AT,
+    DatasetPreset("s", ORIGINAL, "longmemeval_s", ORIGINAL_AT,
            "08d8dad4be43ee2049a22ff5674eb86725d0ce5ff434cde2627e5e8e7e117894", 278_025_796,
            "original", PAPER_COUNTS),
-    Preset("oracle", ORIGINAL, "longmemeval_oracle", ORIGINAL_AT, ORACLE_SHA256, 15_388_478,
+    DatasetPreset("oracle", ORIGINAL, "longmemeval_oracle", ORIGINAL_AT, ORACLE_SHA256, 15_388_478,
            "original", PAPER_COUNTS),
-    Preset("m-cleaned", CLEANED, "longmemeval_m_cleaned.json", CLEANED_AT,
+    DatasetPreset("m-cleaned", CLEANED, "longmemeval_m_cleaned.json", CLEANED_AT,
            "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f", 2_737_100_077,
            "cleaned", None),
-    Preset("s-cleaned", CLEANED, "longmemeval_s_cleaned.json", CLEANED_AT,
+    DatasetPreset("s-cleaned", CLEANED, "longmemeval_s_cleaned.json", CLEANED_AT,
            "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442", 277_383_467, "cleaned", None),
-    Preset("oracle-cleaned", CLEANED, "longmemeval_oracle.json", CLEANED_AT, ORACLE_SHA256, 15_388_478,
+    DatasetPreset("oracle-cleaned", CLEANED, "longmemeval_oracle.json", CLEANED_AT, ORACLE_SHA256, 15_388_478,
            "cleaned", None),
 )}
 DEFAULT = "m"
@@ -85,7 +85,7 @@ def resolve(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[st
     return out
 
 
-def identify(sha256: str, named: tuple[str, str] | None = None) -> Preset | None:
+def identify(sha256: str, named: tuple[str, str] | None = None) -> DatasetPreset | None:
     """The preset whose pinned file has these bytes; where two share them (the oracle's two
     releases), the one ``named`` (repository, file), else the paper's."""
     same = [p for p in PRESETS.values() if p.sha256 == sha256.lower()]

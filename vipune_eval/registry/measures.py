@@ -4,8 +4,7 @@ Each measure says what computes it: ir-measures (its ``ir_measures`` form, trec_
 pytrec-eval-terrier) or, where ir-measures lacks it, its own ``compute``; one LongMemEval's code
 defines (``longmemeval``) takes its value from core.longmemeval under the official protocol.
 stages.score asks each measure (``computed_by``) and never names one. Score, report,
-diagnostics and plots read this table and build metric keys with ``key``; the captions of the
-HTML report get ``primary_k`` through the plots rule's params.
+diagnostics and plots read this table and build metric keys with ``key``.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from enum import Enum
 from typing import Any, Callable
 
 from vipune_eval.errors import EvalError
-from vipune_eval.registry.arms import BM25_QUERIES
-from vipune_eval.registry.vipune_runs import BINARY, LIB as LIB_RUNS
+from vipune_eval.registry.shared_arms import BM25_QUERIES
+from vipune_eval.registry.lanes import BINARY, LIB as LIB_RUNS
 from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K
 
 
@@ -70,7 +70,7 @@ class Kind(Enum):
     ARMS = "arms"        # a family setting ranked from a persona's shared arms, fused per run
     PERSONA = "persona"  # a family that ranks from the persona's own texts, per shard
     PLUGIN = "plugin"    # a user's function, called per persona
-    # vipune's own code, named as its hybrid run (registry.vipune_runs), a preset's ``use``:
+    # vipune's own code, named as its hybrid run (registry.lanes), a preset's ``use``:
     VIPUNE = BINARY.hybrid  # the binary
     LIB = LIB_RUNS.hybrid   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.registry import granularities, measures
 from vipune_eval.errors import EvalError
 
@@ -77,24 +78,16 @@ class View:
     def ks(self, config: dict[str, Any]) -> list[int]:
         return list(measures.OFFICIAL_KS) if self.official else list(config["ks"])
 
-    def search_limit(self, config: dict[str, Any]) -> int:
-        """vipune's ``--limit`` in this view (and the limit its `hybrid` mirror fuses to)."""
-        if granularities.get(self.granularity).collapses:
-            return config["search"]["row_limit"]
-        return OFFICIAL_LIMIT if self.official else config["search_limit"]
-
-    def depth(self, config: dict[str, Any]) -> int:
-        """Documents kept per pair in a run: sessions (after turn and chunk rows collapse to
-        sessions), or every row of a turn-level run."""
-        if self.turn_level_run:
-            return config["search"]["row_limit"]
-        return OFFICIAL_LIMIT if self.official else config["search_limit"]
-
-    def search_flags(self, config: dict[str, Any]) -> list[str]:
-        """What every search command ranks to in this view (the CLI's "ranking" options): vipune's
-        --limit, the documents kept per pair, and whether rows collapse to their sessions."""
-        return ["--limit", str(self.search_limit(config)), "--depth", str(self.depth(config)),
-                *(["--no-collapse"] if self.turn_level_run else [])]
+    def ranking_settings(self, config: dict[str, Any]) -> RankingSettings:
+        """What every search in this view ranks to, the one place it is worked out from the config:
+        vipune's ``--limit`` (and the limit its `hybrid` mirror fuses to: rows of a granularity that
+        collapses are ranked to ``search.row_limit``), the documents kept per pair (sessions after
+        turn and chunk rows collapse to sessions, or every row of a turn-level run), and whether
+        rows collapse to their sessions."""
+        sessions = OFFICIAL_LIMIT if self.official else config["search_limit"]
+        rows = config["search"]["row_limit"]
+        return RankingSettings(limit=rows if granularities.get(self.granularity).collapses else sessions,
+                               depth=rows if self.turn_level_run else sessions, collapse=not self.turn_level_run)
 
     def description(self) -> str:
         rows = ROWS[self.granularity]

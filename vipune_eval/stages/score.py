@@ -23,6 +23,7 @@ from vipune_eval.core import longmemeval, trec
 from vipune_eval.registry import measures
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_json, read_parquet, write_json
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 
 
@@ -119,17 +120,15 @@ def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str,
 @dataclass(frozen=True)
 class Scoring:
     """What a run is scored with (the view's cut-offs and measures, LongMemEval's turn→session
-    rule) and the ranking its searches were made with (vipune's --limit, the documents kept per
-    pair, whether rows collapse to sessions), as the config of the run that scores it states them.
+    rule) and what its searches ranked to (core.ranking_settings), as the config of the run that
+    scores it states them.
     Its metrics record it (``scored_with``), so the report checks the settings it states against
     those its runs were made with: with ``--rerun-triggers mtime`` a changed setting reruns none
     of them. plan.manifest writes the view's, of the same keys, at parse time."""
 
     ks: list[int]
     measure_names: list[str]
-    limit: int
-    depth: int
-    collapse: bool = True
+    ranking_settings: RankingSettings
     turn_to_session: bool = False
 
 
@@ -151,7 +150,7 @@ class _Scored(TypedDict):
     per_split: dict[str, Summary]
     short_lists: int                     # pairs whose run lists fewer documents than the largest k
     per_query: dict[str, dict[str, Any]]  # metric values, question_type, split, ranked documents
-    scored_with: dict[str, Any]          # the Scoring it was made with (the report checks it)
+    scored_with: dict[str, Any]          # the Scoring it was made with (core.report_inputs.ScoredWith; the report checks it)
 
 
 class Metrics(_Scored, total=False):

@@ -20,7 +20,7 @@ from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune
 from vipune_eval.vipune.settings import VipuneSettings
 
-# The fingerprint id of a vipune.binary that is not there (and of its lane): its jobs wait on the
+# The fingerprint id of a vipune.binary that is not there (and of its vipune-lane): its jobs wait on the
 # rule that reports it, so dry runs and --lint work without vipune.
 MISSING = "missing"
 
@@ -31,7 +31,7 @@ def resolve_binary(binary: str) -> Path:
     if found is None:
         raise BinaryNotFound(
             f"vipune binary {binary!r} not found or not executable",
-            fix="build vipune and its lane with `.ci/vipune/build.sh` (cargo, crates.io and PyPI) "
+            fix="build vipune and its vipune-lane with `.ci/vipune/build.sh` (cargo, crates.io and PyPI) "
                 "and set vipune.binary to the path it prints, or put its folder on PATH (a `cargo "
                 "install vipune` has no lane: then drop 'vipune-lib' and 'vipune-lib-semantic'). To "
                 "run only the reference retrievers, drop 'vipune', 'vipune-semantic', 'vipune-lib' "

@@ -169,11 +169,11 @@ class Vipune:
         read as a flag; '--' before the query."""
         return ["--db-path", str(db), f"--project={project}", "--json", "search", *flags, "--", query]
 
-    def search(self, db: Path, project: str, query: str, flags: list[str],
+    def search(self, db: Path, project: str, query: str, flags: list[str], limit: int,
                where: str) -> tuple[list[dict[str, Any]], float]:
-        """One search; the hits (checked for shape and the limit) and the call's seconds."""
+        """One search; the hits (checked for shape and against ``limit``, the ``--limit`` the flags
+        give) and the call's seconds."""
         args = self.search_args(db, project, query, flags)
-        limit = int(flags[flags.index("--limit") + 1])
         start = time.perf_counter()
         out = self.call(args, where)
         seconds = time.perf_counter() - start

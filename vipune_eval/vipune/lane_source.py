@@ -4,13 +4,13 @@ Which build of ``lane/`` (the Rust vipune-lane) this checkout needs, and what of
 it compiles and what it copies (``lane/vipune_sources.json``).
 
 No imports beyond the standard library: ``.ci/vipune/build.sh`` runs this file with the system
-Python, before anything is installed, to name the lane it builds (``vipune-lane-<id>`` beside the
+Python, before anything is installed, to name the vipune-lane it builds (``vipune-lane-<id>`` beside the
 vipune binary) and to record the sha256 of the vipune source the binary is built from
-(``--library DIR``); the lane's build script (lane/build.rs) runs it whenever cargo compiles the
-lane against a changed source, to record what it compiled: the sha256 of each file the lane
-compiles, of each item the lane copies and of that whole source (``--sources DIR``). The workflow
+(``--library DIR``); the vipune-lane's build script (lane/build.rs) runs it whenever cargo compiles the
+vipune-lane against a changed source, to record what it compiled: the sha256 of each file the vipune-lane
+compiles, of each item the vipune-lane copies and of that whole source (``--sources DIR``). The workflow
 asks the same functions which lane to look for, and refuses a lane whose source is not its
-binary's (vipune/lane.py).
+binary's (vipune/vipune_lane.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SOURCES = "vipune_sources.json"  # in LANE: the files compiled from vipune's sou
 
 
 def files(lane: Path = LANE) -> list[Path]:
-    """What the lane is built from: its manifest, build script, Rust sources and source list."""
+    """What the vipune-lane is built from: its manifest, build script, Rust sources and source list."""
     return sorted([lane / "Cargo.toml", lane / "build.rs", lane / SOURCES, *(lane / "src").rglob("*.rs")])
 
 
@@ -39,7 +39,7 @@ def source_sha256(lane: Path = LANE) -> str:
 
 
 def lane_name(sha256: str) -> str:
-    """The file name of the lane built from sources with this sha256."""
+    """The file name of the vipune-lane built from sources with this sha256."""
     return f"vipune-lane-{sha256[:12]}"
 
 
@@ -96,7 +96,7 @@ def item_sha256(source: Path, file: str, item: str | None) -> str | None:
 def library_sha256(source: Path) -> str:
     """sha256 of a vipune source as cargo builds its library and binary: each file under src/,
     its Cargo.toml, Cargo.lock and build.rs (where it has one), by path and bytes. The binary's
-    build records it (build.json beside bin/), the lane records it as it compiles: a pair whose
+    build records it (build.json beside bin/), the vipune-lane records it as it compiles: a pair whose
     digests differ was not built from the same bytes."""
     digest = hashlib.sha256()
     for path in sorted([*(source / "src").rglob("*"), *(source / n for n in ("Cargo.toml", "Cargo.lock", "build.rs"))]):
@@ -106,14 +106,14 @@ def library_sha256(source: Path) -> str:
 
 
 def listed(lane: Path = LANE) -> dict:
-    """lane/vipune_sources.json: the vipune files the lane compiles, and every item (or whole file)
+    """lane/vipune_sources.json: the vipune files the vipune-lane compiles, and every item (or whole file)
     on the search's and the import's path that it copies or stands in for, each pinned to the
     sha256 of the bytes it follows (one per release whose bytes it follows)."""
     return json.loads((lane / SOURCES).read_text(encoding="utf-8"))
 
 
 def vipune_sources(source: Path, lane: Path = LANE) -> dict:
-    """What the lane takes from the vipune source at ``source``: each compiled file with its
+    """What the vipune-lane takes from the vipune source at ``source``: each compiled file with its
     sha256, each item it copies or stands in for (no ``item``: a whole file) with the sha256s it
     follows (``pinned``), the source's own (``source``; None where the item is gone) and whether
     the source's is one of them (``same``), and the whole source's ``library_sha256``
@@ -123,7 +123,7 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
     for file in sources["compiled"]:
         path = source / file
         if not path.is_file():
-            raise SystemExit(f"lane_source.py: {path} is missing: the lane compiles vipune's {file} "
+            raise SystemExit(f"lane_source.py: {path} is missing: the vipune-lane compiles vipune's {file} "
                              f"(lane/vipune_sources.json, \"compiled\") and cannot be built against {source}; "
                              "where your edit moved or renamed it, list its new path there instead")
         compiled.append({"file": file, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
@@ -137,7 +137,7 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--sources"]:  # lane/build.rs: what the lane takes from the vipune source DIR
+    if sys.argv[1:2] == ["--sources"]:  # lane/build.rs: what the vipune-lane takes from the vipune source DIR
         print(json.dumps(vipune_sources(Path(sys.argv[2])), separators=(",", ":")))
     elif sys.argv[1:2] == ["--library"]:  # build.sh: the digest of the source DIR a binary is built from
         print(library_sha256(Path(sys.argv[2])))

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from vipune_eval.core import paths
-from vipune_eval.registry import measures
 from vipune_eval.registry.models import pins as model_pins
 from vipune_eval.plan import cluster, failures, manifest, planned_file, rundir
 from vipune_eval.plan.config_args import read_config_args
@@ -142,13 +141,13 @@ def binary_path(wildcards, input):
 
 
 def lane_binary_fingerprint(wildcards):
-    """The fingerprint file of the binary a lane was built beside (its build id is in the lane's)."""
-    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane])
+    """The fingerprint file of the binary a lane was built beside (its build id is in the vipune-lane's)."""
+    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane_build])
 
 
 def lane_binary_path(wildcards, input):
     """The binary a lane was built beside, as binary_path gives it (not a rerun trigger)."""
-    return WS.builds.paths.get(WS.builds.lane_builds[wildcards.lane], "")
+    return WS.builds.paths.get(WS.builds.lane_builds[wildcards.lane_build], "")
 
 
 def get_filter_rows_inputs(wildcards):
@@ -198,7 +197,8 @@ def shard_options(wildcards, input):
 
 
 def search_options(wildcards):
-    return " ".join(view_of(wildcards).search_flags(config))
+    """What the view's searches rank to (registry.views.View.ranking_settings), as the command line."""
+    return " ".join(view_of(wildcards).ranking_settings(config).options())
 
 
 def get_arms(wildcards):
@@ -225,7 +225,7 @@ def score_options(wildcards):
     options = [
         "--ks " + " ".join(map(str, view.ks(config))),
         "--measures " + " ".join(view.measure_names()),
-        *view.search_flags(config),
+        *view.ranking_settings(config).options(),
     ]
     if view.turn_level_run:
         options.append("--turn-to-session")

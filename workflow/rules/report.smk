@@ -48,7 +48,6 @@ rule plots:
         runtime=10,
     params:
         code=code_version("plots"),
-        primary_k=measures.primary_k(config["ks"]),  # the captions' k (registry.measures owns it)
         plots=" ".join(PLOTS),
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),  # paths.PLOT's folder
     shell:

@@ -2,7 +2,7 @@ wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
     binary=rf"(?!lib-)[^/]+-[0-9a-f]{{12}}|{MISSING}",
-    lane=rf"[^/]+-[0-9a-f]{{12}}|{MISSING}",
+    lane_build=rf"[^/]+-[0-9a-f]{{12}}|{MISSING}",
     run=r"[^/]+",
     view="(" + "|".join(f for f in VIEW_FOLDERS if f) + ")?",
 
@@ -209,16 +209,16 @@ rule search_vipune_lib:
         lane=paths.LANE_FINGERPRINT,
         binary=lane_binary_fingerprint,
     output:
-        run=paths.fill(paths.SEARCH_SHARD, run=paths.lib_run("{lane}")),
+        run=paths.fill(paths.SEARCH_SHARD, run=paths.lib_run("{lane_build}")),
         semantic=paths.fill(
-            paths.SEARCH_SHARD, run=paths.lib_run("{lane}", semantic=True)
+            paths.SEARCH_SHARD, run=paths.lib_run("{lane_build}", semantic=True)
         ),
-        status=paths.fill(paths.STATUS_SHARD, run=paths.lib_run("{lane}")),
-        arms=paths.fill(paths.LANE_ARMS_SHARD, run=paths.lib_run("{lane}")),
+        status=paths.fill(paths.STATUS_SHARD, run=paths.lib_run("{lane_build}")),
+        arms=paths.fill(paths.LANE_ARMS_SHARD, run=paths.lib_run("{lane_build}")),
     log:
-        paths.log("search_vipune_lib", "vipune-lib-{lane}", paths.SHARD),
+        paths.log("search_vipune_lib", "vipune-lib-{lane_build}", paths.SHARD),
     benchmark:
-        paths.benchmark("search_vipune_lib", "vipune-lib-{lane}", paths.SHARD)
+        paths.benchmark("search_vipune_lib", "vipune-lib-{lane_build}", paths.SHARD)
     conda:
         ENV
     threads: 1
@@ -227,8 +227,8 @@ rule search_vipune_lib:
         runtime=30,
     params:
         code=code_version(W.SEARCHES[Kind.LIB].command),
-        # the lane and the binary of this build (vipune.binary's, or a compared build's): untracked, as paths
-        lane=lambda wildcards, input: WS.builds.lane_paths.get(wildcards.lane, ""),
+        # the vipune-lane and the binary of this build (vipune.binary's, or a compared build's): untracked, as paths
+        lane=lambda wildcards, input: WS.builds.lane_paths.get(wildcards.lane_build, ""),
         binary=lane_binary_path,
         shard=shard_options,
         options=search_options,
@@ -237,7 +237,7 @@ rule search_vipune_lib:
         on_error=config["vipune"]["on_error"],
         tmp=lambda wildcards: paths.job_tmp(
             f"{wildcards.view}search",
-            paths.lib_run(wildcards.lane),
+            paths.lib_run(wildcards.lane_build),
             f"shard-{wildcards.shard}-of-{wildcards.shards}",
         ),
     shell:

@@ -1,6 +1,6 @@
 """core/lane_arms.py: the lib lane's arms file. Which fused list is the semantic arm (told by the
-lane's semantic search, whatever order vipune passed them in), what a persona without arms says
-instead, and the file's round trip. The lane's side is tested in tests/unit/vipune/test_lane.py and
+vipune-lane's semantic search, whatever order vipune passed them in), what a persona without arms says
+instead, and the file's round trip. The vipune-lane's side is tested in tests/unit/vipune/test_vipune_lane.py and
 the file's writer in tests/unit/stages/search/test_vipune_lib.py, on the fake and the real lane."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ time.sleep(60)
 
 
 def test_a_watchdog_kills_the_child_and_removes_its_folder_when_the_job_dies_and_not_once_released(tmp_path):
-    """The lane's watchdog (issue 44 item 4): a job killed with SIGKILL leaves nothing running
+    """The vipune-lane's watchdog (issue 44 item 4): a job killed with SIGKILL leaves nothing running
     or in its folder; a job that ended the child itself released it, and nothing is touched."""
     for end in ("kill", "release"):
         folder = tmp_path / end
@@ -81,7 +81,7 @@ time.sleep(60)
 
 
 def test_a_watchdog_without_a_child_removes_the_folder_a_killed_job_made(tmp_path):
-    """The lib lane's job guards its /dev/shm folder before its lane starts: CI killed a job in
+    """The lib lane's job guards its /dev/shm folder before its vipune-lane starts: CI killed a job in
     that window, and its folder stayed in RAM until the next run."""
     folder = tmp_path / "ram"
     job = subprocess.Popen([sys.executable, "-c", GUARDED_JOB, str(folder)], stdout=subprocess.PIPE, text=True,

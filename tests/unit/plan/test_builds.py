@@ -61,8 +61,8 @@ def test_a_prepared_workspace_cannot_be_changed(tmp_path, monkeypatch):
 def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through_fingerprint_files(
         any_lane, tmp_path, monkeypatch, beside):
     """Issue 44 item 6: vipune.binary a wrapper script (docs/configuration.md), its build in
-    vipune.fingerprint_files: the lane is looked for beside each of them and checked against
-    their bytes (a wrapper in the build's folder finds the lane beside itself, built beside the
+    vipune.fingerprint_files: the vipune-lane is looked for beside each of them and checked against
+    their bytes (a wrapper in the build's folder finds the vipune-lane beside itself, built beside the
     binary, not the wrapper); without fingerprint_files the error says to list the build there."""
     binary, lane = any_lane
     if beside:  # a copy of the build, the wrapper put into its bin/
@@ -91,7 +91,7 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
 
 
 def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_both(tmp_path, monkeypatch):
-    """Issue 51 item 2: the lane records the sha256 of the vipune source it compiled, build.sh the
+    """Issue 51 item 2: the vipune-lane records the sha256 of the vipune source it compiled, build.sh the
     binary's in build.json beside bin/; a pair whose digests differ (cargo reused code compiled
     from other bytes, or a lane moved beside another build) is refused before any job."""
     lane_source, binary_source = "a" * 64, "b" * 64
@@ -103,7 +103,7 @@ def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_
     record = tmp_path / "build" / "build.json"
     workspace.prepare(copy.deepcopy(cfg), SCHEMA)  # no record (bin/ copied without it): not checked
     record.write_text(json.dumps({"binary_sha256": "c" * 64, "vipune_source_sha256": lane_source}))
-    with pytest.raises(EvalError, match=r"is not the binary .*build.json records: the lane's search code"):
+    with pytest.raises(EvalError, match=r"is not the binary .*build.json records: the vipune-lane's search code"):
         workspace.prepare(copy.deepcopy(cfg), SCHEMA)
     record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": binary_source}))
     with pytest.raises(EvalError) as caught:

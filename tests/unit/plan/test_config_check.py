@@ -17,7 +17,7 @@ import yaml
 from vipune_eval.plan import config_check, workspace
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune.client import Vipune
-from vipune_eval.vipune.lane import find_lane, lane_fingerprint
+from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 
 from support.scenarios import REPO
 from support.config import DEFAULTS, SCHEMA
@@ -222,7 +222,7 @@ def test_a_number_past_either_bound_is_a_named_problem(key, number):
 
 
 def test_the_longest_timeout_runs_the_lane_and_a_binary_without_an_overflow(fake_vipune_bin, tmp_path):
-    """vipune.timeout at its maximum reaches subprocess and the lane's queue as given (3000000
+    """vipune.timeout at its maximum reaches subprocess and the vipune-lane's queue as given (3000000
     overflowed poll()'s milliseconds)."""
     longest = SCHEMA["properties"]["vipune"]["properties"]["timeout"]["maximum"]
     binary = fake_vipune_bin

@@ -22,7 +22,7 @@ def test_an_error_carries_its_fix_and_the_cli_prints_it_on_a_line_of_its_own(cap
     assert cli.main(["vipune-binary", "--binary", "vipune"]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "vipune-eval: vipune-binary: vipune binary 'vipune' not found or not executable"
-    assert lines[1].startswith("vipune-eval: fix: build vipune and its lane") and VIPUNE_FIX in lines[1]
+    assert lines[1].startswith("vipune-eval: fix: build vipune and its vipune-lane") and VIPUNE_FIX in lines[1]
 
 
 def test_read_log_takes_the_first_harness_error_and_its_fix(tmp_path):

@@ -21,7 +21,7 @@ def test_the_report_roles_are_found_by_setting_not_by_name():
 def test_each_views_settings_are_what_its_score_jobs_are_given_and_record(tmp_path, monkeypatch):
     """Issue 51 item 4: the settings the report checks each run against are the score stage's own
     (stages.score.Scoring: what the metrics record), valued as the rules give them: each view's ks,
-    measures and ranking (View.search_flags); every scored run names the rules that search it."""
+    measures and what its searches rank to (View.ranking_settings); every scored run names the rules that search it."""
     import dataclasses
 
     from support.config import SCHEMA, local_config
@@ -36,12 +36,12 @@ def test_each_views_settings_are_what_its_score_jobs_are_given_and_record(tmp_pa
     ws = workspace.prepare(cfg, SCHEMA)
     m = manifest.report_manifest(ws)
     for view, entry in zip(ws.views, m["views"]):
-        options = ["--ks", *map(str, view.ks(cfg)), "--measures", *view.measure_names(), *view.search_flags(cfg),
+        options = ["--ks", *map(str, view.ks(cfg)), "--measures", *view.measure_names(), *view.ranking_settings(cfg).options(),
                    *(["--turn-to-session"] if view.turn_level_run else [])]  # as common.smk's score_options
         _, _, kwargs = cli.stage_call(["score", "--qrels", "q", "--pairs", "p", "--runs", "r", "--name", "n",
                                        "--run-out", "o", "--metrics-out", "m", *options])
         assert entry["scored_with"] == dataclasses.asdict(kwargs["scoring"]), view
-    assert [e["scored_with"]["limit"] for e in m["views"]] == [20, 1000, 50, 1000]
+    assert [e["scored_with"]["ranking_settings"]["limit"] for e in m["views"]] == [20, 1000, 50, 1000]
     assert m["searched_by"]["hybrid"] == ["search_arms", "fuse_reference"]
     assert m["searched_by"][ws.run_of("vipune")] == ["search_vipune"]
     assert m["searched_by"][ws.run_of("vipune-lib")] == ["search_vipune_lib"]

@@ -81,7 +81,7 @@ def test_no_block_no_lab():
 def test_parsing_the_workflow_imports_no_statistics_and_no_arrays():
     """Every Snakemake start (each cluster job is one) imports what the rules import at their top:
     scipy, which the report's statistics need, cost each ~0.2 s when the grid took its split names
-    from there; numpy and pyarrow (the plugin runner's and the lane's) ~0.2 s more."""
+    from there; numpy and pyarrow (the plugin runner's and the vipune-lane's) ~0.2 s more."""
     rules = Path(__file__).parents[3] / "workflow" / "rules"
     imports = sorted({line for smk in rules.glob("*.smk") for line in smk.read_text().splitlines()
                       if re.match(r"from vipune_eval[\w.]* import \w", line)})

@@ -41,7 +41,7 @@ def test_the_default_config_is_the_m_preset_as_before():
     block = datasets.resolve(config["dataset"])
     assert (block["repo_id"], block["filename"]) == ("xiaowu0162/longmemeval", "longmemeval_m")
     assert block["expected"] == {"instances": 500, "abstention": 30, "pairs": 470}
-    s = yaml.safe_load((REPO / "config/s.yaml").read_text())
+    s = yaml.safe_load((REPO / "config/longmemeval_s.yaml").read_text())
     assert datasets.resolve({**config["dataset"], **s["dataset"]})["filename"] == "longmemeval_s"
 
 

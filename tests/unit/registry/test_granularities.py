@@ -36,7 +36,7 @@ def test_properties_drive_the_views():
     for name, g in granularities.GRANULARITIES.items():
         view = views.View("seed", name)
         assert view.rank_all == g.collapses and view.needs_tokenizer == g.needs_tokenizer
-        assert view.search_limit({"search": {"row_limit": 999}, "search_limit": 7}) == (999 if g.collapses else 7)
+        assert view.ranking_settings({"search": {"row_limit": 999}, "search_limit": 7}).limit == (999 if g.collapses else 7)
         assert views.ROWS[name] in view.description()
     assert set(views.ROWS) == set(granularities.GRANULARITIES)  # the report's words for each one's rows
     assert views.OFFICIAL_GRANULARITIES == tuple(n for n, g in granularities.GRANULARITIES.items() if g.official)
@@ -61,7 +61,7 @@ def test_the_cli_names_no_granularity():
 def test_no_other_module_types_a_granularity_name():
     """Tables keyed by every granularity (test-held to its names) are the only exceptions."""
     names = [n for n in granularities.NAMES if n != granularities.PRIMARY]
-    tables = {"registry/granularities.py", "registry/views.py", "stages/report/projection.py"}
+    tables = {"registry/granularities.py", "registry/views.py", "stages/embed/projection.py"}
     for path in PACKAGE.rglob("*.py"):
         if path.relative_to(PACKAGE).as_posix() in tables:
             continue

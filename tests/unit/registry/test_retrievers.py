@@ -10,6 +10,7 @@ import pytest
 from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
 from vipune_eval.core.persona import Persona
+from vipune_eval.core.ranking_settings import RankingSettings
 from support.search import rrf, search_persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
 from vipune_eval.stages.search import rankers
@@ -127,8 +128,8 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
     for spec in registry.resolve(REFERENCE_PRESETS + [{"name": "x", "use": "hybrid", "k": 3}]):
         for a, b in zip(arms, back):
             assert np.array_equal(rankers.rank(a, spec, 10)[0], rankers.rank(b, spec, 10)[0])
-            assert a.documents(rankers.rank(a, spec, 10)[0], 10) == \
-                b.documents(rankers.rank(b, spec, 10)[0], 10)
+            assert a.documents(rankers.rank(a, spec, 10)[0], RankingSettings(10, 10)) == \
+                b.documents(rankers.rank(b, spec, 10)[0], RankingSettings(10, 10))
 
 
 

@@ -11,6 +11,7 @@ import pytest
 from vipune_eval.core import longmemeval
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.errors import EvalError
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, per_query, run_score
 from vipune_eval.core.trec import read_run
 
@@ -88,7 +89,7 @@ def test_run_score_averages_over_all_pairs_per_category_and_split(tmp_path):
     run = write(tmp_path / "run", [f"{q} Q0 {d} {r} {s} t" for q, hits in RUN.items() for d, r, s in hits])
     categories = {"q1": "multi-session", "q2": "single-session-user", "q3": "single-session-user"}
     pairs = pairs_file(tmp_path, categories, {q: list(d) for q, d in QRELS.items()})
-    scoring = Scoring([1, 3], ["recall", "recall_any", "recall_all", "ndcg", "mrr"], limit=10, depth=10)
+    scoring = Scoring([1, 3], ["recall", "recall_any", "recall_all", "ndcg", "mrr"], RankingSettings(10, 10))
     result = run_score(qrels, pairs, [run], scoring, "t", tmp_path / "out.run", tmp_path / "m.json")
     assert result["pairs"] == 3
     assert result["metrics"]["recall@1"] == pytest.approx((0 + 1 + 0) / 3)
@@ -102,8 +103,9 @@ def test_run_score_averages_over_all_pairs_per_category_and_split(tmp_path):
     assert result["short_lists"] == 2  # q2 and q3 hold fewer documents than the largest k
     # what it was scored with, and the ranking its searches were made with, as the report checks them
     assert result["scored_with"] == {"ks": [1, 3], "measure_names": ["recall", "recall_any", "recall_all", "ndcg",
-                                                                       "mrr"], "limit": 10, "depth": 10,
-                                     "collapse": True, "turn_to_session": False}
+                                                                       "mrr"],
+                                     "ranking_settings": {"limit": 10, "depth": 10, "collapse": True},
+                                     "turn_to_session": False}
 
 def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     tied = write(tmp_path / "tied", ["q1 Q0 a 1 1 t", "q1 Q0 b 2 1 t"])
@@ -116,7 +118,7 @@ def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     pairs = pairs_file(tmp_path, {"q1": "c"}, {"q1": ["a"]})
     other = write(tmp_path / "other", ["zz Q0 a 1 1 t"])
     with pytest.raises(EvalError, match="not in"):
-        run_score(qrels, pairs, [other], Scoring([1], ["recall"], 10, 10), "t", tmp_path / "o", tmp_path / "m")
+        run_score(qrels, pairs, [other], Scoring([1], ["recall"], RankingSettings(10, 10)), "t", tmp_path / "o", tmp_path / "m")
 
 
 def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():

@@ -45,7 +45,7 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     sources = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")}
     assert [f for f, text in sources.items() if "shutil.which(" in text] == ["vipune/binary.py"]
     assert sorted(f for f, text in sources.items() if re.search(r"\bplanned_copy\(", text)) == [
-        "core/io.py", "vipune/binary.py", "vipune/lane.py"]
+        "core/io.py", "vipune/binary.py", "vipune/vipune_lane.py"]
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune.py"}

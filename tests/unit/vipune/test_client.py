@@ -48,7 +48,7 @@ def client(binary, hf_home, tmp_path, timeout=30.0, **env):
 
 def test_question_starting_with_dash_and_quotes_reaches_vipune_as_data(any_vipune, vipune_hf_home,
                                                                        tmp_path, persona):
-    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), persona, flags(10), tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), persona, flags(10), 10, tmp_path)
     assert [rid for rid, _ in result["hybrid"]["ranking"]][0] == "q1::s0"
     assert len(result["hybrid"]["ranking"]) == 3 and len(result["semantic"]["ranking"]) == 3
 
@@ -58,7 +58,7 @@ def test_question_id_starting_with_dash_is_passed_as_project_value(any_vipune, v
     """Regression: `--project -abc` read as a flag; the client passes --project=ID."""
     dashed = Persona("-abc", persona.question, ["-abc::s0", "-abc::s1", "-abc::s2"], persona.session_ids,
                      persona.created_at, persona.texts, persona.vectors, persona.query_vector)
-    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), dashed, flags(10), tmp_path)
+    result = evaluate(client(any_vipune, vipune_hf_home, tmp_path), dashed, flags(10), 10, tmp_path)
     assert result["hybrid"]["ranking"][0][0] == "-abc::s0"
 
 
@@ -77,7 +77,7 @@ def test_each_fault_names_the_persona_and_the_command(fake_vipune_bin, vipune_hf
     vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=2, FAKE_VIPUNE_FAULT=fault)
     limit = 3 if fault == "over-limit" else 10
     with pytest.raises(VipuneError, match=message) as info:
-        evaluate(vipune, persona, flags(limit), tmp_path)
+        evaluate(vipune, persona, flags(limit), limit, tmp_path)
     assert "persona q1" in str(info.value)
     assert str(fake_vipune_bin) in str(info.value)
 
@@ -93,7 +93,7 @@ def test_vipunes_exit_code_and_its_own_message_are_fields_of_the_error(fake_vipu
     and no message from vipune")."""
     vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=2, FAKE_VIPUNE_FAULT=fault)
     with pytest.raises(VipuneError) as info:
-        evaluate(vipune, persona, flags(10), tmp_path)
+        evaluate(vipune, persona, flags(10), 10, tmp_path)
     assert (info.value.exit_code, info.value.error, info.value.timeout) == (exit_code, error, timeout)
 
 
@@ -103,7 +103,7 @@ def test_a_timed_out_wrapper_does_not_leave_its_child_running(fake_vipune_bin, v
     vipune = client(fake_vipune_bin, vipune_hf_home, tmp_path, timeout=3, FAKE_VIPUNE_FAULT="hang-child",
                     FAKE_VIPUNE_CHILD_PID=str(pid_file))
     with pytest.raises(VipuneError, match="killed with its children"):
-        evaluate(vipune, persona, flags(10), tmp_path)
+        evaluate(vipune, persona, flags(10), 10, tmp_path)
     child = int(pid_file.read_text())
     for _ in range(50):
         try:
@@ -129,19 +129,19 @@ def test_an_error_without_an_error_key_shows_what_was_printed(tmp_path):
 def test_too_long_question_exit_3_is_reported(fake_vipune_bin, vipune_hf_home, tmp_path, persona):
     persona.question = "garden " * 10_000  # 10 kB+ of text, over 512 tokens
     with pytest.raises(VipuneError, match=r"\(70000 characters\)` exited 3: content exceeds 512-token embedding limit") as info:
-        evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, flags(10), tmp_path)
+        evaluate(client(fake_vipune_bin, vipune_hf_home, tmp_path), persona, flags(10), 10, tmp_path)
     assert "persona q1" in str(info.value)
     assert info.value.exit_code == 3 and info.value.error.startswith("content exceeds 512-token embedding limit")
 
 
 def test_missing_binary(tmp_path, vipune_hf_home, persona):
     with pytest.raises(VipuneError, match="cannot run"):
-        evaluate(client(tmp_path / "no-vipune", vipune_hf_home, tmp_path), persona, flags(10), tmp_path)
+        evaluate(client(tmp_path / "no-vipune", vipune_hf_home, tmp_path), persona, flags(10), 10, tmp_path)
 
 
 def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vipune_hf_home, tmp_path,
                                                                  persona, monkeypatch):
-    baseline = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "a"), persona, flags(10), tmp_path)
+    baseline = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "a"), persona, flags(10), 10, tmp_path)
     user_home = tmp_path / "user-home"
     for folder in (user_home / ".config" / "vipune", user_home / "Library" / "Application Support" / "vipune"):
         folder.mkdir(parents=True)
@@ -156,7 +156,7 @@ def test_isolation_from_hostile_user_config_environment_and_home(any_vipune, vip
     env = isolated_env(tmp_path / "private-home")
     assert not any(k.startswith("VIPUNE_") for k in env)
     assert env["HOME"] == env["XDG_CONFIG_HOME"].removesuffix("/.config") == str(tmp_path / "private-home")
-    again = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "b"), persona, flags(10), tmp_path)
+    again = evaluate(client(any_vipune, vipune_hf_home, tmp_path / "b"), persona, flags(10), 10, tmp_path)
     assert again["hybrid"]["ranking"] == baseline["hybrid"]["ranking"]
     assert sorted(p.name for p in user_home.iterdir()) == [".config", "Library"]  # no .vipune, no DB
 

@@ -1,6 +1,6 @@
 """vipune-lane's source identity: the sha256 of lane/'s manifest, build script, source list and Rust
 sources, which names the vipune-lane a checkout needs (it moves with any source byte and with a
-file's name, nothing else); and what the lane takes from a vipune source: the files it compiles,
+file's name, nothing else); and what the vipune-lane takes from a vipune source: the files it compiles,
 the items it copies and whether the source still has the bytes each copy was made from."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval.stages.report.sections.scored import stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.vipune import lane_source
 
 RUST = r'''
@@ -42,7 +42,7 @@ def test_an_item_is_cut_at_its_own_closing_brace_whatever_its_strings_and_commen
 
 
 def lane_report(sources) -> dict:
-    """The part of report.json the report names stale copies from: the lane's recorded build."""
+    """The part of report.json the report names stale copies from: the vipune-lane's recorded build."""
     return {"builds": [], "provenance": {"lane": {"binary": "0.20.2-aaaaaaaaaaaa", "built": {"sources": sources}}}}
 
 
@@ -91,7 +91,7 @@ def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsew
 
 def test_a_struct_an_enum_and_a_whole_file_are_pinned_by_their_own_bytes(tmp_path):
     """The search's path holds clap's definitions (``enum Commands``, ``struct Cli``) and files the
-    lane stands in for whole (src/commands/import.rs): each is cut and hashed as it is."""
+    vipune-lane stands in for whole (src/commands/import.rs): each is cut and hashed as it is."""
     text = "#[derive(Parser)]\nstruct Cli {\n    /// json { in a doc\n    json: bool,\n}\nenum Commands { Search { query: String } }\n"
     assert lane_source.rust_item(text, "struct Cli") == "struct Cli {\n    /// json { in a doc\n    json: bool,\n}"
     assert lane_source.rust_item(text, "enum Commands") == "enum Commands { Search { query: String } }"
@@ -102,7 +102,7 @@ def test_a_struct_an_enum_and_a_whole_file_are_pinned_by_their_own_bytes(tmp_pat
 
 
 def test_a_copy_follows_each_release_it_lists(tmp_path):
-    """An item whose bytes differ between the releases the lane is built against (the model's loading
+    """An item whose bytes differ between the releases the vipune-lane is built against (the model's loading
     between 0.19.1 and 0.20.2) lists one sha256 per release: either is the same, any other is not."""
     source = fake_source(tmp_path / "vipune")
     lane = tmp_path / "lane"
@@ -123,7 +123,7 @@ def test_a_copy_follows_each_release_it_lists(tmp_path):
 def test_a_source_without_a_file_the_lane_compiles_cannot_build_it(tmp_path):
     source = fake_source(tmp_path / "vipune")
     (source / "src/rrf.rs").unlink()
-    with pytest.raises(SystemExit, match="src/rrf.rs is missing: the lane compiles vipune's src/rrf.rs"):
+    with pytest.raises(SystemExit, match="src/rrf.rs is missing: the vipune-lane compiles vipune's src/rrf.rs"):
         lane_source.vipune_sources(source)
 
 

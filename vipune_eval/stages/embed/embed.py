@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vipune_eval.errors import EvalError
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.io import Progress, atomic_path, log, read_parquet
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
 from vipune_eval.stages.embed.provider import Provider, batch_rows, no_cuda, resolve
@@ -77,22 +77,6 @@ def max_tokens(model_dir: Path) -> int:
         if isinstance(value, int) and 0 < value < 100_000:
             return value
     return DEFAULT_MAX_TOKENS
-
-
-@dataclass(frozen=True)
-class ModelFiles:
-    """The embedding model a job loads: its folder, the ONNX file in it and the pooling (vipune's
-    recipe: mean, then L2). Built by the CLI from the options every model command shares."""
-
-    model_dir: Path
-    file: str
-    pooling: str
-
-    def load(self, threads: int | None, cuda: bool = False):
-        return load_model(self.model_dir, self.file, self.pooling, threads, cuda)
-
-    def __str__(self) -> str:
-        return f"{self.model_dir / self.file} with {self.pooling} pooling + L2"
 
 
 def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cuda: bool = False):
@@ -263,7 +247,7 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
             if mine:
                 if loaded is None:
                     with tally.loading():
-                        loaded = model.load(threads=threads, cuda=cuda)
+                        loaded = load_model(model.model_dir, model.file, model.pooling, threads, cuda)
                 _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, budget,
                                limit, f"embed shard {shard}/{shards}: texts", tally, provider)
                 computed += len(mine)

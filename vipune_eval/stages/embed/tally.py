@@ -1,5 +1,5 @@
 """What an embed job computed and how long it took: its tally, written into its shard's Parquet
-metadata (the report adds the tallies up and projects from them: stages.report.projection).
+metadata (the report adds the tallies up and projects from them: stages.embed.projection).
 
 Each embed job times its own model calls (not the loading, nor the waits on texts another job
 claimed), the texts' lengths as the model saw them, and the encoder's layer shapes from the

@@ -5,7 +5,7 @@ stood in each arm.
 
 The arms are what vipune's own hybrid search fused, recorded by the lib lane inside its
 ``rrf_fusion`` (core.lane_arms). Each build's are checked against the list they explain: their RRF
-fusion (the k the lane recorded, ranks from 1, ties to the smaller id, as src/rrf.rs fuses) must
+fusion (the k the vipune-lane recorded, ranks from 1, ties to the smaller id, as src/rrf.rs fuses) must
 give vipune's hybrid list, and that list collapsed to sessions must be the run's; a mismatch is
 named (the question and the build), never shown as an explanation. The report explains the pairs
 an edit moved and the worst pairs the same way (report.json's ``explanations``), and
@@ -23,11 +23,11 @@ from typing import Any, Callable
 from vipune_eval.core import lane_arms, paths
 from vipune_eval.core.io import read_json, read_parquet, read_rows_with_ids
 from vipune_eval.core.lane_arms import Hits, PersonaArms
-from vipune_eval.core.manifest import ExplainedBuild, Manifest
+from vipune_eval.core.report_inputs import ExplainedBuild, Manifest
 from vipune_eval.core.persona import first_documents, row_id
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
-from vipune_eval.registry.vipune_runs import BINARY, LIB
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.stages.report.document import Bullets, Table, plain
 from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report, primary_ks
 from vipune_eval.stages.report.sections import explanations as words

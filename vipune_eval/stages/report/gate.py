@@ -24,12 +24,12 @@ from xml.etree import ElementTree
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
 from vipune_eval.registry import measures
-from vipune_eval.registry.vipune_runs import LIB
+from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.scored import copied, stale_copies
+from vipune_eval.stages.report.sections.provenance import copied, stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 
@@ -45,7 +45,7 @@ class CannotJudge(Exception):
 
 
 @dataclass
-class Row:
+class MeasureChange:
     """One measure in one group of pairs (all of them, or a category), before → after."""
 
     measure: str
@@ -74,7 +74,7 @@ class Verdict:
     headline: str
     reasons: list[str] = field(default_factory=list)
     setting: str = ""                  # what was judged against what, and by which rule
-    rows: list[Row] = field(default_factory=list)
+    rows: list[MeasureChange] = field(default_factory=list)
     moved: list[dict[str, Any]] = field(default_factory=list)  # report.json's changes: before → after
     notes: list[str] = field(default_factory=list)  # what else changes the reading (the report's words)
     suite: str = "vipune-eval gate"
@@ -159,7 +159,7 @@ def _notes(report: Report) -> list[str]:
     lanes that rank apart (with why)."""
     out = stale_copies(report)
     out += [f"{b['id']} {failed_preflight(b)}" for b in report["builds"] if b.get("failed_checks")]
-    out += [w for w in agreement.warnings(report) if "rank" in w and "differently" in w]
+    out += [w for w in agreement.disagreements(report) if "rank" in w and "differently" in w]
     return out
 
 
@@ -205,7 +205,7 @@ def _judge(run: Path) -> Verdict:
     compared = compare_runs(rows_after, rows_before, keys, categories, alpha=alpha,
                             name_a=checkout["id"], name_b=baseline["id"])
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
-    rows = [Row(key, category, r["pairs"], r["b"], r["a"], r["difference"], tuple(r["interval"]), r["p_holm"],
+    rows = [MeasureChange(key, category, r["pairs"], r["b"], r["a"], r["difference"], tuple(r["interval"]), r["p_holm"],
                 r["difference"] < -margin and r["p_holm"] < alpha)
             for category, results in groups for key, r in results.items()]
     moved = baseline.get("changes") or []
@@ -276,7 +276,7 @@ def markdown(verdict: Verdict) -> str:
         keys = list(dict.fromkeys(r.measure for r in verdict.rows))
         if verdict.moved:
             lines += [f"### The pairs that moved ({len(verdict.moved)})", "",
-                      "Each links to its explanation in the HTML report (the run's `html/report.html`); "
+                      "Each links to its explanation in the HTML report (the run's `html/report-page.html`); "
                       "`vipune-eval explain QUESTION_ID` prints it.", ""]
             for c in verdict.moved[:MOVED_SHOWN]:
                 qid = c["question_id"]

@@ -103,7 +103,7 @@ def per_category(report: Report, out: Path) -> None:
 
 
 def gold_rank_distribution(report: Report, out: Path) -> None:
-    plt, limit = _pyplot(), PRIMARY.search_limit(report["provenance"]["config"])
+    plt, limit = _pyplot(), report["views"][PRIMARY.name]["scored_with"]["ranking_settings"]["limit"]
     ranks = report["diagnostics"]["gold_ranks"]
     counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
     labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
@@ -112,7 +112,7 @@ def gold_rank_distribution(report: Report, out: Path) -> None:
     ax.bar(labels, values, color=["tab:blue"] * limit + ["tab:red"])
     ax.set_xlabel("rank of a gold session")
     ax.set_ylabel("gold sessions")
-    ax.set_title(f"Where {ranks['retriever']} ranks the {sum(values)} gold sessions")
+    ax.set_title(f"Where {ranks['retriever']} ranks the {sum(values)} gold sessions (search limit {limit})")
     ax.grid(axis="y", alpha=0.3)
     _save(fig, out)
 

@@ -14,19 +14,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
-from vipune_eval.core.manifest import Manifest, ManifestView
+from vipune_eval.core.report_inputs import Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.errors import EvalError
-from vipune_eval.registry import measures, models
+from vipune_eval.registry import measures, models, lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
-from vipune_eval.stages.report import diagnostics, explain, lanes, markdown, projection, summary, whatif
-from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.embed import projection
+from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
+from vipune_eval.stages.report.report_json import EmbedBlock, ModelProvenance, Report, VipuneLaneFingerprint
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.vipune.release import RELEASE
@@ -60,7 +61,7 @@ class Loaded:
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
-    lanes: dict[str, dict[str, Any]] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
+    lanes: dict[str, VipuneLaneFingerprint] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
 
 
 def _view_counts(view: dict[str, Any]) -> dict[str, int]:
@@ -109,11 +110,19 @@ def load(manifest: Manifest) -> Loaded:
         lanes={b: read_json(path) for b, path in manifest["lanes"].items()})
 
 
-# Each setting a run's metrics record (stages.score.Scoring), in the words of a stale run's message.
+# Each setting a run's metrics record (stages.score.Scoring, its ranking settings flattened: ``settings``),
+# in the words of a stale run's message.
 SETTING_WORDS = {"ks": "ks", "measure_names": "measures", "limit": "search limit", "depth": "documents kept per pair",
                  "collapse": "rows collapsed to sessions", "turn_to_session": "LongMemEval's turn→session scoring"}
 SCORE_SETTINGS = ("ks", "measure_names", "turn_to_session")  # the score's own: --forcerun score makes them again
 STALE_NAMED = 10  # a stale-run error names at most this many runs
+
+
+def settings(scored_with: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``scored_with`` as one level of SETTING_WORDS' keys: what the searches ranked to
+    (``ranking_settings``) as settings of their own."""
+    flat = {k: v for k, v in scored_with.items() if k != "ranking_settings"}
+    return {**flat, **(scored_with.get("ranking_settings") or {})}
 
 
 def stale_runs(loaded: Loaded) -> None:
@@ -125,12 +134,12 @@ def stale_runs(loaded: Loaded) -> None:
     stale: list[str] = []
     rules: set[str] = set()
     for view in loaded.views:
-        stated = view.entry["scored_with"]
+        stated = settings(view.entry["scored_with"])
         made = list(view.metrics.values())
         if view is loaded.views[0]:  # the compared builds and the what-if runs are scored there only
             made += [*loaded.builds.values(), *loaded.lab.values()]
         for metrics in made:
-            recorded = metrics.get("scored_with")
+            recorded = settings(metrics["scored_with"]) if metrics.get("scored_with") else None
             if recorded == stated:
                 continue
             if recorded is None:
@@ -263,16 +272,16 @@ def build(loaded: Loaded) -> Report:
     report["diagnostics"] = {
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
-        **{lane.agreement: diagnostics.agreement(metrics, ks, lane.retriever, mirrors.get(lane.retriever))
-           for lane in lanes.LANES if lane.agreement},
+        **{key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
+           for lane in lanes.LANES for run, key in lane.agreement_keys().items()},
         "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
-        # vipune's own search code (the lane) against the binary, in every view: they should agree
+        # vipune's own search code (the vipune-lane) against the binary, in every view: they should agree
         # on every pair, and score the same pairs
         "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
-                  if lane.binary and (agree := diagnostics.agreement(view.metrics, view.entry["ks"], lane.retriever,
-                                                                     lane.binary))],
+                  for run, binary in lane.counterparts().items()
+                  if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))],
     }
-    report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
+    report["embed"] = cast(EmbedBlock, projection.summary(loaded.tallies, projection.LONGMEMEVAL_M))  # its shape
     report["provenance"] = {
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
@@ -290,7 +299,7 @@ def build(loaded: Loaded) -> Report:
     return report
 
 
-def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProvenance:
     """provenance.model: the model's fingerprint, where its files came from (``source``: a local
     folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
     are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.report_inputs import ScoredWith
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -39,7 +40,7 @@ class ViewBlock(TypedDict):
     granularity: str
     description: str
     ks: list[int]
-    scored_with: dict[str, Any]          # what every run of the view was scored and searched with (stages.score.Scoring)
+    scored_with: ScoredWith              # what every run of the view was scored with, and its searches ranked to
     pairs: int
     qrels: str
     summary: dict[str, Any]              # the filter's summary.json
@@ -50,6 +51,38 @@ class ViewBlock(TypedDict):
     retrievers: dict[str, RetrieverEntry]
 
 
+class LaneCopy(TypedDict, total=False):
+    """An item of vipune's code (or a whole file) a vipune-lane copies, and whether the source it was
+    built against still has it as copied (vipune.lane_source)."""
+
+    file: str
+    item: str | None
+    copied_to: str
+    what: str
+    source: str | None                   # its sha256 in that source (None: the source no longer has it)
+    same: bool
+
+
+class LaneBuild(TypedDict, total=False):
+    """What ``vipune-lane version`` says of how it was built (recorded by lane/build.rs and build.sh)."""
+
+    vipune_source: str                   # the release, or the checkout with its git description
+    profile: str                         # "fast": build.sh --fast
+    lane_source: str                     # the sha256 of lane/'s sources
+    sources: dict[str, Any]              # the sha256s of what it compiled; ``copies``: list[LaneCopy]
+
+
+class VipuneLaneFingerprint(TypedDict):
+    """A vipune-lane's fingerprint (vipune.vipune_lane.lane_fingerprint): provenance.lane, a build's ``lane``."""
+
+    kind: str
+    id: str
+    sha256: str
+    version: str
+    binary: str                          # the build id of the binary it was built beside
+    built: LaneBuild
+
+
 class BuildEntry(RetrieverEntry, total=False):
     """One vipune build: the primary first, each other compared with it."""
 
@@ -57,7 +90,7 @@ class BuildEntry(RetrieverEntry, total=False):
     version: str
     sha256: str
     source: str | None
-    lane: dict[str, Any] | None          # its vipune-lane's fingerprint (the lib lane's builds), as provenance.lane
+    lane: VipuneLaneFingerprint | None   # its vipune-lane's fingerprint (the lib lane's builds), as provenance.lane
     follows_contract: bool
     failed_checks: list[str]
     drift: list[str]
@@ -96,15 +129,23 @@ class LaneAgreement(_Agreement, total=False):
     view: str                            # diagnostics.lanes: the view compared (every view is)
 
 
+class GoldRanks(TypedDict):
+    """Per pair of the subject retriever, the rank of each gold session (None: not retrieved),
+    worst pairs first; besides these keys each pair has its recall@k and mrr."""
+
+    retriever: str
+    pairs: list[dict[str, Any]]          # question_id, question_type, gold_ranks, and the two measures
+
+
 class Diagnostics(TypedDict, total=False):
     """Why vipune misses (stages.report.diagnostics); the keys of its agreements with its mirrors
-    are stages.report.lanes.LANES' ``agreement``."""
+    are registry.lanes' ``agreement`` (each Lane's ``agreement_keys``)."""
 
-    truncation: dict[str, Any]
-    bm25_and_query: dict[str, Any] | None
+    truncation: dict[str, Any]           # its keys hold the headline measure's name (recall@k): not typed further
+    bm25_and_query: dict[str, Any] | None  # likewise (hybrid_vs_hybrid_or_top{k}_differs)
     vipune_vs_hybrid: LaneAgreement | None
     vipune_semantic_vs_dense: LaneAgreement | None
-    gold_ranks: dict[str, Any]
+    gold_ranks: GoldRanks
     lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
 
 
@@ -153,6 +194,79 @@ class Explanations(TypedDict):
     questions: dict[str, Explanation]
 
 
+class Projection(TypedDict):
+    what: str
+    workload: dict[str, Any]             # ``source`` and each granularity's texts, tokens and squares
+    minutes: dict[str, float]            # granularity → bge-small's minutes on LongMemEval_M at this rate
+
+
+class _ProviderBlock(TypedDict):
+    provider: str                        # cpu, cuda
+    device: str
+    jobs: int
+    texts: int
+    tokens: int
+    seconds: float
+    threads: list[int]
+    batch_tokens: list[int]
+    reproducibility: str                 # what its batching guarantees about a vector's bytes
+    projection: Projection | None
+
+
+class ProviderBlock(_ProviderBlock, total=False):
+    """One provider and device's share of the embed jobs (stages.embed.projection.provider_summary)."""
+
+    texts_per_s: float
+    useful_gflops_per_s: float
+    why: str                             # why there is no projection
+
+
+class _EmbedBlock(TypedDict):
+    definition: str
+    jobs: int
+    texts: int
+    tokens: int
+    seconds: float
+    job_seconds: float
+    load_seconds: float
+    providers: list[ProviderBlock]
+
+
+class EmbedBlock(_EmbedBlock, total=False):
+    """report.json's ``embed``: the embed jobs' own tally (stages.embed.projection.summary)."""
+
+    why: str                             # why no provider timed a text
+
+
+class ModelProvenance(TypedDict):
+    """provenance.model: the model's fingerprint, where its files came from and whether they are the
+    pinned bytes (stages.report.report.model_provenance)."""
+
+    repo_id: str
+    revision: str
+    file: str
+    files: dict[str, str]                # file → sha256
+    pooling: str
+    source: str                          # local, download
+    path: str | None
+    pinned: bool | None                  # None: that repository and revision have no pins
+    pins: dict[str, dict[str, str]]      # file → {pinned, found}
+
+
+class Provenance(TypedDict):
+    dataset: dict[str, Any]              # the dataset's fingerprint
+    model: ModelProvenance
+    vipune: dict[str, Any] | None        # the primary build's fingerprint
+    lane: VipuneLaneFingerprint | None   # its vipune-lane's
+    preflight: dict[str, Any] | None     # its preflight's checks
+    builds: dict[str, dict[str, Any]]    # build id → its fingerprint
+    contract_release: str
+    split: dict[str, Any]
+    views: dict[str, str]                # view name → its description
+    config: dict[str, Any]
+    package: dict[str, str]
+
+
 class Report(TypedDict, total=False):
     """report.json. Every key is always written but ``baseline`` (a vipune.baseline is set),
     ``whatif`` (the lab is configured) and ``official`` (the official protocol at session
@@ -178,8 +292,8 @@ class Report(TypedDict, total=False):
     whatif: dict[str, Any]
     official: dict[str, Any]
     diagnostics: Diagnostics
-    embed: dict[str, Any]
-    provenance: dict[str, Any]
+    embed: EmbedBlock
+    provenance: Provenance
     explanations: Explanations
 
 

@@ -1,5 +1,5 @@
 """report-page: the report as HTML for Snakemake's HTML report. One self-contained page holds
-every section of report.md with each plot beside the numbers it draws (results/html/report.html);
+every section of report.md with each plot beside the numbers it draws (results/html/report-page.html);
 the report's first page (results/html/front.html, included by workflow/report/workflow.rst)
 holds the headline table, what was scored, the builds' differences and the warnings.
 

@@ -7,7 +7,7 @@ statistics, the quoted-AND FTS5 query, candidate pools of clamp(10 × limit, 50,
 k = 25 and fused ties to the smaller id — so that `hybrid` is a differential check of the binary
 and the others give context for its number.
 
-A persona's arms (registry.arms.ARMS: dense and one bm25 arm per query form), each ranking
+A persona's arms (registry.shared_arms.ARMS: dense and one bm25 arm per query form), each ranking
 every row it finds, are computed once (``persona_arms``) and written to an arms file; every ARMS
 family setting ranks from them (stages.search.fuse_reference), so a grid of hybrid variants costs fusions,
 not searches.
@@ -24,10 +24,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.registry.arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
+from vipune_eval.registry.shared_arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, read_parquet
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
+from vipune_eval.core.ranking_settings import RankingSettings
 
 def dense(persona: Persona, n: int) -> Ranking:
     """vipune's semantic arm: cosine in f64 of the f32 vectors (0 against a zero vector), rows
@@ -56,7 +57,7 @@ def fts_or_query(question: str) -> str:
     return " OR ".join(_quote(word) for word in question.split())
 
 
-FTS_QUERY = {"and": fts_and_query, "or": fts_or_query}  # one per registry.arms.BM25_QUERIES
+FTS_QUERY = {"and": fts_and_query, "or": fts_or_query}  # one per registry.shared_arms.BM25_QUERIES
 
 
 def _quote(word: str) -> str:
@@ -105,9 +106,9 @@ class Arms:
             self._tie = tie
         return self._tie
 
-    def documents(self, indices: np.ndarray, depth: int, collapse: bool = True) -> list[str]:
-        """As Persona.documents: rows' documents by first occurrence, at most ``depth``."""
-        return first_documents((self.docs[i] for i in indices.tolist()), depth, collapse)
+    def documents(self, indices: np.ndarray, settings: RankingSettings) -> list[str]:
+        """As Persona.documents: rows' documents by first occurrence, at most ``settings.depth``."""
+        return first_documents((self.docs[i] for i in indices.tolist()), settings.depth, settings.collapse)
 
 
 def _indexed(persona: Persona, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:

@@ -273,7 +273,7 @@ def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float) ->
     runs: list[tuple[str, list[str]]] = []
     progress = Progress(f"plugin {spec.name} {shard.name}: personas", total=shard.pair_count())
     for persona in shard.personas():
-        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.limit, spec.use, timeout),
-                                                            shard.depth, shard.collapse)))
+        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.ranking_settings.limit, spec.use, timeout),
+                                                            shard.ranking_settings)))
         progress.advance()
     trec.write_run(out, runs, spec.name)

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log, write_json
 from vipune_eval.core.persona import Persona, row_id
@@ -138,7 +139,7 @@ class Preflight:
         return rrf(*ranks, k=self.k)
 
     def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
-        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), "preflight")
+        hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), limit, "preflight")
         return [(h.get("id"), h.get("similarity")) for h in hits]
 
     def scores_match(self, check: str, project: str, limit: int, expected: list[tuple[str, float]],
@@ -313,7 +314,7 @@ def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray],
     cosines = []
     for text, rid in rows.items():
         hits, _ = pre.vipune.search(db, QUERY_PARITY_PROJECT, text,
-                                    pre.settings.search_flags(len(rows), False), "preflight")
+                                    pre.settings.search_flags(len(rows), False), len(rows), "preflight")
         score = next((h.get("similarity") for h in hits if h.get("id") == rid), None)
         if not isinstance(score, (int, float)):
             raise CheckFailed(f"`vipune search --no-hybrid` of the probe question {text!r} did not return its "
@@ -337,7 +338,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     path, expected = binary.shown, binary.fingerprint
-    loaded = model.load(threads=1)
+    loaded = load_model(model.model_dir, model.file, model.pooling, threads=1)  # as the embed stage embeds
 
     def embed(texts: list[str]) -> np.ndarray:
         return np.array(list(loaded.embed(texts)), dtype=np.float32)

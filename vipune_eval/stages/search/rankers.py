@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from vipune_eval.registry.arms import DENSE_ARM, bm25_arm
+from vipune_eval.registry.shared_arms import DENSE_ARM, bm25_arm
 from vipune_eval.vipune.contract import candidate_pool
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
 from vipune_eval.core.process import shown
-from vipune_eval.registry.vipune_runs import BINARY
+from vipune_eval.registry.lanes import BINARY
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError
 from vipune_eval.vipune.settings import VipuneSettings
@@ -64,9 +64,10 @@ def searches(vipune: VipuneSettings, limit: int) -> dict[str, list[str]]:
     return {"hybrid": vipune.search_flags(limit, True), "semantic": vipune.search_flags(limit, False)}
 
 
-def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], workdir: Path,
+def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], limit: int, workdir: Path,
              lines: list[str] | None = None) -> dict[str, Any]:
-    """Import the persona into a fresh database; its rankings, one per search (``searches``)."""
+    """Import the persona into a fresh database; its rankings, one per search (``searches``, each
+    told ``--limit limit``)."""
     qid = persona.question_id
     where = f"persona {qid}"
     with tempfile.TemporaryDirectory(prefix="persona-", dir=workdir) as tmp:
@@ -78,7 +79,7 @@ def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], work
                               f"but {len(persona.row_ids)} rows were written to a fresh database")
         result: dict[str, Any] = {}
         for name, search_flags in flags.items():
-            hits, seconds = client.search(db, qid, persona.question, search_flags, where)
+            hits, seconds = client.search(db, qid, persona.question, search_flags, limit, where)
             command = shown([client.shown, *client.search_args(db, qid, persona.question, search_flags)])
             result[name] = {"ranking": ranking_of(persona, hits, command), "seconds": seconds}
     return result
@@ -98,7 +99,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
     """Run the binary lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
-    tmp, flags, depth, collapse = vipune.tmp, searches(vipune, shard.limit), shard.depth, shard.collapse
+    tmp, limit, flags = vipune.tmp, shard.ranking_settings.limit, searches(vipune, shard.ranking_settings.limit)
     total = shard.pair_count()
     cache.mkdir(parents=True, exist_ok=True)
     marker = cache / f"shard-{shard.shard}-of-{shard.shards}.complete.json"
@@ -129,7 +130,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                 return {"question_id": qid}  # on_error=stop: start nothing new (neither run nor error)
             else:
                 try:
-                    result = evaluate(client, persona, flags, tmp, lines)
+                    result = evaluate(client, persona, flags, limit, tmp, lines)
                 except VipuneError as exc:
                     log.error("%s", exc)
                     if on_error == "stop":
@@ -141,7 +142,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
             progress.advance()
             return {"question_id": qid, "digests": persona.digests(),
                     "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
-                    "documents": {n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], depth, collapse)
+                    "documents": {n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], shard.ranking_settings)
                                   for n in ("hybrid", "semantic")}}
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -165,7 +166,7 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
         "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
         "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},
         "semantic_search_seconds": {r["question_id"]: r["seconds"]["semantic"] for r in done},
-        "searched": shard.searched(vipune.query_flags(shard.limit), {r["question_id"]: r["digests"] for r in done}),
+        "searched": shard.searched(vipune.query_flags(limit), {r["question_id"]: r["digests"] for r in done}),
     })
     write_json(marker, sorted(set(keys)))
     failed = len(results) - len(done)

@@ -23,9 +23,9 @@ from vipune_eval.core.io import Progress, log, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
-from vipune_eval.registry.vipune_runs import LIB, SEARCHES
+from vipune_eval.registry.lanes import LIB, SEARCHES
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneError, LaneRun, planned_lane
+from vipune_eval.vipune.vipune_lane import LaneError, VipuneLane, planned_lane
 
 
 RAM = Path("/dev/shm")
@@ -38,16 +38,16 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                    out: Path, semantic_out: Path, status_out: Path, arms_out: Path) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
-    fails the shard on the first persona the lane refuses, crashes or hangs on, or answers out of
+    fails the shard on the first persona the vipune-lane refuses, crashes or hangs on, or answers out of
     contract; ``record`` lists such personas in the status file (left out of every average) and
-    goes on with the others. A persona the lane could not hold in RAM (/dev/shm full) is searched
+    goes on with the others. A persona the vipune-lane could not hold in RAM (/dev/shm full) is searched
     again in the scratch folder. ``arms_out``: the arms file (core.lane_arms) of the personas searched."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
                         "fingerprint id alone, so its vipune-lib results cannot be computed again",
-                        fix="list the build by its path in vipune.compare (build.sh builds its lane beside it)")
-    guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its lane (and its watchdog) starts
+                        fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)")
+    guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its vipune-lane (and its watchdog) starts
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
     digests: dict[str, list[str]] = {}  # each searched persona's (Persona.digests)
@@ -56,7 +56,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     failed: dict[str, FailedPair] = {}
     steps: Counter[str] = Counter()
     order: list[str] = []  # the shard's order, which the run files keep
-    full: dict[str, str] = {}  # personas a full RAM folder refused → what the lane said
+    full: dict[str, str] = {}  # personas a full RAM folder refused → what the vipune-lane said
 
     def fail(qid: str, why: FailedPair) -> None:
         failed[qid] = why
@@ -65,8 +65,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = LaneRun(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.limit), record=on_error == "record")
-        with closing(run) as answers:  # the lane is ended before its databases are removed
+        run = VipuneLane(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record")
+        with closing(run) as answers:  # the vipune-lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
                 if qid not in full:
@@ -80,7 +80,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                         fail(qid, failed_pair(f"persona {qid}: vipune-lane refused it{refused}: {answer['error']}",
                                               exit_code=code, error=str(answer["error"])))
                     continue
-                if "broken" in answer:  # the lane crashed, hung or broke its protocol on it (vipune said nothing)
+                if "broken" in answer:  # the vipune-lane crashed, hung or broke its protocol on it (vipune said nothing)
                     fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}",
                                           timeout=answer.get("timeout")))
                     continue
@@ -90,8 +90,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                         raise EvalError(f"persona {qid}: `{lane.name} search` answered without its seconds "
                                         "per step (a protocol violation)")
                     rankings = {name: _ranking(persona, answer, name, lane) for name in SEARCHES}
-                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.limit, f"{lane.name} search")
-                    done[qid] = {name: persona.documents(ranking, shard.depth, shard.collapse)
+                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.ranking_settings.limit, f"{lane.name} search")
+                    done[qid] = {name: persona.documents(ranking, shard.ranking_settings)
                                  for name, ranking in rankings.items()}
                 except EvalError as exc:
                     fail(qid, failed_pair(exc.message))
@@ -107,7 +107,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
         search(databases, shard.personas())
         if full:
-            log.warning("vipune-lib %s: %s is full (the lane said %r): %d personas searched again in the "
+            log.warning("vipune-lib %s: %s is full (the vipune-lane said %r): %d personas searched again in the "
                         "job's scratch folder %s", shard.name, databases.parent, next(iter(full.values())),
                         len(full), tmp)
             shutil.rmtree(databases, ignore_errors=True)
@@ -126,7 +126,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
         "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
         "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
-        "searched": shard.searched(vipune.query_flags(shard.limit), {qid: digests[qid] for qid in ranked}),
+        "searched": shard.searched(vipune.query_flags(shard.ranking_settings.limit), {qid: digests[qid] for qid in ranked}),
     })
     log.info("vipune-lib %s: %d personas, %d failed%s; seconds per step: %s", shard.name, len(done),
              len(failed), f", {len(full)} searched on disk ({databases.parent} full)" if full else "",
@@ -140,7 +140,7 @@ def ram_folder(tmp: Path, ram: Path | None = None) -> Path:
 
 
 def database_folder(tmp: Path, ram: Path | None = None) -> Path:
-    """Where the lane's throwaway databases live, emptied of what a killed attempt left: in RAM
+    """Where the vipune-lane's throwaway databases live, emptied of what a killed attempt left: in RAM
     (``/dev/shm``) where the machine has it and it takes a file, in a folder named after the
     job's scratch folder (so the job's next attempt finds it; its ``.job`` file names that
     scratch folder, so a run finds what its killed jobs left: ``clear_stale_databases``), else
@@ -186,5 +186,5 @@ def _ranking(persona: Persona, answer: dict[str, Any], name: str, lane: Path) ->
 
 
 def _latency(steps: dict[str, float]) -> dict[str, float]:
-    """Per persona, what each ranking cost in the lane: the database work is shared by both."""
+    """Per persona, what each ranking cost in the vipune-lane: the database work is shared by both."""
     return {"semantic": steps.get("semantic", 0.0), "hybrid": steps.get("hybrid", 0.0)}

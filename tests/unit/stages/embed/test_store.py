@@ -17,8 +17,9 @@ import pytest
 
 from vipune_eval.cli import stage_call
 from vipune_eval.stages.embed import embed as embed_stage, provider as providers
-from vipune_eval.stages.embed.embed import (ModelFiles, RECIPE_VERSION, call_texts, load_model, model_hash,
-                                            rows_alike, run_embed, token_batches)
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import (RECIPE_VERSION, call_texts, load_model, model_hash, rows_alike, run_embed,
+                                            token_batches)
 from vipune_eval.stages.embed.provider import AUTO_BUDGET, Provider, batch_rows
 from vipune_eval.stages.embed.tally import read_tallies
 from vipune_eval.core.tokens import count_tokens
@@ -111,7 +112,8 @@ def test_a_stored_vector_does_not_depend_on_the_job_order_or_the_budget(model_di
 JOB = """
 import sys
 from pathlib import Path
-from vipune_eval.stages.embed.embed import ModelFiles, run_embed
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import run_embed
 texts, model, fp, store, out = map(Path, sys.argv[1:6])
 print(run_embed(texts, ModelFiles(model, "onnx/model.onnx", "mean"), 0, 1, out, 1, 64, fp, store))
 """

@@ -8,15 +8,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.tinymodel import build_tiny_model
-from vipune_eval.stages.report import projection
+from vipune_eval.stages.embed import projection
 from vipune_eval.stages.report.markdown import section
 from vipune_eval.stages.report.sections.throughput import embed_section
-from vipune_eval.stages.embed.embed import ModelFiles, run_embed
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.stages.embed.embed import run_embed
 from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 from vipune_eval.registry.granularities import NAMES
 from vipune_eval.core.io import text_id
 from vipune_eval.stages.embed.tally import Tally, encoder_shape, read_tallies
-from vipune_eval.stages.report.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
+from vipune_eval.stages.embed.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
 
@@ -58,7 +59,7 @@ def test_no_projection_without_layer_shapes_or_without_computed_texts():
     assert cpu["projection"] is None and "config.json" in cpu["why"]
     nothing = summary([Tally(threads=1)], LONGMEMEVAL_M)
     assert nothing["providers"] == [] and "vector store" in nothing["why"]
-    assert "every text was in the vector store" in section(embed_section(nothing))
+    assert "every text was in the vector store" in section(embed_section({"embed": nothing}))
 
 
 def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monkeypatch):
@@ -78,7 +79,7 @@ def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monke
     assert "any batch size" in by["cpu"]["reproducibility"]
     assert "25% of the tokens computed" in by["cuda"]["reproducibility"]  # 3 filler of 12 computed
     assert "the same bytes whichever job" in by["cuda"]["reproducibility"]
-    text = section(embed_section(out))
+    text = section(embed_section({"embed": out}))
     assert "**CPU** (Intel Xeon)" in text and "**CUDA** (NVIDIA H200)" in text
     assert "batches of at most 16384 tokens: 6.0 texts/s" in text and "on NVIDIA H200 (CUDA)" in text
     for probe, words in ((False, "can differ in their last bits"), (None, "not probed")):

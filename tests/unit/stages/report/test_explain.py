@@ -1,6 +1,6 @@
 """stages/report/explain.py: vipune's fusion of the recorded arms and its check against the list it
 explains, an explanation's columns, and ``vipune-eval explain`` on a hand-made finished run (its
-output and its errors). The arms' recording is tested on the real lane (tests/unit/vipune/test_lane.py),
+output and its errors). The arms' recording is tested on the real lane (tests/unit/vipune/test_vipune_lane.py),
 the whole on a workflow run (tests/workflow/test_maintainers_loop.py) and on real vipune builds
 (tests/project/test_build_script.py)."""
 
@@ -48,7 +48,7 @@ def test_arms_that_fuse_to_the_list_explain_it():
 
 
 def test_a_list_the_arms_do_not_fuse_to_is_named_where_it_differs():
-    """A hybrid list made with k 60 from arms recorded as fused with k 25 (an edit the lane did
+    """A hybrid list made with k 60 from arms recorded as fused with k 25 (an edit the vipune-lane did
     not see), or in another order: named, with the rank and both documents."""
     at_60 = arms(60.0).hybrid
     said = explain.mismatch(arms(25.0, at_60), IDS, DOCS, ["s2", "s4", "s0"])

@@ -21,6 +21,7 @@ from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.report import Loaded, LoadedView, build
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 
 N = 40
@@ -28,7 +29,7 @@ KS = [1, 5, 10]
 GOLD = {f"q{i:02d}": f"g{i}" for i in range(N)}
 CATEGORY = {q: ("multi-session" if i % 2 else "temporal-reasoning") for i, q in enumerate(GOLD)}
 CHECKOUT, BASELINE = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
-SCORING = Scoring(KS, ["recall", "mrr"], limit=10, depth=10)
+SCORING = Scoring(KS, ["recall", "mrr"], RankingSettings(10, 10))
 SETTINGS = {"flags": ["--recency", "0", "--limit", "10", "--no-touch"], "depth": 10, "collapse": True}
 DIGESTS = {q: [f"data-{q}".ljust(16, "0"), f"vec-{q}".ljust(16, "0")] for q in GOLD}
 
@@ -149,7 +150,7 @@ def test_an_edit_that_hurts_fails_naming_each_worse_measure_and_the_pairs_that_l
     assert md.index("- worse:") < md.index("| measure |") < md.index("### The pairs that moved (35)")
     assert "| recall@5 (multi-session) | 20 | 1.000 | " in md
     assert f"checkout {CHECKOUT} (vipune.binary '/src/vipune/target/fast/vipune') against baseline {BASELINE}" in md
-    assert "- [q01](html/report.html#explain-q01) (multi-session): recall@5 1.00 → 0.00 · `vipune-eval explain q01`" in md
+    assert "- [q01](html/report-page.html#explain-q01) (multi-session): recall@5 1.00 → 0.00 · `vipune-eval explain q01`" in md
     suite, cases = junit_cases(results / "gate.xml")
     assert len(cases) == 3 * 3  # recall@1/5/10 × (all pairs, two categories)
     failures = [c for c in cases if c.find("failure") is not None]
@@ -175,9 +176,9 @@ def test_moved_pairs_without_a_significant_loss_pass_and_are_each_linked_to_thei
     assert gate.run_gate(results) == gate.PASS
     md = (results / "gate.md").read_text()
     assert "**No measure worse than the baseline beyond the margin; 2 pairs moved.**" in md
-    assert ("- [q03](html/report.html#explain-q03) (multi-session): recall@1 1.00 → 0.00, recall@5 1.00 → 0.00 · "
+    assert ("- [q03](html/report-page.html#explain-q03) (multi-session): recall@1 1.00 → 0.00, recall@5 1.00 → 0.00 · "
             "`vipune-eval explain q03`") in md
-    assert "- [q07](html/report.html#explain-q07) (multi-session): recall@5 1.00 → 0.00 · " in md  # rank 2 → 6
+    assert "- [q07](html/report-page.html#explain-q07) (multi-session): recall@5 1.00 → 0.00 · " in md  # rank 2 → 6
 
 
 def test_the_margin_lets_a_loss_within_it_pass(tmp_path):
@@ -187,8 +188,8 @@ def test_the_margin_lets_a_loss_within_it_pass(tmp_path):
 def test_the_html_report_holds_the_explanations_it_links():
     from vipune_eval.core import paths
 
-    assert gate.explanation_link("q1") == "html/report.html#explain-q1"
-    assert Path(paths.GATE_MD).parent / "html/report.html" == Path(paths.REPORT_PAGE)
+    assert gate.explanation_link("q1") == "html/report-page.html#explain-q1"
+    assert Path(paths.GATE_MD).parent / "html/report-page.html" == Path(paths.REPORT_PAGE)
 
 
 STALE_COPY = {"file": "src/commands/mod.rs", "item": "fn execute", "what": "the dispatch", "copied_to": "x",

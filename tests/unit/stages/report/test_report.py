@@ -98,7 +98,7 @@ def test_a_run_made_at_another_search_limit_is_named_with_the_searches_that_make
     from vipune_eval.errors import EvalError
 
     entry = loaded.views[0].entry
-    entry["scored_with"] = {**entry["scored_with"], "limit": 20, "depth": 20}
+    entry["scored_with"] = {**entry["scored_with"], "ranking_settings": {"limit": 20, "depth": 20, "collapse": True}}
     loaded.manifest["searched_by"] = {"hybrid": ["search_arms", "fuse_reference"], "vipune": ["search_vipune"],
                                       "dense": ["search_arms", "fuse_reference"]}
     with pytest.raises(EvalError) as info:
@@ -136,5 +136,5 @@ def test_a_run_of_an_earlier_version_without_its_settings_is_named(loaded):
 def test_the_view_states_the_settings_every_run_was_made_with(loaded):
     report = build(loaded)
     assert report["views"]["session"]["scored_with"] == loaded.views[0].metrics["dense"]["scored_with"] == {
-        "ks": [1, 5, 10], "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"], "limit": 10,
-        "depth": 10, "collapse": True, "turn_to_session": False}
+        "ks": [1, 5, 10], "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"],
+        "ranking_settings": {"limit": 10, "depth": 10, "collapse": True}, "turn_to_session": False}

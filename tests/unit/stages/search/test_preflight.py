@@ -8,7 +8,7 @@ import os
 import pytest
 
 from vipune_eval.errors import EvalError
-from vipune_eval.stages.embed.embed import ModelFiles
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune.binary import binary_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings

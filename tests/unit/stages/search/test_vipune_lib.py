@@ -1,8 +1,8 @@
 """stages/search/vipune_lib.py: where the lib lane's throwaway databases live (RAM, else the job's
 scratch folder: a full or read-only /dev/shm included), what a killed job left there, and what its
-status file records of a persona it fails. The lane's searches themselves are tested through the
-workflow (tests/workflow/test_workflow.py, test_reruns.py) and the lane's protocol in
-tests/unit/vipune/test_lane.py."""
+status file records of a persona it fails. The vipune-lane's searches themselves are tested through the
+workflow (tests/workflow/test_workflow.py, test_reruns.py) and the vipune-lane's protocol in
+tests/unit/vipune/test_vipune_lane.py."""
 
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from support.fakes import fake_build
 from support.search import write_shard
 from vipune_eval.core import lane_arms
 from vipune_eval.core.persona import Persona, ShardSearch
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
-from vipune_eval.vipune.lane import lane_fingerprint
+from vipune_eval.vipune.vipune_lane import lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
 
 
@@ -121,7 +122,7 @@ def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tup
 def test_personas_a_full_ram_folder_refuses_are_searched_again_in_the_scratch_folder(
         lane_files, tmp_path, tmpfs, monkeypatch, caplog):
     """'database or disk is full' failed every pair it reached, and on_error: record would have
-    recorded them all: now the lane searches them again on disk, under either policy."""
+    recorded them all: now the vipune-lane searches them again on disk, under either policy."""
     shard = write_shard(tmp_path / "view", PERSONAS)
     expected, _ = search_shard(shard, lane_files, tmp_path / "on-disk", tmp_path / "no-shm", monkeypatch)
     small = tmpfs("small-shm", "size=1m")
@@ -171,7 +172,8 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
         "row_created_at": [["2023-01-01T00:00:00Z"] * 3 for _ in range(n)],
         "row_docs": [[f"s{r}" for r in range(3)] for _ in range(n)],
         "row_text_ids": [[f"t{4 * p + r}" for r in range(3)] for p in range(n)]}), folder / "rows.parquet")
-    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1, 10, 10)
+    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1,
+                       RankingSettings(10, 10))
 
 
 @pytest.mark.parametrize("fault, detail, code, error", [
@@ -207,9 +209,9 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
 
 
 def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_path, monkeypatch):
-    """Issue 51 item 1: a job may start several lane processes (here a second after the lane
+    """Issue 51 item 1: a job may start several lane processes (here a second after the vipune-lane
     crashed on a persona, under record); each runs the job's private copy of the planned lane, so
-    the personas after a rebuild of the lane's file are searched as planned."""
+    the personas after a rebuild of the vipune-lane's file are searched as planned."""
     binary, lane = fake_build(tmp_path / "build")
     planned_text = lane.read_text()
     other = fake_build(tmp_path / "other-build", preamble="export FAKE_VIPUNE_FAULT=bm25-or\n")[1].read_text()
@@ -221,7 +223,7 @@ def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_p
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
 
     def search(name: str) -> dict:
-        """Planned (the lane fingerprinted), then run."""
+        """Planned (the vipune-lane fingerprinted), then run."""
         out = tmp_path / name
         out.mkdir()
         fingerprint = out / "lane.json"

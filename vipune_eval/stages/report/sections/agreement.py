@@ -5,15 +5,19 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures
+from vipune_eval.registry import measures, lanes
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.report import lanes
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
-from vipune_eval.stages.report.sections.scored import copied
+from vipune_eval.stages.report.sections.provenance import copied
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
+
+
+def mirrored() -> list[tuple[str, str]]:
+    """(run, its diagnostics key) of each lane's run set against its reference mirror."""
+    return [(run, key) for lane in lanes.LANES for run, key in lane.agreement_keys().items()]
 
 
 def _by_view(report: Report) -> list[LaneAgreement]:
@@ -23,7 +27,7 @@ def _by_view(report: Report) -> list[LaneAgreement]:
     return sorted(agreements, key=lambda agree: rank.get(agree.get("view", PRIMARY.name), len(rank)))
 
 
-def scored(agree: LaneAgreement) -> str | None:
+def pairs_apart(agree: LaneAgreement) -> str | None:
     """Which pairs one lane scored and the other did not, every one named (None: the same pairs)."""
     run, mirror = agree["run"], agree["mirror"]
     only = [f"{', '.join(qids)} only in {name}"
@@ -39,17 +43,17 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     and the pairs one of them scored and the other did not."""
     d = report["diagnostics"]
     out = []
-    for lane in lanes.LANES:
-        agree = d.get(lane.agreement) if lane.agreement else None
+    for run, key in mirrored():
+        agree = d.get(key)
         if agree:
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
-            out.append(Item(f"{lane.retriever} and its mirror `{agree['mirror']}` return the same ranking on "
+            out.append(Item(f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
                             f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
                             "does what its contract says."))
     agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
-        pairs = scored(agree)
+        pairs = pairs_apart(agree)
         if view == PRIMARY.name:
             shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
             differ = agree[f"differ_top{max(ks)}"]
@@ -82,7 +86,7 @@ def items(report: Report, ks: list[int]) -> list[Item]:
 
 def why_apart(report: Report) -> str:
     """Why vipune-lib ranks otherwise than the binary, where the harness can tell, and what it means
-    for each lane: a copy in the lane that this source changes (the binary runs the edit,
+    for each lane: a copy in the vipune-lane that this source changes (the binary runs the edit,
     vipune-lib does not), the binary's query vectors no longer the cached ones (its preflight's
     query parity failed: the binary measures its new query embedding, vipune-lib the cached
     vectors), a preflight check the binary now fails; else that the harness cannot tell."""
@@ -110,17 +114,17 @@ def why_apart(report: Report) -> str:
               "`vipune-eval explain QUESTION` shows both lists")
 
 
-def warnings(report: Report) -> list[str]:
+def disagreements(report: Report) -> list[str]:
     """A lane that no longer agrees with its mirror (on more than MISMATCH_SHOWN of the pairs);
     in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
     of them scored and the other did not (their averages are over different pairs)."""
     d = report["diagnostics"]
     k = measures.primary_k(primary_ks(report))
     out = []
-    for lane in lanes.LANES:
-        agree = d.get(lane.agreement) if lane.agreement else None
+    for run, key in mirrored():
+        agree = d.get(key)
         if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
-            out.append(f"{lane.retriever} and its mirror {agree['mirror']} rank the top {k} differently on "
+            out.append(f"{run} and its mirror {agree['mirror']} rank the top {k} differently on "
                        f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
     apart: dict[tuple, list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them

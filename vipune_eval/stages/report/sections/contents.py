@@ -13,7 +13,7 @@ from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Document, Item, Section
 from vipune_eval.stages.report.report_json import Report, primary_ks
-from vipune_eval.stages.report.sections import (by_view, explanations, lab, misses, overall, scored, throughput,
+from vipune_eval.stages.report.sections import (by_view, explanations, lab, misses, overall, provenance, throughput,
                                                 vipune_builds)
 from vipune_eval.stages.report.sections.orders import by_measure
 from vipune_eval.stages.report.sections.warnings import warnings
@@ -43,13 +43,13 @@ def document(report: Report) -> Document:
         *by_view.official_sections(report),
         *misses.diagnostics_sections(report, ks, k),
         *explanations.explanations_sections(report),
-        throughput.embed_section(report["embed"]),
+        throughput.embed_section(report),
         *overall.notes_section(report),
     ]
     builds = report["builds"]
     return Document(
         title="vipune-eval report", pairs=report["pairs"], protocol=report["protocol"],
-        scored=scored.scored(report), identity=scored.identity(report), warnings=warned, headline=table,
+        scored=provenance.scored(report), identity=provenance.identity(report), warnings=warned, headline=table,
         primary_build=builds[0]["id"] if builds else None,
         primary_source=(builds[0].get("source") or "vipune.binary") if builds else None,
         builds=vipune_builds.build_lines(report), sections=sections)

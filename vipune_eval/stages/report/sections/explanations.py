@@ -133,7 +133,7 @@ def moved_lines(report: Report, question_id: str) -> list[str]:
     return out
 
 
-def warnings(report: Report) -> list[str]:
+def unexplained(report: Report) -> list[str]:
     """The explained pairs whose arms do not explain their list (named with their build)."""
     block = report.get("explanations")
     found = [f"{q} on {c['build']}" for q, e in (block["questions"].items() if block else [])

@@ -5,8 +5,7 @@ each gold session."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures
-from vipune_eval.stages.report import lanes
+from vipune_eval.registry import measures, lanes
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement
@@ -50,9 +49,9 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
                           f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.", sub))
     items += agreement.items(report, ks)
     for lane in lanes.LANES:
-        seconds = report["retrievers"].get(lane.retriever, {}).get("search_seconds")
+        seconds = report["retrievers"].get(lane.hybrid, {}).get("search_seconds")
         if seconds and lane.latency:
-            items.append(Item(f"{lane.retriever} search latency ({lane.latency}): p50 {seconds['p50']:.3f} s, "
+            items.append(Item(f"{lane.hybrid} search latency ({lane.latency}): p50 {seconds['p50']:.3f} s, "
                               f"p95 {seconds['p95']:.3f} s, max {seconds['max']:.3f} s over {seconds['calls']} calls"))
     ranks = d["gold_ranks"]
     misses = [r for r in ranks["pairs"] if r[recall] < 1][:WORST_PAIRS]

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from vipune_eval.stages.report import lanes
+from vipune_eval.registry import lanes
 from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Block, Paragraph, Table, cell
 from vipune_eval.stages.report.report_json import RetrieverEntry
 
 
 def marked(names: list[str]) -> frozenset[int]:
     """The rows of vipune's lanes among ``names``."""
-    return frozenset(i for i, name in enumerate(names) if name in lanes.NAMES)
+    return frozenset(i for i, name in enumerate(names) if name in lanes.RUNS)
 
 
 def noted(table: Table) -> list[Block]:

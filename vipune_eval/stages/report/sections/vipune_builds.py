@@ -8,7 +8,7 @@ from __future__ import annotations
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
-from vipune_eval.stages.report.sections.scored import changed_copies, lane_source, lane_words
+from vipune_eval.stages.report.sections.provenance import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
 
 
@@ -24,7 +24,7 @@ SHOWN_CHANGES = 10  # the changed pairs a terminal shows per build (report.md li
 def came_from(build: BuildEntry) -> str:
     """Where a build came from, for its line: the config entry and the file it named, then its
     vipune-lane's source (a checkout with its git description, a fast build) and how many of the
-    lane's copies that source changes (each is a warning)."""
+    vipune-lane's copies that source changes (each is a warning)."""
     source = build.get("source") or "evaluated before"
     lane = build.get("lane")
     if not lane:
@@ -82,7 +82,7 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
                      *(cell(b["metrics"][key], b["intervals"][key]) for key in keys), latency])
     columns = ["build", "version", "sha256", "from", "pairs", *keys, "latency p50 / p95 (s)"]
     blocks = noted(Table(columns, rows, numeric=[False] * 4 + [True] * (len(keys) + 2)))
-    built = [(b["id"], b["lane"]) for b in builds if b.get("lane")]
+    built = [(b["id"], lane) for b in builds if (lane := b.get("lane"))]
     if built:
         blocks.append(Bullets([Item(f"{build}: {lane_words(lane)}", [f"copies {c}: its vipune-lib numbers do not "
                                                                      "follow that edit" for c in changed_copies(lane)])

@@ -13,7 +13,7 @@ from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement, explanations
 from vipune_eval.stages.report.sections.misses import truncation_warning
 from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, in_view, view_order
-from vipune_eval.stages.report.sections.scored import stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
 PAIRS_NAMED = 10       # a warning names at most this many failed pairs
@@ -84,8 +84,8 @@ def warnings(report: Report, table: Table) -> list[str]:
             out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
                        "(vipune.preflight: record evaluated it anyway)")
     out += truncation_warning(report)
-    out += agreement.warnings(report)
-    out += explanations.warnings(report)
+    out += agreement.disagreements(report)
+    out += explanations.unexplained(report)
     if table.shows_no_interval():
         out.append(NO_INTERVAL_NOTE)
     return out

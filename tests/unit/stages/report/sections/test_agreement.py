@@ -43,11 +43,12 @@ def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
     """vipune-lib (vipune's code through vipune-lane) is a Lane: first in the headline and marked
     in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
     report.md's diagnostics and the summary's warnings."""
-    from vipune_eval.stages.report import lanes, summary
+    from vipune_eval.registry import lanes
+    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report import report_page as html
     from vipune_eval.stages.report.sections.contents import document
 
-    assert "vipune-lib" in lanes.NAMES
+    assert "vipune-lib" in lanes.RUNS
     monkeypatch.setitem(RANKED, "vipune-lib", [1, 1, 2, 3, None, 1, 1, 1])  # q7's gold at 1, not 6
     loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path, "vipune-lib")
     loaded.manifest["retrievers"] = ["dense", "vipune-lib", "hybrid", "vipune"]
@@ -128,7 +129,7 @@ def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(
 
 def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded):
     """Issue 52 item 2: lanes that rank a pair differently are named with the cause the harness
-    knows (a stale copy in the lane; the binary's query vectors no longer the cached ones; a
+    knows (a stale copy in the vipune-lane; the binary's query vectors no longer the cached ones; a
     preflight check it fails) and what it means for each lane; else, that it cannot tell."""
     from vipune_eval.stages.report.sections.contents import document
 

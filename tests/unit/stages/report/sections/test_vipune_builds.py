@@ -111,7 +111,7 @@ def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(
 
 def test_a_compared_builds_lane_its_checkout_fast_build_and_stale_copies_are_in_every_rendering(loaded):
     """Issue 51 item 3: a build under vipune.compare had no lane provenance: its checkout (git
-    describe), "a fast build" and its lane's stale copies were in no summary, report.md or HTML,
+    describe), "a fast build" and its vipune-lane's stale copies were in no summary, report.md or HTML,
     and report.json's builds[] had no lane; vipune.binary's were named."""
     from vipune_eval.stages.report import report_page as html
     from vipune_eval.stages.report import summary

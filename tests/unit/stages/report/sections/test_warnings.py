@@ -30,7 +30,7 @@ def test_refused_questions_are_named_with_vipunes_own_words_in_the_first_lines(l
     with pytest.raises(VipuneError) as refused:
         settings = VipuneSettings(str(fake_vipune_bin), tmp_path / "fp.json", vipune_hf_home, tmp_path, 30)
         client.search(tmp_path / "memories.db", "q3", " ".join(["word"] * 600), settings.search_flags(10, True),
-                      "persona q3")
+                      10, "persona q3")
     too_long = failed_pair(str(refused.value), refused.value.exit_code, refused.value.error)
     injected = failed_pair("persona q6: `vipune --json search --hybrid -- why` exited 1: injected; stderr: ", 1,
                            "injected")
@@ -73,7 +73,7 @@ def test_a_failures_reason_is_vipunes_own_message_read_from_its_fields_never_fro
 
 
 def test_a_failure_in_the_turn_view_is_named_in_the_warnings(loaded, tmp_path):
-    """Issue 44.1: the turn view's vipune-lib failed a pair (its lane refused it): the warnings name
+    """Issue 44.1: the turn view's vipune-lib failed a pair (its vipune-lane refused it): the warnings name
     it, with the view and vipune's message, though the primary view failed nothing."""
     refused = failed_pair("persona q3: vipune-lane: Input too long", None, "Input too long")
     loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]

@@ -27,7 +27,7 @@ from vipune_eval.core.persona import Persona
 from vipune_eval.errors import EvalError
 from vipune_eval.vipune import lane_source
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneError, LaneRun, find_lane, frame, lane_fingerprint, planned_lane
+from vipune_eval.vipune.vipune_lane import LaneError, VipuneLane, find_lane, frame, lane_fingerprint, planned_lane
 
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".split()
@@ -35,7 +35,7 @@ WORDS = "cat dog luna adopted named my the what is of a walk park rain sunny".sp
 
 @pytest.fixture(scope="module", params=["fake", real_vipune.RELEASE, real_vipune.OLDER])
 def build(request, tmp_path_factory) -> tuple[Path, Path]:
-    """(binary, lane) of the fake, and of each real release build.sh has built with its lane."""
+    """(binary, lane) of the fake, and of each real release build.sh has built with its vipune-lane."""
     if request.param == "fake":
         return fake_build(tmp_path_factory.mktemp("fake-build"))
     binary, why = real_vipune.find(request.param)
@@ -73,7 +73,7 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
     """vipune-lib-semantic = dense and vipune-lib = hybrid, ids in order and scores, on every list:
     the mirrors are the references the real binary is checked against (test_real_vipune)."""
     binary, lane = build
-    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS, FLAGS))
+    answers = list(VipuneLane(lane, tmp_path / "dbs", timeout=60).search(PERSONAS, FLAGS))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     for persona, answer in answers:
         mirror = search_persona(persona, ["dense", "hybrid"], limit=10)
@@ -91,9 +91,9 @@ def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build,
     limit, 50, 10000) = 100: the mirrors' dense and bm25 arms, ids in order and scores (SQLite's
     bm25(), lower is better); without --arms the answer has no such key."""
     binary, lane = build
-    plain = [answer for _, answer in LaneRun(lane, tmp_path / "dbs", timeout=60).search(PERSONAS[:2], FLAGS)]
+    plain = [answer for _, answer in VipuneLane(lane, tmp_path / "dbs", timeout=60).search(PERSONAS[:2], FLAGS)]
     assert not any("fusions" in answer for answer in plain)
-    for persona, answer in LaneRun(lane, tmp_path / "dbs", timeout=60, arms=True).search(PERSONAS, FLAGS):
+    for persona, answer in VipuneLane(lane, tmp_path / "dbs", timeout=60, arms=True).search(PERSONAS, FLAGS):
         [fusion] = answer["fusions"]
         assert fusion["k"] == 25.0 and "unrecorded_arms" not in answer
         mirror = search_persona(persona, ["dense", "bm25"], limit=100)
@@ -104,12 +104,12 @@ def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build,
 
 
 def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
-    """Issue 44 item 3: each copy ties with its original exactly, in the lane (vipune's own code)
+    """Issue 44 item 3: each copy ties with its original exactly, in the vipune-lane (vipune's own code)
     and in dense, and ranks after it; a matrix product gave some copies other last bits."""
     binary, lane = build
     personas = [duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
     flags = VipuneSettings("", Path(), None, Path(), 60).query_flags(100)
-    for persona, answer in LaneRun(lane, tmp_path / "dbs", timeout=60).search(personas, flags):
+    for persona, answer in VipuneLane(lane, tmp_path / "dbs", timeout=60).search(personas, flags):
         mirror = search_persona(persona, ["dense"], limit=100)["dense"]
         assert [rid for rid, _ in answer["semantic"]] == [rid for rid, _ in mirror], persona.question_id
 
@@ -128,7 +128,7 @@ def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_
         build, tmp_path, question, tokens, message, code):
     binary, lane = build
     refused = dataclasses.replace(PERSONAS[1], question=question, query_tokens=tokens)
-    answers = list(LaneRun(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], FLAGS))
+    answers = list(VipuneLane(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], FLAGS))
     assert answers[1][1] == {"question_id": refused.question_id, "error": message, "exit_code": code}
     assert "hybrid" in answers[0][1] and "hybrid" in answers[2][1]
 
@@ -136,7 +136,7 @@ def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_
 def test_a_question_of_512_tokens_is_searched(build, tmp_path):
     binary, lane = build
     at_the_limit = dataclasses.replace(PERSONAS[1], query_tokens=512)
-    [(_, answer)] = LaneRun(lane, tmp_path / "dbs", timeout=60).search([at_the_limit], FLAGS)
+    [(_, answer)] = VipuneLane(lane, tmp_path / "dbs", timeout=60).search([at_the_limit], FLAGS)
     assert len(answer["hybrid"]) == 10
 
 
@@ -200,7 +200,7 @@ def fake(tmp_path) -> tuple[Path, Path]:
 def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkeypatch, fault, expected):
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
-    run = LaneRun(fake[1], tmp_path / "dbs", timeout=60)
+    run = VipuneLane(fake[1], tmp_path / "dbs", timeout=60)
     answered = []
     with pytest.raises(LaneError, match=f"persona {PERSONAS[2].question_id}: .*{expected}"):
         for persona, _ in run.search(PERSONAS, FLAGS):
@@ -211,7 +211,7 @@ def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkey
 def test_a_lane_that_hangs_is_killed_after_the_timeout(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LANE_FAULT", "hang")
     with pytest.raises(LaneError, match=f"persona {PERSONAS[0].question_id}: .*no answer within 2 s"):
-        list(LaneRun(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, FLAGS))
+        list(VipuneLane(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, FLAGS))
 
 
 @pytest.mark.parametrize("fault, timeout, expected", [
@@ -225,7 +225,7 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
     error, and every persona after it (those already sent to the dead lane too) is answered."""
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
-    answers = list(LaneRun(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, FLAGS, record=True))
+    answers = list(VipuneLane(fake[1], tmp_path / "dbs", timeout).search(PERSONAS, FLAGS, record=True))
     assert [p.question_id for p, _ in answers] == [p.question_id for p in PERSONAS]
     broken = answers[2][1]
     assert set(broken) == {"question_id", "broken", "timeout"} and re.search(expected, broken["broken"])
@@ -240,7 +240,7 @@ def test_under_record_a_lane_that_hangs_at_start_is_started_once_per_persona_nev
     the last persona" (it had answered none)."""
     monkeypatch.setenv("FAKE_LANE_FAULT", "hang-at-start")
     monkeypatch.setenv("FAKE_LANE_STARTS", str(tmp_path / "starts"))
-    answers = list(LaneRun(fake[1], tmp_path / "dbs", 1).search(PERSONAS[:2], FLAGS, record=True))
+    answers = list(VipuneLane(fake[1], tmp_path / "dbs", 1).search(PERSONAS[:2], FLAGS, record=True))
     assert [(p.question_id, a["timeout"]) for p, a in answers] == [(p.question_id, 1) for p in PERSONAS[:2]]
     assert all("gave no answer within 1 s (vipune.timeout)" in a["broken"] for _, a in answers)
     assert (tmp_path / "starts").read_text().splitlines() == ["search", "search"]
@@ -253,10 +253,10 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from support.search import duplicated_haystack
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.vipune.lane import LaneRun
-personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the lane takes them
+from vipune_eval.vipune.vipune_lane import VipuneLane
+personas = (duplicated_haystack(seed, 200) for seed in range(1000))  # made as the vipune-lane takes them
 flags = VipuneSettings("", Path(), None, Path(), 600).query_flags(10)
-for persona, answer in LaneRun(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, flags):
+for persona, answer in VipuneLane(Path(sys.argv[1]), Path(sys.argv[2]), 600).search(personas, flags):
     print(persona.question_id, flush=True)
 """
 
@@ -274,7 +274,7 @@ def processes_naming(text: str) -> list[int]:
 
 
 def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(build, tmp_path, monkeypatch):
-    """Issue 44 item 4: the lane runs in a session of its own (killed with a wrapper script's
+    """Issue 44 item 4: the vipune-lane runs in a session of its own (killed with a wrapper script's
     children), so a kill -9 of Snakemake's group missed it: it lived on (a hung one for ever) and
     its folder of databases in /dev/shm stayed. A watchdog outside the group ends both."""
     binary, lane = build
@@ -284,7 +284,7 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
                            stdout=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 60
     while not [pid for pid in processes_naming(str(folder)) if pid != job.pid]:
-        assert job.poll() is None and time.monotonic() < deadline, "the lane never started"
+        assert job.poll() is None and time.monotonic() < deadline, "the vipune-lane never started"
         time.sleep(0.05)
     time.sleep(0.5)
     os.killpg(job.pid, signal.SIGKILL)
@@ -292,19 +292,19 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
     deadline = time.monotonic() + 10
     while (processes_naming(str(folder)) or folder.exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert processes_naming(str(folder)) == [], "the lane outlived its job"
+    assert processes_naming(str(folder)) == [], "the vipune-lane outlived its job"
     assert not folder.exists(), "its databases outlived its job"
 
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
     broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384
     with pytest.raises(ValueError, match="dimension"):
-        list(LaneRun(fake[1], tmp_path / "dbs", 60).search([PERSONAS[0], broken, PERSONAS[2]], FLAGS, record=True))
+        list(VipuneLane(fake[1], tmp_path / "dbs", 60).search([PERSONAS[0], broken, PERSONAS[2]], FLAGS, record=True))
 
 
 def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LANE_FAULT", "refuse")
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[1].question)
-    answers = dict((p.question_id, a) for p, a in LaneRun(fake[1], tmp_path / "dbs", 60).search(PERSONAS, FLAGS))
+    answers = dict((p.question_id, a) for p, a in VipuneLane(fake[1], tmp_path / "dbs", 60).search(PERSONAS, FLAGS))
     assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal",
                                                 "exit_code": 1}
     assert all("hybrid" in answers[p.question_id] for p in PERSONAS if p is not PERSONAS[1])
@@ -325,10 +325,10 @@ def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake
     copy = planned_lane(lane, fingerprint, tmp_path / "job")
     assert copy.parent == tmp_path / "job" and copy.name == lane.name and _sha(copy) == _sha(lane)
     lane.write_text(lane.read_text() + "\n")
-    with pytest.raises(EvalError, match="is not the lane this result belongs to"):
+    with pytest.raises(EvalError, match="is not the vipune-lane this result belongs to"):
         planned_lane(lane, fingerprint, tmp_path / "job")
     lane.unlink()
-    with pytest.raises(EvalError, match="the lane this job was planned for, is gone"):
+    with pytest.raises(EvalError, match="the vipune-lane this job was planned for, is gone"):
         planned_lane(lane, fingerprint, tmp_path / "job")
 
 

@@ -1,4 +1,4 @@
-"""What was scored, a line each (report.json's provenance): the vipune build and the lane built
+"""What was scored, a line each (report.json's provenance): the vipune build and the vipune-lane built
 beside it, the model (and whether its files are the pinned bytes), the dataset and its corpus,
 the protocol. report.md and the HTML pages list them all; a terminal shows the first few
 (``identity``). A vipune-lane in words is this module's too, for every build that has one
@@ -6,9 +6,7 @@ the protocol. report.md and the HTML pages list them all; a terminal shows the f
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.report_json import LaneCopy, ModelProvenance, Report, VipuneLaneFingerprint
 
 
 def vipune_line(report: Report, short: bool = False) -> str | None:
@@ -30,19 +28,19 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
 FAST = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
 
 
-def lane_source(lane: Mapping[str, Any]) -> str:
+def lane_source(lane: VipuneLaneFingerprint) -> str:
     """Where a vipune-lane's search code came from: the vipune source it was built from (a
     release, or a checkout with its git description), and a fast build named as one (other bytes
     than the release profile's: build.sh --fast)."""
-    built = lane.get("built") or {}
+    built = lane["built"]
     source = built.get("vipune_source") or f"vipune {lane['version']}"
     return f"vipune's search code from {source}" + (f", {FAST}" if built.get("profile") == "fast" else "")
 
 
-def lane_words(lane: Mapping[str, Any]) -> str:
+def lane_words(lane: VipuneLaneFingerprint) -> str:
     """A vipune-lane in words: its id and bytes, where its search code came from, the binary it
     belongs to, its own sources."""
-    built = lane.get("built") or {}
+    built = lane["built"]
     sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
     return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): {lane_source(lane)}, beside build "
             f"{lane['binary']}{sources}")
@@ -54,19 +52,19 @@ def lane_line(report: Report) -> str | None:
     return lane_words(lane) if lane else None
 
 
-def lanes(report: Report) -> dict[str, Mapping[str, Any]]:
+def lanes(report: Report) -> dict[str, VipuneLaneFingerprint]:
     """Build id → its vipune-lane, for every build this run has one for: vipune.binary's, and each
     compared build's where the builds are compared on the lib lane (the maintainer's loop)."""
-    out: dict[str, Mapping[str, Any]] = {b["id"]: b["lane"] for b in report.get("builds", []) if b.get("lane")}
+    out = {b["id"]: lane for b in report.get("builds", []) if (lane := b.get("lane"))}
     primary = report["provenance"].get("lane")
-    return {primary.get("binary"): primary, **out} if primary else out
+    return {primary["binary"]: primary, **out} if primary else out
 
 
-def changed_copies(lane: Mapping[str, Any]) -> list[str]:
+def changed_copies(lane: VipuneLaneFingerprint) -> list[str]:
     """Each item of vipune's code a vipune-lane copies that the source it was built against
     changes or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh),
     in words. A lane that records none (the tests' fake) names none."""
-    copies = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
+    copies: list[LaneCopy] = (lane["built"].get("sources") or {}).get("copies") or []
     return [f"{copied(c)}, which this source {'changes' if c.get('source') else 'no longer has'} "
             f"({c['what']}; the copy: {c['copied_to']})" for c in copies if not c.get("same")]
 
@@ -82,12 +80,12 @@ def stale_copies(report: Report) -> list[str]:
             for build, lane in built.items() for copy in changed_copies(lane)]
 
 
-def copied(copy: Mapping[str, Any]) -> str:
+def copied(copy: LaneCopy) -> str:
     """What a copy copies: an item of a file (`fn execute` from src/commands/mod.rs) or a whole file."""
-    return f"`{copy['item']}` from {copy['file']}" if copy.get("item") else copy["file"]
+    return f"`{copy.get('item')}` from {copy['file']}" if copy.get("item") else copy["file"]
 
 
-def model_line(model: Mapping[str, Any]) -> str:
+def model_line(model: ModelProvenance) -> str:
     """The model: which files, where they came from, and whether they are the pinned bytes of the
     model they are laid out as (provenance.model, stages.report.report.model_provenance)."""
     name = f"{model['repo_id']}@{model['revision'][:12]}"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from vipune_eval.core.ranking_settings import RankingRecord
+
 
 class LabRun(TypedDict):
     name: str
@@ -24,6 +26,16 @@ class LabManifest(TypedDict):
     variants: list[LabRun]
 
 
+class ScoredWith(TypedDict):
+    """What every run of a view must be scored and searched with: stages.score.Scoring's fields, as
+    its metrics record them and the manifest states them (plan.manifest.scored_with)."""
+
+    ks: list[int]
+    measure_names: list[str]
+    ranking_settings: RankingRecord
+    turn_to_session: bool
+
+
 class ManifestView(TypedDict):
     """One view's entry: what it is and where each of its inputs lives under results/."""
 
@@ -34,7 +46,7 @@ class ManifestView(TypedDict):
     description: str
     ks: list[int]
     measures: list[str]
-    scored_with: dict[str, Any]  # what its runs must be scored and searched with (stages.score.Scoring's fields)
+    scored_with: ScoredWith  # what its runs must be scored and searched with
     summary: str
     qrels: str
     pairs: str

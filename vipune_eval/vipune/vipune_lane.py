@@ -2,7 +2,7 @@
 
 ``.ci/vipune/build.sh`` builds it beside the vipune binary, from the same vipune source and
 Cargo.lock, as ``vipune-lane-<sha12 of lane/>``; it records that binary's sha256, so a binary
-finds its lane by name and the two are known to belong together. The protocol (one JSON line per
+finds its vipune-lane by name and the two are known to belong together. The protocol (one JSON line per
 persona, then its vectors as raw float32; one JSON line back) is documented in lane/src/main.rs
 and docs/vipune-contract.md.
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the plan imports this module on every Snakemake start: nump
 
 
 class LaneError(EvalError):
-    """The lane could not run, or broke its protocol; the message names the command and persona."""
+    """The vipune-lane could not run, or broke its protocol; the message names the command and persona."""
 
 
 # Beside a build's bin/: what .ci/vipune/build.sh built its binary from (binary_sha256, vipune_source_sha256).
@@ -37,12 +37,12 @@ BUILD_RECORD = "build.json"
 
 
 def build_command(version: str) -> str:
-    """The command that builds a vipune release and its lane (a checkout: ``--checkout DIR``)."""
+    """The command that builds a vipune release and its vipune-lane (a checkout: ``--checkout DIR``)."""
     return f".ci/vipune/build.sh {version}"
 
 
 def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
-    """The lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved), else
+    """The vipune-lane of this checkout's lane/ sources beside ``binary`` (its symlinks resolved), else
     beside the first of ``files`` that has one: vipune.fingerprint_files, where vipune.binary is
     a wrapper script and they name the build it runs."""
     name = lane_name(source_sha256())
@@ -53,10 +53,10 @@ def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
             f"the vipune-lib retrievers need vipune-lane, built beside the vipune binary from the "
             f"same source: {_none_of(places)} (a lane is named after the "
             "sha256 of lane/, so an edit of lane/ needs a new build)",
-            fix=f"`{build_command(version)}` builds vipune {version} and its lane and prints the "
+            fix=f"`{build_command(version)}` builds vipune {version} and its vipune-lane and prints the "
                 "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
                 "DIR`); where vipune.binary is a wrapper script, list the binary it runs in "
-                "vipune.fingerprint_files (its lane is looked for beside each); or drop vipune-lib and "
+                "vipune.fingerprint_files (its vipune-lane is looked for beside each); or drop vipune-lib and "
                 "vipune-lib-semantic from `retrievers`")
     return found
 
@@ -69,10 +69,10 @@ def _none_of(places: list[Path]) -> str:
 
 
 def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """sha256 of the lane's bytes and what ``vipune-lane version`` says, checked against the
-    binary's fingerprint (the lane must have been built beside those very bytes: vipune.binary's,
+    """sha256 of the vipune-lane's bytes and what ``vipune-lane version`` says, checked against the
+    binary's fingerprint (the vipune-lane must have been built beside those very bytes: vipune.binary's,
     or one of its vipune.fingerprint_files' where it is a wrapper script); ``id`` = vipune
-    version-sha12 of (the lane's bytes, the binary's id) names its results."""
+    version-sha12 of (the vipune-lane's bytes, the binary's id) names its results."""
     said = _version(path, timeout)
     built_beside = {binary["sha256"], *binary.get("files", {}).values()}
     if said.get("binary_sha256") not in built_beside:
@@ -84,7 +84,7 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
                if files else "") + ": its search code may not be that binary's",
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
                 "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
-                "the binary it runs, the one built beside the lane, in vipune.fingerprint_files")
+                "the binary it runs, the one built beside the vipune-lane, in vipune.fingerprint_files")
     _check_source(path, said)
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
@@ -95,10 +95,10 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
 
 
 def _check_source(path: Path, said: dict[str, Any]) -> None:
-    """The lane compiled the very source its binary was built from: the digest the lane recorded
+    """The vipune-lane compiled the very source its binary was built from: the digest the vipune-lane recorded
     as cargo compiled it (lane/build.rs) is the one build.sh recorded for the binary beside it
     (BUILD_RECORD, beside bin/). Not checked where either is missing: a lane of an earlier
-    build.sh or the tests' fake, a build's bin/ copied elsewhere without its record (its lane is
+    build.sh or the tests' fake, a build's bin/ copied elsewhere without its record (its vipune-lane is
     still checked against the binary's bytes)."""
     compiled = (said.get("sources") or {}).get("vipune_source_sha256")
     record = path.resolve().parent.parent / BUILD_RECORD
@@ -116,7 +116,7 @@ def _check_source(path: Path, said: dict[str, Any]) -> None:
         f"(sha256 {binary[:12]}) "
         + (f"was built from the source with sha256 {str(source)[:12]} ({record})" if built.get("binary_sha256") == binary
            else f"is not the binary {record} records")
-        + ": the lane's search code is not that binary's",
+        + ": the vipune-lane's search code is not that binary's",
         fix="build both again from one source: `.ci/vipune/build.sh --checkout DIR` for a checkout (its "
             "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release")
 
@@ -129,8 +129,8 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         raise LaneError(f"`{shown(cmd)}` did not print its build within {timeout:g} s (vipune.timeout) "
                         "and was killed",
-                        fix=f"raise vipune.timeout (now {timeout:g} s; the lane's version check takes "
-                            "milliseconds), or see whether the lane hangs") from None
+                        fix=f"raise vipune.timeout (now {timeout:g} s; the vipune-lane's version check takes "
+                            "milliseconds), or see whether the vipune-lane hangs") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise LaneError(f"`{shown(cmd)}` did not print its build as JSON: {exc}",
                         fix=f"build it again: `{build_command('VERSION')}`") from None
@@ -142,17 +142,17 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
 
 
 def planned_lane(path: Path, fingerprint: Path, folder: Path) -> Path:
-    """A job's private copy (in ``folder``) of the lane it was planned for, checked against its
+    """A job's private copy (in ``folder``) of the vipune-lane it was planned for, checked against its
     fingerprint: every lane process the job starts (one per shard, another after a persona the
-    lane broke on under ``record``, another on disk where RAM is full) runs the planned bytes, even
-    where the lane is rebuilt while the job runs."""
-    return planned_copy(path, fingerprint, "lane", folder)[0]
+    vipune-lane broke on under ``record``, another on disk where RAM is full) runs the planned bytes, even
+    where the vipune-lane is rebuilt while the job runs."""
+    return planned_copy(path, fingerprint, "vipune-lane", folder)[0]
 
 
 def frame(persona: Persona, flags: list[str]) -> bytes:
-    """One persona on the lane's stdin: its header line, then its rows' vectors and the question's.
+    """One persona on the vipune-lane's stdin: its header line, then its rows' vectors and the question's.
     ``flags``: the options of the binary's search but the search kind (VipuneSettings.query_flags):
-    the lane searches with the very options the binary is given."""
+    the vipune-lane searches with the very options the binary is given."""
     import numpy as np
 
     vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
@@ -164,17 +164,17 @@ def frame(persona: Persona, flags: list[str]) -> bytes:
 
 
 @dataclass(frozen=True)
-class LaneRun:
+class VipuneLane:
     """How a job runs one lane over a stream of personas."""
 
     lane: Path
-    tmp: Path          # the per-persona databases (created and removed by the lane)
-    timeout: float     # seconds the lane may take for one persona
+    tmp: Path          # the per-persona databases (created and removed by the vipune-lane)
+    timeout: float     # seconds the vipune-lane may take for one persona
     arms: bool = False  # answer the lists each hybrid search fused too (``fusions``, lane/src/arms.rs)
 
     def search(self, personas: Iterable[Persona], flags: list[str],
                record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
-        """Each persona with the lane's answer, in order: its rankings and timings, or ``error``:
+        """Each persona with the vipune-lane's answer, in order: its rankings and timings, or ``error``:
         vipune's own message where it refuses the persona. One process for all of them. A lane
         that dies, hangs or answers out of turn on a persona is a LanePersonaError naming the
         command and that persona; with ``record`` that persona is answered with ``broken``, what
@@ -182,7 +182,7 @@ class LaneRun:
         goes on with the personas after it."""
         rest: Iterator[Persona] = iter(personas)
         while True:
-            process = _LaneProcess(self, rest, flags)
+            process = _VipuneLaneProcess(self, rest, flags)
             try:
                 yield from process.answers()
                 return
@@ -202,7 +202,7 @@ class LaneRun:
 
 
 class LanePersonaError(LaneError):
-    """The lane died, hung (``timeout``: the seconds it was given) or broke its protocol on ``persona``."""
+    """The vipune-lane died, hung (``timeout``: the seconds it was given) or broke its protocol on ``persona``."""
 
     def __init__(self, persona: Persona, detail: str, fix: str, timeout: float | None = None):
         super().__init__(f"persona {persona.question_id}: {detail}", fix=fix)
@@ -210,8 +210,8 @@ class LanePersonaError(LaneError):
 
 
 def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
-    """The lane and its databases do not outlive the job: a job killed with its process group
-    (the lane is in a session of its own) leaves its lane to a watchdog, which kills it with its
+    """The vipune-lane and its databases do not outlive the job: a job killed with its process group
+    (the vipune-lane is in a session of its own) leaves its vipune-lane to a watchdog, which kills it with its
     children and removes ``tmp`` (/dev/shm's folder too)."""
     try:
         return Watchdog(proc, [tmp])
@@ -221,10 +221,10 @@ def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
         raise LaneError(f"cannot start the watchdog of `{shown(proc.args)}`: {exc}") from None
 
 
-class _LaneProcess:
+class _VipuneLaneProcess:
     """One vipune-lane process fed ``personas`` by a writer thread and read by a reader thread."""
 
-    def __init__(self, run: LaneRun, personas: Iterator[Persona], flags: list[str]):
+    def __init__(self, run: VipuneLane, personas: Iterator[Persona], flags: list[str]):
         run.tmp.mkdir(parents=True, exist_ok=True)
         self.cmd = [str(run.lane), "search", "--tmp", str(run.tmp), *(["--arms"] if run.arms else [])]
         self.timeout = run.timeout
@@ -253,10 +253,10 @@ class _LaneProcess:
         try:
             for persona in personas:
                 framed = frame(persona, flags)
-                self.sent.put(persona)  # after its frame: a persona on the queue is one the lane was sent
+                self.sent.put(persona)  # after its frame: a persona on the queue is one the vipune-lane was sent
                 self.proc.stdin.write(framed)
         except BrokenPipeError:
-            pass  # the lane died: the reader says how
+            pass  # the vipune-lane died: the reader says how
         except BaseException as exc:  # noqa: BLE001 - reading the personas failed: re-raised by answers()
             self.failure.append(exc)
         finally:
@@ -283,7 +283,7 @@ class _LaneProcess:
             except queue.Empty:
                 raise LanePersonaError(persona, f"`{shown_cmd}` gave no answer within {self.timeout:g} s "
                                        "(vipune.timeout); it was killed",
-                                       fix="raise vipune.timeout, or see whether the lane hangs on this persona",
+                                       fix="raise vipune.timeout, or see whether the vipune-lane hangs on this persona",
                                        timeout=self.timeout) from None
             if not line:
                 if self.failure:
@@ -300,7 +300,7 @@ class _LaneProcess:
             if not isinstance(answer, dict) or answer.get("question_id") != persona.question_id:
                 raise LanePersonaError(persona, f"`{shown_cmd}` answered {line[:200]!r}, not this persona's "
                                        "JSON line (a protocol violation)",
-                                       fix="build the lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
+                                       fix="build the vipune-lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
             yield persona, answer
         if self.failure:
             raise self.failure[0]
@@ -309,10 +309,10 @@ class _LaneProcess:
         except subprocess.TimeoutExpired:
             raise LaneError(f"`{shown_cmd}` did not exit within {self.timeout:g} s (vipune.timeout) after "
                             "answering the last persona; it was killed",
-                            fix="see whether the lane hangs at the end of its input") from None
+                            fix="see whether the vipune-lane hangs at the end of its input") from None
         if code != 0:
             raise LaneError(f"`{shown_cmd}` exited {code} after the last persona; stderr: {self._stderr()!r}",
-                            fix="report it to vipune with the lane's stderr")
+                            fix="report it to vipune with the vipune-lane's stderr")
 
     def stop(self) -> list[Persona]:
         """End the process (killed, with its children, where it still runs) and return the personas

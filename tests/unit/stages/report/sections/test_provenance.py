@@ -1,4 +1,4 @@
-"""stages/report/sections/scored.py: what was scored, a line each."""
+"""stages/report/sections/provenance.py: what was scored, a line each."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
 
 
 def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_report(loaded):
-    """Issue 43: a fast build says so wherever the lane is named, and a copied vipune item that the
+    """Issue 43: a fast build says so wherever the vipune-lane is named, and a copied vipune item that the
     source changes is a warning: vipune-lib's numbers do not follow that edit."""
     from vipune_eval.stages.report import summary
 
