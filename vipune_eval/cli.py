@@ -189,7 +189,11 @@ COMMANDS: dict[str, Command] = {
                                       (["--on-error"], {"choices": ["stop", "record"], "required": True}),
                                       (["--out"], P), (["--semantic-out"], P), (["--status-out"], P),
                                       (["--arms-out"], {**P, "help": "the arms each hybrid search fused "
-                                                                     "(what explain shows)"}))),
+                                                                     "(what explain shows)"}),
+                                      (["--kept-stores"], {"type": Path, "help": "the folder of the personas' "
+                                                           "databases as seeded, reused (vipune.kept_stores_gb)"}),
+                                      (["--kept-stores-gb"], {"type": float, "default": 0.0,
+                                                              "help": "what that folder may hold (0: none kept)"}))),
     "preflight": Command("stages.search.preflight:run_preflight", "check a vipune binary's contract and embedding parity",
                          ("binary", "model"), _opt((["--out"], P), (["--mode"], {"choices": ["enforce", "record"],
                                                                                  "required": True}))),

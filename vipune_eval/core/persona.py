@@ -43,6 +43,7 @@ class Persona:
     docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
     query_tokens: int | None = None  # the question's tokens as vipune counts them (the lib lane's refusal)
     _doc_of: dict[str, str] = field(init=False, repr=False)
+    _digests: list[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Row ids map back through this lookup, never by parsing them (ids may hold '::').
@@ -59,11 +60,17 @@ class Persona:
         question, each row's id, text and time) and its vectors (the rows' and the question's:
         the model's). A run's metrics keep them per pair (``ShardSearch.searched``), so two builds
         compared pair by pair are known to have searched the same things."""
-        data, vectors = hashlib.sha256(), hashlib.sha256()
-        data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
-        vectors.update(np.ascontiguousarray(self.vectors, "<f4").tobytes())
-        vectors.update(np.ascontiguousarray(self.query_vector, "<f4").tobytes())
-        return [data.hexdigest()[:16], vectors.hexdigest()[:16]]
+        return [digest[:16] for digest in self.full_digests()]
+
+    def full_digests(self) -> list[str]:
+        """``digests`` in full (sha256), computed once: a kept store's key is made of them too."""
+        if self._digests is None:
+            data, vectors = hashlib.sha256(), hashlib.sha256()
+            data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
+            vectors.update(np.ascontiguousarray(self.vectors, "<f4").tobytes())
+            vectors.update(np.ascontiguousarray(self.query_vector, "<f4").tobytes())
+            self._digests = [data.hexdigest(), vectors.hexdigest()]
+        return self._digests
 
     def documents(self, ranking: Ranking, depth: int, collapse: bool = True) -> list[str]:
         """The run's documents: rows' documents by first occurrence (the top k sessions are the
