@@ -184,6 +184,9 @@ def frame(persona: Persona, flags: list[str], store: dict[str, str] | None = Non
 
     store = store or {}
     seeded = "seeded" in store
+    if not seeded and len(persona.texts) != len(persona.row_ids):  # made without its rows: a kept store's
+        raise LaneError(f"persona {persona.question_id} was made without its rows' texts, and no kept store "
+                        "holds them (a protocol violation of the harness itself)")
     vectors = np.vstack([persona.query_vector[None, :]] if seeded else [persona.vectors, persona.query_vector[None, :]])
     header = {"question_id": persona.question_id, "question": persona.question,
               "question_tokens": persona.query_tokens, "flags": flags, "dims": int(vectors.shape[1]),

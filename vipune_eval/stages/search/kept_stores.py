@@ -18,6 +18,11 @@ Writers never change a store in place: the lane writes a job-private staging fil
 flushed to disk and renamed into the folder. A job pins each store it reuses with a hard link in
 its staging folder (the least recently used stores are removed beyond ``vipune.kept_stores_gb``,
 by any job, at any time), and each reuse marks the store used now.
+
+A persona whose store is kept needs none of its rows' texts and vectors, only its digests (its
+store's key, and what the run records it searched) and its question's vector: those of a shard's
+personas are kept beside the stores (``digests/``), under the sha256 of the bytes of the shard's
+inputs and of the code that makes the personas, so a search of kept stores reads no texts.
 """
 
 from __future__ import annotations
@@ -29,12 +34,17 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from vipune_eval.core.io import log
-from vipune_eval.core.persona import Persona
+import numpy as np
+import pyarrow as pa
+
+from vipune_eval.core import persona as persona_code
+from vipune_eval.core.io import log, sha256_file
+from vipune_eval.core.persona import Persona, ShardSearch, pair_at, personas_of_pairs, row_id, shard_rows
 
 SUFFIX = ".db"
+DIGESTS = "digests"  # in the stores' folder: each shard's personas' digests and question vectors
 
 
 @dataclass
@@ -46,6 +56,8 @@ class KeptStores:
     staging: Path   # the job's: links to the stores it reuses, the stores it keeps until placed
     limit: int      # bytes the folder may hold (the least recently used removed beyond)
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # question id → the header's keys
+    # question id → (full digests, question tokens, question vector) of each persona made in full
+    learned: dict[str, tuple[list[str], int, np.ndarray]] = field(default_factory=dict)
     reused: int = 0
     kept: int = 0
 
@@ -71,6 +83,33 @@ class KeptStores:
         staging.mkdir(parents=True, exist_ok=True)
         return cls(folder, identity, staging, int(limit_gb * 1e9))
 
+    def personas(self, shard: ShardSearch) -> Iterator[Persona]:
+        """The shard's personas, in its order: each whose digests were kept and whose store is
+        kept, made without its rows (no texts or vectors read); the others in full."""
+        pairs = shard_rows(shard.rows, shard.shard, shard.shards)
+        known_file, inputs = self.digests_file(shard), _inputs(shard)
+        known = _read_digests(known_file, inputs)
+        light: dict[str, Persona] = {}
+        for i in range(pairs.num_rows):
+            pair = pair_at(pairs, i)
+            if pair["question_id"] in known:
+                persona = _without_rows(pair, *known[pair["question_id"]])
+                if "seeded" in self.plan(persona):
+                    light[persona.question_id] = persona
+        order = pairs.column("question_id").to_pylist()
+        rest = [pairs.slice(i, 1) for i, qid in enumerate(order) if qid not in light]
+        full = personas_of_pairs(pa.concat_tables(rest) if rest else pairs.slice(0, 0), shard.texts,
+                                 list(shard.embeddings))
+        for qid in order:
+            yield light[qid] if qid in light else next(full)
+        if any(qid not in known for qid in self.learned):
+            _write_digests(known_file, inputs, {**known, **self.learned})
+
+    def digests_file(self, shard: ShardSearch) -> Path:
+        """Where the digests of a shard's personas are kept (one file per view and shard)."""
+        name = hashlib.sha256(f"{Path(shard.rows).resolve()}\n{shard.shard}/{shard.shards}".encode()).hexdigest()
+        return self.folder / DIGESTS / f"{name[:16]}.npz"
+
     def key(self, persona: Persona) -> str:
         data, vectors = persona.full_digests()
         return hashlib.sha256(f"{self.identity}\n{data}\n{vectors}".encode()).hexdigest()
@@ -81,6 +120,8 @@ class KeptStores:
         every ask (a persona searched again)."""
         qid = persona.question_id
         if qid not in self.plans:
+            if persona.texts or not persona.row_ids:  # made in full: its digests are worth keeping
+                self.learned[qid] = (persona.full_digests(), int(persona.query_tokens or 0), persona.query_vector)
             key = self.key(persona)
             staged = self.staging / f"{key}{SUFFIX}"
             self.plans[qid] = {"seeded": str(staged)} if _pin(self.folder / f"{key}{SUFFIX}", staged) \
@@ -111,6 +152,52 @@ class KeptStores:
                  self.folder, size(self.folder) / 1e9,
                  f" ({removed} least recently used removed: {freed / 1e9:.2f} GB over vipune.kept_stores_gb)"
                  if removed else "")
+
+
+def _inputs(shard: ShardSearch) -> str:
+    """sha256 of what a shard's personas are made from: its inputs' bytes, and the code making them."""
+    digest = hashlib.sha256(Path(persona_code.__file__).read_bytes())
+    for path in [shard.rows, shard.texts, *shard.embeddings]:
+        digest.update(sha256_file(path).encode())
+    return digest.hexdigest()
+
+
+def _read_digests(path: Path, inputs: str) -> dict[str, tuple[list[str], int, np.ndarray]]:
+    """Question id → (its full digests, its question's tokens and vector), kept for these inputs."""
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            if str(kept["inputs"]) != inputs:
+                return {}
+            return {str(q): ([str(d), str(v)], int(t), kept["queries"][i]) for i, (q, d, v, t)
+                    in enumerate(zip(kept["qids"], kept["data"], kept["vectors"], kept["tokens"]))}
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
+def _write_digests(path: Path, inputs: str, rows: dict[str, tuple[list[str], int, np.ndarray]]) -> None:
+    """Keep the digests of a shard's personas, with their questions' tokens and vectors."""
+    qids = sorted(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        with open(part, "wb") as out:
+            np.savez(out, inputs=np.array(inputs), qids=np.array(qids), data=np.array([rows[q][0][0] for q in qids]),
+                     vectors=np.array([rows[q][0][1] for q in qids]), tokens=np.array([rows[q][1] for q in qids]),
+                     queries=np.stack([np.asarray(rows[q][2], "<f4") for q in qids]))
+        os.replace(part, path)
+    except OSError as exc:  # a full disk: the next search reads the texts again
+        part.unlink(missing_ok=True)
+        log.warning("vipune-lib: the personas' digests are not kept (%s): %s", path, exc.strerror or exc)
+
+
+def _without_rows(pair: dict[str, Any], digests: list[str], tokens: int, query: np.ndarray) -> Persona:
+    """A persona made without its rows' texts and vectors (its kept store holds them): what a
+    search of it needs, and the digests its rows had."""
+    qid = pair["question_id"]
+    return Persona(question_id=qid, question=pair["question"], row_ids=[row_id(qid, k) for k in pair["row_keys"]],
+                   session_ids=pair["row_sessions"], created_at=pair["row_created_at"], texts=[],
+                   vectors=np.empty((0, len(query)), np.float32), query_vector=query, docs=pair["row_docs"],
+                   query_tokens=tokens, known_digests=digests)
 
 
 def _pin(store: Path, staged: Path) -> bool:

@@ -115,7 +115,7 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             stores = KeptStores.for_lane(read_json(fingerprint)["built"], kept_stores, tmp / "stores", kept_stores_gb)
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
-        search(databases, shard.personas())
+        search(databases, stores.personas(shard) if stores else shard.personas())
         if full:
             log.warning("vipune-lib %s: %s is full (the lane said %r): %d personas searched again in the "
                         "job's scratch folder %s", shard.name, databases.parent, next(iter(full.values())),
