@@ -63,6 +63,10 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
         # a vipune build as both lanes run it (vipune.settings.VipuneSettings); the lib lane has no model
         "binary": parent(*build, (["--hf-home"], {**path, "help": "the model, where vipune reads it"})),
         "lib": parent(*build),
+        # the lib lane's kept stores (stages.search.kept_stores.Keeping)
+        "stores": parent((["--kept-stores"], {**path, "help": "the folder of the personas' databases as seeded"}),
+                         (["--kept-stores-gb"], {"type": float, "required": True,
+                                                 "help": "what that folder may hold (0: none kept)"})),
         "repo": parent((["--repo-id"], {"required": True}), (["--revision"], {"required": True})),
         "hub": parent((["--timeout"], {"type": float, "required": True,
                                        "help": "seconds to connect, and for each read (download.timeout)"}),
@@ -77,6 +81,7 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 SETTINGS = {"search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
             "binary": ("vipune", "vipune.settings:VipuneSettings"),
             "lib": ("vipune", "vipune.settings:VipuneSettings"),
+            "stores": ("keeping", "stages.search.kept_stores:Keeping"),
             "model": ("model", "stages.embed.embed:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
@@ -183,17 +188,13 @@ COMMANDS: dict[str, Command] = {
                                   (["--out"], P), (["--semantic-out"], P), (["--status-out"], P))),
     "search-vipune-lib": Command("stages.search.vipune_lib:run_vipune_lib",
                                  "vipune's own search code (vipune-lane) over one shard of personas",
-                                 ("search", "ranking", "shard", "lib"),
+                                 ("search", "ranking", "shard", "lib", "stores"),
                                  _opt((["--lane"], {**P, "help": "the vipune-lane built beside the binary"}),
                                       (["--lane-fingerprint"], {**P, "help": "the vipune-lane's fingerprint file"}),
                                       (["--on-error"], {"choices": ["stop", "record"], "required": True}),
                                       (["--out"], P), (["--semantic-out"], P), (["--status-out"], P),
                                       (["--arms-out"], {**P, "help": "the arms each hybrid search fused "
-                                                                     "(what explain shows)"}),
-                                      (["--kept-stores"], {"type": Path, "help": "the folder of the personas' "
-                                                           "databases as seeded, reused (vipune.kept_stores_gb)"}),
-                                      (["--kept-stores-gb"], {"type": float, "default": 0.0,
-                                                              "help": "what that folder may hold (0: none kept)"}))),
+                                                                     "(what explain shows)"}))),
     "preflight": Command("stages.search.preflight:run_preflight", "check a vipune binary's contract and embedding parity",
                          ("binary", "model"), _opt((["--out"], P), (["--mode"], {"choices": ["enforce", "record"],
                                                                                  "required": True}))),

@@ -42,10 +42,11 @@ class Persona:
     query_vector: np.ndarray    # (dim,) float32
     docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
     query_tokens: int | None = None  # the question's tokens as vipune counts them (the lib lane's refusal)
-    texts_json: list[bytes] | None = None  # each text as JSON, shared by a shard's personas (``full_digests``)
-    # ``full_digests`` where they are known without the texts and vectors (a persona made without
-    # its rows: stages.search.kept_stores)
-    known_digests: list[str] | None = field(default=None, repr=False)
+    # Set by whoever makes the persona, never copied (dataclasses.replace makes them anew): each
+    # text as JSON, shared by a shard's personas; ``full_digests`` once known (computed, or kept
+    # for a persona made without its rows: stages.search.kept_stores).
+    texts_json: list[bytes] | None = field(default=None, init=False, repr=False, compare=False)
+    known_digests: list[str] | None = field(default=None, init=False, repr=False, compare=False)
     _doc_of: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -238,7 +239,7 @@ def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path])
     for i in range(pairs.num_rows):
         pair = pair_at(pairs, i)
         qid = pair["question_id"]
-        yield Persona(
+        persona = Persona(
             question_id=qid, question=pair["question"],
             row_ids=[row_id(qid, key) for key in pair["row_keys"]],
             session_ids=pair["row_sessions"], created_at=pair["row_created_at"],
@@ -246,5 +247,6 @@ def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path])
             vectors=vectors.get(pair["row_text_ids"]),
             query_vector=vectors.get([pair["question_text_id"]])[0],
             docs=pair["row_docs"],
-            query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]),
-            texts_json=[as_json(t) for t in pair["row_text_ids"]])
+            query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]))
+        persona.texts_json = [as_json(t) for t in pair["row_text_ids"]]
+        yield persona

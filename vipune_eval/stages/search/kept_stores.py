@@ -47,6 +47,14 @@ SUFFIX = ".db"
 DIGESTS = "digests"  # in the stores' folder: each shard's personas' digests and question vectors
 
 
+@dataclass(frozen=True)
+class Keeping:
+    """Where a job keeps the seeded databases and how much of them (vipune.kept_stores_gb)."""
+
+    kept_stores: Path      # the folder (results/.cache/stores)
+    kept_stores_gb: float  # GB it may hold, the least recently used removed beyond; 0: none kept
+
+
 @dataclass
 class KeptStores:
     """One job's use of the kept stores: which personas it reuses, which it keeps."""
@@ -62,11 +70,11 @@ class KeptStores:
     kept: int = 0
 
     @classmethod
-    def for_lane(cls, built: dict[str, Any], folder: Path, staging: Path, limit_gb: float) -> KeptStores | None:
-        """The kept stores of a lane (``built``: what ``vipune-lane version`` says), or None where
-        none are kept: ``limit_gb`` 0 (vipune.kept_stores_gb), or a lane that records no seeding
-        digest (it could not say what wrote its stores)."""
-        if limit_gb <= 0:
+    def for_lane(cls, built: dict[str, Any], keeping: Keeping, staging: Path) -> KeptStores | None:
+        """The kept stores of a lane (``built``: what ``vipune-lane version`` says) for a job whose
+        ``staging`` folder is its own, or None where none are kept: 0 GB (vipune.kept_stores_gb),
+        or a lane that records no seeding digest (it could not say what wrote its stores)."""
+        if keeping.kept_stores_gb <= 0:
             return None
         seeding = (built.get("sources") or {}).get("seeding")
         if not seeding or not seeding.get("sha256"):
@@ -79,9 +87,9 @@ class KeptStores:
                      ", ".join(seeding["changed"]))
         identity = hashlib.sha256(json.dumps({"seeding": seeding["sha256"], "lane_source": built.get("lane_source"),
                                               "profile": built.get("profile")}, sort_keys=True).encode()).hexdigest()
-        folder.mkdir(parents=True, exist_ok=True)
+        keeping.kept_stores.mkdir(parents=True, exist_ok=True)
         staging.mkdir(parents=True, exist_ok=True)
-        return cls(folder, identity, staging, int(limit_gb * 1e9))
+        return cls(keeping.kept_stores, identity, staging, int(keeping.kept_stores_gb * 1e9))
 
     def personas(self, shard: ShardSearch) -> Iterator[Persona]:
         """The shard's personas, in its order: each whose digests were kept and whose store is
@@ -194,10 +202,12 @@ def _without_rows(pair: dict[str, Any], digests: list[str], tokens: int, query: 
     """A persona made without its rows' texts and vectors (its kept store holds them): what a
     search of it needs, and the digests its rows had."""
     qid = pair["question_id"]
-    return Persona(question_id=qid, question=pair["question"], row_ids=[row_id(qid, k) for k in pair["row_keys"]],
-                   session_ids=pair["row_sessions"], created_at=pair["row_created_at"], texts=[],
-                   vectors=np.empty((0, len(query)), np.float32), query_vector=query, docs=pair["row_docs"],
-                   query_tokens=tokens, known_digests=digests)
+    persona = Persona(question_id=qid, question=pair["question"], row_ids=[row_id(qid, k) for k in pair["row_keys"]],
+                      session_ids=pair["row_sessions"], created_at=pair["row_created_at"], texts=[],
+                      vectors=np.empty((0, len(query)), np.float32), query_vector=query, docs=pair["row_docs"],
+                      query_tokens=tokens)
+    persona.known_digests = digests
+    return persona
 
 
 def _pin(store: Path, staged: Path) -> bool:

@@ -24,7 +24,7 @@ from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.vipune_runs import LIB, SEARCHES
-from vipune_eval.stages.search.kept_stores import KeptStores
+from vipune_eval.stages.search.kept_stores import Keeping, KeptStores
 from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.lane import LaneError, LaneRun, planned_lane
 
@@ -36,16 +36,15 @@ FULL = ("database or disk is full", "No space left on device")
 
 
 def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
-                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path,
-                   kept_stores: Path | None = None, kept_stores_gb: float = 0.0) -> None:
+                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path, keeping: Keeping | None = None) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
     fails the shard on the first persona the lane refuses, crashes or hangs on, or answers out of
     contract; ``record`` lists such personas in the status file (left out of every average) and
     goes on with the others. A persona the lane could not hold in RAM (/dev/shm full) is searched
     again in the scratch folder. ``arms_out``: the arms file (core.lane_arms) of the personas searched.
-    ``kept_stores``: the folder of the personas' databases as seeded, reused while nothing that
-    wrote them changed (stages.search.kept_stores), held to ``kept_stores_gb`` (0: none kept)."""
+    ``keeping``: where the personas' databases are kept as seeded, and how much of them, reused
+    while nothing that wrote them changed (stages.search.kept_stores; None or 0 GB: none kept)."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
@@ -111,8 +110,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     stores = None
     try:
         planned = planned_lane(lane, fingerprint, tmp / "bin")  # every lane process the job starts runs this copy
-        if kept_stores is not None:
-            stores = KeptStores.for_lane(read_json(fingerprint)["built"], kept_stores, tmp / "stores", kept_stores_gb)
+        if keeping is not None:
+            stores = KeptStores.for_lane(read_json(fingerprint)["built"], keeping, tmp / "stores")
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
         search(databases, stores.personas(shard) if stores else shard.personas())
