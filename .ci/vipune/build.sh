@@ -235,15 +235,19 @@ if [ "$version" != checkout ] && works "$bin" && lane_works "$home/bin/$lane_nam
     exit 0
 fi
 start=$SECONDS
+# The interpreter python3 runs, named once: a version manager's python3 is a shell script (pyenv's
+# shim took 0.17 s a call, five calls and the lane's build script per build of the loop)
+python=$(python3 -c 'import sys; print(sys.executable)')
+export VIPUNE_LANE_PYTHON=$python # lane/build.rs runs vipune_eval/vipune/lane_source.py with it
 ort_dir=$cache/onnxruntime-$ort_version # one library per ONNX Runtime release, shared by its builds
 lib=$ort_dir/libonnxruntime.so.$ort_version
 mkdir -p "$ort_dir"
 exec 7>"$ort_dir.lock"
 take_lock 7 "$ort_dir.lock" "another build unpacking ONNX Runtime $ort_version"
 if [ ! -f "$lib" ]; then
-    python3 -m pip download -q --no-deps --only-binary :all: -d "$cache/wheels" "onnxruntime==$ort_version" >&2
+    "$python" -m pip download -q --no-deps --only-binary :all: -d "$cache/wheels" "onnxruntime==$ort_version" >&2
     wheel=$(ls "$cache"/wheels/onnxruntime-"$ort_version"-*.whl | head -n1)
-    python3 - "$wheel" "$lib" <<'PY'
+    "$python" - "$wheel" "$lib" <<'PY'
 import shutil, sys, zipfile
 wheel, out = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
@@ -341,7 +345,7 @@ work=$home/lane-src
 workspace_made=0
 lane_workspace() {
     [ $workspace_made = 1 ] && return
-    python3 "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude Cargo.toml --exclude target >/dev/null
+    "$python" "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude Cargo.toml --exclude target >/dev/null
     sed '0,/^name = "vipune-lane"$/s//name = "'"$lane_package"'"/' \
         "$repo/lane/Cargo.toml" >"$work/Cargo.toml.part"
     grep -q '^name = "vipune-lane-' "$work/Cargo.toml.part" || { echo "build.sh: $repo/lane/Cargo.toml names no package vipune-lane" >&2; exit 1; }
@@ -372,7 +376,7 @@ if [ "$version" = checkout ]; then
     else
         rm -f "$src.lock-deviations.txt" "$home/relocked-from.lock"
     fi
-    synced=$(python3 "$here/sync_tree.py" "$checkout" "$src" --exclude target --exclude .git "${keep_lock[@]}")
+    synced=$("$python" "$here/sync_tree.py" "$checkout" "$src" --exclude target --exclude .git "${keep_lock[@]}")
     echo "build.sh: $checkout → $src: $synced" >&2
     vipune_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$src/Cargo.toml" | head -n1)
     described=$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo "not a git tree")
@@ -380,7 +384,7 @@ if [ "$version" = checkout ]; then
     fetchable "$src"
     cp "$checkout/Cargo.lock" "$home/relocked-from.lock"
     # The files the lane compiles must be there before the binary is built (a moved one is named)
-    [ $lane_only = 1 ] || python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
+    [ $lane_only = 1 ] || "$python" "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
     take_lock 8 "$CARGO_TARGET_DIR.lock" "another build against ONNX Runtime $ort_version (cargo's target folder)"
     # In vipune-lane's workspace (its release profile is vipune's own), so that vipune's library is
     # compiled once for both, and is named after its copy's full path (`cargo install --path` would
@@ -436,8 +440,8 @@ if [ -f "$deviations" ]; then # in the words of vipune_eval/vipune/binary.py's l
     moved=$(sed -nE 's/.*(Downgrading|Updating|Upgrading) ([^ ]+) v([^ ]+) -> v([^ ]+).*/\2 \3 → \4/p' "$deviations" | awk '!seen[$0]++' | paste -sd, - | sed 's/,/, /g')
     vipune_source="$vipune_source, built with its Cargo.lock moved where the registry lacks a pin ($moved)"
 fi
-source_sha=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
-python3 - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
+source_sha=$("$python" "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
+"$python" - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
 import json, sys
 out, binary, source, words, profile = sys.argv[1:]
 with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/lane.py (the pair's check)
