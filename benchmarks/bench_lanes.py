@@ -85,7 +85,8 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
                                   fingerprint=dest / "fingerprint.json", lane=lane, lane_fingerprint=dest / "lane.json",
                                   timeout=300, on_error="stop", tmp=r / f"tmp{i}",
                                   out=r / f"lib-{i}.run", semantic_out=r / f"lib-semantic-{i}.run",
-                                  status_out=r / f"status-{i}.json", arms_out=r / f"arms-{i}.parquet"),
+                                  status_out=r / f"status-{i}.json", arms_out=r / f"arms-{i}.parquet",
+                                  kept_stores=r / "stores", kept_stores_gb=0),  # every persona seeded
                               r / f"lib-{i}.log") for i in range(shards)])
         return side
 

@@ -130,15 +130,16 @@ sys.exit(os.waitstatus_to_exitcode(status) % 256)
 """
 
 
-def run_child(argv: list[Any], log: Path, env: dict[str, str] | None = None) -> Child:
-    """Run ``argv`` (stdout to ``log``, stderr beside it); fail naming the command and its stderr."""
+def run_child(argv: list[Any], log: Path, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> Child:
+    """Run ``argv`` (stdout to ``log``, stderr beside it); fail naming the command and its stderr
+    where it exits other than ``ok``."""
     argv = [str(a) for a in argv]
     log.parent.mkdir(parents=True, exist_ok=True)
     usage = log.with_suffix(".usage.json")
     with open(log, "w") as out, open(log.with_suffix(".err"), "w") as err:
         code = subprocess.run([PYTHON, "-c", LAUNCHER, str(usage), *argv], stdout=out, stderr=err,
                               env=env or child_env()).returncode
-    if code != 0:
+    if code not in ok:
         raise RuntimeError(f"exit {code}: {' '.join(argv)}\n{log.with_suffix('.err').read_text()[-3000:]}")
     u = json.loads(usage.read_text())
     return Child(u["wall_s"], u["cpu_s"], u["maxrss_kb"] / 1024, log.read_text())

@@ -21,6 +21,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=VIPUNE_LANE_VIPUNE_SRC");
     println!("cargo:rerun-if-env-changed=VIPUNE_LANE_SOURCE_TOOL");
+    println!("cargo:rerun-if-env-changed=VIPUNE_LANE_PYTHON");
     println!("cargo:rerun-if-changed=vipune_sources.json");
     let source = std::env::var("VIPUNE_LANE_VIPUNE_SRC").unwrap_or_else(|_| {
         panic!("VIPUNE_LANE_VIPUNE_SRC is not set: the lane compiles vipune's own search code from \
@@ -37,9 +38,11 @@ fn main() {
         }
     }
     println!("cargo:rerun-if-changed={tool}");
-    let recorded = Command::new("python3").arg(&tool).arg("--sources").arg(&source).output()
-        .unwrap_or_else(|e| panic!("cannot run python3 {tool}: {e}"));
-    assert!(recorded.status.success(), "python3 {tool} --sources {source} failed: {}",
+    // the interpreter build.sh names (a version manager's python3 is a slower shell script)
+    let python = std::env::var("VIPUNE_LANE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let recorded = Command::new(&python).arg(&tool).arg("--sources").arg(&source).output()
+        .unwrap_or_else(|e| panic!("cannot run {python} {tool}: {e}"));
+    assert!(recorded.status.success(), "{python} {tool} --sources {source} failed: {}",
             String::from_utf8_lossy(&recorded.stderr));
     let listed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string("vipune_sources.json").expect("lane/vipune_sources.json"))

@@ -63,6 +63,10 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
         # a vipune build as both lanes run it (vipune.settings.VipuneSettings); the lib lane has no model
         "binary": parent(*build, (["--hf-home"], {**path, "help": "the model, where vipune reads it"})),
         "lib": parent(*build),
+        # the lib lane's kept stores (stages.search.kept_stores.Keeping)
+        "stores": parent((["--kept-stores"], {**path, "help": "the folder of the personas' databases as seeded"}),
+                         (["--kept-stores-gb"], {"type": float, "required": True,
+                                                 "help": "what that folder may hold (0: none kept)"})),
         "repo": parent((["--repo-id"], {"required": True}), (["--revision"], {"required": True})),
         "hub": parent((["--timeout"], {"type": float, "required": True,
                                        "help": "seconds to connect, and for each read (download.timeout)"}),
@@ -79,6 +83,7 @@ SETTINGS = {"ranking": ("ranking_settings", "core.ranking_settings:RankingSettin
             "search": ("shard", "core.persona:ShardSearch"), "scoring": ("scoring", "stages.score:Scoring"),
             "binary": ("vipune", "vipune.settings:VipuneSettings"),
             "lib": ("vipune", "vipune.settings:VipuneSettings"),
+            "stores": ("keeping", "stages.search.kept_stores:Keeping"),
             "model": ("model", "core.model_files:ModelFiles"), "hub": ("limits", "stages.download:HubLimits")}
 
 
@@ -188,7 +193,7 @@ COMMANDS: dict[str, Command] = {
                                   (["--out"], P), (["--semantic-out"], P), (["--status-out"], P))),
     "search-vipune-lib": Command("stages.search.vipune_lib:run_vipune_lib",
                                  "vipune's own search code (vipune-lane) over one shard of personas",
-                                 ("search", "ranking", "shard", "lib"),
+                                 ("search", "ranking", "shard", "lib", "stores"),
                                  _opt((["--lane"], {**P, "help": "the vipune-lane built beside the binary"}),
                                       (["--lane-fingerprint"], {**P, "help": "the vipune-lane's fingerprint file"}),
                                       (["--on-error"], {"choices": ["stop", "record"], "required": True}),

@@ -3,7 +3,7 @@
 # with no download but crates.io and PyPI; prints the path of the vipune binary.
 #
 # usage: .ci/vipune/build.sh [--cached] [VERSION [ONNXRUNTIME_VERSION]]
-#        .ci/vipune/build.sh --checkout DIR [--fast] [ONNXRUNTIME_VERSION]
+#        .ci/vipune/build.sh --checkout DIR [--fast] [--lane-only] [ONNXRUNTIME_VERSION]
 #        .ci/vipune/build.sh --source VERSION
 #
 #   VERSION    a release on crates.io (`cargo install vipune --version VERSION --locked`); by
@@ -20,6 +20,10 @@
 #              floating-point arithmetic are the same (no fast-math in Rust), so it ranks as the
 #              release profile does (tests/unit/vipune/test_vipune_lane.py checks every list and score);
 #              its binary and lane say "profile": "fast" and every report names a fast build.
+#   --lane-only (with --checkout) the lib lane's loop, which runs no vipune binary: only vipune-lane
+#              is built (the binary is neither compiled nor linked), and its path is printed; set
+#              vipune.binary to it (the workflow then refuses the binary's retrievers, which need a
+#              binary). Its build.json and `vipune-lane version` name no binary.
 #   --cached   only look: print the path of an earlier build and exit 0, or exit 3 saying why
 #              there is none (the tests use this; they never start a build).
 #   --source VERSION  print the folder of that release's own sources, as crates.io ships them
@@ -97,6 +101,7 @@ registry_source() { # $1: a release; prints cargo's registry copy of its sources
 cached_only=0
 checkout=
 profile=release
+lane_only=0
 source_of=
 positional=()
 while [ $# -gt 0 ]; do
@@ -105,19 +110,21 @@ while [ $# -gt 0 ]; do
     --cached) cached_only=1; shift ;;
     --checkout) [ $# -ge 2 ] || refuse "--checkout needs the folder of a vipune clone"; checkout=$2; shift 2 ;;
     --fast) profile=fast; shift ;;
+    --lane-only) lane_only=1; shift ;;
     -*) refuse "unknown option $1" ;;
     *) positional+=("$1"); shift ;;
     esac
 done
 version_like='^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$'
 if [ -n "$source_of" ]; then
-    [ $cached_only = 0 ] && [ -z "$checkout" ] && [ $profile = release ] && [ ${#positional[@]} = 0 ] ||
+    [ $cached_only = 0 ] && [ -z "$checkout" ] && [ $profile = release ] && [ $lane_only = 0 ] && [ ${#positional[@]} = 0 ] ||
         refuse "--source takes a release and nothing else"
     [[ $source_of =~ $version_like ]] || refuse "--source $source_of: not a release version"
     registry_source "$source_of"
     exit
 fi
 [ $profile = release ] || [ -n "$checkout" ] || refuse "--fast is an option of --checkout DIR"
+[ $lane_only = 0 ] || [ -n "$checkout" ] || refuse "--lane-only is an option of --checkout DIR"
 [ $cached_only = 0 ] || [ -z "$checkout" ] || refuse "--cached looks for a release's build, not a checkout's"
 if [ -n "$checkout" ]; then
     [ ${#positional[@]} -le 1 ] || refuse "--checkout DIR takes one more argument at most (ONNXRUNTIME_VERSION), not: ${positional[*]}"
@@ -185,14 +192,14 @@ recorded() { # $1: a key of the build.json beside $2's bin/ folder; prints its v
     record=$(cd -P "$(dirname "$2")" 2>/dev/null && cd .. && pwd)/build.json # bin/ may be a link to builds/…/bin
     [ -f "$record" ] && sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$record" | head -n1
 }
-lane_works() { # $1: a lane, $2: its binary. The vipune-lane runs, was built beside these very binary bytes,
-    # and compiled the source the binary's build.json names
+lane_works() { # $1: a lane, $2: its binary. The vipune-lane runs, was built beside these very binary bytes
+    # (--lane-only: beside none, $2 being the vipune-lane itself), and compiled the source the build.json names
     [ -x "$1" ] || return 1
-    local said digest
+    local said digest binary_said
     said=$("$1" version 2>/dev/null || true)
     digest=$(recorded vipune_source_sha256 "$2" || true)
-    [[ $said == *"\"binary_sha256\":\"$(sha256sum "$2" | cut -d' ' -f1)\""* ]] &&
-        [ -n "$digest" ] && [[ $said == *"\"vipune_source_sha256\":\"$digest\""* ]]
+    if [ "$1" = "$2" ]; then binary_said='"binary_sha256":null'; else binary_said="\"binary_sha256\":\"$(sha256sum "$2" | cut -d' ' -f1)\""; fi
+    [[ $said == *"$binary_said"* ]] && [ -n "$digest" ] && [[ $said == *"\"vipune_source_sha256\":\"$digest\""* ]]
 }
 if [ "$version" != checkout ] && works "$bin" && lane_works "$home/bin/$lane_name" "$bin"; then
     echo "$bin"
@@ -228,15 +235,19 @@ if [ "$version" != checkout ] && works "$bin" && lane_works "$home/bin/$lane_nam
     exit 0
 fi
 start=$SECONDS
+# The interpreter python3 runs, named once: a version manager's python3 is a shell script (pyenv's
+# shim took 0.17 s a call, five calls and the vipune-lane's build script per build of the loop)
+python=$(python3 -c 'import sys; print(sys.executable)')
+export VIPUNE_LANE_PYTHON=$python # lane/build.rs runs vipune_eval/vipune/lane_source.py with it
 ort_dir=$cache/onnxruntime-$ort_version # one library per ONNX Runtime release, shared by its builds
 lib=$ort_dir/libonnxruntime.so.$ort_version
 mkdir -p "$ort_dir"
 exec 7>"$ort_dir.lock"
 take_lock 7 "$ort_dir.lock" "another build unpacking ONNX Runtime $ort_version"
 if [ ! -f "$lib" ]; then
-    python3 -m pip download -q --no-deps --only-binary :all: -d "$cache/wheels" "onnxruntime==$ort_version" >&2
+    "$python" -m pip download -q --no-deps --only-binary :all: -d "$cache/wheels" "onnxruntime==$ort_version" >&2
     wheel=$(ls "$cache"/wheels/onnxruntime-"$ort_version"-*.whl | head -n1)
-    python3 - "$wheel" "$lib" <<'PY'
+    "$python" - "$wheel" "$lib" <<'PY'
 import shutil, sys, zipfile
 wheel, out = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
@@ -257,8 +268,13 @@ export CARGO_TARGET_DIR=$cache/target-ort$ort_version
 # The fast profile (--fast): vipune's release profile without LTO, 16 codegen units compiled
 # incrementally; the same opt-level, so the same code and arithmetic. (Cargo's default "thin local"
 # LTO, lto = false, undoes most of incremental: a one-line edit took 45 s of codegen with it, 5 s without.)
+# vipune itself and the vipune-lane, recompiled on every edit, in 256 codegen units (an edit re-optimises
+# less: a one-line edit of src/rrf.rs compiled the lane-only build in 2.5-3.5 s instead of 5-5.5 s,
+# 1.7 s of CPU instead of 4.1 on 2 busy cores); their dependencies, compiled once, in 16.
+lane_package=vipune-lane-$(printf '%s' "$home" | sha256sum | cut -c1-12) # named after this build's folder (lane_workspace)
 profile_flags=(--profile "$profile" --config 'profile.fast.inherits="release"' --config 'profile.fast.lto="off"'
-    --config 'profile.fast.codegen-units=16' --config 'profile.fast.incremental=true')
+    --config 'profile.fast.codegen-units=16' --config 'profile.fast.incremental=true'
+    --config 'profile.fast.package.vipune.codegen-units=256' --config "profile.fast.package.$lane_package.codegen-units=256")
 
 # This build is made in a folder of its own; bin/ is switched to it once binary and lane are built
 # and checked (below), and the folder is removed where anything fails: the previous pair stays.
@@ -303,13 +319,20 @@ relock() { # $1: a copy of a vipune source; moves each crate its Cargo.lock pins
 
 fetchable() { # $1: a vipune source whose Cargo.lock the registry can honour, relocked if need be;
     # the moves are kept beside it too ($1.lock-deviations.txt), so a later build from the same
-    # relocked copy still records them
-    if ! (cd "$1" && cargo fetch --locked) 2>"$logs/fetch.log"; then
+    # relocked copy still records them. A manifest and lock fetched before are not fetched again
+    # ($1.fetched: their sha256; a third of a second per build of the maintainer's loop).
+    local fetched
+    fetched=$(cat "$1/Cargo.toml" "$1/Cargo.lock" | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$1.fetched" 2>/dev/null)" = "$fetched" ]; then
+        :
+    elif ! (cd "$1" && cargo fetch --locked) 2>"$logs/fetch.log"; then
         grep -q "failed to select a version for the requirement" "$logs/fetch.log" || { cat "$logs/fetch.log" >&2; return 1; }
         relock "$1" && cp "$deviations" "$1.lock-deviations.txt"
-    elif [ -f "$1.lock-deviations.txt" ]; then
-        cp "$1.lock-deviations.txt" "$deviations"
+        return
+    else
+        echo "$fetched" >"$1.fetched"
     fi
+    [ ! -f "$1.lock-deviations.txt" ] || cp "$1.lock-deviations.txt" "$deviations"
 }
 
 # vipune-lane's workspace, where the binary is built too: lane/ synced by content, with the
@@ -322,8 +345,8 @@ work=$home/lane-src
 workspace_made=0
 lane_workspace() {
     [ $workspace_made = 1 ] && return
-    python3 "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude Cargo.toml --exclude target >/dev/null
-    sed '0,/^name = "vipune-lane"$/s//name = "vipune-lane-'"$(printf '%s' "$home" | sha256sum | cut -c1-12)"'"/' \
+    "$python" "$here/sync_tree.py" "$repo/lane" "$work" --exclude Cargo.lock --exclude Cargo.toml --exclude target >/dev/null
+    sed '0,/^name = "vipune-lane"$/s//name = "'"$lane_package"'"/' \
         "$repo/lane/Cargo.toml" >"$work/Cargo.toml.part"
     grep -q '^name = "vipune-lane-' "$work/Cargo.toml.part" || { echo "build.sh: $repo/lane/Cargo.toml names no package vipune-lane" >&2; exit 1; }
     if cmp -s "$work/Cargo.toml.part" "$work/Cargo.toml"; then rm "$work/Cargo.toml.part"; else mv "$work/Cargo.toml.part" "$work/Cargo.toml"; fi
@@ -353,7 +376,7 @@ if [ "$version" = checkout ]; then
     else
         rm -f "$src.lock-deviations.txt" "$home/relocked-from.lock"
     fi
-    synced=$(python3 "$here/sync_tree.py" "$checkout" "$src" --exclude target --exclude .git "${keep_lock[@]}")
+    synced=$("$python" "$here/sync_tree.py" "$checkout" "$src" --exclude target --exclude .git "${keep_lock[@]}")
     echo "build.sh: $checkout → $src: $synced" >&2
     vipune_version=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$src/Cargo.toml" | head -n1)
     described=$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo "not a git tree")
@@ -361,16 +384,18 @@ if [ "$version" = checkout ]; then
     fetchable "$src"
     cp "$checkout/Cargo.lock" "$home/relocked-from.lock"
     # The files the vipune-lane compiles must be there before the binary is built (a moved one is named)
-    python3 "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
+    [ $lane_only = 1 ] || "$python" "$repo/vipune_eval/vipune/lane_source.py" --sources "$src" 2>&1 >/dev/null | shown_paths >&2 || exit 1
     take_lock 8 "$CARGO_TARGET_DIR.lock" "another build against ONNX Runtime $ort_version (cargo's target folder)"
     # In vipune-lane's workspace (its release profile is vipune's own), so that vipune's library is
     # compiled once for both, and is named after its copy's full path (`cargo install --path` would
     # name it after no path at all: the same for every checkout).
-    echo "build.sh: building vipune from $checkout (a copy) in vipune-lane's workspace, profile $profile, against ONNX Runtime $ort_version (PyPI wheel)" >&2
     lane_workspace
-    cargo_built "vipune ($checkout)" "$logs/binary.log" build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
-        --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune
-    cp "$CARGO_TARGET_DIR/$profile/vipune" "$stage/bin/vipune"
+    if [ $lane_only = 0 ]; then
+        echo "build.sh: building vipune from $checkout (a copy) in vipune-lane's workspace, profile $profile, against ONNX Runtime $ort_version (PyPI wheel)" >&2
+        cargo_built "vipune ($checkout)" "$logs/binary.log" build --manifest-path "$work/Cargo.toml" "${profile_flags[@]}" \
+            --config "patch.crates-io.vipune.path = \"$src\"" -p vipune --bin vipune
+        cp "$CARGO_TARGET_DIR/$profile/vipune" "$stage/bin/vipune"
+    fi
 else
     vipune_version=$version
     vipune_source="vipune $version from crates.io"
@@ -400,28 +425,30 @@ else
     fi
 fi
 staged=$stage/bin/vipune
-
-if ldd "$staged" | grep -q "libonnxruntime.*not found"; then
-    echo "build.sh: $staged does not find libonnxruntime:" >&2
-    ldd "$staged" >&2
-    exit 1
+binary_sha= # --lane-only: no binary
+if [ $lane_only = 0 ]; then
+    if ldd "$staged" | grep -q "libonnxruntime.*not found"; then
+        echo "build.sh: $staged does not find libonnxruntime:" >&2
+        ldd "$staged" >&2
+        exit 1
+    fi
+    works "$staged" || { echo "build.sh: $staged was built but \`vipune --json version\` does not say $version" >&2; exit 1; }
+    binary_sha=$(sha256sum "$staged" | cut -d' ' -f1)
 fi
-works "$staged" || { echo "build.sh: $staged was built but \`vipune --json version\` does not say $version" >&2; exit 1; }
 [ $profile = release ] || echo "$profile" >"$stage/build-profile.txt" # read by vipune_eval/vipune/binary.py's build_profile
 if [ -f "$deviations" ]; then # in the words of vipune_eval/vipune/binary.py's lock_deviations
     moved=$(sed -nE 's/.*(Downgrading|Updating|Upgrading) ([^ ]+) v([^ ]+) -> v([^ ]+).*/\2 \3 → \4/p' "$deviations" | awk '!seen[$0]++' | paste -sd, - | sed 's/,/, /g')
     vipune_source="$vipune_source, built with its Cargo.lock moved where the registry lacks a pin ($moved)"
 fi
-binary_sha=$(sha256sum "$staged" | cut -d' ' -f1)
-source_sha=$(python3 "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
-python3 - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
+source_sha=$("$python" "$repo/vipune_eval/vipune/lane_source.py" --library "$src")
+"$python" - "$stage/build.json" "$binary_sha" "$source_sha" "$vipune_source" "$profile" <<'PY'
 import json, sys
 out, binary, source, words, profile = sys.argv[1:]
 with open(out, "w", encoding="utf-8") as f:  # read by vipune_eval/vipune/vipune_lane.py (the pair's check)
-    json.dump({"binary_sha256": binary, "vipune_source_sha256": source, "vipune_source": words, "profile": profile}, f, indent=1)
+    json.dump({"binary_sha256": binary or None, "vipune_source_sha256": source, "vipune_source": words, "profile": profile}, f, indent=1)
 PY
 
-# vipune-lane: lane/ against the same source and lock ($src), beside the binary it records.
+# vipune-lane: lane/ against the same source and lock ($src), beside the binary it records (none: --lane-only).
 echo "build.sh: building $lane_name against $vipune_source" >&2
 lane_workspace
 if ! VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipune_source \
@@ -443,20 +470,22 @@ if ! VIPUNE_LANE_VIPUNE_VERSION=$vipune_version VIPUNE_LANE_VIPUNE_SOURCE=$vipun
 fi
 cp "$CARGO_TARGET_DIR/$profile/vipune-lane" "$stage/bin/$lane_name"
 exec 8>&-
+[ $lane_only = 0 ] || staged=$stage/bin/$lane_name # what the vipune-lane was built beside: nothing
 lane_works "$stage/bin/$lane_name" "$staged" || {
-    echo "build.sh: $stage/bin/$lane_name was built but does not name $staged's sha256 and source ($source_sha) (\`$stage/bin/$lane_name version\`): cargo reused code compiled from other bytes; nothing was replaced" >&2
+    echo "build.sh: $stage/bin/$lane_name was built but does not name $staged's sha256 (or none, --lane-only) and source ($source_sha) (\`$stage/bin/$lane_name version\`): cargo reused code compiled from other bytes; nothing was replaced" >&2
     exit 1
 }
+[ $lane_only = 0 ] || bin=$home/bin/$lane_name # what this build prints
 
 current=$(cd -P "$home/bin" 2>/dev/null && pwd || true)
-if [ -n "$current" ] && cmp -s "$current/vipune" "$staged"; then
+if [ -n "$current" ] && { [ $lane_only = 1 ] || cmp -s "$current/vipune" "$staged"; }; then
     if cmp -s "$current/$lane_name" "$stage/bin/$lane_name" && cmp -s "$current/../build.json" "$stage/build.json"; then
         echo "build.sh: vipune $version and its vipune-lane unchanged, checked in $((SECONDS - start)) s" >&2
         echo "$bin" # nothing new: the build in use stays
         exit 0
     fi
     # The other lanes beside this very binary (other harness checkouts' lane/ sources) stay with it.
-    for other in "$current"/vipune-lane-*; do
+    [ $lane_only = 1 ] || for other in "$current"/vipune-lane-*; do
         [ -e "$other" ] && [ ! -e "$stage/bin/$(basename "$other")" ] && cp -p "$other" "$stage/bin/"
     done
 fi

@@ -26,9 +26,14 @@
 //! binary's `vipune search` but `--hybrid` / `--no-hybrid`, e.g. `--recency 0 --limit 10
 //! --no-touch`). Per persona: a fresh database file in DIR seeded as `vipune import` seeds it,
 //! then the two searches as `vipune search --no-hybrid FLAGS` and `--hybrid FLAGS` run them, each
-//! through vipune's `MemoryStore`. Answer:
+//! through vipune's `MemoryStore`. Kept stores (vipune_eval/stages/search/kept_stores.py), two
+//! optional keys of the header: `"keep": PATH`, a copy of the database as seeded (closed, before
+//! any search opens it) is written to PATH; `"seeded": PATH`, a database seeded before (a kept
+//! store) is copied into DIR instead of seeding one (the persona then has no rows in its header
+//! and only the question's vector follows it). A search never opens PATH itself. Answer:
 //!   {"question_id", "semantic": [[id, score], ...], "hybrid": [[id, score], ...],
-//!    "seconds": {"open", "insert", "semantic", "hybrid"[, "insert_without_fts"]}}
+//!    "seconds": {"open", "insert"[, "keep"] | "copy", "semantic", "hybrid"[, "insert_without_fts"]}}
+//! and, where the copy to "keep" failed (the persona is searched all the same), "keep_error".
 //! and with `--arms` the arms the hybrid search fused (src/arms.rs): "fusions": [{"k": <RRF k>,
 //! "lists": [[[id, score], ...], ...]}, ...], one entry per `rrf_fusion` call, each list as
 //! vipune passed it (rank = position + 1); or, where this source's `rrf_fusion` cannot be wrapped,
@@ -72,6 +77,8 @@ struct Persona {
     ids: Vec<String>,
     contents: Vec<String>,
     created_at: Vec<String>,
+    seeded: Option<PathBuf>, // a kept store to copy instead of seeding
+    keep: Option<PathBuf>,   // where to copy the database once seeded
 }
 
 fn strings(header: &Value, key: &str, qid: &str) -> Result<Vec<String>, String> {
@@ -86,6 +93,13 @@ fn strings(header: &Value, key: &str, qid: &str) -> Result<Vec<String>, String> 
                 .ok_or_else(|| format!("persona {qid}: '{key}' holds a non-string"))
         })
         .collect()
+}
+
+fn path(header: &Value, key: &str, qid: &str) -> Result<Option<PathBuf>, String> {
+    match header.get(key) {
+        None => Ok(None),
+        Some(v) => v.as_str().map(|p| Some(PathBuf::from(p))).ok_or_else(|| format!("persona {qid}: '{key}' is not a path")),
+    }
 }
 
 fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
@@ -115,8 +129,14 @@ fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
         ids: strings(&header, "ids", &question_id)?,
         contents: strings(&header, "contents", &question_id)?,
         created_at: strings(&header, "created_at", &question_id)?,
+        seeded: path(&header, "seeded", &question_id)?,
+        keep: path(&header, "keep", &question_id)?,
         question_id,
     };
+    if persona.seeded.is_some() && (persona.keep.is_some() || !persona.ids.is_empty()) {
+        return Err(format!("persona {}: a kept store (\"seeded\") comes without rows and without \"keep\"",
+                           persona.question_id));
+    }
     let n = persona.ids.len();
     if persona.contents.len() != n || persona.created_at.len() != n {
         return Err(format!(
@@ -194,7 +214,8 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, extras: Extras
     let path = database_path(dir, number);
     let mut laps = Laps::start();
     let result = (|| {
-        if extras.breakdown {
+        let mut keep_error = None;
+        if extras.breakdown && p.seeded.is_none() {
             // The same inserts into a database without the FTS5 insert trigger: the difference
             // to "insert" is what indexing the rows costs.
             let bare = Database::open(&path)?;
@@ -208,11 +229,24 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, extras: Extras
             remove_database(&path);
             laps.clock = Instant::now();
         }
-        let db = Database::open(&path)?;
-        laps.lap("open");
-        insert_rows(&db, &p.question_id, rows(p, vectors))?;
-        laps.lap("insert");
-        drop(db);
+        if let Some(kept) = &p.seeded {
+            std::fs::copy(kept, &path)
+                .map_err(|e| Error::Config(format!("copying the kept store {}: {e}", kept.display())))?;
+            laps.lap("copy");
+        } else {
+            let db = Database::open(&path)?;
+            laps.lap("open");
+            insert_rows(&db, &p.question_id, rows(p, vectors))?;
+            laps.lap("insert");
+            drop(db); // closed: the file is the database as seeded
+            if let Some(keep) = &p.keep {
+                if let Err(e) = std::fs::copy(&path, keep) {
+                    let _ = std::fs::remove_file(keep);
+                    keep_error = Some(format!("copying the seeded database to {}: {e}", keep.display()));
+                }
+                laps.lap("keep");
+            }
+        }
         let mut store = MemoryStore::new(&path, vipune::EMBED_MODEL_ID, config::Config::default())?;
         let semantic = search_as_the_command(&mut store, &p.question_id, &p.question, &p.flags, false)?;
         laps.lap("semantic");
@@ -222,6 +256,9 @@ fn search(p: &Persona, vectors: &[u8], dir: &Path, number: usize, extras: Extras
         let fusions = arms::take();
         let mut answer = json!({"question_id": p.question_id, "semantic": ranking(semantic),
                                 "hybrid": ranking(hybrid), "seconds": std::mem::take(&mut laps.seconds)});
+        if let Some(why) = keep_error.take() {
+            answer["keep_error"] = json!(why);
+        }
         if extras.arms {
             answer["fusions"] = json!(fusions);
             if let Some(why) = UNRECORDED_ARMS {
@@ -270,7 +307,8 @@ fn version() -> Value {
         "vipune": option_env!("VIPUNE_LANE_VIPUNE_VERSION"),
         "vipune_source": option_env!("VIPUNE_LANE_VIPUNE_SOURCE"),
         "lane_source": option_env!("VIPUNE_LANE_SOURCE_ID"),
-        "binary_sha256": option_env!("VIPUNE_LANE_BINARY_SHA256"),
+        // none for a lane built alone (build.sh --lane-only)
+        "binary_sha256": option_env!("VIPUNE_LANE_BINARY_SHA256").filter(|sha| !sha.is_empty()),
         "profile": option_env!("VIPUNE_LANE_PROFILE"),
         "calls": ["Database::open", "Database::insert_with_id", "MemoryStore::new",
                   "MemoryStore::search", "MemoryStore::search_hybrid"],

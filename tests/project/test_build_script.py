@@ -226,6 +226,27 @@ def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_
     assert fused_differ == len(personas(vipune_tiny_model_dir))
 
 
+def test_a_lane_built_alone_ranks_as_the_binary_of_the_same_source(k60_checkout, vipune_hf_home,
+                                                                   vipune_tiny_model_dir, tmp_path):
+    """build.sh --lane-only (issue 54 item 2): the vipune-lane alone, printed; it names no binary, and the
+    source it compiled is the one its build.json records; it ranks as the binary of a full build of
+    the same source on every list and score (the k = 60 checkout: the fusion compiled from it)."""
+    binary = build_checkout(k60_checkout, "--fast")[0].resolve()  # its build's own folder: bin/ moves on
+    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast", "--lane-only"],
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lane = Path(proc.stdout.strip().splitlines()[-1])
+    assert lane.name == find_lane(lane, "checkout").name and lane.name.startswith("vipune-lane-")
+    assert not (lane.parent / "vipune").exists()  # no binary was built
+    said, record = lane_said(lane), json.loads((lane.resolve().parent.parent / "build.json").read_text())
+    assert said["binary_sha256"] is None and record["binary_sha256"] is None
+    assert said["sources"]["vipune_source_sha256"] == record["vipune_source_sha256"] and said["profile"] == "fast"
+    for i, persona in enumerate(personas(vipune_tiny_model_dir)):
+        query, by_binary = real_vipune.binary_rankings(binary, persona, vipune_hf_home, tmp_path / f"b{i}")
+        assert lane_rankings(lane, persona, query, tmp_path / "dbs") == by_binary, persona.question_id
+    build_checkout(k60_checkout, "--fast")  # the pair again, for the tests after this one
+
+
 # ------------------------------------------------ issue 51 item 2: a build is keyed by its full path and its bytes
 
 def test_two_clones_named_vipune_get_a_build_each_one_after_the_other_and_side_by_side(

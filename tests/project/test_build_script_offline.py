@@ -23,6 +23,8 @@ CRATES_IO_TIME = 1153704088  # 2006-07-24, the time of every file crates.io ship
     (["--checkout", "{tree}", "--fast", "1.31"], "1.31: not an ONNX Runtime version"),
     (["--checkout", "{tree}", "1.31.1", "extra"], "takes one more argument at most"),
     (["--fast"], "--fast is an option of --checkout DIR"),
+    (["--lane-only"], "--lane-only is an option of --checkout DIR"),
+    (["--source", "0.20.2", "--lane-only"], "--source takes a release and nothing else"),
     (["--cached", "--checkout", "{tree}"], "--cached looks for a release's build"),
     (["--checkout", "{tree}/missing"], "no such folder"),
     (["0.20.2", "1.31.1", "more"], "too many arguments"),

@@ -17,6 +17,10 @@ line to ``FAKE_LANE_STARTS``, where set),
 ``foreign-id`` (its hybrid ranking holds an id of no row), ``garbage`` (a non-JSON line instead).
 ``FAKE_VIPUNE_FAULT`` changes the search as it does the fake binary's (``rrf-k60``, ``bm25-or``).
 With ``--arms`` it answers the lists its fusion was given (``fusions``), as the real lane does.
+Kept stores as the real lane keeps them (a header's ``keep``: the database as seeded, copied
+there; ``seeded``: a kept store copied instead of seeding); ``version``'s ``sources.seeding``
+names what seeds its databases: this file's and the fake vipune's bytes, and ``FAKE_LANE_SEEDING``
+(a wrapper's preamble sets it to stand for an edit of vipune's insert path).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -44,9 +49,43 @@ def version() -> dict:
             "vipune_source": "the fake lane of the tests (tests/support/fake_lane.py)", "lane_source": None,
             "binary_sha256": sha, "profile": None,
             "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
-            "sources": ({"compiled": [], "copies": [], "vipune_source_sha256": os.environ["FAKE_LANE_SOURCE_SHA256"]}
-                        if os.environ.get("FAKE_LANE_SOURCE_SHA256") else None),
+            "sources": {"compiled": [], "copies": [], "vipune_source_sha256": os.environ.get("FAKE_LANE_SOURCE_SHA256"),
+                        "seeding": {"sha256": seeding_sha256(), "search_only": [], "changed": []}},
             "unrecorded_arms": None}
+
+
+def seeding_sha256() -> str:
+    """What seeds the fake's databases: its own code, the fake vipune's, and FAKE_LANE_SEEDING."""
+    digest = hashlib.sha256(os.environ.get("FAKE_LANE_SEEDING", "").encode())
+    for code in (Path(__file__), Path(vipune.__file__)):
+        digest.update(code.read_bytes())
+    return digest.hexdigest()
+
+
+def seed(header: dict, matrix, db_path: str) -> str | None:
+    """The persona's database at ``db_path``: a kept store copied (``seeded``), or its rows
+    inserted, the database closed and copied to ``keep`` (what went wrong there, if anything)."""
+    if header.get("seeded"):
+        shutil.copyfile(header["seeded"], db_path)
+        return None
+    conn = vipune.open_db(db_path)
+    try:
+        conn.execute("BEGIN")
+        for i, rid in enumerate(header["ids"]):
+            created = header["created_at"][i]
+            conn.execute("INSERT INTO memories (id, project_id, content, embedding, created_at, updated_at) "
+                         "VALUES (?,?,?,?,?,?)", (rid, header["question_id"], header["contents"][i], matrix[i].tobytes(),
+                                                  created, created))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    if header.get("keep"):
+        try:
+            shutil.copyfile(db_path, header["keep"])
+        except OSError as exc:
+            Path(header["keep"]).unlink(missing_ok=True)
+            return f"copying the seeded database to {header['keep']}: {exc}"
+    return None
 
 
 def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> dict:
@@ -70,16 +109,13 @@ def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> di
     except vipune.VipuneError as exc:
         return {"question_id": qid, "error": str(exc), "exit_code": exc.code}
     try:
+        keep_error = seed(header, matrix, db_path)
         conn = vipune.open_db(db_path)
     except vipune.VipuneError as exc:  # as the vipune-lane answers a database it cannot open (a full disk)
         return {"question_id": qid, "error": f"Database::open: {exc}", "exit_code": vipune.EXIT_ERROR}
+    except (sqlite3.Error, OSError) as exc:
+        return {"question_id": qid, "error": str(exc), "exit_code": vipune.EXIT_ERROR}
     try:
-        conn.execute("BEGIN")
-        for i, rid in enumerate(header["ids"]):
-            created = header["created_at"][i]
-            conn.execute("INSERT INTO memories (id, project_id, content, embedding, created_at, updated_at) "
-                         "VALUES (?,?,?,?,?,?)", (rid, qid, header["contents"][i], matrix[i].tobytes(), created, created))
-        conn.execute("COMMIT")
         start = time.perf_counter()
         semantic = vipune.semantic_search(conn, qid, matrix[n], limit)
         pool = min(max(limit * 10, 50), MAX_CANDIDATE_POOL)
@@ -97,7 +133,11 @@ def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> di
     if _faulted("foreign-id", query) and hybrid:
         hybrid[0][0] = "no-such-row"
     out = {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
-           "seconds": {"open": 0.0, "insert": 0.0, "semantic": seconds / 2, "hybrid": seconds / 2}}
+           "seconds": {**({"copy": 0.0} if header.get("seeded") else {"open": 0.0, "insert": 0.0}),
+                       **({"keep": 0.0} if header.get("keep") else {}),
+                       "semantic": seconds / 2, "hybrid": seconds / 2}}
+    if keep_error:
+        out["keep_error"] = keep_error
     if arms:
         out["fusions"] = [{"k": vipune.rrf_k(), "lists": [[[r["id"], r["similarity"]] for r in arm] for arm in fusion]}]
     return out
@@ -123,6 +163,10 @@ def search(args: list[str]) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     for number, line in enumerate(iter(stdin.readline, b""), start=1):
         header = json.loads(line)
+        if header.get("seeded") and (header["ids"] or header.get("keep")):
+            print(f"vipune-lane: persona {header['question_id']}: a kept store (\"seeded\") comes without rows "
+                  "and without \"keep\"", file=sys.stderr)
+            return 2
         size = (len(header["ids"]) + 1) * header["dims"] * 4
         vectors = stdin.read(size)
         if len(vectors) != size:

@@ -31,6 +31,14 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
     return binary, fake_lane(bin_dir, preamble) if lane else None
 
 
+def fake_lane_only(folder: Path, preamble: str = "") -> Path:
+    """A fake vipune-lane built alone (``build.sh --checkout DIR --lane-only``): no binary beside it,
+    so its ``version`` names none."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    return fake_lane(bin_dir, preamble)
+
+
 def fake_lane(bin_dir: Path, preamble: str = "") -> Path:
     """The fake lane beside ``bin_dir/vipune``, named as build.sh names the vipune-lane of this checkout."""
     sha = lane_source.source_sha256()

@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from support.fakes import fake_build
+from support.fakes import fake_build, fake_lane_only
 from support.results import report
 from support.scenarios import make_workdir, planned, set_config, snakemake
 from vipune_eval.core import lane_arms
@@ -109,3 +109,41 @@ def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_
     sections = dict(re.findall(r'<section class="explain" id="explain-([^"]+)"[^>]*?( hidden="")?>', dom))
     assert set(sections) == set(dict.fromkeys(moved + result["explanations"]["worst"]))
     assert [q for q, hidden in sections.items() if not hidden] == [qid]
+
+
+# ---------------------------------------------------------------- the vipune-lane built alone, its stores kept (issue 54)
+
+
+@pytest.fixture(scope="module")
+def lane_only_run(tmp_path_factory, workflow_env, scenario_inputs):
+    """The release's lib lane run once; then a checkout's lane built alone (build.sh --lane-only,
+    its search edited) compared with it."""
+    root = tmp_path_factory.mktemp("lane-only")
+    data, model = scenario_inputs("builds")
+    release = fake_build(root / "release", preamble="# the release\n")[0]
+    workdir = make_workdir(root / "run", data, model, scenario="builds", retrievers=LIB,
+                           vipune={"binary": str(release)})
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    checkout = fake_lane_only(root / "checkout", preamble="FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")
+    set_config(workdir, vipune={"binary": str(checkout), "compare": [str(release)]})
+    return workdir, checkout
+
+
+def test_a_lane_built_alone_is_the_loops_checkout_and_reuses_the_kept_stores(lane_only_run, workflow_env):
+    """The loop's build is the vipune-lane alone: it reruns what a checkout's binary and lane rerun, the
+    report names the build as a lane built alone, and its search edit reuses every persona's store
+    the release's lane seeded (the fake lanes seed alike)."""
+    workdir, _ = lane_only_run
+    assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
+                                              "report_page": 1, "all": 1}
+    snakemake(workdir, "--cores", "2", env=workflow_env)
+    result = report(workdir)
+    primary = result["provenance"]["vipune"]
+    assert primary["lane_only"] and primary["id"] == result["builds"][0]["id"] == result["builds"][0]["lane"]["id"]
+    assert result["builds"][1]["changes"]  # the edit moved pairs
+    summary = (workdir / "results/summary.txt").read_text()
+    assert "built alone (build.sh --lane-only: no binary)" in summary
+    logs = sorted((workdir / "results/logs/search_vipune_lib").glob(f"vipune-lib-{primary['id']}/shard-*.log"))
+    assert len(logs) == SHARDS and all(re.search(r"kept stores: \d+ reused, 0 kept", log.read_text()) for log in logs)
+    markdown = (workdir / "results/report.md").read_text()
+    assert f"a vipune-lane built alone, no binary: lane sha256 {primary['sha256']}" in markdown

@@ -199,7 +199,8 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
                         "--lane", str(lane), "--lane-fingerprint", str(fingerprint), "--timeout", "60",
                         "--on-error", "stop", "--tmp", str(tmp_path / "tmp"), "--out", str(out["hybrid"]),
                         "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json"),
-                        "--arms-out", str(tmp_path / f"arms-{i}.parquet")],
+                        "--arms-out", str(tmp_path / f"arms-{i}.parquet"),
+                        "--kept-stores", str(tmp_path / "stores"), "--kept-stores-gb", "0"],
                        cwd=workdir, env=real_env, check=True, capture_output=True)
         for name, path in out.items():
             runs.setdefault(name, {}).update(read_run(path))

@@ -11,6 +11,7 @@ comparisons are stages.report.compare.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -35,18 +36,24 @@ def check_settings(confidence: float, resamples: int) -> None:
     check_resamples(resamples)
 
 
-def _bootstrap_means(x: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """Column means of ``x`` (n, m) over ``resamples`` bootstrap resamples of its rows → (R, m).
-
-    Each resample is n row indices drawn with replacement; they are turned into a per-row
-    count matrix so the means are one matrix product.
-    """
-    n = x.shape[0]
+@lru_cache(maxsize=16)
+def resample_counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(R, n): how often each of n rows is drawn in each of ``resamples`` bootstrap resamples (n
+    row indices drawn with replacement), as floats. Made once per process for a given n, R and
+    seed and shared (read-only): a report resamples the same pairs for every comparison."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
     idx += np.arange(resamples)[:, None] * n
-    counts = np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n)
-    return (counts.astype(np.float64) @ x) / n
+    counts = np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+    counts.setflags(write=False)
+    return counts
+
+
+def _bootstrap_means(x: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Column means of ``x`` (n, m) over ``resamples`` bootstrap resamples of its rows → (R, m):
+    one matrix product with the resamples' count matrix."""
+    n = x.shape[0]
+    return (resample_counts(n, resamples, seed) @ x) / n
 
 
 def _percentiles(means: np.ndarray, confidence: float) -> np.ndarray:

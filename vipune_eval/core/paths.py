@@ -14,6 +14,7 @@ from pathlib import Path
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)
+KEPT_STORES = f"{CACHE}/stores"  # the lib lane's seeded databases, reused (stages/search/kept_stores.py)
 TMP = f"{RESULTS}/tmp"  # per-job scratch (vipune databases, private HOMEs); cleared at start
 PLAN_STAGE = f"{TMP}/plan"  # the planned files' texts, staged by a real run's start (plan.planned_file)
 PLANNED = f"{RESULTS}/{{planned}}"  # a planned file: {planned} is its path below results/
@@ -89,14 +90,15 @@ def lib_run(lane_id: str, semantic: bool = False) -> str:
 
 
 def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
-    """Fingerprint id → fingerprint of every binary evaluated in this directory."""
+    """Fingerprint id → fingerprint of every build evaluated in this directory: each binary, and
+    each vipune-lane built alone (``lane_only``: build.sh --lane-only)."""
     found = {}
     for path in sorted((results / "fingerprints").glob("vipune-*.json")):
         try:
             fingerprint = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        if isinstance(fingerprint, dict) and fingerprint.get("kind") == "vipune":
+        if isinstance(fingerprint, dict) and (fingerprint.get("kind") == "vipune" or fingerprint.get("lane_only")):
             found[fingerprint["id"]] = fingerprint
     return found
 

@@ -43,6 +43,11 @@ class Persona:
     query_vector: np.ndarray    # (dim,) float32
     docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
     query_tokens: int | None = None  # the question's tokens as vipune counts them (the lib lane's refusal)
+    # Set by whoever makes the persona, never copied (dataclasses.replace makes them anew): each
+    # text as JSON, shared by a shard's personas; ``full_digests`` once known (computed, or kept
+    # for a persona made without its rows: stages.search.kept_stores).
+    texts_json: list[bytes] | None = field(default=None, init=False, repr=False, compare=False)
+    known_digests: list[str] | None = field(default=None, init=False, repr=False, compare=False)
     _doc_of: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -60,11 +65,21 @@ class Persona:
         question, each row's id, text and time) and its vectors (the rows' and the question's:
         the model's). A run's metrics keep them per pair (``ShardSearch.searched``), so two builds
         compared pair by pair are known to have searched the same things."""
-        data, vectors = hashlib.sha256(), hashlib.sha256()
-        data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
-        vectors.update(np.ascontiguousarray(self.vectors, "<f4").tobytes())
-        vectors.update(np.ascontiguousarray(self.query_vector, "<f4").tobytes())
-        return [data.hexdigest()[:16], vectors.hexdigest()[:16]]
+        return [digest[:16] for digest in self.full_digests()]
+
+    def full_digests(self) -> list[str]:
+        """``digests`` in full (sha256), computed once: a kept store's key is made of them too."""
+        if self.known_digests is None:
+            data, vectors = hashlib.sha256(), hashlib.sha256()
+            if self.texts_json is None:
+                data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
+            else:  # the same bytes, each text encoded once per shard (most texts are in several haystacks)
+                data.update(b"[" + json.dumps(self.question).encode() + b", " + json.dumps(self.row_ids).encode()
+                            + b", [" + b", ".join(self.texts_json) + b"], " + json.dumps(self.created_at).encode() + b"]")
+            vectors.update(np.ascontiguousarray(self.vectors, "<f4"))
+            vectors.update(np.ascontiguousarray(self.query_vector, "<f4"))
+            self.known_digests = [data.hexdigest(), vectors.hexdigest()]
+        return self.known_digests
 
     def documents(self, ranking: Ranking, settings: RankingSettings) -> list[str]:
         """The run's documents: rows' documents by first occurrence (the top k sessions are the
@@ -194,7 +209,17 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
                       shards: int) -> Iterator[Persona]:
     """The shard's personas with their rows' texts and vectors (none for an empty shard); the
     pairs stay Arrow data until their persona is made."""
-    pairs = shard_rows(rows_path, shard, shards)
+    yield from personas_of_pairs(shard_rows(rows_path, shard, shards), texts_path, embeddings)
+
+
+def pair_at(pairs: pa.Table, i: int) -> dict[str, Any]:
+    """The ``i``-th pair of a rows table, as Python values."""
+    return pairs.slice(i, 1).to_pylist()[0]
+
+
+def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path]) -> Iterator[Persona]:
+    """The personas of these pairs (rows of a view's rows.parquet) with their rows' texts and
+    vectors, in order."""
     if not pairs.num_rows:
         return
     # An Arrow array, never a Python list: pa.array() would import pandas.
@@ -203,11 +228,18 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
     table = read_rows_with_ids(texts_path, ["text_id", "text"], needed)
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
     del table
+    encoded: dict[str, bytes] = {}  # text id → the text as JSON, made once (Persona.full_digests)
+
+    def as_json(text_id: str) -> bytes:
+        if text_id not in encoded:
+            encoded[text_id] = json.dumps(text[text_id]).encode()
+        return encoded[text_id]
+
     vectors = Vectors(embeddings, keep=needed)
     for i in range(pairs.num_rows):
-        pair = pairs.slice(i, 1).to_pylist()[0]
+        pair = pair_at(pairs, i)
         qid = pair["question_id"]
-        yield Persona(
+        persona = Persona(
             question_id=qid, question=pair["question"],
             row_ids=[row_id(qid, key) for key in pair["row_keys"]],
             session_ids=pair["row_sessions"], created_at=pair["row_created_at"],
@@ -216,3 +248,5 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
             query_vector=vectors.get([pair["question_text_id"]])[0],
             docs=pair["row_docs"],
             query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]))
+        persona.texts_json = [as_json(t) for t in pair["row_text_ids"]]
+        yield persona

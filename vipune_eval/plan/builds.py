@@ -4,7 +4,10 @@
 a binary or the fingerprint id of one evaluated in this directory before. A binary is known by its
 fingerprint (sha256 of its bytes and ``--json version``, vipune.binary), written here under
 results/fingerprints/ by the run (``Builds.files``: parsing writes nothing) so that staleness follows
-its bytes; the vipune-lane beside vipune.binary (vipune.vipune_lane) likewise.
+its bytes; the vipune-lane beside vipune.binary (vipune.vipune_lane) likewise. A vipune-lane built
+alone (``build.sh --checkout DIR --lane-only``, the lib lane's loop) is a build too, known by its
+vipune-lane's bytes: its own vipune-lane, with no binary, so the binary's retrievers (and their
+preflight) are refused for it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ class Builds:
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
     files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
 
+    def fingerprint_file(self, build: str) -> str:
+        """Where a build's fingerprint is: a lane built alone is known by its vipune-lane's."""
+        if self.fingerprints.get(build, {}).get("lane_only"):
+            return paths.lane_fingerprint_file(build)
+        return paths.binary_fingerprint_file(build)
+
     @property
     def lane_builds(self) -> dict[str, str]:
         """Lane id → the id of the build it belongs to."""
@@ -59,6 +68,10 @@ def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
 def _binary(binary: str, config: dict[str, Any], files: dict[str, dict]) -> dict[str, Any]:
     """A binary's fingerprint (its file put in ``files``) and its path."""
     path = vipune_binary.resolve_binary(binary)
+    if lib_lane.is_lane(path):  # build.sh --lane-only: the vipune-lane is the build
+        fingerprint = lib_lane.lane_only_fingerprint(path, config["vipune"]["timeout"])
+        write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
+        return {**fingerprint, "path": str(path)}
     extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
@@ -110,6 +123,8 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str,
     sources evaluated beside it here before (no path: its results are not computed again)."""
     if build is None:
         return vipune_binary.MISSING, ""
+    if build.get("lane_only"):
+        return build["id"], build.get("path", "")
     if "path" not in build:
         known = paths.fingerprinted_lanes(build["id"], lib_lane.source_sha256())
         if not known:
@@ -181,11 +196,28 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
         for build in compared if compared_on(specs) is Kind.LIB else []:
             lanes[build], path = _lane(fingerprints[build], config, files)
             lane_paths[lanes[build]] = path
+    refuse_lanes_alone(fingerprints, primary_id, compared, specs)
     builds = Builds(primary_id, tuple(compared), baseline, found, fingerprints, sources, tuple(notes),
                     lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v}, files)
     if vipune["preflight"] == "enforce":
         refuse_recorded_failures(builds)
     return builds
+
+
+def refuse_lanes_alone(fingerprints: dict[str, dict], primary: str, compared: list[str],
+                       specs: list[retrievers.Spec]) -> None:
+    """A vipune-lane built alone has no binary: refused where a retriever runs vipune.binary (the
+    binary's searches, their preflight), or where vipune.compare's builds are compared on the binary."""
+    binary_runs = [s.name for s in specs if s.kind is Kind.VIPUNE]
+    needing = [primary] if binary_runs else []
+    needing += compared if compared_on(specs) is Kind.VIPUNE else []
+    alone = [b for b in needing if fingerprints.get(b, {}).get("lane_only")]
+    if alone:
+        named = ", ".join(f"{b} ({fingerprints[b].get('path', 'evaluated before')})" for b in alone)
+        raise EvalError(f"{named}: a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and "
+                        f"{', '.join(binary_runs)} run the binary",
+                        fix="build the binary too (`.ci/vipune/build.sh --checkout DIR --fast`, without --lane-only) "
+                            "and name it, or run the lib lane alone: retrievers [vipune-lib, vipune-lib-semantic]")
 
 
 def refuse_recorded_failures(builds: Builds) -> None:

@@ -105,7 +105,7 @@ def report_manifest(ws: Workspace) -> Manifest:
         # each build's vipune-lane (the lib lane's runs): vipune.binary's, and a compared build's in the loop
         "lanes": {b: paths.lane_fingerprint_file(lane) for b, lane in builds.lanes.items() if lane != MISSING},
         "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
-        "fingerprints": {b: paths.binary_fingerprint_file(b) for b in binary},
+        "fingerprints": {b: builds.fingerprint_file(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here; the
         # preflight checks the binary's search and model, so a run of the lib lane alone has none
         "preflight": ({b: paths.preflight(b) for b in binary

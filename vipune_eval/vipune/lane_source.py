@@ -93,16 +93,48 @@ def item_sha256(source: Path, file: str, item: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
+def library_files(source: Path) -> list[Path]:
+    """What cargo builds vipune's library and binary from: each file under src/, its Cargo.toml,
+    Cargo.lock and build.rs (where it has one)."""
+    found = [*(source / "src").rglob("*"), *(source / n for n in ("Cargo.toml", "Cargo.lock", "build.rs"))]
+    return sorted(path for path in found if path.is_file())
+
+
 def library_sha256(source: Path) -> str:
-    """sha256 of a vipune source as cargo builds its library and binary: each file under src/,
-    its Cargo.toml, Cargo.lock and build.rs (where it has one), by path and bytes. The binary's
-    build records it (build.json beside bin/), the vipune-lane records it as it compiles: a pair whose
-    digests differ was not built from the same bytes."""
+    """sha256 of a vipune source as cargo builds its library and binary (``library_files``, by path
+    and bytes). The binary's build records it (build.json beside bin/), the vipune-lane records it as
+    it compiles: a pair whose digests differ was not built from the same bytes."""
     digest = hashlib.sha256()
-    for path in sorted([*(source / "src").rglob("*"), *(source / n for n in ("Cargo.toml", "Cargo.lock", "build.rs"))]):
-        if path.is_file():
-            digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in library_files(source):
+        digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+IMPL = re.compile(r"^[ \t]*(?:unsafe[ \t]+)?impl\b[^{;]*", re.MULTILINE)  # an impl block's header
+
+
+def seeding(source: Path, lane: Path = LANE) -> dict:
+    """What can write a persona's seeded database in the vipune-lane, as one digest (``sha256``): the
+    bytes of every file of the source (``library_files``) but the files lane/vipune_sources.json
+    shows to run only at search time (its "seeding", "search_only"), and of those only the
+    headers of their ``impl`` blocks (a trait implemented there for a type the seeding uses, such
+    as ``Drop for Database``, would run while seeding). The list holds only while the files the
+    seeding runs ("seeding_files": ``Database::open``, its migrations, ``insert_with_id``) are the
+    bytes it was read from: where one differs (``changed``), no file is left out, and any edit
+    reseeds. A kept store is reused only under the same digest (with the vipune-lane's own sources and
+    profile: vipune_eval/stages/search/kept_stores.py)."""
+    spec = listed(lane)["seeding"]
+    changed = [f["file"] for f in spec["seeding_files"] if item_sha256(source, f["file"], None) not in f["sha256"]]
+    left_out = set() if changed else {f["file"] for f in spec["search_only"]}
+    digest = hashlib.sha256()
+    for path in library_files(source):
+        name = path.relative_to(source).as_posix()
+        if name in left_out:
+            headers = [" ".join(m.group(0).split()) for m in IMPL.finditer(path.read_text(encoding="utf-8"))]
+            digest.update(f"{name}\0impl\0{json.dumps(headers)}\0".encode())
+        else:
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"sha256": digest.hexdigest(), "search_only": sorted(left_out), "changed": changed}
 
 
 def listed(lane: Path = LANE) -> dict:
@@ -116,8 +148,8 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
     """What the vipune-lane takes from the vipune source at ``source``: each compiled file with its
     sha256, each item it copies or stands in for (no ``item``: a whole file) with the sha256s it
     follows (``pinned``), the source's own (``source``; None where the item is gone) and whether
-    the source's is one of them (``same``), and the whole source's ``library_sha256``
-    (``vipune_source_sha256``)."""
+    the source's is one of them (``same``), the whole source's ``library_sha256``
+    (``vipune_source_sha256``), and what can write a seeded database (``seeding``)."""
     sources = listed(lane)
     compiled = []
     for file in sources["compiled"]:
@@ -133,7 +165,8 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
         mine = item_sha256(source, copy["file"], copy.get("item"))
         copies.append({"file": copy["file"], "item": copy.get("item"), "copied_to": copy["copied_to"],
                        "what": copy["what"], "pinned": pinned, "source": mine, "same": mine in pinned})
-    return {"compiled": compiled, "copies": copies, "vipune_source_sha256": library_sha256(source)}
+    return {"compiled": compiled, "copies": copies, "vipune_source_sha256": library_sha256(source),
+            "seeding": seeding(source, lane)}
 
 
 if __name__ == "__main__":

@@ -13,11 +13,12 @@ import hashlib
 import itertools
 import json
 import queue
+import re
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown
@@ -60,6 +61,30 @@ def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
                 "vipune-lib-semantic from `retrievers`")
     return found
 
+
+
+def is_lane(path: Path) -> bool:
+    """A vipune-lane as .ci/vipune/build.sh names it: what ``build.sh --checkout DIR --lane-only``
+    prints, a build of the vipune-lane alone (no binary), which vipune.binary and vipune.compare take."""
+    return re.fullmatch(r"vipune-lane-[0-9a-f]{12}", path.name) is not None
+
+
+def lane_only_fingerprint(path: Path, timeout: float) -> dict[str, Any]:
+    """A lane built alone (``build.sh --lane-only``) as a build of its own: sha256 of its bytes
+    and what ``vipune-lane version`` says; ``id`` = vipune version-sha12 of its bytes names its
+    results, and it is its own lane (``binary``: that id, as a lane names the build it belongs to).
+    A lane built beside a binary is refused: that binary is the build."""
+    said = _version(path, timeout)
+    if said.get("binary_sha256"):
+        raise LaneError(f"{path} was built beside a vipune binary (sha256 {str(said['binary_sha256'])[:12]}), "
+                        "so that binary is its build: name the binary, not its vipune-lane",
+                        fix=f"set vipune.binary (or the vipune.compare entry) to the vipune beside it ({path.parent / 'vipune'})")
+    _check_source(path, said)
+    sha = sha256_file(path)
+    version = said.get("vipune") or "unknown"
+    build = f"{version}-{sha[:12]}"
+    return {"kind": "vipune-lane", "lane_only": True, "sha256": sha, "version": version, "binary": build,
+            "built": said, "id": build}
 
 
 def _none_of(places: list[Path]) -> str:
@@ -108,12 +133,12 @@ def _check_source(path: Path, said: dict[str, Any]) -> None:
         built = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         built = {}
-    binary, source = str(said.get("binary_sha256")), built.get("vipune_source_sha256")
+    binary, source = said.get("binary_sha256"), built.get("vipune_source_sha256")
     if source == compiled and built.get("binary_sha256") == binary:
         return
     raise LaneError(
         f"{path} compiled the vipune source with sha256 {compiled[:12]}, but the binary it was built beside "
-        f"(sha256 {binary[:12]}) "
+        f"(sha256 {str(binary)[:12]}) "
         + (f"was built from the source with sha256 {str(source)[:12]} ({record})" if built.get("binary_sha256") == binary
            else f"is not the binary {record} records")
         + ": the vipune-lane's search code is not that binary's",
@@ -149,17 +174,25 @@ def planned_lane(path: Path, fingerprint: Path, folder: Path) -> Path:
     return planned_copy(path, fingerprint, "vipune-lane", folder)[0]
 
 
-def frame(persona: Persona, flags: list[str]) -> bytes:
+def frame(persona: Persona, flags: list[str], store: dict[str, str] | None = None) -> bytes:
     """One persona on the vipune-lane's stdin: its header line, then its rows' vectors and the question's.
     ``flags``: the options of the binary's search but the search kind (VipuneSettings.query_flags):
-    the vipune-lane searches with the very options the binary is given."""
+    the vipune-lane searches with the very options the binary is given. ``store``: the header's
+    kept-store keys (stages.search.kept_stores): with ``seeded`` (a kept store to copy) the rows stay
+    out of the frame, only the question's vector follows the header."""
     import numpy as np
 
-    vectors = np.vstack([persona.vectors, persona.query_vector[None, :]]).astype("<f4", copy=False)
+    store = store or {}
+    seeded = "seeded" in store
+    if not seeded and len(persona.texts) != len(persona.row_ids):  # made without its rows: a kept store's
+        raise LaneError(f"persona {persona.question_id} was made without its rows' texts, and no kept store "
+                        "holds them (a protocol violation of the harness itself)")
+    vectors = np.vstack([persona.query_vector[None, :]] if seeded else [persona.vectors, persona.query_vector[None, :]])
     header = {"question_id": persona.question_id, "question": persona.question,
-              "question_tokens": persona.query_tokens, "flags": flags,
-              "dims": int(vectors.shape[1]), "ids": persona.row_ids, "contents": persona.texts,
-              "created_at": persona.created_at}
+              "question_tokens": persona.query_tokens, "flags": flags, "dims": int(vectors.shape[1]),
+              "ids": [] if seeded else persona.row_ids, "contents": [] if seeded else persona.texts,
+              "created_at": [] if seeded else persona.created_at, **store}
+    vectors = vectors.astype("<f4", copy=False)
     return json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n" + vectors.tobytes()
 
 
@@ -171,6 +204,7 @@ class VipuneLane:
     tmp: Path          # the per-persona databases (created and removed by the vipune-lane)
     timeout: float     # seconds the vipune-lane may take for one persona
     arms: bool = False  # answer the lists each hybrid search fused too (``fusions``, lane/src/arms.rs)
+    store: Callable[[Persona], dict[str, str]] | None = None  # a persona's kept-store keys (``frame``)
 
     def search(self, personas: Iterable[Persona], flags: list[str],
                record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
@@ -244,6 +278,7 @@ class _VipuneLaneProcess:
         self.sent: queue.Queue[Persona | None] = queue.Queue()
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.failure: list[BaseException] = []
+        self.store = run.store
         self.writer = threading.Thread(target=self._write, args=(personas, flags), daemon=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.writer.start()
@@ -252,7 +287,7 @@ class _VipuneLaneProcess:
     def _write(self, personas: Iterator[Persona], flags: list[str]) -> None:
         try:
             for persona in personas:
-                framed = frame(persona, flags)
+                framed = frame(persona, flags, self.store(persona) if self.store else None)
                 self.sent.put(persona)  # after its frame: a persona on the queue is one the vipune-lane was sent
                 self.proc.stdin.write(framed)
         except BrokenPipeError:

@@ -141,8 +141,9 @@ def binary_path(wildcards, input):
 
 
 def lane_binary_fingerprint(wildcards):
-    """The fingerprint file of the binary a lane was built beside (its build id is in the vipune-lane's)."""
-    return paths.binary_fingerprint_file(WS.builds.lane_builds[wildcards.lane_build])
+    """The fingerprint file of the build a lane belongs to (the binary it was built beside, its
+    id in the vipune-lane's; a vipune-lane built alone is its own build)."""
+    return WS.builds.fingerprint_file(WS.builds.lane_builds[wildcards.lane_build])
 
 
 def lane_binary_path(wildcards, input):

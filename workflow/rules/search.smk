@@ -240,9 +240,13 @@ rule search_vipune_lib:
             paths.lib_run(wildcards.lane_build),
             f"shard-{wildcards.shard}-of-{wildcards.shards}",
         ),
+        # a cache of the personas' seeded databases, not a rerun trigger (reused only as seeded)
+        kept_stores=untracked(paths.KEPT_STORES),
+        kept_stores_gb=untracked(config["vipune"]["kept_stores_gb"]),
     shell:
         "vipune-eval search-vipune-lib {params.shard} {params.options}"
         " --binary={params.binary:q} --fingerprint {input.binary:q} --timeout {params.timeout:q} --tmp {params.tmp:q}"
         " --lane={params.lane:q} --lane-fingerprint {input.lane:q} --on-error {params.on_error:q}"
         " --out {output.run:q} --semantic-out {output.semantic:q} --status-out {output.status:q}"
-        " --arms-out {output.arms:q} 2> {log:q}"
+        " --arms-out {output.arms:q} --kept-stores {params.kept_stores:q}"
+        " --kept-stores-gb {params.kept_stores_gb} 2> {log:q}"

@@ -65,3 +65,17 @@ def test_bootstrap_intervals_of_columns_equal_one_bootstrap_per_column():
     both = bootstrap_intervals(x, seed=3, resamples=2000)
     for j in range(5):
         assert tuple(both[j]) == pytest.approx(bootstrap_interval(x[:, j], seed=3, resamples=2000), abs=1e-12)
+
+
+def test_the_resamples_of_n_pairs_are_made_once_and_cannot_be_changed():
+    """Issue 54: a report resamples the same pairs for every comparison; the count matrix is made
+    once per n, R and seed, shared read-only, and gives the same intervals as a fresh one."""
+    from vipune_eval.core.intervals import bootstrap_intervals, resample_counts
+
+    values = np.random.default_rng(3).random((37, 2))
+    first = bootstrap_intervals(values, resamples=500, seed=4)
+    counts = resample_counts(37, 500, 4)
+    assert counts is resample_counts(37, 500, 4) and not counts.flags.writeable
+    assert counts.shape == (500, 37) and (counts.sum(axis=1) == 37).all()
+    resample_counts.cache_clear()
+    assert np.array_equal(bootstrap_intervals(values, resamples=500, seed=4), first)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.config import SCHEMA, local_config
-from support.fakes import fake_build
+from support.fakes import fake_build, fake_lane_only
 from vipune_eval.core import paths
 from vipune_eval.errors import EvalError
 from vipune_eval.plan import workspace
@@ -115,3 +115,55 @@ def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_
     record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": lane_source}))
     builds = workspace.prepare(copy.deepcopy(cfg), SCHEMA).builds
     assert builds.lane_paths[builds.lane] == str(lane.resolve())
+
+
+# ---------------------------------------------------------------- a lane built alone (issue 54 item 2)
+
+
+def test_a_lane_built_alone_is_a_build_of_its_own_for_the_lib_lane(tmp_path, monkeypatch):
+    """build.sh --lane-only prints the vipune-lane: as vipune.binary it is the primary build, known by the
+    vipune-lane's bytes (its own lane, no binary), its fingerprint the vipune-lane's; as a vipune.compare entry
+    likewise, and by its id once evaluated here."""
+    lane = fake_lane_only(tmp_path / "checkout")
+    release = fake_build(tmp_path / "release", preamble="# the release\n")[0]
+    monkeypatch.chdir(tmp_path)
+    lib = ["vipune-lib", "vipune-lib-semantic"]
+    cfg = local_config(tmp_path, binary=str(lane), compare=[str(release)])
+    cfg["retrievers"] = lib
+    builds = workspace.prepare(copy.deepcopy(cfg), SCHEMA).builds
+    primary = builds.fingerprints[builds.primary]
+    assert primary["lane_only"] and primary["sha256"] == hashlib.sha256(lane.read_bytes()).hexdigest()
+    assert builds.primary == f"{primary['version']}-{primary['sha256'][:12]}" and primary["built"]["binary_sha256"] is None
+    assert builds.lanes[builds.primary] == builds.primary and builds.lane_paths[builds.primary] == str(lane.resolve())
+    assert builds.fingerprint_file(builds.primary) == paths.lane_fingerprint_file(builds.primary)
+    assert json.loads(Path(builds.fingerprint_file(builds.primary)).read_text())["lane_only"]
+    [compared] = builds.compared
+    assert builds.fingerprint_file(compared) == paths.binary_fingerprint_file(compared)  # a binary's build
+    # the lane-only build compared with the release by its id, once evaluated here
+    again = copy.deepcopy(cfg)
+    again["vipune"].update(binary=str(release), compare=[builds.primary])
+    assert workspace.prepare(again, SCHEMA).builds.compared == (builds.primary,)
+
+
+@pytest.mark.parametrize("role", ["binary", "compare"])
+def test_a_lane_built_alone_is_refused_where_a_run_needs_the_binary(tmp_path, monkeypatch, role):
+    lane = fake_lane_only(tmp_path / "checkout")
+    release = fake_build(tmp_path / "release")[0]
+    monkeypatch.chdir(tmp_path)
+    vipune = {"binary": str(lane)} if role == "binary" else {"binary": str(release), "compare": [str(lane)]}
+    cfg = local_config(tmp_path, **vipune)
+    cfg["retrievers"] = ["vipune", "vipune-lib"]  # the binary's searches (and preflight) for vipune.binary
+    with pytest.raises(EvalError) as caught:
+        workspace.prepare(cfg, SCHEMA)
+    assert "a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and vipune run the binary" in caught.value.message
+    assert "without --lane-only" in caught.value.fix
+
+
+def test_a_lane_built_beside_a_binary_is_not_a_build_of_its_own(tmp_path, monkeypatch):
+    binary, lane = fake_build(tmp_path / "build")
+    monkeypatch.chdir(tmp_path)
+    cfg = local_config(tmp_path, binary=str(lane))
+    cfg["retrievers"] = ["vipune-lib"]
+    with pytest.raises(EvalError) as caught:
+        workspace.prepare(cfg, SCHEMA)
+    assert "was built beside a vipune binary" in caught.value.message and str(binary) in caught.value.fix

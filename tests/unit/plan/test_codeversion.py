@@ -71,7 +71,8 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # vipune's own search code through the vipune-lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
     "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.vipune_lane", "vipune.lane_source",
-                                  "registry.lanes", "core.process", "vipune.settings", "core.lane_arms"},
+                                  "registry.lanes", "core.process", "vipune.settings", "core.lane_arms",
+                                  "stages.search.kept_stores"},
     # the contract checks and the embedding parity (the embed recipe), not the vipune-lane itself
     "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
                                   "vipune.import_format", "vipune.contract", "vipune.settings"},

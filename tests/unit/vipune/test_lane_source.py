@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -162,3 +164,120 @@ def test_build_sh_reads_the_same_name_from_the_system_python():
     sha = lane_source.source_sha256()
     assert out.stdout.split() == [sha, lane_source.lane_name(sha)]
     assert lane_source.lane_name(sha) == f"vipune-lane-{sha[:12]}"
+
+
+# ---------------------------------------------------------------- what can write a seeded database (issue 54)
+
+
+def seeding_tree(folder: Path) -> tuple[Path, Path]:
+    """(a vipune source, a lane whose seeding list holds it): a search-only file, two seeding
+    files pinned to their bytes, another file of the library, the manifest and lock, and files
+    cargo never builds the library from."""
+    files = {"src/lib.rs": "mod rrf;\nmod sqlite;\n",
+             "src/rrf.rs": "pub struct RrfConfig { pub k: f64 }\nimpl Default for RrfConfig {\n"
+                           "    fn default() -> Self { Self { k: 25.0 } }\n}\n",
+             "src/sqlite/mod.rs": "fn create_schema() { \"tokenize='porter unicode61'\"; }\n",
+             "src/sqlite/import.rs": "fn insert_with_id() {}\n",
+             "src/commands/mod.rs": "fn execute() {}\n",
+             "Cargo.toml": "[package]\nname = \"vipune\"\n", "Cargo.lock": "version = 4\n",
+             "README.md": "# vipune\n", "tests/lib_integration.rs": "#[test] fn t() {}\n", "docs/search.md": "x\n"}
+    source = folder / "vipune"
+    for name, text in files.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    lane = folder / "lane"
+    lane.mkdir()
+    pinned = [{"file": f, "why": "seeding", "sha256": [hashlib.sha256((source / f).read_bytes()).hexdigest()]}
+              for f in ("src/sqlite/mod.rs", "src/sqlite/import.rs")]
+    (lane / lane_source.SOURCES).write_text(json.dumps({"compiled": [], "copies": [], "seeding": {
+        "what": "", "seeding_files": pinned, "search_only": [{"file": "src/rrf.rs", "why": "the fusion"}]}}))
+    return source, lane
+
+
+@pytest.mark.parametrize("file, edit, reseeds", [
+    ("src/rrf.rs", lambda t: t.replace("25.0", "60.0"), False),  # a search-only file: its body
+    ("src/rrf.rs", lambda t: "// a comment\n" + t, False),
+    ("src/rrf.rs", lambda t: t + "impl Drop for Database {\n    fn drop(&mut self) {}\n}\n", True),  # could run while seeding
+    ("src/sqlite/mod.rs", lambda t: t.replace("porter unicode61", "unicode61"), True),  # the FTS5 schema
+    ("src/sqlite/import.rs", lambda t: t.replace("{}", "{ let _ = 1; }"), True),  # the insert
+    ("src/commands/mod.rs", lambda t: t + "// a comment\n", True),  # any other file of the library
+    ("src/new_module.rs", lambda t: "pub fn added() {}\n", True),
+    ("Cargo.lock", lambda t: t + "[[package]]\nname = \"uuid\"\nversion = \"1.26.1\"\n", True),
+    ("Cargo.toml", lambda t: t + "[features]\n", True),
+    ("README.md", lambda t: t + "more\n", False),  # never compiled
+    ("tests/lib_integration.rs", lambda t: t + "// more\n", False),
+    ("docs/search.md", lambda t: t + "more\n", False),
+])
+def test_the_seeding_digest_follows_every_file_that_can_write_a_store_and_no_other(tmp_path, file, edit, reseeds):
+    source, lane = seeding_tree(tmp_path)
+    before = lane_source.seeding(source, lane)
+    assert before == {"sha256": before["sha256"], "search_only": ["src/rrf.rs"], "changed": []}
+    path = source / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(edit(path.read_text() if path.exists() else ""))
+    after = lane_source.seeding(source, lane)
+    assert (after["sha256"] != before["sha256"]) == reseeds
+    assert after["sha256"] == lane_source.seeding(source, lane)["sha256"]  # bytes, nothing else
+    assert after["changed"] == ([file] if file in ("src/sqlite/mod.rs", "src/sqlite/import.rs") else [])
+
+
+def test_once_a_seeding_file_differs_from_its_pin_no_file_is_left_out(tmp_path):
+    """The search-only list was read against the seeding files' pinned bytes: an edited seeding file
+    might call into a search-only one, so from then on an edit of the search-only file reseeds too."""
+    source, lane = seeding_tree(tmp_path)
+    schema = source / "src/sqlite/mod.rs"
+    schema.write_text(schema.read_text() + "fn open() { crate::rrf::RrfConfig::default(); }\n")
+    edited = lane_source.seeding(source, lane)
+    assert edited["changed"] == ["src/sqlite/mod.rs"] and edited["search_only"] == []
+    rrf = source / "src/rrf.rs"
+    rrf.write_text(rrf.read_text().replace("25.0", "60.0"))
+    assert lane_source.seeding(source, lane)["sha256"] != edited["sha256"]
+
+
+def release_source() -> Path:
+    """The pinned release's own sources (.ci/run's checkout fixture), else skipped."""
+    folder = os.environ.get("VIPUNE_EVAL_CHECKOUT_FIXTURE")
+    if not folder or not (Path(folder) / "Cargo.lock").is_file():
+        pytest.skip("VIPUNE_EVAL_CHECKOUT_FIXTURE names no vipune source tree (.ci/run sets one up)")
+    return Path(folder)
+
+
+def test_the_pinned_release_leaves_out_every_search_only_file():
+    found = lane_source.seeding(release_source())
+    assert found["changed"] == [] and found["search_only"] == sorted(
+        f["file"] for f in lane_source.listed()["seeding"]["search_only"])
+
+
+# Names a seeding item shares with a search-only file that are not that file's: each module's
+# own `Result` alias of its error type; `new` and `all`, other types' constructors and SQL words.
+NOT_THEIRS = {"Result", "new", "all"}
+
+
+def test_no_item_the_seeding_runs_names_an_item_of_a_search_only_file():
+    """The list's claim, read from the pinned release: the vipune-lane's seeding runs Database::open
+    (create_schema, the migrations and their content hash), conn(), the error conversion from
+    rusqlite and Database::insert_with_id; none of them names a function, type or constant that a
+    search-only file defines (src/sqlite/mod.rs re-exports sqlite/embedding.rs's blob conversions
+    for add's and update's inserts, items the seeding does not run)."""
+    source = release_source()
+    seeding = {"src/sqlite/mod.rs": ["fn open", "fn create_schema", "fn conn", "impl From<rusqlite::Error> for Error"],
+               "src/sqlite/import.rs": ["fn insert_with_id"], "src/sqlite/migrations.rs": [None],
+               "src/sqlite/hash.rs": [None], "src/sqlite/db_error.rs": [None]}
+    assert sorted(seeding) == sorted(f["file"] for f in lane_source.listed()["seeding"]["seeding_files"])
+
+    def code(text: str) -> str:
+        while (tests := lane_source.rust_item(text, "mod tests")) is not None:
+            text = text.replace(tests, "")
+        return re.sub(r"//[^\n]*", "", text)
+
+    ran = ""
+    for file, items in seeding.items():
+        text = (source / file).read_text()
+        for item in items:
+            found = code(text) if item is None else lane_source.rust_item(text, item)
+            assert found, (file, item)
+            ran += code(found)
+    for entry in lane_source.listed()["seeding"]["search_only"]:
+        defined = set(re.findall(r"\b(?:fn|struct|enum|const|static|type|trait|macro_rules!)\s+([A-Za-z_]\w*)",
+                                 code((source / entry["file"]).read_text()))) - NOT_THEIRS
+        assert not [name for name in defined if re.search(rf"\b{name}\b", ran)], entry["file"]

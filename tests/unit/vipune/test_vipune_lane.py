@@ -170,6 +170,40 @@ def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
     assert said["binary_sha256"] == _sha(binary)
 
 
+def test_a_kept_store_is_the_database_as_seeded_and_searching_a_copy_of_it_ranks_as_seeding(build, tmp_path):
+    """Kept stores (issue 54): "keep" copies each database once seeded, before any search opens
+    it; "seeded" copies a kept store instead of seeding (no rows sent, the question's vector
+    alone); both answers are the same rankings and scores, and the kept file never changes."""
+    binary, lane = build
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    stores = {p.question_id: {"keep": str(kept / f"{p.question_id}.db")} for p in PERSONAS}
+    seeding = {p.question_id: answer for p, answer in
+               VipuneLane(lane, tmp_path / "dbs", 60, store=lambda p: stores[p.question_id]).search(PERSONAS, FLAGS)}
+    before = {path.name: _sha(path) for path in kept.iterdir()}
+    assert sorted(before) == sorted(f"{p.question_id}.db" for p in PERSONAS)
+    reused = {p.question_id: answer for p, answer in VipuneLane(
+        lane, tmp_path / "dbs", 60, store=lambda p: {"seeded": str(kept / f"{p.question_id}.db")}).search(PERSONAS, FLAGS)}
+    for persona in PERSONAS:
+        a, b = seeding[persona.question_id], reused[persona.question_id]
+        assert (a["semantic"], a["hybrid"]) == (b["semantic"], b["hybrid"]), persona.question_id
+        assert {"open", "insert", "keep"} <= set(a["seconds"]) and "copy" in b["seconds"] and "insert" not in b["seconds"]
+    assert {path.name: _sha(path) for path in kept.iterdir()} == before
+    assert not list((tmp_path / "dbs").glob("*.db"))  # every copy removed
+
+
+def test_a_copy_that_cannot_be_kept_is_named_and_the_persona_still_searched(build, tmp_path):
+    binary, lane = build
+    store = {"keep": str(tmp_path / "no-such-folder" / "q0.db")}
+    [(_, answer)] = VipuneLane(lane, tmp_path / "dbs", 60, store=lambda p: store).search(PERSONAS[:1], FLAGS)
+    assert "copying the seeded database to" in answer["keep_error"] and answer["hybrid"]
+    header = json.loads(frame(PERSONAS[0], FLAGS).split(b"\n", 1)[0])
+    header["seeded"] = str(tmp_path / "any.db")  # a kept store comes without rows
+    bad = json.dumps(header).encode() + b"\n" + frame(PERSONAS[0], FLAGS).split(b"\n", 1)[1]
+    out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=bad, capture_output=True)
+    assert out.returncode == 2 and "a kept store" in out.stderr.decode() and PERSONAS[0].question_id in out.stderr.decode()
+
+
 def test_a_malformed_stream_stops_the_lane_naming_the_persona(build, tmp_path):
     binary, lane = build
     cut = frame(PERSONAS[1], FLAGS)[:-100]  # its vectors end early

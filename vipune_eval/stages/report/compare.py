@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -36,16 +37,25 @@ def _pair(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     return x - y
 
 
+@lru_cache(maxsize=16)
+def _signs(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(R, n) of ±1: one random bit per pair and resample (1 keeps the sign, 0 flips it), made once
+    per process for a given n, R and seed and shared (read-only): every comparison of a report
+    flips the same pairs."""
+    rng = np.random.default_rng(seed)
+    bits = np.unpackbits(np.frombuffer(rng.bytes(-(-resamples * n // 8)), dtype=np.uint8))
+    signs = bits[: resamples * n].reshape(resamples, n).astype(np.float64) * 2.0 - 1.0
+    signs.setflags(write=False)
+    return signs
+
+
 def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """Two-sided sign-flip randomization p-values of mean(d) for each column of ``d`` (n, m)."""
     n, m = d.shape
     p = np.ones(m)
     if n == 0:
         return p
-    rng = np.random.default_rng(seed)
-    # one random bit per pair and resample (bit 1 keeps the sign, bit 0 flips it)
-    bits = np.unpackbits(np.frombuffer(rng.bytes(-(-resamples * n // 8)), dtype=np.uint8))
-    signs = bits[: resamples * n].reshape(resamples, n).astype(np.float64) * 2.0 - 1.0
+    signs = _signs(n, resamples, seed)
     observed = np.abs(d.sum(axis=0))
     flipped = np.abs(signs @ d)
     # tolerance so that a flip reproducing |sum| exactly is not lost to rounding

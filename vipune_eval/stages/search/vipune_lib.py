@@ -19,11 +19,12 @@ from typing import Any, Iterator
 
 from vipune_eval.core import lane_arms, trec
 from vipune_eval.core.failed_pair import FailedPair, failed_pair
-from vipune_eval.core.io import Progress, log, write_json
+from vipune_eval.core.io import Progress, log, read_json, write_json
 from vipune_eval.core.persona import Persona, ShardSearch, checked_ranking
 from vipune_eval.core.process import Watchdog
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.lanes import LIB, SEARCHES
+from vipune_eval.stages.search.kept_stores import Keeping, KeptStores
 from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.vipune_lane import LaneError, VipuneLane, planned_lane
 
@@ -35,13 +36,15 @@ FULL = ("database or disk is full", "No space left on device")
 
 
 def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
-                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path) -> None:
+                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path, keeping: Keeping | None = None) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
     fails the shard on the first persona the vipune-lane refuses, crashes or hangs on, or answers out of
     contract; ``record`` lists such personas in the status file (left out of every average) and
     goes on with the others. A persona the vipune-lane could not hold in RAM (/dev/shm full) is searched
-    again in the scratch folder. ``arms_out``: the arms file (core.lane_arms) of the personas searched."""
+    again in the scratch folder. ``arms_out``: the arms file (core.lane_arms) of the personas searched.
+    ``keeping``: where the personas' databases are kept as seeded, and how much of them, reused
+    while nothing that wrote them changed (stages.search.kept_stores; None or 0 GB: none kept)."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
         raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
@@ -65,7 +68,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             raise LaneError(why["detail"], fix="set vipune.on_error: record to score the other pairs anyway")
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
-        run = VipuneLane(planned, folder, timeout, arms=True).search(personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record")
+        run = VipuneLane(planned, folder, timeout, arms=True, store=stores.plan if stores else None).search(
+            personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record")
         with closing(run) as answers:  # the vipune-lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
@@ -96,16 +100,21 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                 except EvalError as exc:
                     fail(qid, failed_pair(exc.message))
                     continue
+                if stores:
+                    stores.answered(persona, answer)
                 steps.update(spent)
                 seconds[qid] = _latency(spent)
                 digests[qid] = persona.digests()
                 progress.advance()
 
+    stores = None
     try:
         planned = planned_lane(lane, fingerprint, tmp / "bin")  # every lane process the job starts runs this copy
+        if keeping is not None:
+            stores = KeptStores.for_lane(read_json(fingerprint)["built"], keeping, tmp / "stores")
         log.info("vipune-lib %s: the throwaway databases in %s", shard.name, databases)
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
-        search(databases, shard.personas())
+        search(databases, stores.personas(shard) if stores else shard.personas())
         if full:
             log.warning("vipune-lib %s: %s is full (the vipune-lane said %r): %d personas searched again in the "
                         "job's scratch folder %s", shard.name, databases.parent, next(iter(full.values())),
@@ -115,6 +124,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
             search(tmp, (p for p in shard.personas() if p.question_id in full))
     finally:
         shutil.rmtree(databases, ignore_errors=True)
+        if stores:
+            stores.close()
         shutil.rmtree(tmp, ignore_errors=True)
         guard.release()
     ranked = [qid for qid in order if qid in done]

@@ -21,8 +21,10 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
     source = f", from {build['source']}" if build.get("source") else ""
     if short:
         return f"vipune {vipune['version']}, build {vipune['id']}{source}"
-    return (f"vipune {vipune['version']} (binary sha256 {vipune['sha256']}; the contract was checked "
-            f"against {prov['contract_release']}): build {vipune['id']}{source}")
+    what = (f"a vipune-lane built alone, no binary: lane sha256 {vipune['sha256']}" if vipune.get("lane_only")
+            else f"binary sha256 {vipune['sha256']}")
+    return (f"vipune {vipune['version']} ({what}; the contract was checked against {prov['contract_release']}): "
+            f"build {vipune['id']}{source}")
 
 
 FAST = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
@@ -42,8 +44,9 @@ def lane_words(lane: VipuneLaneFingerprint) -> str:
     belongs to, its own sources."""
     built = lane["built"]
     sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
-    return (f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): {lane_source(lane)}, beside build "
-            f"{lane['binary']}{sources}")
+    beside = ("built alone (build.sh --lane-only: no binary)" if lane.get("lane_only")
+              else f"beside build {lane['binary']}")
+    return f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): {lane_source(lane)}, {beside}{sources}"
 
 
 def lane_line(report: Report) -> str | None:
