@@ -135,7 +135,9 @@ def test_a_lane_built_alone_is_the_loops_checkout_and_reuses_the_kept_stores(lan
     the release's lane seeded (the fake lanes seed alike)."""
     workdir, _ = lane_only_run
     assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
-                                              "report_page": 1, "all": 1}
+                                              "report_page": 1, "all": 1,
+                                              # the new build's fingerprint and the sources' record
+                                              "planned_text": 2, "planned_file": 2}
     snakemake(workdir, "--cores", "2", env=workflow_env)
     result = report(workdir)
     primary = result["provenance"]["vipune"]
