@@ -29,7 +29,7 @@ from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.provenance import copied, stale_copies
+from vipune_eval.stages.report.sections.provenance import copied, lane_copies, stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 
@@ -145,8 +145,7 @@ def _runs_all_of_it(report: Report, on: str) -> None:
     query's embedding: a checkout that changes what it stands in for is not measured by it."""
     if on != LIB.hybrid:
         return
-    copies = (((report["provenance"].get("lane") or {}).get("built") or {}).get("sources") or {}).get("copies") or []
-    stale = [copied(c) for c in copies if not c.get("same")]
+    stale = [copied(c) for c in lane_copies(report["provenance"].get("lane")) if not c.get("same")]
     if stale:
         raise CannotJudge(f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "
                           "(a stale copy: the binary runs that edit, vipune-lib the code it copied), so its numbers "
