@@ -231,7 +231,8 @@ def _judge(run: Path) -> Verdict:
 def lost_most(moved: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
     """The moved pairs that lost most: the largest drop of recall summed over the cut-offs."""
     def loss(change: dict[str, Any]) -> float:
-        return sum(change[k][0] - change[k][1] for k in keys if k in change)
+        total: float = sum(change[k][0] - change[k][1] for k in keys if k in change)
+        return total
 
     return sorted((c for c in moved if loss(c) > 0), key=lambda c: (-loss(c), c["question_id"]))[:LOST_SHOWN]
 
@@ -309,8 +310,8 @@ def junit(verdict: Verdict) -> str:
         cases = [case]
     counts = {"tests": str(len(cases)), "failures": str(sum(c.find("failure") is not None for c in cases)),
               "errors": str(sum(c.find("error") is not None for c in cases)), "skipped": "0", "time": "0"}
-    suites = ElementTree.Element("testsuites", name="vipune-eval gate", **counts)
-    suite = ElementTree.SubElement(suites, "testsuite", name=verdict.suite, **counts)
+    suites = ElementTree.Element("testsuites", {"name": "vipune-eval gate", **counts})
+    suite = ElementTree.SubElement(suites, "testsuite", {"name": verdict.suite, **counts})
     properties = ElementTree.SubElement(suite, "properties")
     ElementTree.SubElement(properties, "property", name="verdict", value=WORDS[verdict.code])
     ElementTree.SubElement(properties, "property", name="exit code", value=str(verdict.code))

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any, Mapping, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.report_inputs import ScoredWith
+from vipune_eval.registry.models import Pin
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -259,19 +261,14 @@ class EmbedBlock(_EmbedBlock, total=False):
     why: str                             # why no provider timed a text
 
 
-class ModelProvenance(TypedDict):
+class ModelProvenance(ModelFingerprint):
     """provenance.model: the model's fingerprint, where its files came from and whether they are the
     pinned bytes (stages.report.report.model_provenance)."""
 
-    repo_id: str
-    revision: str
-    file: str
-    files: dict[str, str]                # file → sha256
-    pooling: str
     source: str                          # local, download
     path: str | None
     pinned: bool | None                  # None: that repository and revision have no pins
-    pins: dict[str, dict[str, str]]      # file → {pinned, found}
+    pins: dict[str, Pin] | None          # file → {pinned, found}; None: no pins
 
 
 class Provenance(TypedDict):

@@ -103,11 +103,11 @@ def model_line(model: ModelProvenance) -> str:
     files = f"{name} `{model['file']}` (sha256 {model['files'][model['file']][:12]})"
     where = f"files from {model['path']} laid out as {files}" if model["path"] else f"{files}, downloaded"
     line = f"model: {where}, {model['pooling']} pooling + L2"
-    if model["pinned"] is None:
+    pins = model["pins"]
+    if model["pinned"] is None or pins is None:  # the one is None where the other is
         return line + f": {name} has no pins, so these bytes are recorded, not checked"
     if model["pinned"]:
         return line + f": the pinned bytes of {name}"
-    pins = model["pins"]
     differ = "; ".join(f"`{file}` sha256 {pins[file]['pinned'][:12]}" for file in sorted(pins)
                        if pins[file]["found"] != pins[file]["pinned"])
     return (line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "
