@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from vipune_eval.core.io import sha256_file, write_json_if_changed
 from vipune_eval.errors import EvalError
-
-
-class ModelFingerprint(TypedDict):
-    kind: str                            # "model"
-    repo_id: str
-    revision: str
-    file: str                            # its ONNX file
-    pooling: str
-    normalization: str
-    files: dict[str, str]                # file → sha256
 
 
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
@@ -109,7 +99,7 @@ def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sh
 
 
 def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str,
-                      cache: Sha256Cache) -> ModelFingerprint:
+                      cache: Sha256Cache) -> dict[str, Any]:
     """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
     onnx_path = model_dir / file
     if not onnx_path.is_file():

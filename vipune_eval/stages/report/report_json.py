@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
-from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.report_inputs import ScoredWith
-from vipune_eval.registry.models import Pin
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -261,10 +259,24 @@ class EmbedBlock(_EmbedBlock, total=False):
     why: str                             # why no provider timed a text
 
 
-class ModelProvenance(ModelFingerprint):
-    """provenance.model: the model's fingerprint, where its files came from and whether they are the
-    pinned bytes (stages.report.report.model_provenance)."""
+class Pin(TypedDict):
+    """A pinned file of the model (registry.models.against_pins)."""
 
+    pinned: str                          # the pinned sha256
+    found: str | None                    # the sha256 found (None: not among the model's files)
+
+
+class ModelProvenance(TypedDict):
+    """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
+    files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
+
+    kind: str                            # "model"
+    repo_id: str
+    revision: str
+    file: str
+    files: dict[str, str]                # file → sha256
+    pooling: str
+    normalization: str
     source: str                          # local, download
     path: str | None
     pinned: bool | None                  # None: that repository and revision have no pins
