@@ -8,10 +8,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 
-def shown(cmd: list[str]) -> str:
+def shown(cmd: Sequence[object]) -> str:
     """A command line for an error message, with a long last argument (a question) shortened."""
     words = [str(c) for c in cmd]
     if len(words[-1]) > 200:
