@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 __all__ = ["Haystack"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # ``vipune_eval.Haystack``, the object a plugin retriever receives, loaded on first use only:
     # the other commands never import plugins (nor are their code versions tied to it).
     if name == "Haystack":

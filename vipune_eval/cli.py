@@ -30,14 +30,14 @@ class Command:
 
 
 def _parents() -> dict[str, argparse.ArgumentParser]:
-    def parent(*specs: tuple) -> argparse.ArgumentParser:
+    def parent(*specs: tuple[list[str], dict[str, Any]]) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(add_help=False)
         for flags, kwargs in specs:
             p.add_argument(*flags, **kwargs)
         return p
 
-    path = {"type": Path, "required": True}
-    build = [(["--binary"], {"required": True}), (["--fingerprint"], path),
+    path: dict[str, Any] = {"type": Path, "required": True}
+    build: list[tuple[list[str], dict[str, Any]]] = [(["--binary"], {"required": True}), (["--fingerprint"], path),
              (["--timeout"], {"type": float, "required": True, "help": "seconds per vipune call"}),
              (["--tmp"], {**path, "help": "this job's scratch folder"})]
     return {
@@ -121,7 +121,7 @@ def _batch_tokens(text: str) -> int | str:
     raise argparse.ArgumentTypeError(f"--batch-tokens takes auto or a number of tokens above 0, got {text!r}")
 
 
-def _opt(*specs: tuple) -> Callable[[argparse.ArgumentParser], None]:
+def _opt(*specs: tuple[list[str], dict[str, Any]]) -> Callable[[argparse.ArgumentParser], None]:
     def add(p: argparse.ArgumentParser) -> None:
         for flags, kwargs in specs:
             p.add_argument(*flags, **kwargs)

@@ -74,7 +74,7 @@ def render() -> str:
               "`persona` ranks from the persona's own texts, per shard.", ""]
     rows = []
     for family in retrievers.FAMILIES.values():
-        params = list(family.params.items()) or [("–", None)]
+        params: list[tuple[str, retrievers.Param | None]] = list(family.params.items()) or [("–", None)]
         for i, (name, param) in enumerate(params):
             rows.append([f"`{family.name}`" if i == 0 else "", family.kind.value if i == 0 else "",
                          family.description if i == 0 else "", f"`{name}`" if param else "–",

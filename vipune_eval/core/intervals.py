@@ -53,13 +53,15 @@ def _bootstrap_means(x: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """Column means of ``x`` (n, m) over ``resamples`` bootstrap resamples of its rows → (R, m):
     one matrix product with the resamples' count matrix."""
     n = x.shape[0]
-    return (resample_counts(n, resamples, seed) @ x) / n
+    means: np.ndarray = (resample_counts(n, resamples, seed) @ x) / n
+    return means
 
 
 def _percentiles(means: np.ndarray, confidence: float) -> np.ndarray:
     """(R, m) resampled means → (m, 2) percentile intervals."""
     tail = (1.0 - confidence) / 2.0
-    return np.quantile(means, [tail, 1.0 - tail], axis=0).T
+    intervals: np.ndarray = np.quantile(means, [tail, 1.0 - tail], axis=0).T
+    return intervals
 
 
 def _bootstrap_intervals(x: np.ndarray, confidence: float, resamples: int, seed: int) -> np.ndarray:

@@ -25,7 +25,7 @@ os.umask(_UMASK)
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it into place only on success.
 
     A killed or failed job never leaves a file that looks complete.
@@ -43,7 +43,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 
@@ -62,7 +62,7 @@ def non_finite(obj: Any, where: str = "") -> tuple[str, float] | None:
     return None
 
 
-def dump_json(obj: Any, path: str | os.PathLike = "JSON") -> str:
+def dump_json(obj: Any, path: str | os.PathLike[str] = "JSON") -> str:
     """Strict JSON (RFC 8259): a NaN or an infinity is an error naming ``path`` and its key,
     never the bare ``NaN`` / ``Infinity`` tokens strict parsers reject."""
     try:
@@ -77,11 +77,11 @@ def dump_json(obj: Any, path: str | os.PathLike = "JSON") -> str:
                         "non-finite config value is refused before any job runs") from None
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> None:
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_text(path, dump_json(obj, path))
 
 
-def write_json_if_changed(path: str | os.PathLike, obj: Any) -> bool:
+def write_json_if_changed(path: str | os.PathLike[str], obj: Any) -> bool:
     """Write ``obj`` only when the file's text would change (keeps mtime for Snakemake)."""
     text = dump_json(obj, path)
     path = Path(path)
@@ -91,14 +91,14 @@ def write_json_if_changed(path: str | os.PathLike, obj: Any) -> bool:
     return True
 
 
-def read_json(path: str | os.PathLike) -> Any:
+def read_json(path: str | os.PathLike[str]) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise EvalError(f"cannot read JSON file {path}: {exc}") from exc
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
@@ -163,7 +163,7 @@ class Progress:
                 print(f"vipune-eval: {line}", flush=True)
 
 
-def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
+def read_parquet(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
     """The table in the Parquet file ``path`` (``columns`` of it, in that order). Not
     pq.read_table: it reads through pyarrow.dataset, whose import loads pandas, ~0.3 s of CPU
     more for every job that reads a file."""
@@ -173,7 +173,7 @@ def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> p
         return file.read(columns=columns)
 
 
-def read_rows_with_ids(path: str | os.PathLike, columns: list[str], keep: pa.Array | None):
+def read_rows_with_ids(path: str | os.PathLike[str], columns: list[str], keep: pa.Array | None) -> pa.Table:
     """``columns`` of the rows of ``path`` whose ``text_id`` is in ``keep`` (an Arrow string
     array; every row when None), read batch by batch: a filter on the whole file decodes all of
     it at once (text ids are hashes, so no row group's statistics can skip it)."""

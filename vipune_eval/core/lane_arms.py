@@ -54,7 +54,7 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
     qid = answer["question_id"]
     index = {rid: i for i, rid in enumerate(row_ids)}
 
-    def indexed(hits: list) -> Hits:
+    def indexed(hits: list[Any]) -> Hits:
         try:
             return [(index[hit[0]], hit[1]) for hit in hits]
         except (KeyError, IndexError, TypeError):
@@ -94,7 +94,7 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
 
 
 def write(path: Path, arms: Iterable[PersonaArms]) -> None:
-    columns: dict[str, list] = {name: [] for name in SCHEMA.names}
+    columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
     for a in arms:
         columns["question_id"].append(a.question_id)
         columns["k"].append(a.k)

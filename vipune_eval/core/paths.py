@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 
 RESULTS = "results"
@@ -57,7 +58,7 @@ PLOT = f"{RESULTS}/plots/{{plot}}.png"  # stages.report.plots.PLOTS names them
 VIPUNE_CACHE = f"{RESULTS}/{{view}}search/vipune-{{binary}}/cache"  # finished personas, for a resume
 
 
-class _Keep(dict):
+class _Keep(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
@@ -89,7 +90,7 @@ def lib_run(lane_id: str, semantic: bool = False) -> str:
     return f"vipune-lib-{lane_id}" + ("-semantic" if semantic else "")
 
 
-def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
+def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict[str, Any]]:
     """Fingerprint id → fingerprint of every build evaluated in this directory: each binary, and
     each vipune-lane built alone (``lane_only``: build.sh --lane-only)."""
     found = {}
@@ -103,7 +104,7 @@ def fingerprinted_binaries(results: Path = Path(RESULTS)) -> dict[str, dict]:
     return found
 
 
-def fingerprinted_lanes(binary_id: str, lane_source: str, results: Path = Path(RESULTS)) -> list[dict]:
+def fingerprinted_lanes(binary_id: str, lane_source: str, results: Path = Path(RESULTS)) -> list[dict[str, Any]]:
     """The fingerprints of the lanes built from ``lane_source`` (the sha256 of lane/) beside the
     binary ``binary_id`` that this directory evaluated, by id."""
     found = []

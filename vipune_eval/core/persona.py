@@ -76,8 +76,8 @@ class Persona:
             else:  # the same bytes, each text encoded once per shard (most texts are in several haystacks)
                 data.update(b"[" + json.dumps(self.question).encode() + b", " + json.dumps(self.row_ids).encode()
                             + b", [" + b", ".join(self.texts_json) + b"], " + json.dumps(self.created_at).encode() + b"]")
-            vectors.update(np.ascontiguousarray(self.vectors, "<f4"))
-            vectors.update(np.ascontiguousarray(self.query_vector, "<f4"))
+            vectors.update(np.ascontiguousarray(self.vectors, "<f4").data)
+            vectors.update(np.ascontiguousarray(self.query_vector, "<f4").data)
             self.known_digests = [data.hexdigest(), vectors.hexdigest()]
         return self.known_digests
 
@@ -141,7 +141,7 @@ class Vectors:
             flat = np.frombuffer(values.buffers()[1], np.float32, len(values), 4 * values.offset)
         else:
             flat = values.to_numpy(zero_copy_only=False)
-        self.matrix = flat.reshape(-1, dim)
+        self.matrix: np.ndarray = flat.reshape(-1, dim)
         self.row = {tid: i for i, tid in enumerate(table.column("text_id").to_pylist())}
 
     def rows(self, text_ids: list[str]) -> np.ndarray:
@@ -152,7 +152,8 @@ class Vectors:
                             "filtered data (rerun the embed stage)") from exc
 
     def get(self, text_ids: list[str]) -> np.ndarray:
-        return self.matrix[self.rows(text_ids)]
+        vectors: np.ndarray = self.matrix[self.rows(text_ids)]
+        return vectors
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,8 @@ def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path],
 
 def pair_at(pairs: pa.Table, i: int) -> dict[str, Any]:
     """The ``i``-th pair of a rows table, as Python values."""
-    return pairs.slice(i, 1).to_pylist()[0]
+    pair: dict[str, Any] = pairs.slice(i, 1).to_pylist()[0]
+    return pair
 
 
 def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path]) -> Iterator[Persona]:

@@ -8,10 +8,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 
-def shown(cmd: list[str]) -> str:
+def shown(cmd: Sequence[object]) -> str:
     """A command line for an error message, with a long last argument (a question) shortened."""
     words = [str(c) for c in cmd]
     if len(words[-1]) > 200:
@@ -19,7 +19,7 @@ def shown(cmd: list[str]) -> str:
     return " ".join(words)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill a child started with ``start_new_session=True`` and everything in its session."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -64,8 +64,9 @@ class Watchdog:
     with ``start_new_session=True``, so no kill of the job's group reaches it) with its session,
     and removes ``folders``. With no child it guards the folders alone."""
 
-    def __init__(self, child: subprocess.Popen | None, folders: Iterable[Path] = ()):
-        read, self._write = os.pipe()  # the job's end is not inherited: only the job holds it
+    def __init__(self, child: subprocess.Popen[bytes] | None, folders: Iterable[Path] = ()) -> None:
+        read, write = os.pipe()
+        self._write: int | None = write  # the job's end is not inherited: only the job holds it
         group = "-" if child is None else str(child.pid)
         try:
             self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, group,

@@ -22,6 +22,10 @@ class RankingSettings:
         """The command line a rule passes (cli.py's "ranking" options read it back as these settings)."""
         return ["--limit", str(self.limit), "--depth", str(self.depth), *([] if self.collapse else ["--no-collapse"])]
 
+    def record(self) -> RankingRecord:
+        """As the files record it (``dataclasses.asdict``'s keys and order)."""
+        return {"limit": self.limit, "depth": self.depth, "collapse": self.collapse}
+
 
 class RankingRecord(TypedDict):
     """RankingSettings as the files record it (``dataclasses.asdict``): a search's status file, a

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from vipune_eval.errors import EvalError
 
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
-def load_tokenizer(path: Path):
+
+def load_tokenizer(path: Path) -> Tokenizer:
     """The model's ``tokenizer.json``, counting special tokens, never truncating or padding."""
     from tokenizers import Tokenizer
 
@@ -25,10 +29,17 @@ def load_tokenizer(path: Path):
     return tokenizer
 
 
-def encode_counting(tokenizer):
+class BatchEncoder(Protocol):
+    """A tokenizer's ``encode_batch`` (or ``encode_batch_fast``)."""
+
+    def __call__(self, input: list[str], /, *, add_special_tokens: bool = True) -> list[Encoding]: ...
+
+
+def encode_counting(tokenizer: Tokenizer) -> BatchEncoder:
     """The tokenizer's batch encoder for counting tokens: ``encode_batch_fast`` (no character
     offsets: about half the time) where the installed tokenizers has it."""
-    return getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    encode: BatchEncoder = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    return encode
 
 
 # Pre-tokenizers that cut at every whitespace character, and normalizers that keep a line break
@@ -37,14 +48,14 @@ WHITESPACE_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"
 KEEPING_NORMALIZERS = {"BertNormalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "Strip"}
 
 
-def _types(part: dict | None) -> list[str]:
+def _types(part: dict[str, Any] | None) -> list[str]:
     if not part:
         return []
-    inner = part.get("pretokenizers") or part.get("normalizers")
+    inner = part.get("pretokenizers") or part.get("normalizers") or []
     return [t for p in inner for t in _types(p)] if part.get("type") == "Sequence" else [part.get("type", "")]
 
 
-def tokens_end_at_line_breaks(tokenizer) -> bool:
+def tokens_end_at_line_breaks(tokenizer: Tokenizer) -> bool:
     """True when no token of this tokenizer can span a line break, so a text's tokens are its
     lines' tokens counted one line at a time (special tokens aside). Read from its tokenizer.json:
     a whitespace-splitting pre-tokenizer (pre-tokenizers only split further), normalizers that

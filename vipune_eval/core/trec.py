@@ -23,7 +23,7 @@ def write_qrels(path: Path, gold: Mapping[str, Sequence[str]]) -> None:
     write_text(path, "".join(f"{qid} 0 {doc} 1\n" for qid, docs in gold.items() for doc in docs))
 
 
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         parts = line.split()

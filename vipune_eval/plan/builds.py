@@ -25,6 +25,7 @@ from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.vipune import vipune_lane as lib_lane
+from vipune_eval.vipune.lane_source import source_sha256
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,13 @@ class Builds:
     compared: tuple[str, ...] = ()  # fingerprint ids of vipune.compare (vipune.baseline included)
     baseline: str | None = None  # fingerprint id of vipune.baseline
     paths: dict[str, str] = field(default_factory=dict)  # id → path of a build that runs here now
-    fingerprints: dict[str, dict] = field(default_factory=dict)
+    fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # id → where it came from, in words
     notes: tuple[str, ...] = ()  # printed at parse time: what was dropped
     lane: str | None = None  # fingerprint id of the vipune-lane beside vipune.binary
     lanes: dict[str, str] = field(default_factory=dict)  # build id → its vipune-lane's id (the lib lane compares builds)
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
-    files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
 
     def fingerprint_file(self, build: str) -> str:
         """Where a build's fingerprint is: a lane built alone is known by its vipune-lane's."""
@@ -65,7 +66,7 @@ def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
     return [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
 
 
-def _binary(binary: str, config: dict[str, Any], files: dict[str, dict]) -> dict[str, Any]:
+def _binary(binary: str, config: dict[str, Any], files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A binary's fingerprint (its file put in ``files``) and its path."""
     path = vipune_binary.resolve_binary(binary)
     if lib_lane.is_lane(path):  # build.sh --lane-only: the vipune-lane is the build
@@ -100,7 +101,7 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
                "a release build's, the same rankings)" if profile else ""))
 
 
-def _build(entry: str, config: dict[str, Any], files: dict[str, dict]) -> dict[str, Any]:
+def _build(entry: str, config: dict[str, Any], files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A vipune.compare entry: the fingerprint id of a build evaluated here before, or a binary."""
     known = paths.fingerprinted_binaries()
     if entry in known:
@@ -114,7 +115,7 @@ def _build(entry: str, config: dict[str, Any], files: dict[str, dict]) -> dict[s
             fix="give the build's path, or the id of one this directory evaluated before") from None
 
 
-def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict],
+def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict[str, Any]],
           wrapper: bool = False) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
     (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
@@ -126,7 +127,7 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str,
     if build.get("lane_only"):
         return build["id"], build.get("path", "")
     if "path" not in build:
-        known = paths.fingerprinted_lanes(build["id"], lib_lane.source_sha256())
+        known = paths.fingerprinted_lanes(build["id"], source_sha256())
         if not known:
             raise EvalError(f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
                             "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
@@ -159,7 +160,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     if not retrievers.uses_binary(specs):
         return Builds()
     vipune = config["vipune"]
-    files: dict[str, dict] = {}
+    files: dict[str, dict[str, Any]] = {}
     try:
         primary = _binary(vipune["binary"], config, files)
     except BinaryNotFound:
@@ -168,7 +169,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     compared: list[str] = []
     baseline = None
     found: dict[str, str] = {}
-    fingerprints: dict[str, dict] = {}
+    fingerprints: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
     notes: list[str] = []
     if primary:
@@ -193,9 +194,9 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     if any(s.kind is Kind.LIB for s in specs):
         lanes[primary_id], path = _lane(primary, config, files, wrapper=True)
         lane_paths[lanes[primary_id]] = path
-        for build in compared if compared_on(specs) is Kind.LIB else []:
-            lanes[build], path = _lane(fingerprints[build], config, files)
-            lane_paths[lanes[build]] = path
+        for build_id in compared if compared_on(specs) is Kind.LIB else []:
+            lanes[build_id], path = _lane(fingerprints[build_id], config, files)
+            lane_paths[lanes[build_id]] = path
     refuse_lanes_alone(fingerprints, primary_id, compared, specs)
     builds = Builds(primary_id, tuple(compared), baseline, found, fingerprints, sources, tuple(notes),
                     lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v}, files)
@@ -204,7 +205,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     return builds
 
 
-def refuse_lanes_alone(fingerprints: dict[str, dict], primary: str, compared: list[str],
+def refuse_lanes_alone(fingerprints: dict[str, dict[str, Any]], primary: str, compared: list[str],
                        specs: list[retrievers.Spec]) -> None:
     """A vipune-lane built alone has no binary: refused where a retriever runs vipune.binary (the
     binary's searches, their preflight), or where vipune.compare's builds are compared on the binary."""

@@ -42,8 +42,9 @@ def _whole(checker: Any, instance: Any) -> bool:
 
 def _message(error: jsonschema.ValidationError) -> str:
     """jsonschema's message, but a float where an integer setting is asked for says what to write."""
-    types = error.validator_value if error.validator == "type" else ()
-    if isinstance(error.instance, float) and "integer" in ([types] if isinstance(types, str) else types):
+    named = error.validator_value if error.validator == "type" else ()  # a type, or a list of them
+    types = [named] if isinstance(named, str) else list(named) if isinstance(named, (list, tuple)) else []
+    if isinstance(error.instance, float) and "integer" in types:
         written = f" (write {int(error.instance)})" if error.instance.is_integer() else ""
         return f"{error.instance!r} is not a whole number: an integer setting takes no decimal point{written}"
     return error.message
@@ -168,8 +169,8 @@ def cross_key_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def config_error(problems: list[str], unknown: list[tuple[str, str | None]] = (),
-                 fixes: list[str] = ()) -> EvalError:
+def config_error(problems: list[str], unknown: Sequence[tuple[str, str | None]] = (),
+                 fixes: Sequence[str] = ()) -> EvalError:
     """One error naming every problem of the configuration; unknown keys come last, and the fix
     (the problems' own ``fixes`` first) renames each to its nearest valid name, so the last line a
     user reads says what to type."""

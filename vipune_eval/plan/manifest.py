@@ -6,7 +6,6 @@ reruns only what the manifest it makes changes."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,9 @@ def configured_with(setting: dict[str, Any], specs: list[retrievers.Spec]) -> st
 
 
 def mirror_of(binary: retrievers.Spec, specs: list[retrievers.Spec]) -> str | None:
-    """The configured reference retriever whose family setting mirrors a vipune-lane one."""
-    return configured_with(binary.mirror, specs)
+    """The configured reference retriever whose family setting mirrors a vipune-lane one (None: none
+    configured, or a retriever that mirrors no setting)."""
+    return configured_with(binary.mirror, specs) if binary.mirror is not None else None
 
 
 # The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
@@ -63,7 +63,7 @@ def scored_with(view: View, config: dict[str, Any]) -> ScoredWith:
     measures, and what its searches rank to, View.ranking_settings), as stages.score.Scoring's
     fields: the metrics record theirs, and the report checks each run against this."""
     return {"ks": view.ks(config), "measure_names": list(view.measure_names()),
-            "ranking_settings": asdict(view.ranking_settings(config)), "turn_to_session": view.turn_level_run}
+            "ranking_settings": view.ranking_settings(config).record(), "turn_to_session": view.turn_level_run}
 
 
 def searched_by(ws: Workspace) -> dict[str, list[str]]:

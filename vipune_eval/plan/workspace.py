@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 from vipune_eval.core import fingerprints, paths
 from vipune_eval.errors import EvalError
@@ -27,6 +27,7 @@ from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
 from vipune_eval.registry.lanes import BINARY, LIB
 
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Search:
@@ -56,7 +57,9 @@ class Run:
 
     @property
     def kind(self) -> Kind:
-        return Kind.VIPUNE if self.binary is not None else self.spec.kind
+        if self.binary is not None:
+            return Kind.VIPUNE
+        return _resolved(self.spec, f"run {self.name}: a retriever entry").kind
 
     @property
     def status_run(self) -> str | None:
@@ -78,7 +81,7 @@ class Workspace:
     builds: Builds
     lab: whatif_grid.Lab | None = None  # the what-if grid (primary view only)
     local_sha256: str | None = None  # a local dataset.path's sha256 (its identity)
-    files: dict[str, dict] = field(default_factory=dict)  # fingerprint file → content, for the run to write
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # fingerprint file → content, for the run to write
     sha256_cache: fingerprints.Sha256Cache | None = None  # what parsing hashed, for the run to save
 
     @property
@@ -123,10 +126,10 @@ class Workspace:
         spec = next(s for s in self.specs if s.name == retriever)
         if spec.reference:
             return retriever
-        semantic = spec.mirror["use"] == "dense"
+        semantic = _resolved(spec.mirror, f"retriever {retriever}: the setting it mirrors")["use"] == "dense"
         if spec.kind is Kind.LIB:
-            return paths.lib_run(self.builds.lane, semantic=semantic)
-        return paths.vipune_run(self.builds.primary, semantic=semantic)
+            return paths.lib_run(_resolved(self.builds.lane, "vipune.binary's vipune-lane"), semantic=semantic)
+        return paths.vipune_run(_resolved(self.builds.primary, "vipune.binary"), semantic=semantic)
 
     def view(self, folder: str) -> View:
         for view in self.views:
@@ -194,8 +197,16 @@ class Workspace:
         return list(dict.fromkeys(files))
 
 
+def _resolved(value: T | None, what: str) -> T:
+    """What the plan resolved wherever a run needs it (registry.retrievers gives a vipune-lane
+    retriever its mirror, plan.builds a vipune.binary and its vipune-lane): None is a bug."""
+    if value is None:
+        raise EvalError(f"{what}: not resolved where a run needs it", fix="a bug of vipune-eval's plan: please report it")
+    return value
+
+
 def _dataset_file(config: dict[str, Any], cache: fingerprints.Sha256Cache,
-                  files: dict[str, dict]) -> tuple[str, str | None]:
+                  files: dict[str, Any]) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
     fingerprinted now (its fingerprint put in ``files``), and identified by its bytes (its sha256
     is returned beside its path); a download names the file it will write."""
@@ -209,7 +220,7 @@ def _dataset_file(config: dict[str, Any], cache: fingerprints.Sha256Cache,
     return str(path), fingerprint["sha256"]
 
 
-def _model_dir(config: dict[str, Any], cache: fingerprints.Sha256Cache, files: dict[str, dict]) -> str:
+def _model_dir(config: dict[str, Any], cache: fingerprints.Sha256Cache, files: dict[str, Any]) -> str:
     """A local model folder, fingerprinted now (into ``files``), or the folder the download will fill."""
     model = config["model"]
     if not model["path"]:
@@ -228,10 +239,12 @@ def prepare(config: dict[str, Any], schema: dict[str, Any], config_files: Sequen
     checked = config_check.check(config, schema, config_files)
     problems = checked.problems
     cache = fingerprints.Sha256Cache(Path(paths.CACHE) / "sha256.json")
-    files: dict[str, dict] = {}
+    files: dict[str, Any] = {}  # file → its JSON content
     dataset_file, local_sha256 = problems.attempt(_dataset_file, config, cache, files) or (None, None)
     model_dir = problems.attempt(_model_dir, config, cache, files)
     problems.raise_any()
+    # a step that failed (None) is one of the problems raise_any raised
+    assert dataset_file is not None and model_dir is not None and checked.specs is not None
     builds = vipune_builds.resolve(config, checked.specs)
     return Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
                      views=views.configured(config), specs=checked.specs, builds=builds,

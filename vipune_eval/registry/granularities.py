@@ -38,6 +38,12 @@ class Granularity:
     official: bool = False      # LongMemEval's protocol has keys at this granularity
 
 
+def _chunk_rows(sid: str, session: list[Turn], chunker: Chunker | None) -> list[tuple[str, str]]:
+    if chunker is None:  # the filter makes one wherever needs_tokenizer says so
+        raise EvalError("the chunk granularity cuts rows with the model's tokenizer, and none was given")
+    return [(f"{sid}::c{n}", text) for n, text in enumerate(chunker([turn_text(t) for t in session]), 1)]
+
+
 GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
     Granularity("session",
                 lambda sid, session, chunker: [(sid, session_text(session))],
@@ -46,10 +52,7 @@ GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
                 lambda sid, session, chunker: [(f"{sid}::{n}", turn_text(t))
                                                for n, t in enumerate(session, 1)],
                 official=True),
-    Granularity("chunk",
-                lambda sid, session, chunker: [(f"{sid}::c{n}", text) for n, text in
-                                               enumerate(chunker([turn_text(t) for t in session]), 1)],
-                needs_tokenizer=True),
+    Granularity("chunk", _chunk_rows, needs_tokenizer=True),
 )}
 NAMES = tuple(GRANULARITIES)
 PRIMARY = "session"  # always present; its results are the primary ones

@@ -86,8 +86,9 @@ def primary_k(ks: Sequence[int]) -> int:
     return PRIMARY_K if PRIMARY_K in ks else max(ks)
 
 
-def key(name: str, k: int | None = None) -> str:
-    """The metric key of measure ``name`` at cut-off ``k``: recall, 5 → recall@5; mrr → mrr."""
+def key(name: str, k: int | str | None = None) -> str:
+    """The metric key of measure ``name`` at cut-off ``k``: recall, 5 → recall@5; mrr → mrr
+    (a ``k`` of "k": the key as the docs name it)."""
     return f"{name}@{k}" if BY_NAME[name].at_k else name
 
 

@@ -38,7 +38,7 @@ def _int(low: int, high: int) -> Callable[[Any], int]:
 
 def _choice(*options: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
-        if value not in options:
+        if not isinstance(value, str) or value not in options:
             raise ValueError("one of " + " | ".join(options))
         return value
     return check

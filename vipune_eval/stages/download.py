@@ -89,7 +89,11 @@ def resolve_commit(repo_id: str, revision: str, repo_type: str, limits: HubLimit
     from huggingface_hub import HfApi
 
     info = HfApi().dataset_info if repo_type == "dataset" else HfApi().model_info
-    return info(repo_id, revision=revision, timeout=limits.timeout).sha
+    commit = info(repo_id, revision=revision, timeout=limits.timeout).sha
+    if commit is None:  # the hub's answer names no commit (its type allows that)
+        raise EvalError(f"the hub named no commit for {repo_type} {repo_id} at revision {revision!r}",
+                        fix="give the revision as a commit hash, or try again")
+    return commit
 
 
 def fetch(repo_id: str, filename: str, commit: str, repo_type: str, dest: Path, *,

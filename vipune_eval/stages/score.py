@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence, TypedDict
+from typing import Any, Sequence, TypedDict, cast
 
 import ir_measures
 import numpy as np
@@ -44,26 +44,35 @@ def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int]
     by: dict[str, list[str]] = defaultdict(list)  # what computes it → its metric keys
     for key in keys:
         by[measures.measure_of(key).computed_by(official)].append(key)
-    trec_keys = {ir_measures.parse_measure(measures.measure_of(key).ir_measures.format(k=measures.cutoff(key))): key
-                 for key in by[measures.IR_MEASURES]}
+    trec_keys = {ir_measures.parse_measure(_ir_measures_form(key)): key for key in by[measures.IR_MEASURES]}
     if trec_keys:
         run_dict = {qid: {doc: score for doc, _, score in hits} for qid, hits in run.items()}
         judged = {q: docs for q, docs in qrels.items() if q in values}
         for metric in ir_measures.iter_calc(list(trec_keys), judged, run_dict):
             values[metric.query_id][trec_keys[metric.measure]] = float(metric.value)
-    lme_ks = sorted({measures.cutoff(key) for key in by[measures.LONGMEMEVAL]})
+    # LongMemEval's measures are at a cut-off k, every one
+    lme_ks = sorted({k for key in by[measures.LONGMEMEVAL] if (k := measures.cutoff(key)) is not None})
     for qid, row in values.items():
         ranked = [doc for doc, _, _ in run.get(qid, [])]
         if official:  # a repeated session's copies count under its own id, as in LongMemEval
             ranked = [longmemeval.base_id(doc) for doc in ranked]
         for key in by[measures.OWN]:
-            row[key] = measures.measure_of(key).compute(ranked, gold[qid], measures.cutoff(key))
+            compute = measures.measure_of(key).compute
+            assert compute is not None  # computed_by says OWN for a measure with its own compute only
+            row[key] = compute(ranked, gold[qid], measures.cutoff(key))
         for k in lme_ks:
             scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
                       else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
             row.update({key: scores[measures.measure_of(key).name] for key in by[measures.LONGMEMEVAL]
                         if measures.cutoff(key) == k})
     return values
+
+
+def _ir_measures_form(key: str) -> str:
+    """The ir-measures form of a metric key that ir-measures computes (``computed_by``)."""
+    form = measures.measure_of(key).ir_measures
+    assert form is not None  # computed_by says IR_MEASURES for a measure with an ir-measures form only
+    return form.format(k=measures.cutoff(key))
 
 
 def mean_metrics(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, float]:
@@ -90,8 +99,9 @@ def metric_intervals(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[
     return {key: out[key] for key in keys}
 
 
-def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
-    return {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)}
+def summarise(rows: list[dict[str, float]], keys: Sequence[str]) -> Summary:
+    # cast: besides its typed keys a Summary holds a mean under each metric key
+    return cast(Summary, {**mean_metrics(rows, keys), "pairs": len(rows), "intervals": metric_intervals(rows, keys)})
 
 
 def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str, float], dict[str, Any] | None]:
@@ -199,15 +209,11 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
         groups["per_category"][info[qid]["question_type"]].append(row)
         groups["per_split"][info[qid]["split"]].append(row)
     rows = list(averaged.values())
-    sets: dict[str, Any] = {}
-    if official:
-        every = list(values.values())
-        sets = {"pairs_all": len(every), "metrics_all": mean_metrics(every, keys),
-                "intervals_all": metric_intervals(every, keys)}
     result: Metrics = {
         "retriever": name, "pairs": len(averaged), "run": str(run_out), "failed": failed,
-        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys), **sets,
-        **{group: {g: summarise(r, keys) for g, r in sorted(by.items())} for group, by in groups.items()},
+        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys),
+        "per_category": {g: summarise(r, keys) for g, r in sorted(groups["per_category"].items())},
+        "per_split": {g: summarise(r, keys) for g, r in sorted(groups["per_split"].items())},
         "short_lists": sum(len(run.get(q, [])) < max(ks) for q in averaged),
         "per_query": {qid: {**row, "question_type": info[qid]["question_type"], "split": info[qid]["split"],
                             **({"averaged": qid in averaged} if official else {}),
@@ -215,6 +221,10 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
                       for qid, row in sorted(values.items())},
         "scored_with": asdict(scoring),
     }
+    if official:  # the official protocol's second question set (print_retrieval_metrics.py's)
+        every = list(values.values())
+        result["pairs_all"], result["metrics_all"] = len(every), mean_metrics(every, keys)
+        result["intervals_all"] = metric_intervals(every, keys)
     if searched is not None:
         result["searched"] = searched
     if search_seconds:

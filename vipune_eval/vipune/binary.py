@@ -139,7 +139,7 @@ def binary_fingerprint(path: Path, timeout: float, extra_files: list[Path] | Non
     if version is None:
         with tempfile.TemporaryDirectory(prefix="vipune-eval-version-") as home:
             version = Vipune(path, Path(home), timeout).version(f"vipune.binary {path}")
-    fingerprint = {"kind": "vipune", "sha256": sha, "version": version,
+    fingerprint: dict[str, Any] = {"kind": "vipune", "sha256": sha, "version": version,
                    "id": f"{version}-{content[:12]}"}
     if files:
         fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}

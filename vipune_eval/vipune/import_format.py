@@ -56,7 +56,7 @@ def import_lines(persona: Persona) -> list[str]:
     lines = [json.dumps(header)]
     project_id = quoted(persona.question_id)
     matrix = np.ascontiguousarray(persona.vectors, "<f4")
-    flat, width = memoryview(matrix).cast("B"), 4 * dims
+    flat, width = matrix.data.cast("B"), 4 * dims  # .data: the array's memoryview
     vectors = [flat[i * width:(i + 1) * width] for i in range(len(matrix))]
     for rid, text, vector, created in zip(persona.row_ids, persona.texts, vectors, persona.created_at):
         lines.append(_ROW.format(rid=quoted(rid), project_id=project_id, content=quoted(text),

@@ -18,7 +18,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator
 
 from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown
@@ -207,7 +207,7 @@ class VipuneLane:
     store: Callable[[Persona], dict[str, str]] | None = None  # a persona's kept-store keys (``frame``)
 
     def search(self, personas: Iterable[Persona], flags: list[str],
-               record: bool = False) -> Iterator[tuple[Persona, dict[str, Any]]]:
+               record: bool = False) -> Generator[tuple[Persona, dict[str, Any]], None, None]:
         """Each persona with the vipune-lane's answer, in order: its rankings and timings, or ``error``:
         vipune's own message where it refuses the persona. One process for all of them. A lane
         that dies, hangs or answers out of turn on a persona is a LanePersonaError naming the
@@ -243,7 +243,7 @@ class LanePersonaError(LaneError):
         self.persona, self.detail, self.timeout = persona, detail, timeout
 
 
-def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
+def _watch(proc: subprocess.Popen[bytes], cmd: list[str], tmp: Path) -> Watchdog:
     """The vipune-lane and its databases do not outlive the job: a job killed with its process group
     (the vipune-lane is in a session of its own) leaves its vipune-lane to a watchdog, which kills it with its
     children and removes ``tmp`` (/dev/shm's folder too)."""
@@ -252,7 +252,7 @@ def _watch(proc: subprocess.Popen, tmp: Path) -> Watchdog:
     except OSError as exc:
         kill_group(proc)
         proc.wait()
-        raise LaneError(f"cannot start the watchdog of `{shown(proc.args)}`: {exc}") from None
+        raise LaneError(f"cannot start the watchdog of `{shown(cmd)}`: {exc}") from None
 
 
 class _VipuneLaneProcess:
@@ -271,7 +271,7 @@ class _VipuneLaneProcess:
             raise LaneError(f"cannot run `{shown(self.cmd)}`: {exc}",
                             fix=f"build it again: `{build_command('VERSION')}`") from None
         try:
-            self.watchdog = _watch(self.proc, run.tmp)
+            self.watchdog = _watch(self.proc, self.cmd, run.tmp)
         except LaneError:
             self.stderr.close()
             raise
@@ -285,11 +285,13 @@ class _VipuneLaneProcess:
         self.reader.start()
 
     def _write(self, personas: Iterator[Persona], flags: list[str]) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None  # Popen(stdin=PIPE)
         try:
             for persona in personas:
                 framed = frame(persona, flags, self.store(persona) if self.store else None)
                 self.sent.put(persona)  # after its frame: a persona on the queue is one the vipune-lane was sent
-                self.proc.stdin.write(framed)
+                stdin.write(framed)
         except BrokenPipeError:
             pass  # the vipune-lane died: the reader says how
         except BaseException as exc:  # noqa: BLE001 - reading the personas failed: re-raised by answers()
@@ -297,12 +299,14 @@ class _VipuneLaneProcess:
         finally:
             self.sent.put(None)
             try:
-                self.proc.stdin.close()
+                stdin.close()
             except BrokenPipeError:
                 pass
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        stdout = self.proc.stdout
+        assert stdout is not None  # Popen(stdout=PIPE)
+        for line in stdout:
             self.lines.put(line)
         self.lines.put(b"")
 

@@ -14,7 +14,7 @@ from support.config import SCHEMA, local_config
 from support.fakes import fake_build, fake_lane_only
 from vipune_eval.core import paths
 from vipune_eval.errors import EvalError
-from vipune_eval.plan import workspace
+from vipune_eval.plan import planned_file, workspace
 from vipune_eval.vipune.binary import wrapped_record
 
 
@@ -137,13 +137,15 @@ def test_a_lane_built_alone_is_a_build_of_its_own_for_the_lib_lane(tmp_path, mon
     assert builds.primary == f"{primary['version']}-{primary['sha256'][:12]}" and primary["built"]["binary_sha256"] is None
     assert builds.lanes[builds.primary] == builds.primary and builds.lane_paths[builds.primary] == str(lane.resolve())
     assert builds.fingerprint_file(builds.primary) == paths.lane_fingerprint_file(builds.primary)
-    assert ws.files[builds.fingerprint_file(builds.primary)]["lane_only"]  # planned: a real run writes it
-    for name, content in ws.files.items():  # as the run's planned_file jobs do
-        Path(name).parent.mkdir(parents=True, exist_ok=True)
-        Path(name).write_text(json.dumps(content))
+    # planned for the run to write (a NameError at parse before: the planning found by mypy, issue 53)
+    assert ws.files[builds.fingerprint_file(builds.primary)]["lane_only"]
+    assert not Path(builds.fingerprint_file(builds.primary)).exists()  # parsing writes nothing
     [compared] = builds.compared
     assert builds.fingerprint_file(compared) == paths.binary_fingerprint_file(compared)  # a binary's build
-    # the lane-only build compared with the release by its id, once evaluated here
+    # the lane-only build compared with the release by its id, once evaluated here (the run wrote its fingerprint)
+    for path, text in planned_file.texts(ws.files).items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
     again = copy.deepcopy(cfg)
     again["vipune"].update(binary=str(release), compare=[builds.primary])
     assert workspace.prepare(again, SCHEMA).builds.compared == (builds.primary,)

@@ -94,7 +94,7 @@ def provider_summary(name: str, device: str, tallies: list[Tally], workload: dic
     out["texts_per_s"] = texts / seconds
     if any(t.shape is None for t in tallies):
         return {**out, "projection": None, "why": "the model's config.json names no BERT layer shapes"}
-    rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies) / seconds
+    rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies if t.shape is not None) / seconds
     out["useful_gflops_per_s"] = rate / 1e9
     job = (f"one embed job of {'/'.join(map(str, threads))} thread(s) on {out['device']}; jobs running at once "
            "divide it" if name == "cpu" else f"one embed job on {out['device']} (CUDA)")

@@ -34,7 +34,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -85,7 +85,7 @@ class VectorStore:
         self.dim = dim
         self.job = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._written = 0
-        self._claim_handle = None
+        self._claim_handle: TextIO | None = None
         self._part_ids: dict[str, set[str]] = {}  # parts are written once: each is read once
 
     def stored_ids(self) -> set[str]:
@@ -102,7 +102,7 @@ class VectorStore:
             opened = pq.ParquetFile(part, page_checksum_verification=True)
             schema = opened.schema_arrow
             vectors = schema.field("embedding").type if "embedding" in schema.names else None
-            fits = (schema.names == PART_COLUMNS and pa.types.is_fixed_size_list(vectors)
+            fits = (schema.names == PART_COLUMNS and vectors is not None and pa.types.is_fixed_size_list(vectors)
                     and vectors.list_size == self.dim and vectors.value_type == pa.float32())
             if fits:
                 return set(opened.read(columns=["text_id"]).column("text_id").to_pylist())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -70,7 +70,7 @@ class Tally:
         return {COMPUTE_KEY: json.dumps(asdict(self), allow_nan=False).encode()}
 
 
-def read_tallies(paths: list[Path]) -> list[Tally]:
+def read_tallies(paths: Sequence[str | Path]) -> list[Tally]:
     """The tallies embed jobs wrote into their shards (shards without one are skipped)."""
     out = []
     for path in paths:

@@ -153,11 +153,13 @@ def read_instance(instance: Any, where: str) -> Instance:
         tid = text_id(session_text(session))
         if seen.setdefault(sid, tid) != tid:
             raise EvalError(f"{where}: session id {sid} appears twice with different content")
-        try:
-            stamp = rfc3339(dates[i]) if dates is not None else None
-        except (TypeError, ValueError) as exc:
-            raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
-                            f"'2023/05/20 (Sat) 02:21'") from exc
+        stamp = None
+        if dates is not None:
+            try:
+                stamp = rfc3339(dates[i])
+            except (TypeError, ValueError) as exc:
+                raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
+                                f"'2023/05/20 (Sat) 02:21'") from exc
         stamp = stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
         listed[sid] += 1
         listing.append((sid, session, listed[sid], stamp))

@@ -86,9 +86,11 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
     questions hold. Returns counts (pairs, row slots, unique texts)."""
     kind = granularities.get(granularity)
     granularity = kind.name
-    if kind.needs_tokenizer and tokenizer is None:
-        raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")
-    chunker = Chunker(tokenizer) if kind.needs_tokenizer else None
+    chunker = None
+    if kind.needs_tokenizer:
+        if tokenizer is None:
+            raise EvalError(f"{granularity} rows need the model's tokenizer.json (--tokenizer)")
+        chunker = Chunker(tokenizer)
     counts: Counter = Counter()
     with atomic_path(texts_out) as tmp_texts, atomic_path(rows_out) as tmp_rows:
         texts = _TextWriter(tmp_texts)

@@ -34,7 +34,8 @@ def _pair(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     x, y = _values(a, "a"), _values(b, "b")
     if x.shape != y.shape:
         raise ValueError(f"paired values differ in length: {x.size} vs {y.size}")
-    return x - y
+    d: np.ndarray = x - y
+    return d
 
 
 @lru_cache(maxsize=16)
@@ -52,7 +53,7 @@ def _signs(n: int, resamples: int, seed: int) -> np.ndarray:
 def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """Two-sided sign-flip randomization p-values of mean(d) for each column of ``d`` (n, m)."""
     n, m = d.shape
-    p = np.ones(m)
+    p: np.ndarray = np.ones(m)
     if n == 0:
         return p
     signs = _signs(n, resamples, seed)
@@ -65,7 +66,7 @@ def _sign_flip_pvalues(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     return p
 
 
-def _zero_or_one(values: Sequence[float]) -> bool:
+def _zero_or_one(values: Sequence[float] | np.ndarray) -> bool:
     """True when every value is exactly 0 or 1 (vacuously true for no values)."""
     arr = np.asarray(values, dtype=np.float64)
     return bool(np.all((arr == 0.0) | (arr == 1.0)))
@@ -133,21 +134,21 @@ def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confid
     n, m = x.shape
     if n == 0:
         raise ValueError("no pairs to compare")
-    binary = np.asarray(binary, dtype=bool)
-    for j in np.flatnonzero(binary):
-        if not (_zero_or_one(x[:, j]) and _zero_or_one(y[:, j])):
+    is_binary = np.asarray(binary, dtype=bool)
+    for col in np.flatnonzero(is_binary):
+        if not (_zero_or_one(x[:, col]) and _zero_or_one(y[:, col])):
             raise ValueError("binary comparison needs values that are all 0 or 1")
     d = x - y
     intervals = bootstrap_intervals(d, confidence=confidence, resamples=resamples, seed=seed)
     p = np.ones(m)
-    fractional = np.flatnonzero(~binary)
+    fractional = np.flatnonzero(~is_binary)
     if fractional.size:
         p[fractional] = _sign_flip_pvalues(d[:, fractional], resamples, seed)
     a_better = (d > 0).sum(axis=0)
     b_better = (d < 0).sum(axis=0)
     out = []
     for j in range(m):
-        if binary[j]:
+        if is_binary[j]:
             p[j] = mcnemar_exact(int(a_better[j]), int(b_better[j]))
         mean_a, mean_b = float(x[:, j].mean()), float(y[:, j].mean())
         out.append({
@@ -158,7 +159,7 @@ def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confid
             "pairs": int(n),
             "a_better": int(a_better[j]),
             "b_better": int(b_better[j]),
-            "test": "mcnemar-exact" if binary[j] else "paired-randomization",
+            "test": "mcnemar-exact" if is_binary[j] else "paired-randomization",
             "p": float(p[j]),
         })
     return out

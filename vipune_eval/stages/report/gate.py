@@ -29,7 +29,7 @@ from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.provenance import copied, stale_copies
+from vipune_eval.stages.report.sections.provenance import copied, lane_copies, stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 
@@ -145,8 +145,7 @@ def _runs_all_of_it(report: Report, on: str) -> None:
     query's embedding: a checkout that changes what it stands in for is not measured by it."""
     if on != LIB.hybrid:
         return
-    copies = (((report["provenance"].get("lane") or {}).get("built") or {}).get("sources") or {}).get("copies") or []
-    stale = [copied(c) for c in copies if not c.get("same")]
+    stale = [copied(c) for c in lane_copies(report["provenance"].get("lane")) if not c.get("same")]
     if stale:
         raise CannotJudge(f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "
                           "(a stale copy: the binary runs that edit, vipune-lib the code it copied), so its numbers "
@@ -232,7 +231,8 @@ def _judge(run: Path) -> Verdict:
 def lost_most(moved: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
     """The moved pairs that lost most: the largest drop of recall summed over the cut-offs."""
     def loss(change: dict[str, Any]) -> float:
-        return sum(change[k][0] - change[k][1] for k in keys if k in change)
+        total: float = sum(change[k][0] - change[k][1] for k in keys if k in change)
+        return total
 
     return sorted((c for c in moved if loss(c) > 0), key=lambda c: (-loss(c), c["question_id"]))[:LOST_SHOWN]
 
@@ -310,8 +310,8 @@ def junit(verdict: Verdict) -> str:
         cases = [case]
     counts = {"tests": str(len(cases)), "failures": str(sum(c.find("failure") is not None for c in cases)),
               "errors": str(sum(c.find("error") is not None for c in cases)), "skipped": "0", "time": "0"}
-    suites = ElementTree.Element("testsuites", name="vipune-eval gate", **counts)
-    suite = ElementTree.SubElement(suites, "testsuite", name=verdict.suite, **counts)
+    suites = ElementTree.Element("testsuites", {"name": "vipune-eval gate", **counts})
+    suite = ElementTree.SubElement(suites, "testsuite", {"name": verdict.suite, **counts})
     properties = ElementTree.SubElement(suite, "properties")
     ElementTree.SubElement(properties, "property", name="verdict", value=WORDS[verdict.code])
     ElementTree.SubElement(properties, "property", name="exit code", value=str(verdict.code))

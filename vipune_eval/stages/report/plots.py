@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
 
 from vipune_eval.core.io import atomic_path, read_json
 from vipune_eval.errors import EvalError
@@ -20,8 +21,11 @@ from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.report_json import Report, primary_ks
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _pyplot():
+
+def _pyplot() -> ModuleType:
     """matplotlib's pyplot, imported when a plot is drawn (the parse-time plan reads ``PLOTS``)."""
     import matplotlib
 
@@ -31,7 +35,7 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig: Figure, path: Path) -> None:
     plt = _pyplot()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
@@ -178,16 +182,16 @@ def whatif(report: Report, out: Path) -> None:
             ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=45, ha="right", fontsize="small")
         else:
             others = [p for p in grid if p != param]
-            lines: dict[tuple, list[dict[str, Any]]] = {}
+            lines: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for r in rows:
                 lines.setdefault(tuple(str(r["params"][p]) for p in others), []).append(r)
             for i, (setting, members) in enumerate(lines.items()):
                 members = sorted(members, key=lambda r: r["params"][param])
                 label = ", ".join(f"{p}={v}" for p, v in zip(others, setting)) or block["base"]["name"]
-                xs = [r["params"][param] for r in members]
+                values = [r["params"][param] for r in members]
                 color = f"C{i % 10}"
-                ax.plot(xs, [r[sel] for r in members], "-o", color=color, label=f"{label} ({sel})")
-                ax.plot(xs, [r[conf] for r in members], "--s", color=color, label=f"{label} ({conf})")
+                ax.plot(values, [r[sel] for r in members], "-o", color=color, label=f"{label} ({sel})")
+                ax.plot(values, [r[conf] for r in members], "--s", color=color, label=f"{label} ({conf})")
             ax.set_xlabel(param)
         ax.set_ylabel(block["measure"])
         ax.set_ylim(-0.02, 1.05)

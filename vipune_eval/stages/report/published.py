@@ -10,7 +10,7 @@ from typing import Any
 # GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all, and its
 # figures are print_retrieval_metrics.py's averages over every non-abstention pair: our
 # `metrics_all` of the bm25-lme retriever (LongMemEval's own BM25) is the number beside them.
-PUBLISHED = {
+PUBLISHED: dict[str, Any] = {
     "source": "LongMemEval paper (Wu et al., ICLR 2025), Table 9, LongMemEval_M, value = session, "
               "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
               "against the paper here; Contriever and Stella figures were not available",

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, Mapping, TypedDict, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
-from vipune_eval.core.report_inputs import Manifest, ManifestView
+from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.errors import EvalError
@@ -27,10 +27,17 @@ from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.embed import projection
 from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
-from vipune_eval.stages.report.report_json import EmbedBlock, ModelProvenance, Report, VipuneLaneFingerprint
+from vipune_eval.stages.report.report_json import (BuildEntry, Diagnostics, EmbedBlock, GranularityBlock, ModelProvenance,
+                                                   Report, RetrieverEntry, ViewBlock, VipuneLaneFingerprint)
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.vipune.release import RELEASE
+
+
+class ViewCounts(TypedDict):
+    rows: int
+    unique_texts: int
+    tokens_embedded: int
 
 
 @dataclass
@@ -40,7 +47,7 @@ class LoadedView:
     entry: ManifestView                 # the manifest's entry (names, paths, ks, measures)
     summary: dict[str, Any]             # the filter's summary.json
     metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
-    counts: dict[str, int]              # rows, unique texts, tokens embedded
+    counts: ViewCounts
 
 
 @dataclass
@@ -64,7 +71,7 @@ class Loaded:
     lanes: dict[str, VipuneLaneFingerprint] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
 
 
-def _view_counts(view: dict[str, Any]) -> dict[str, int]:
+def _view_counts(view: ManifestView) -> ViewCounts:
     rows = read_parquet(view["rows"], columns=["row_keys"]).column("row_keys")
     tokens = texts = 0
     for path in view["embeddings"]:
@@ -74,7 +81,7 @@ def _view_counts(view: dict[str, Any]) -> dict[str, int]:
     return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
 
 
-def _rows_with_gold(view: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows_with_gold(view: ManifestView) -> list[dict[str, Any]]:
     rows = read_parquet(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
     gold = {p["question_id"]: p["gold"] for p in
             read_parquet(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
@@ -193,18 +200,18 @@ def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: st
     return compare_runs(rows_a, rows_b, keys, categories, name_a=name_a, name_b=name_b)
 
 
-def retriever_entry(m: dict[str, Any]) -> dict[str, Any]:
-    entry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
-             "intervals": m["intervals"], "per_category": m["per_category"],
-             "short_lists": m["short_lists"]}
+def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
+    entry: RetrieverEntry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
+                             "intervals": m["intervals"], "per_category": m["per_category"],
+                             "short_lists": m["short_lists"]}
     if "metrics_all" in m:  # the official protocol's second question set
-        entry.update({k: m[k] for k in ("pairs_all", "metrics_all", "intervals_all")})
+        entry["pairs_all"], entry["metrics_all"], entry["intervals_all"] = m["pairs_all"], m["metrics_all"], m["intervals_all"]
     if "search_seconds" in m:
         entry["search_seconds"] = m["search_seconds"]
     return entry
 
 
-def _view_block(view: LoadedView) -> dict[str, Any]:
+def _view_block(view: LoadedView) -> ViewBlock:
     e = view.entry
     return {"protocol": e["protocol"], "granularity": e["granularity"],
             "description": e["description"], "ks": e["ks"], "scored_with": e["scored_with"],
@@ -254,8 +261,8 @@ def build(loaded: Loaded) -> Report:
             "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
         for name in ("dev", "test")}
     report["granularities"] = granularities(loaded.views, keys)
-    if manifest.get("whatif"):
-        report["whatif"] = whatif_block(manifest["whatif"], {**loaded.lab, **metrics})
+    if lab := manifest.get("whatif"):
+        report["whatif"] = whatif_block(lab, {**loaded.lab, **metrics})
     official = [v for v in loaded.views if v.entry["protocol"] == "official"]
     if official and official[0].entry["granularity"] == PRIMARY.granularity:
         view = official[0].entry
@@ -269,7 +276,8 @@ def build(loaded: Loaded) -> Report:
                               "published": PUBLISHED,
                               "beside_published": beside_published(block["retrievers"], report.get("corpus"))}
     mirrors, roles = manifest["mirrors"], manifest["roles"]
-    report["diagnostics"] = {
+    # cast: each lane's agreement with its mirror is under registry.lanes' key, not a literal here
+    report["diagnostics"] = cast(Diagnostics, {
         "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
         "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
         **{key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
@@ -280,13 +288,14 @@ def build(loaded: Loaded) -> Report:
         "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
                   for run, binary in lane.counterparts().items()
                   if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))],
-    }
+    })
     report["embed"] = cast(EmbedBlock, projection.summary(loaded.tallies, projection.LONGMEMEVAL_M))  # its shape
+    primary_build = manifest.get("primary")
     report["provenance"] = {
         "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
-        "vipune": loaded.fingerprints[manifest["primary"]] if manifest.get("primary") else None,
-        "lane": loaded.lanes.get(manifest["primary"]) if manifest.get("primary") else None,
-        "preflight": loaded.preflights.get(manifest["primary"]) if manifest.get("primary") else None,
+        "vipune": loaded.fingerprints[primary_build] if primary_build else None,
+        "lane": loaded.lanes.get(primary_build) if primary_build else None,
+        "preflight": loaded.preflights.get(primary_build) if primary_build else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
         "split": {"seed": counts["split"]["seed"], "dev_fraction": counts["split"]["dev_fraction"],
@@ -306,14 +315,16 @@ def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProv
     each pinned file's sha256 beside the one found, registry.models)."""
     path = (config.get("model") or {}).get("path")
     check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
-    return {**model, "source": "local" if path else "download", "path": path,
-            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
-            "pins": check}
+    # cast: the fingerprint's keys are core.fingerprints.model_fingerprint's, read from its file
+    return cast(ModelProvenance, {
+        **model, "source": "local" if path else "download", "path": path,
+        "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+        "pins": check})
 
 
-def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
-    def run(entry: dict[str, Any]) -> dict[str, Any]:
+    def run(entry: LabRun) -> dict[str, Any]:
         return {"name": entry["name"], "params": entry["params"], "run": entry["run"],
                 "per_query": metrics[entry["name"]]["per_query"]}
 
@@ -322,22 +333,24 @@ def whatif_block(lab: dict[str, Any], metrics: dict[str, dict[str, Any]]) -> dic
     return {**block, "grid": lab["grid"]}
 
 
-def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any]]:
+def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     """One entry per vipune build, the primary first, each with where it came from and its
     vipune-lane (where this run has one: the lib lane's builds); the others compared with the
     primary, Holm over every comparison of every build, before → after: the compared build → the
     primary (a release → the checkout of the maintainer's loop, vipune.baseline → vipune.binary)."""
     manifest, metrics = loaded.manifest, loaded.views[0].metrics
-    compared_on = manifest.get("compared_on")
-    if not manifest.get("primary") or compared_on not in metrics:
+    primary_id, compared_on = manifest.get("primary"), manifest.get("compared_on")
+    if not primary_id or compared_on is None or compared_on not in metrics:
         return []
     # the order is the configuration's (vipune.compare)
-    runs = {manifest["primary"]: metrics[compared_on], **{b: loaded.builds[b] for b in manifest["builds"]}}
-    out = []
+    runs = {primary_id: metrics[compared_on], **{b: loaded.builds[b] for b in manifest["builds"]}}
+    out: list[BuildEntry] = []
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
-        entry = {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                 "source": loaded.sources.get(build_id), "lane": loaded.lanes.get(build_id), **retriever_entry(m)}
+        # cast: mypy cannot tell that the retriever entry holds none of BuildEntry's own keys
+        entry = cast(BuildEntry, {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
+                                  "source": loaded.sources.get(build_id), "lane": loaded.lanes.get(build_id),
+                                  **retriever_entry(m)})
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
@@ -346,25 +359,26 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[dict[str, Any
         out.append(entry)
     # before → after: each compared build (the baseline: a release) → vipune.binary (the checkout),
     # so a difference is after − before and a change's values are [before, after]
-    primary = runs[manifest["primary"]]
-    compared = adjust_family({b: comparison(primary, m, keys, manifest["primary"], b)
-                              for b, m in runs.items() if b != manifest["primary"]})
+    primary = runs[primary_id]
+    compared = adjust_family({b: comparison(primary, m, keys, primary_id, b)
+                              for b, m in runs.items() if b != primary_id})
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]
         entry["changes"] = changes(primary, runs[entry["id"]], loaded.gold, ks)
     return out
 
 
-def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, Any]:
+def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, GranularityBlock]:
     """The seed protocol's granularities side by side; each against session, per retriever."""
     seed = [v for v in views if v.entry["protocol"] == "seed"]
     if len(seed) < 2:
         return {}
     session = seed[0].metrics
-    out: dict[str, Any] = {}
+    out: dict[str, GranularityBlock] = {}
     for view in seed:
         g = view.entry["granularity"]
-        out[g] = {"pairs": view.summary["pairs"], **view.counts,
+        out[g] = {"pairs": view.summary["pairs"], "rows": view.counts["rows"],
+                  "unique_texts": view.counts["unique_texts"], "tokens_embedded": view.counts["tokens_embedded"],
                   "retrievers": {name: retriever_entry(e) for name, e in view.metrics.items()}}
         if g != PRIMARY.granularity:
             out[g]["vs_session"] = {

@@ -5,7 +5,7 @@ an edit here reruns only them."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Mapping, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.report_inputs import ScoredWith
@@ -129,6 +129,20 @@ class LaneAgreement(_Agreement, total=False):
     view: str                            # diagnostics.lanes: the view compared (every view is)
 
 
+def same_top_share(agree: LaneAgreement, k: int) -> float | None:
+    """Its ``same_top{k}_share``: the share of the pairs both scored whose top k is the same (None: no pair)."""
+    loose: Mapping[str, Any] = agree  # a key per k: beyond what a TypedDict can name
+    share: float | None = loose[f"same_top{k}_share"]
+    return share
+
+
+def differ_top(agree: LaneAgreement, k: int) -> list[str]:
+    """Its ``differ_top{k}``: the pairs whose top k differs (written for the view's largest k)."""
+    loose: Mapping[str, Any] = agree  # a key per k: beyond what a TypedDict can name
+    differ: list[str] = loose[f"differ_top{k}"]
+    return differ
+
+
 class GoldRanks(TypedDict):
     """Per pair of the subject retriever, the rank of each gold session (None: not retrieved),
     worst pairs first; besides these keys each pair has its recall@k and mrr."""
@@ -147,6 +161,13 @@ class Diagnostics(TypedDict, total=False):
     vipune_semantic_vs_dense: LaneAgreement | None
     gold_ranks: GoldRanks
     lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
+
+
+def mirror_agreement(diagnostics: Diagnostics, key: str) -> LaneAgreement | None:
+    """The agreement of a lane's run with its mirror under ``key`` (one of registry.lanes' ``agreement``)."""
+    loose: Mapping[str, Any] = diagnostics  # registry.lanes names the keys, not a literal here
+    agree: LaneAgreement | None = loose.get(key)
+    return agree
 
 
 class ExplainedHit(TypedDict):
@@ -238,19 +259,28 @@ class EmbedBlock(_EmbedBlock, total=False):
     why: str                             # why no provider timed a text
 
 
-class ModelProvenance(TypedDict):
-    """provenance.model: the model's fingerprint, where its files came from and whether they are the
-    pinned bytes (stages.report.report.model_provenance)."""
+class Pin(TypedDict):
+    """A pinned file of the model (registry.models.against_pins)."""
 
+    pinned: str                          # the pinned sha256
+    found: str | None                    # the sha256 found (None: not among the model's files)
+
+
+class ModelProvenance(TypedDict):
+    """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
+    files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
+
+    kind: str                            # "model"
     repo_id: str
     revision: str
     file: str
     files: dict[str, str]                # file → sha256
     pooling: str
+    normalization: str
     source: str                          # local, download
     path: str | None
     pinned: bool | None                  # None: that repository and revision have no pins
-    pins: dict[str, dict[str, str]]      # file → {pinned, found}
+    pins: dict[str, Pin] | None          # file → {pinned, found}; None: no pins
 
 
 class Provenance(TypedDict):

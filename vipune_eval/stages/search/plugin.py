@@ -26,7 +26,7 @@ import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 import numpy as np
 
@@ -154,10 +154,10 @@ def _no_exit() -> Iterator[None]:
     done, then missed its output). A process the plugin forks still exits as it asks."""
     real, pid = os._exit, os.getpid()
 
-    def refuse(code: int) -> None:
+    def refuse(status: int) -> NoReturn:
         if os.getpid() != pid:
-            real(code)
-        raise _Exited(code)
+            real(status)
+        raise _Exited(status)
 
     os._exit = refuse
     try:
@@ -187,6 +187,9 @@ def load(use: str) -> Callable[..., Any]:
                                 "to the working directory)")
             name = "vipune_eval_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
             found = importlib.util.spec_from_file_location(name, path)
+            if found is None or found.loader is None:
+                raise EvalError(f"plugin {use!r}: {path.resolve()} cannot be imported as a Python module "
+                                "(a file ending in .py can)")
             module = importlib.util.module_from_spec(found)
             sys.modules[name] = module
             with _folder_on_path(use), _no_exit():

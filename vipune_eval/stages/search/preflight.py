@@ -138,7 +138,8 @@ class Preflight:
     def rrf(self, *ranks: int | None) -> float:
         return rrf(*ranks, k=self.k)
 
-    def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[str, float]]:
+    def search(self, project: str, limit: int, hybrid: bool = True) -> list[tuple[Any, Any]]:
+        """(id, similarity) of each hit as vipune printed them: a drifted output may hold anything."""
         hits, _ = self.vipune.search(self.db, project, QUERY, self.settings.search_flags(limit, hybrid), limit, "preflight")
         return [(h.get("id"), h.get("similarity")) for h in hits]
 
@@ -148,7 +149,7 @@ class Preflight:
         self.record(check, _show(expected), _show(seen), _same(seen, expected))
 
 
-def _show(ranking: list[tuple[str, float]]) -> list[str]:
+def _show(ranking: list[tuple[Any, Any]]) -> list[str]:
     return [f"{rid} {score:.6f}" if isinstance(score, (int, float)) else f"{rid} {score!r}"
             for rid, score in ranking]
 
@@ -203,7 +204,7 @@ def check_rrf_k(pre: Preflight, probe: Probe) -> None:
     pre.record("rrf_k25_ranks_from_1", _show(expected), _show(seen), False, drift=drift)
 
 
-def _same(seen: list[tuple[str, float]], expected: list[tuple[str, float]]) -> bool:
+def _same(seen: list[tuple[Any, Any]], expected: list[tuple[str, float]]) -> bool:
     return len(seen) == len(expected) and all(
         a == b and isinstance(s, (int, float)) and abs(s - t) <= TOLERANCE
         for (a, s), (b, t) in zip(seen, expected))

@@ -77,9 +77,12 @@ def test_a_module_plugin(plugin_dir, monkeypatch):
     ("mine/imports.py:f", ["mine/imports.py:f", "ModuleNotFoundError", "no_such_module_xyz"]),
     ("no_such_package_xyz.mod:f", ["no_such_package_xyz.mod:f", "cannot be"]),
     ("mine/plug.py:", ["write 'path/to/file.py:function'"]),
+    # no importer takes a .txt file (a NoneType AttributeError before; found by mypy, issue 53)
+    ("mine/rank.txt:f", ["mine/rank.txt:f", "cannot be imported as a Python module", "ending in .py"]),
 ])
 def test_an_unimportable_plugin_is_refused_naming_it(plugin_dir, use, words):
     (plugin_dir / "mine" / "broken.py").write_text("def f(:\n")
+    (plugin_dir / "mine" / "rank.txt").write_text("def f(persona, k):\n    return []\n")
     (plugin_dir / "mine" / "imports.py").write_text("import no_such_module_xyz\n")
     with pytest.raises(EvalError) as info:
         plugins.load(registry.resolve([{"name": "p", "use": use}])[0].use)  # as the config check does

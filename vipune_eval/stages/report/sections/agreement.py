@@ -8,9 +8,10 @@ from __future__ import annotations
 from vipune_eval.registry import measures, lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
-from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
+from vipune_eval.stages.report.report_json import (LaneAgreement, Report, differ_top, mirror_agreement, primary_ks,
+                                                   same_top_share)
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
-from vipune_eval.stages.report.sections.provenance import copied
+from vipune_eval.stages.report.sections.provenance import copied, lane_copies
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
 
@@ -37,6 +38,10 @@ def pairs_apart(agree: LaneAgreement) -> str | None:
     return f"{mirror} scored {agree['mirror_pairs']} pairs, {run} {agree['run_pairs']}: {'; '.join(only)}"
 
 
+def _share(share: float | None) -> str:
+    return "no pair" if share is None else f"{share:.1%}"
+
+
 def items(report: Report, ks: list[int]) -> list[Item]:
     """The diagnostics' bullets: each lane's agreement with its mirror, then each lib lane's with
     the binary, on the top k of every k in the primary view, on the largest k in every other view;
@@ -44,9 +49,9 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     d = report["diagnostics"]
     out = []
     for run, key in mirrored():
-        agree = d.get(key)
+        agree = mirror_agreement(d, key)
         if agree:
-            shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
+            shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
             out.append(Item(f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
                             f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
                             "does what its contract says."))
@@ -55,15 +60,15 @@ def items(report: Report, ks: list[int]) -> list[Item]:
         view = agree.get("view", PRIMARY.name)
         pairs = pairs_apart(agree)
         if view == PRIMARY.name:
-            shares = ", ".join(f"top {kk}: {agree[f'same_top{kk}_share']:.1%}" for kk in ks)
-            differ = agree[f"differ_top{max(ks)}"]
+            shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
+            differ = differ_top(agree, max(ks))
             text = (f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
                     f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
                     f"{shares} of {agree['pairs']} pairs"
                     + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
         else:
             top = max(report["views"][view]["ks"])
-            share, differ = agree[f"same_top{top}_share"], agree[f"differ_top{top}"]
+            share, differ = same_top_share(agree, top), differ_top(agree, top)
             if share == 1.0 and not pairs:
                 agreeing.append(agree)
                 continue
@@ -77,10 +82,10 @@ def items(report: Report, ks: list[int]) -> list[Item]:
     together: dict[tuple[str, ...], list[tuple[str, str]]] = {}  # those views → the lanes that agree in them
     for lane, where in views.items():
         together.setdefault(tuple(where), []).append(lane)
-    for where, pairs_of_runs in together.items():
+    for in_views, pairs_of_runs in together.items():
         runs, mirrors = (and_listed([lane[i] for lane in pairs_of_runs]) for i in (0, 1))
-        out.append(Item(f"{runs} return{'s' if len(pairs_of_runs) == 1 else ''} the same ranking as {mirrors} on every pair of the {and_listed(list(where))} "
-                        f"view{'s' if len(where) > 1 else ''} (to the largest k of each)."))
+        out.append(Item(f"{runs} return{'s' if len(pairs_of_runs) == 1 else ''} the same ranking as {mirrors} on every pair of the {and_listed(list(in_views))} "
+                        f"view{'s' if len(in_views) > 1 else ''} (to the largest k of each)."))
     return out
 
 
@@ -91,8 +96,7 @@ def why_apart(report: Report) -> str:
     query parity failed: the binary measures its new query embedding, vipune-lib the cached
     vectors), a preflight check the binary now fails; else that the harness cannot tell."""
     prov = report["provenance"]
-    copies = (((prov.get("lane") or {}).get("built") or {}).get("sources") or {}).get("copies") or []
-    stale = [copied(c) for c in copies if not c.get("same")]
+    stale = [copied(c) for c in lane_copies(prov.get("lane")) if not c.get("same")]
     checks = [c for c in (prov.get("preflight") or {}).get("checks") or [] if not c.get("passed")]
     query = [c for c in checks if c["check"] == "query_embedding_parity"]
     others = [c.get("drift") or c["check"] for c in checks if c["check"] != "query_embedding_parity"]
@@ -122,24 +126,24 @@ def disagreements(report: Report) -> list[str]:
     k = measures.primary_k(primary_ks(report))
     out = []
     for run, key in mirrored():
-        agree = d.get(key)
-        if agree and 1 - agree[f"same_top{k}_share"] > MISMATCH_SHOWN:
+        agree = mirror_agreement(d, key)
+        share = same_top_share(agree, k) if agree else None  # None: no pair both scored, none compared
+        if agree and share is not None and 1 - share > MISMATCH_SHOWN:
             out.append(f"{run} and its mirror {agree['mirror']} rank the top {k} differently on "
-                       f"{1 - agree[f'same_top{k}_share']:.0%} of {agree['pairs']} pairs: the binary no longer "
+                       f"{1 - share:.0%} of {agree['pairs']} pairs: the binary no longer "
                        "does what its contract says, or the mirror's setting differs")
-    apart: dict[tuple, list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them
+    apart: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
-        differ = agree[f"differ_top{max(report['views'][view]['ks'])}"]
+        differ = differ_top(agree, max(report["views"][view]["ks"]))
         if differ:
             out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
                        f"{len(differ)} of {agree['pairs']} pairs differently{in_view(report, view)}: "
                        f"{', '.join(differ[:5])}" + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics); "
                        + why_apart(report))
         if agree.get("only_run") or agree.get("only_mirror"):
-            key = (view, tuple(agree["only_run"]), tuple(agree["only_mirror"]))
-            apart.setdefault(key, []).append(agree)
-    views: dict[tuple, list[str]] = {}  # the same lanes with the same pairs apart → the views where they are
+            apart.setdefault((view, tuple(agree["only_run"]), tuple(agree["only_mirror"])), []).append(agree)
+    views: dict[tuple[str, str, tuple[int, int], tuple[str, ...], tuple[str, ...]], list[str]] = {}  # the same lanes with the same pairs apart → the views where they are
     for (view, only_run, only_mirror), agreements in apart.items():
         runs, mirrors = and_listed([a["run"] for a in agreements]), and_listed([a["mirror"] for a in agreements])
         counts = (agreements[0]["mirror_pairs"], agreements[0]["run_pairs"])

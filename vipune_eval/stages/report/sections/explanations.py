@@ -6,7 +6,7 @@ the key ``explain-<question_id>`` (the HTML's anchor) with its category (the HTM
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, Sequence
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
@@ -48,13 +48,14 @@ def _in_arms(hit: ExplainedHit, column: ExplainedColumn) -> str:
     if column["k"] is None:
         return "its arms: none recorded"
     parts = []
-    for name, label in (("semantic", "semantic arm"), ("bm25", "BM25 arm")):
+    arms: tuple[tuple[Literal["semantic", "bm25"], str], ...] = (("semantic", "semantic arm"), ("bm25", "BM25 arm"))
+    for name, label in arms:
         position = hit[name]
         parts.append(f"{label} rank {_arm(position, name, column)}" if position else f"{label}: {NOT_IN_ARM}")
     return ", ".join(parts)
 
 
-def explanation(e: Explanation, moved: list[str] = ()) -> Section:
+def explanation(e: Explanation, moved: Sequence[str] = ()) -> Section:
     """One question's explanation, under its anchor and with its category; ``moved``: how it moved
     in each build that moved it, a line each."""
     builds = e["builds"]

@@ -49,7 +49,8 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
                           f"({bm25['bm25_empty_pairs']} pairs); there hybrid search is the semantic order.", sub))
     items += agreement.items(report, ks)
     for lane in lanes.LANES:
-        seconds = report["retrievers"].get(lane.hybrid, {}).get("search_seconds")
+        entry = report["retrievers"].get(lane.hybrid)
+        seconds = entry.get("search_seconds") if entry else None
         if seconds and lane.latency:
             items.append(Item(f"{lane.hybrid} search latency ({lane.latency}): p50 {seconds['p50']:.3f} s, "
                               f"p95 {seconds['p95']:.3f} s, max {seconds['max']:.3f} s over {seconds['calls']} calls"))

@@ -17,8 +17,8 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
     vipune = prov.get("vipune")
     if not vipune:
         return None
-    build = next((b for b in report["builds"] if b["id"] == vipune.get("id")), {})
-    source = f", from {build['source']}" if build.get("source") else ""
+    build = next((b for b in report["builds"] if b["id"] == vipune.get("id")), None)
+    source = f", from {build['source']}" if build and build.get("source") else ""
     if short:
         return f"vipune {vipune['version']}, build {vipune['id']}{source}"
     what = (f"a vipune-lane built alone, no binary: lane sha256 {vipune['sha256']}" if vipune.get("lane_only")
@@ -63,11 +63,19 @@ def lanes(report: Report) -> dict[str, VipuneLaneFingerprint]:
     return {primary["binary"]: primary, **out} if primary else out
 
 
+def lane_copies(lane: VipuneLaneFingerprint | None) -> list[LaneCopy]:
+    """What a vipune-lane copies of vipune's code (``vipune-lane version``'s "sources", recorded by
+    .ci/vipune/build.sh); none for no lane, or a lane that records none (the tests' fake)."""
+    if not lane:
+        return []
+    copies: list[LaneCopy] = ((lane.get("built") or {}).get("sources") or {}).get("copies") or []
+    return copies
+
+
 def changed_copies(lane: VipuneLaneFingerprint) -> list[str]:
     """Each item of vipune's code a vipune-lane copies that the source it was built against
-    changes or no longer has (``vipune-lane version``'s "sources", recorded by .ci/vipune/build.sh),
-    in words. A lane that records none (the tests' fake) names none."""
-    copies: list[LaneCopy] = (lane["built"].get("sources") or {}).get("copies") or []
+    changes or no longer has, in words."""
+    copies = lane_copies(lane)
     return [f"{copied(c)}, which this source {'changes' if c.get('source') else 'no longer has'} "
             f"({c['what']}; the copy: {c['copied_to']})" for c in copies if not c.get("same")]
 
@@ -95,11 +103,11 @@ def model_line(model: ModelProvenance) -> str:
     files = f"{name} `{model['file']}` (sha256 {model['files'][model['file']][:12]})"
     where = f"files from {model['path']} laid out as {files}" if model["path"] else f"{files}, downloaded"
     line = f"model: {where}, {model['pooling']} pooling + L2"
-    if model["pinned"] is None:
+    pins = model["pins"]
+    if model["pinned"] is None or pins is None:  # the one is None where the other is
         return line + f": {name} has no pins, so these bytes are recorded, not checked"
     if model["pinned"]:
         return line + f": the pinned bytes of {name}"
-    pins = model["pins"]
     differ = "; ".join(f"`{file}` sha256 {pins[file]['pinned'][:12]}" for file in sorted(pins)
                        if pins[file]["found"] != pins[file]["pinned"])
     return (line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "

@@ -64,11 +64,11 @@ def failed_pairs(report: Report) -> list[str]:
     for (qid, reason), where in failed.items():
         groups.setdefault((reason, tuple(where)), []).append(qid)
     out = []
-    for (reason, where), qids in groups.items():
+    for (reason, places), qids in groups.items():
         more = len(qids) - PAIRS_NAMED
         shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
         many = len(qids) != 1
-        out.append(f"{_who(report, where)}: {len(qids)} pair{'s' if many else ''} failed and "
+        out.append(f"{_who(report, places)}: {len(qids)} pair{'s' if many else ''} failed and "
                    f"{'are' if many else 'is'} left out of every average (vipune.on_error: record; report.json "
                    f"lists why); {reason}: {shown}")
     return out

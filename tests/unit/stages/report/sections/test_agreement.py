@@ -162,3 +162,22 @@ def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded
     assert warning() == ("why: the binary's query vectors are no longer the cached ones (its preflight's "
                          "query_embedding_parity: min cosine 0.931000 over 3 questions): the binary ranks with its "
                          "new query embedding, vipune-lib with the cached vectors")
+
+
+def test_a_lane_and_its_mirror_with_no_pair_in_common_are_said_so_not_a_crash(loaded, tmp_path):
+    """diagnostics.agreement writes a share of None where the binary and its mirror scored no pair
+    in common (every pair of one failed, vipune.on_error: record); the diagnostics formatted it as a
+    percentage and the warnings subtracted it from 1, both a TypeError (found by mypy, issue 53)."""
+    from vipune_eval.stages.report.report_json import primary_ks
+    from vipune_eval.stages.report.sections import agreement
+
+    report = build(loaded)
+    agree = report["diagnostics"]["vipune_vs_hybrid"]
+    assert agree is not None
+    ks = primary_ks(report)
+    for k in ks:
+        agree[f"same_top{k}_share"] = None  # as diagnostics.agreement writes it for no pair in common
+    agree["pairs"] = 0
+    [line] = [i.text for i in agreement.items(report, ks) if i.text.startswith("vipune and its mirror")]
+    assert "top 1: no pair, top 5: no pair, top 10: no pair of 0 pairs" in line
+    assert not any(w.startswith("vipune and its mirror") for w in agreement.disagreements(report))
