@@ -39,10 +39,10 @@ from support import real_vipune
 from support.search import write_shard
 from support.synthetic import VOCABULARY
 from vipune_eval.core.persona import Persona
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import explain
-from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
@@ -327,7 +327,7 @@ def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_
         proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
                               text=True, timeout=1800)
         assert proc.returncode != 0
-        assert (f'they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
+        assert ('they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
                 in proc.stderr), proc.stderr[-3000:]
         assert f"nothing was replaced: {home}/bin is the previous build" in proc.stderr
         assert {path: sha(path) for path in before} == before and find_lane(binary, "checkout") == lane

@@ -32,8 +32,8 @@ from vipune_eval.stages.search.kept_stores import Keeping
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 from vipune_eval.vipune.home import build_vipune_hf_home
-from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
+from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 
 pytestmark = [pytest.mark.real_vipune, pytest.mark.slow]
 

@@ -42,9 +42,8 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
     import numpy as np
 
     from vipune_eval.vipune.client import Vipune
-
-    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
+    from vipune_eval.vipune.settings import VipuneSettings
 
     tmp.mkdir(parents=True, exist_ok=True)
     vipune = Vipune(binary, tmp / "home", 120, hf_home=hf_home)

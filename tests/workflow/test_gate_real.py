@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from support import ci_steps, real_vipune, vipune_edits
 from support.scenarios import REPO, make_workdir, set_config, snakemake
-
-from vipune_eval.errors import EvalError
 from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.search.preflight import run_preflight

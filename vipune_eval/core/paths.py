@@ -10,7 +10,6 @@ import json
 import string
 from pathlib import Path
 
-
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)

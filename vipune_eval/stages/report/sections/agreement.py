@@ -5,7 +5,7 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures, lanes
+from vipune_eval.registry import lanes, measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import LaneAgreement, Report, primary_ks
