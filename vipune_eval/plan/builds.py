@@ -70,7 +70,7 @@ def _binary(binary: str, config: dict[str, Any], files: dict[str, dict]) -> dict
     path = vipune_binary.resolve_binary(binary)
     if lib_lane.is_lane(path):  # build.sh --lane-only: the vipune-lane is the build
         fingerprint = lib_lane.lane_only_fingerprint(path, config["vipune"]["timeout"])
-        write_json_if_changed(paths.lane_fingerprint_file(fingerprint["id"]), fingerprint)
+        files[paths.lane_fingerprint_file(fingerprint["id"])] = fingerprint
         return {**fingerprint, "path": str(path)}
     extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]

@@ -129,13 +129,17 @@ def test_a_lane_built_alone_is_a_build_of_its_own_for_the_lib_lane(tmp_path, mon
     lib = ["vipune-lib", "vipune-lib-semantic"]
     cfg = local_config(tmp_path, binary=str(lane), compare=[str(release)])
     cfg["retrievers"] = lib
-    builds = workspace.prepare(copy.deepcopy(cfg), SCHEMA).builds
+    ws = workspace.prepare(copy.deepcopy(cfg), SCHEMA)
+    builds = ws.builds
     primary = builds.fingerprints[builds.primary]
     assert primary["lane_only"] and primary["sha256"] == hashlib.sha256(lane.read_bytes()).hexdigest()
     assert builds.primary == f"{primary['version']}-{primary['sha256'][:12]}" and primary["built"]["binary_sha256"] is None
     assert builds.lanes[builds.primary] == builds.primary and builds.lane_paths[builds.primary] == str(lane.resolve())
     assert builds.fingerprint_file(builds.primary) == paths.lane_fingerprint_file(builds.primary)
-    assert json.loads(Path(builds.fingerprint_file(builds.primary)).read_text())["lane_only"]
+    assert ws.files[builds.fingerprint_file(builds.primary)]["lane_only"]  # planned: a real run writes it
+    for name, content in ws.files.items():  # as the run's planned_file jobs do
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+        Path(name).write_text(json.dumps(content))
     [compared] = builds.compared
     assert builds.fingerprint_file(compared) == paths.binary_fingerprint_file(compared)  # a binary's build
     # the lane-only build compared with the release by its id, once evaluated here
