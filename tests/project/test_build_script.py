@@ -59,29 +59,19 @@ CRATES_IO_TIME = 1153704088  # 2006-07-24, the time of every file crates.io ship
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 
 
-def fixture_tree(variable: str) -> Path:
-    folder = os.environ.get(variable)
-    if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{variable} names no vipune source tree (.ci/run sets one up and builds it)"
-        if real_vipune.required():
-            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
-        pytest.skip(why)
-    return Path(folder)
-
-
 @pytest.fixture(scope="module")
 def checkout() -> Path:
-    return fixture_tree(FIXTURE)
+    return real_vipune.fixture_tree(FIXTURE)
 
 
 @pytest.fixture(scope="module")
 def k60_checkout() -> Path:
-    return fixture_tree(K60_FIXTURE)
+    return real_vipune.fixture_tree(K60_FIXTURE)
 
 
 @pytest.fixture(scope="module")
 def k2_checkout() -> Path:
-    return fixture_tree(K2_FIXTURE)
+    return real_vipune.fixture_tree(K2_FIXTURE)
 
 
 def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -56,13 +55,7 @@ EDITS = {
 
 @pytest.fixture(scope="module")
 def checkout() -> Path:
-    folder = os.environ.get(FIXTURE)
-    if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{FIXTURE} names no vipune source tree (.ci/run sets one up and builds it)"
-        if real_vipune.required():
-            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
-        pytest.skip(why)
-    return Path(folder)
+    return real_vipune.fixture_tree(FIXTURE)
 
 
 def build(checkout: Path) -> tuple[Path, Path]:
