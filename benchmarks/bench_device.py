@@ -40,9 +40,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.common import ENCODERS, PYTHON, Figures, generate, interleaved, run_child, sized
+from vipune_eval.stages.embed.projection import BGE_SMALL, LONGMEMEVAL_M, workload_flops
 from vipune_eval.stages.embed.provider import batch_rows
 from vipune_eval.stages.embed.tally import encoder_shape
-from vipune_eval.stages.embed.projection import BGE_SMALL, LONGMEMEVAL_M, workload_flops
 
 # Per provider: the sample sizes and budgets. A GPU needs thousands of texts to show its rate.
 SIZES = {"small": {"cpu": dict(session=12, turn=48, budgets=[512, 2048], invariance=12, threads=2),

@@ -10,7 +10,6 @@ as FLOP/s, are bench_embed_flops.py; the shared pieces are in conftest.py and co
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow.parquet as pq
 

@@ -32,10 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.common import (ENCODERS, PYTHON, Figures, cli, generate, interleaved, matmul_peak,
-                               run_child, sized)
-from vipune_eval.stages.embed.tally import encoder_shape
+from benchmarks.common import ENCODERS, PYTHON, Figures, cli, generate, interleaved, matmul_peak, run_child, sized
 from vipune_eval.stages.embed.projection import BGE_SMALL, LONGMEMEVAL_M, workload_flops
+from vipune_eval.stages.embed.tally import encoder_shape
 
 GRANULARITIES = ("session", "turn", "chunk")
 # small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.

@@ -13,8 +13,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.common import (ENCODERS, Figures, cli, embed_rate, generate, interleaved, mean,
-                               run_child, sample_texts, sized)
+from benchmarks.common import (
+    ENCODERS,
+    Figures,
+    cli,
+    embed_rate,
+    generate,
+    interleaved,
+    mean,
+    run_child,
+    sample_texts,
+    sized,
+)
 from vipune_eval.stages.embed.projection import flops_per_token
 
 GRANULARITIES = ("session", "turn", "chunk")

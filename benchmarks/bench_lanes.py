@@ -28,9 +28,21 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-
-from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, Child, Figures, cli, embed_cmd, filter_view, generate,
-                               interleaved, mean, run_child, run_children, sized)
+from benchmarks.common import (
+    BGE_REPO_ID,
+    BGE_REVISION,
+    Child,
+    Figures,
+    cli,
+    embed_cmd,
+    filter_view,
+    generate,
+    interleaved,
+    mean,
+    run_child,
+    run_children,
+    sized,
+)
 
 DATA = {"small": dict(instances=40, abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=10,
                       words_per_turn=40, seed=11),
@@ -50,8 +62,8 @@ def parallel(steps: list[tuple[list, Path]]) -> Child:
 
 def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     from vipune_eval.core.persona import personas_of_shard
-    from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.core.trec import read_run as read_trec
+    from vipune_eval.stages.search.vipune_lib import database_folder
     from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.vipune_lane import frame, lane_fingerprint

@@ -49,8 +49,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import (OUT, PYTHON, REPO, Child, Figures, cli, generate, interleaved, mean, run_child,
-                               sized)
+from benchmarks.common import OUT, PYTHON, REPO, Child, Figures, cli, generate, interleaved, mean, run_child, sized
 
 DATA = {"small": dict(instances=40, abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=10,
                       words_per_turn=40, seed=11),

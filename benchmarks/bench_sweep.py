@@ -19,8 +19,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.common import (ENCODERS, REPS, Figures, embed_rate, interleaved, matmul_peak, mean,
-                               sized)
+from benchmarks.common import ENCODERS, REPS, Figures, embed_rate, interleaved, matmul_peak, mean, sized
 from vipune_eval.stages.embed.projection import flops_per_token
 
 SIZES = {"small": dict(batches=[1, 4, 16], threads=[1, 2], long=8, short=96),

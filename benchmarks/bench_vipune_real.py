@@ -37,9 +37,20 @@ import subprocess
 import time
 from types import SimpleNamespace
 
-
-from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, Figures, cli, embed_cmd, filter_view, generate,
-                               import_files, interleaved, mean, run_child, sized)
+from benchmarks.common import (
+    BGE_REPO_ID,
+    BGE_REVISION,
+    Figures,
+    cli,
+    embed_cmd,
+    filter_view,
+    generate,
+    import_files,
+    interleaved,
+    mean,
+    run_child,
+    sized,
+)
 
 PERSONAS = {"small": 6, "M": 24}
 DATA = dict(abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=6,
@@ -68,11 +79,11 @@ runpy.run_module("vipune_eval", run_name="__main__", alter_sys=True)
 
 def bench_vipune_real(benchmark, work, tiny_model, embed_model, real_vipune):
     from vipune_eval.core.persona import personas_of_shard
-    from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.stages.search.vipune import searches
+    from vipune_eval.vipune.binary import binary_fingerprint
     from vipune_eval.vipune.client import Vipune
-    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
+    from vipune_eval.vipune.settings import VipuneSettings
 
     n = sized(PERSONAS)
     dest = work / "vipune-real"

@@ -61,10 +61,10 @@ def run_all(commands: list[tuple[list[str], Path]]) -> tuple[float, float]:
 
 
 def bench_whatif(benchmark, work):
-    from vipune_eval.stages.report import whatif
+    from vipune_eval.plan.whatif_grid import resolve as grid
     from vipune_eval.registry.measures import SEED, keys
     from vipune_eval.registry.retrievers import resolve
-    from vipune_eval.plan.whatif_grid import resolve as grid
+    from vipune_eval.stages.report import whatif
 
     z = sized(SIZES)
     dest = work / "whatif"

@@ -12,13 +12,14 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import platform
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.stages.embed.projection import BGE_SMALL
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
@@ -225,7 +226,7 @@ def _fmt(x: Any) -> str:
 def machine() -> dict[str, Any]:
     cpu = ""
     try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         cpu = platform.processor()
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import (BGE_REPO_ID, BGE_REVISION, DEFAULT_MODEL, MODEL_ENV, OUT, Model,
-                               cli, run_child)
+from benchmarks.common import BGE_REPO_ID, BGE_REVISION, DEFAULT_MODEL, MODEL_ENV, OUT, Model, cli, run_child
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -136,8 +135,8 @@ def real_vipune() -> Path:
 def real_build(real_vipune: Path) -> tuple[Path, Path]:
     """(the real vipune at the pinned release, the vipune-lane built beside it); skipped, saying
     why, where the vipune-lane is missing."""
-    from vipune_eval.vipune.vipune_lane import LaneError, find_lane
     from vipune_eval.vipune.release import RELEASE
+    from vipune_eval.vipune.vipune_lane import LaneError, find_lane
 
     try:
         return real_vipune, find_lane(real_vipune, RELEASE)

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     raw.unlink(missing_ok=True)
     before = machine()
     before["commit"] = git_commit()  # of the code measured (README edits during a run don't count)
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()
     code = subprocess.run([sys.executable, "-m", "pytest", "benchmarks/", "--benchmark-json", str(raw), *argv],
                           cwd=REPO).returncode

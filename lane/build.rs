@@ -24,26 +24,38 @@ fn main() {
     println!("cargo:rerun-if-env-changed=VIPUNE_LANE_PYTHON");
     println!("cargo:rerun-if-changed=vipune_sources.json");
     let source = std::env::var("VIPUNE_LANE_VIPUNE_SRC").unwrap_or_else(|_| {
-        panic!("VIPUNE_LANE_VIPUNE_SRC is not set: the lane compiles vipune's own search code from \
-                the source it is built against; build it with .ci/vipune/build.sh")
+        panic!(
+            "VIPUNE_LANE_VIPUNE_SRC is not set: the lane compiles vipune's own search code from \
+                the source it is built against; build it with .ci/vipune/build.sh"
+        )
     });
     let tool = std::env::var("VIPUNE_LANE_SOURCE_TOOL").unwrap_or_else(|_| {
-        panic!("VIPUNE_LANE_SOURCE_TOOL is not set: the lane records the vipune source it compiles with \
-                vipune_eval/vipune/lane_source.py; build it with .ci/vipune/build.sh")
+        panic!(
+            "VIPUNE_LANE_SOURCE_TOOL is not set: the lane records the vipune source it compiles with \
+                vipune_eval/vipune/lane_source.py; build it with .ci/vipune/build.sh"
+        )
     });
     for what in ["src", "Cargo.toml", "Cargo.lock", "build.rs"] {
         let path = Path::new(&source).join(what);
-        if path.exists() {  // a missing path would rerun this script on every build
+        if path.exists() {
+            // a missing path would rerun this script on every build
             println!("cargo:rerun-if-changed={}", path.display()); // a folder: everything it holds
         }
     }
     println!("cargo:rerun-if-changed={tool}");
     // the interpreter build.sh names (a version manager's python3 is a slower shell script)
     let python = std::env::var("VIPUNE_LANE_PYTHON").unwrap_or_else(|_| "python3".to_string());
-    let recorded = Command::new(&python).arg(&tool).arg("--sources").arg(&source).output()
+    let recorded = Command::new(&python)
+        .arg(&tool)
+        .arg("--sources")
+        .arg(&source)
+        .output()
         .unwrap_or_else(|e| panic!("cannot run {python} {tool}: {e}"));
-    assert!(recorded.status.success(), "{python} {tool} --sources {source} failed: {}",
-            String::from_utf8_lossy(&recorded.stderr));
+    assert!(
+        recorded.status.success(),
+        "{python} {tool} --sources {source} failed: {}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
     let listed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string("vipune_sources.json").expect("lane/vipune_sources.json"))
             .expect("lane/vipune_sources.json is not JSON");
@@ -52,8 +64,12 @@ fn main() {
     for file in listed["compiled"].as_array().expect("'compiled' is a list") {
         let file = file.as_str().expect("a compiled file is a path");
         let path = Path::new(&source).join(file);
-        assert!(path.is_file(), "{} is missing: the lane compiles vipune's {file} and cannot be built \
-                                 against {source}", path.display());
+        assert!(
+            path.is_file(),
+            "{} is missing: the lane compiles vipune's {file} and cannot be built \
+                                 against {source}",
+            path.display()
+        );
         let inner = file.strip_prefix("src/").expect("a compiled file is under src/").trim_end_matches(".rs");
         let (parent, name) = inner.rsplit_once('/').unwrap_or(("", inner));
         modules.entry(parent.to_string()).or_default().push((name.to_string(), path.display().to_string()));
@@ -69,7 +85,9 @@ fn main() {
                     unrecorded = why;
                     return module;
                 }
-                format!("#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod {name};\n")
+                format!(
+                    "#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod {name};\n"
+                )
             })
             .collect();
         if parent.is_empty() {
@@ -86,7 +104,8 @@ fn main() {
     ));
     let out_dir = std::env::var("OUT_DIR").unwrap();
     std::fs::write(Path::new(&out_dir).join("vipune_source.rs"), out).expect("writing vipune_source.rs");
-    std::fs::write(Path::new(&out_dir).join("vipune_sources.json"), recorded.stdout).expect("writing vipune_sources.json");
+    std::fs::write(Path::new(&out_dir).join("vipune_sources.json"), recorded.stdout)
+        .expect("writing vipune_sources.json");
 }
 
 /// The signature of vipune's `rrf_fusion` the wrapper is written for, without whitespace.
@@ -99,10 +118,16 @@ fn recorded_rrf(path: &str) -> (String, Option<String>) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let bare: String = text.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace(",)", ")");
     if !bare.contains(FUSION_SIGNATURE) {
-        let plain = format!("#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod rrf;\n");
-        return (plain, Some(format!("{path}: its rrf_fusion has another signature than \
+        let plain =
+            format!("#[path = {path:?}]\n#[allow(dead_code, unused_imports, clippy::all)]\npub(crate) mod rrf;\n");
+        return (
+            plain,
+            Some(format!(
+                "{path}: its rrf_fusion has another signature than \
                                      (result_lists: Vec<Vec<Memory>>, config: Option<RrfConfig>) -> Result<Vec<Memory>, Error>, \
-                                     so the lane cannot record the lists it fuses")));
+                                     so the lane cannot record the lists it fuses"
+            )),
+        );
     }
     let module = format!(
         "pub(crate) mod rrf {{\n\

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from support import real_vipune, scenarios
+from support.fakes import fake_build
+from support.tinymodel import build_tiny_model
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 from vipune_eval.vipune.home import build_vipune_hf_home
-from support import real_vipune, scenarios
-from support.tinymodel import build_tiny_model
-from support.fakes import fake_build
 
 # Tests never touch the network: hub look-ups fail at once instead of retrying for ~40 s.
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -13,9 +13,10 @@ import dataclasses
 import importlib
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.errors import EvalError
 
@@ -110,7 +111,7 @@ def _expected_value(text: str) -> dict[str, int] | None:
     try:
         return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--expected takes instances=N,abstention=N,pairs=N, got {text!r}")
+        raise argparse.ArgumentTypeError(f"--expected takes instances=N,abstention=N,pairs=N, got {text!r}") from None
 
 
 def _batch_tokens(text: str) -> int | str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 PREFIX = "vipune-eval: "  # every line the harness prints for a person starts so
 FIX = f"{PREFIX}fix: "  # the line that says what to do (a failed run's summary reads it: plan.failures)
 

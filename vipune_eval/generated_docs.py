@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.errors import EvalError
 
@@ -53,7 +54,7 @@ def _computed_by(measure: Any) -> str:
 
 def render() -> str:
     """docs/registry.md."""
-    from vipune_eval.registry import shared_arms, datasets, granularities, measures, retrievers, views
+    from vipune_eval.registry import datasets, granularities, measures, retrievers, shared_arms, views
 
     lines = ["# Registry: the names a config may use",
              "",

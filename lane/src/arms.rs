@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::sqlite::Memory;
 
@@ -18,10 +18,8 @@ thread_local! {
 /// Called by the wrapped `rrf_fusion` with the lists it fuses, best first, and its k.
 #[allow(dead_code)] // where the source's rrf_fusion cannot be wrapped (build.rs), nothing calls it
 pub(crate) fn record(lists: &[Vec<Memory>], k: f64) {
-    let lists: Vec<Value> = lists
-        .iter()
-        .map(|list| list.iter().map(|m| json!([m.id, m.similarity])).collect())
-        .collect();
+    let lists: Vec<Value> =
+        lists.iter().map(|list| list.iter().map(|m| json!([m.id, m.similarity])).collect()).collect();
     FUSIONS.with(|f| f.borrow_mut().push(json!({"k": k, "lists": lists})));
 }
 

@@ -69,9 +69,7 @@ impl SearchFlags {
         let mut parsed = SearchFlags { limit: 10, recency: None, no_touch: false };
         let mut rest = flags.iter();
         while let Some(flag) = rest.next() {
-            let mut value = |name: &str| {
-                rest.next().ok_or_else(|| format!("search flag {name} without its value"))
-            };
+            let mut value = |name: &str| rest.next().ok_or_else(|| format!("search flag {name} without its value"));
             match flag.as_str() {
                 "--limit" => {
                     let v = value("--limit")?;
@@ -131,12 +129,28 @@ pub(crate) struct Row<'a> {
 
 /// Copies what `run_import` (src/commands/import.rs) writes for the harness's import file: every
 /// row in file order, in one transaction, with the columns the file gives.
-pub(crate) fn insert_rows<'a>(db: &Database, project_id: &str, rows: impl Iterator<Item = Row<'a>>) -> Result<(), Error> {
+pub(crate) fn insert_rows<'a>(
+    db: &Database,
+    project_id: &str,
+    rows: impl Iterator<Item = Row<'a>>,
+) -> Result<(), Error> {
     db.conn().execute_batch("BEGIN").map_err(|e| Error::Config(format!("BEGIN: {e}")))?;
     for row in rows {
-        db.insert_with_id(row.id, project_id, row.content, row.embedding, None, row.created_at, row.created_at,
-                          "fact", "active", None, 0, None)
-            .map_err(|e| Error::Config(format!("insert of row {}: {e}", row.id)))?;
+        db.insert_with_id(
+            row.id,
+            project_id,
+            row.content,
+            row.embedding,
+            None,
+            row.created_at,
+            row.created_at,
+            "fact",
+            "active",
+            None,
+            0,
+            None,
+        )
+        .map_err(|e| Error::Config(format!("insert of row {}: {e}", row.id)))?;
     }
     db.conn().execute_batch("COMMIT").map_err(|e| Error::Config(format!("COMMIT: {e}")))
 }

@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 // vipune's crate paths, so that its private files compile here unchanged (`crate::errors::Error`…)
 use vipune::{config, embedding, embedding_profiles, errors};
@@ -62,7 +62,7 @@ include!(concat!(env!("OUT_DIR"), "/vipune_source.rs"));
 mod arms;
 mod copies;
 
-use copies::{exit_code, insert_rows, search_as_the_command, CachedQuery, Row, SearchFlags, QUERY};
+use copies::{CachedQuery, QUERY, Row, SearchFlags, exit_code, insert_rows, search_as_the_command};
 use errors::Error;
 use memory::store::MemoryStore;
 use sqlite::Database;
@@ -87,24 +87,22 @@ fn strings(header: &Value, key: &str, qid: &str) -> Result<Vec<String>, String> 
         .and_then(Value::as_array)
         .ok_or_else(|| format!("persona {qid}: '{key}' is not a list"))?
         .iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("persona {qid}: '{key}' holds a non-string"))
-        })
+        .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("persona {qid}: '{key}' holds a non-string")))
         .collect()
 }
 
 fn path(header: &Value, key: &str, qid: &str) -> Result<Option<PathBuf>, String> {
     match header.get(key) {
         None => Ok(None),
-        Some(v) => v.as_str().map(|p| Some(PathBuf::from(p))).ok_or_else(|| format!("persona {qid}: '{key}' is not a path")),
+        Some(v) => {
+            v.as_str().map(|p| Some(PathBuf::from(p))).ok_or_else(|| format!("persona {qid}: '{key}' is not a path"))
+        }
     }
 }
 
 fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
-    let header: Value = serde_json::from_str(line)
-        .map_err(|e| format!("persona {number} (its header line): not JSON: {e}"))?;
+    let header: Value =
+        serde_json::from_str(line).map_err(|e| format!("persona {number} (its header line): not JSON: {e}"))?;
     let text = |key: &str| -> Result<String, String> {
         header
             .get(key)
@@ -134,8 +132,10 @@ fn parse_header(line: &str, number: usize) -> Result<Persona, String> {
         question_id,
     };
     if persona.seeded.is_some() && (persona.keep.is_some() || !persona.ids.is_empty()) {
-        return Err(format!("persona {}: a kept store (\"seeded\") comes without rows and without \"keep\"",
-                           persona.question_id));
+        return Err(format!(
+            "persona {}: a kept store (\"seeded\") comes without rows and without \"keep\"",
+            persona.question_id
+        ));
     }
     let n = persona.ids.len();
     if persona.contents.len() != n || persona.created_at.len() != n {
@@ -174,10 +174,7 @@ fn rows<'a>(p: &'a Persona, blobs: &'a [u8]) -> impl Iterator<Item = Row<'a>> {
 }
 
 fn ranking(memories: Vec<vipune::Memory>) -> Vec<(String, f64)> {
-    memories
-        .into_iter()
-        .map(|m| (m.id, m.similarity.unwrap_or(0.0)))
-        .collect()
+    memories.into_iter().map(|m| (m.id, m.similarity.unwrap_or(0.0))).collect()
 }
 
 /// Wall time of each step of a persona, in seconds.
@@ -284,12 +281,16 @@ fn run_search(dir: &Path, extras: Extras) -> Result<(), String> {
         let persona = parse_header(line.trim_end(), number)?;
         vectors.resize((persona.ids.len() + 1) * persona.dims * 4, 0);
         input.read_exact(&mut vectors).map_err(|e| {
-            format!("persona {}: its {} vectors of {} floats: {e}", persona.question_id,
-                    persona.ids.len() + 1, persona.dims)
+            format!(
+                "persona {}: its {} vectors of {} floats: {e}",
+                persona.question_id,
+                persona.ids.len() + 1,
+                persona.dims
+            )
         })?;
-        let answer = search(&persona, &vectors, dir, number, extras).unwrap_or_else(|e| {
-            json!({"question_id": persona.question_id, "error": e.to_string(), "exit_code": exit_code(&e)})
-        });
+        let answer = search(&persona, &vectors, dir, number, extras).unwrap_or_else(
+            |e| json!({"question_id": persona.question_id, "error": e.to_string(), "exit_code": exit_code(&e)}),
+        );
         let written = serde_json::to_writer(&mut output, &answer)
             .map_err(io::Error::from)
             .and_then(|()| output.write_all(b"\n"))
@@ -298,7 +299,6 @@ fn run_search(dir: &Path, extras: Extras) -> Result<(), String> {
     }
     Ok(())
 }
-
 
 fn version() -> Value {
     json!({

@@ -39,10 +39,10 @@ from support import real_vipune
 from support.search import write_shard
 from support.synthetic import VOCABULARY
 from vipune_eval.core.persona import Persona
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.tokens import count_tokens
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import explain
-from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.binary import lock_deviations
@@ -59,29 +59,19 @@ CRATES_IO_TIME = 1153704088  # 2006-07-24, the time of every file crates.io ship
 FLAGS = VipuneSettings("", Path(), None, Path(), 60).query_flags(10)  # the binary's options, limit 10
 
 
-def fixture_tree(variable: str) -> Path:
-    folder = os.environ.get(variable)
-    if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{variable} names no vipune source tree (.ci/run sets one up and builds it)"
-        if real_vipune.required():
-            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
-        pytest.skip(why)
-    return Path(folder)
-
-
 @pytest.fixture(scope="module")
 def checkout() -> Path:
-    return fixture_tree(FIXTURE)
+    return real_vipune.fixture_tree(FIXTURE)
 
 
 @pytest.fixture(scope="module")
 def k60_checkout() -> Path:
-    return fixture_tree(K60_FIXTURE)
+    return real_vipune.fixture_tree(K60_FIXTURE)
 
 
 @pytest.fixture(scope="module")
 def k2_checkout() -> Path:
-    return fixture_tree(K2_FIXTURE)
+    return real_vipune.fixture_tree(K2_FIXTURE)
 
 
 def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:
@@ -327,7 +317,7 @@ def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_
         proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
                               text=True, timeout=1800)
         assert proc.returncode != 0
-        assert (f'they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
+        assert ('they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
                 in proc.stderr), proc.stderr[-3000:]
         assert f"nothing was replaced: {home}/bin is the previous build" in proc.stderr
         assert {path: sha(path) for path in before} == before and find_lane(binary, "checkout") == lane

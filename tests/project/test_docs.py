@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from support.scenarios import REPO
+
 PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
@@ -176,7 +177,7 @@ def test_every_module_the_code_comments_and_schema_name_exists():
             return path.read_text(encoding="utf-8")
         tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
         return "\n".join(t.string for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)
-                         and not t.string[:1] in "bB")  # bytes are data (Parquet metadata keys)
+                         and t.string[:1] not in "bB")  # bytes are data (Parquet metadata keys)
 
     sources = [*sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
                REPO / "workflow" / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]

@@ -155,7 +155,7 @@ def at_cosine(q: np.ndarray, cos: float, seed: int) -> np.ndarray:
 # --------------------------------------------------------------------------- version, CLI
 def test_version_json(env) -> None:
     proc = vipune(env, "--json", "version")
-    assert proc.stdout == '{\n  "name": "vipune",\n  "version": "%s"\n}\n' % RELEASE
+    assert proc.stdout == f'{{\n  "name": "vipune",\n  "version": "{RELEASE}"\n}}\n'
     assert vipune(env, "version").stdout == f"vipune {RELEASE}\n"
     assert vipune(env, "--version").returncode == 64  # no such flag: the subcommand only
 

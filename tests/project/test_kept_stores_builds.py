@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -32,8 +31,8 @@ from vipune_eval.stages.search.kept_stores import Keeping
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 from vipune_eval.vipune.home import build_vipune_hf_home
-from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
+from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
 
 pytestmark = [pytest.mark.real_vipune, pytest.mark.slow]
 
@@ -56,13 +55,7 @@ EDITS = {
 
 @pytest.fixture(scope="module")
 def checkout() -> Path:
-    folder = os.environ.get(FIXTURE)
-    if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{FIXTURE} names no vipune source tree (.ci/run sets one up and builds it)"
-        if real_vipune.required():
-            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
-        pytest.skip(why)
-    return Path(folder)
+    return real_vipune.fixture_tree(FIXTURE)
 
 
 def build(checkout: Path) -> tuple[Path, Path]:

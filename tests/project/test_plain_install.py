@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import venv
-from pathlib import Path
 
 import pytest
 

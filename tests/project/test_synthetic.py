@@ -263,8 +263,8 @@ def test_cli(tmp_path: Path) -> None:
 def test_question_closer_to_gold_than_fillers(
     tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]
 ) -> None:
-    from vipune_eval.stages.embed.embed import load_model
     from support.tinymodel import build_tiny_model
+    from vipune_eval.stages.embed.embed import load_model
 
     _, _, data = written
     model = load_model(build_tiny_model(tmp_path / "m"), "model.onnx", "mean", threads=1)

@@ -16,8 +16,8 @@ from fastembed import TextEmbedding  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 from support.synthetic import VOCABULARY  # noqa: E402
-from vipune_eval.stages.embed.embed import load_model  # noqa: E402
 from support.tinymodel import build_tiny_model  # noqa: E402
+from vipune_eval.stages.embed.embed import load_model  # noqa: E402
 
 TEXTS = [
     "What did I plant in my garden last spring?",

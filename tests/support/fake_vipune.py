@@ -59,7 +59,7 @@ import sqlite3
 import sys
 import time
 from array import array
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 
@@ -144,7 +144,7 @@ class UsageError(Exception):
 
 # --------------------------------------------------------------------------- helpers
 def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def print_json(value) -> None:
@@ -530,7 +530,7 @@ def rrf_fusion(result_lists: list[list[dict]]) -> list[dict]:
 
 def apply_recency(rows: list[dict], weight: float) -> list[dict]:
     """(1 - w) * score + w * exp(-lambda * importance_scale * age_seconds)."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for row in rows:
         age = max((now - parse_rfc3339(row["created_at"])).total_seconds(), 0.0)
         scale = IMPORTANCE_SCALE.get((row.get("importance") or "medium").lower(), 0.5)

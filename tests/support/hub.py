@@ -67,7 +67,7 @@ class Hub:
         for data in files.values():
             self.blobs[hashlib.sha256(data).hexdigest()] = data
 
-    def __enter__(self) -> "Hub":
+    def __enter__(self) -> Hub:
         self.thread.start()
         return self
 

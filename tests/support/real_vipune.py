@@ -32,6 +32,20 @@ def required() -> bool:
     return os.environ.get(REQUIRED) == "required"
 
 
+def fixture_tree(variable: str) -> Path:
+    """A vipune source tree .ci/run set up and built (its folder in ``variable``): skipped, saying
+    why, where there is none, and failed where the real vipune is required."""
+    import pytest
+
+    folder = os.environ.get(variable)
+    if not folder or not (Path(folder) / "Cargo.lock").is_file():
+        why = f"{variable} names no vipune source tree (.ci/run sets one up and builds it)"
+        if required():
+            pytest.fail(f"{REQUIRED}=required, but {why}")
+        pytest.skip(why)
+    return Path(folder)
+
+
 def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int = 10):
     """What the binary itself does with ``persona``: (its own embedding of the question, read back
     by ``add`` then ``export``; {"semantic": [(id, score)], "hybrid": [...]} of its two searches on
@@ -42,9 +56,8 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
     import numpy as np
 
     from vipune_eval.vipune.client import Vipune
-
-    from vipune_eval.vipune.settings import VipuneSettings
     from vipune_eval.vipune.import_format import import_lines
+    from vipune_eval.vipune.settings import VipuneSettings
 
     tmp.mkdir(parents=True, exist_ok=True)
     vipune = Vipune(binary, tmp / "home", 120, hf_home=hf_home)

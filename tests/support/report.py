@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report.report import Loaded, LoadedView
-from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 
 KS = [1, 5, 10]

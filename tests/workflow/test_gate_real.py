@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from support import ci_steps, real_vipune, vipune_edits
 from support.scenarios import REPO, make_workdir, set_config, snakemake
-
-from vipune_eval.errors import EvalError
 from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.search.preflight import run_preflight
@@ -33,16 +33,6 @@ pytestmark = pytest.mark.real_vipune
 
 LIB = ["vipune-lib", "vipune-lib-semantic"]
 BOTH = ["vipune", "vipune-semantic", *LIB]
-
-
-def fixture_tree(variable: str) -> Path:
-    folder = os.environ.get(variable)
-    if not folder or not (Path(folder) / "Cargo.lock").is_file():
-        why = f"{variable} names no vipune source tree (.ci/run sets one up and builds it)"
-        if real_vipune.required():
-            pytest.fail(f"{real_vipune.REQUIRED}=required, but {why}")
-        pytest.skip(why)
-    return Path(folder)
 
 
 def fast_build(folder: Path) -> Path:
@@ -63,7 +53,7 @@ def release() -> Path:
 
 @pytest.fixture(scope="module")
 def edits_build() -> Path:
-    return fast_build(fixture_tree("VIPUNE_EVAL_GATE_EDITS_FIXTURE"))
+    return fast_build(real_vipune.fixture_tree("VIPUNE_EVAL_GATE_EDITS_FIXTURE"))
 
 
 @pytest.mark.parametrize("edit, stale", [
@@ -73,7 +63,7 @@ def edits_build() -> Path:
     ("comment", []),     # src/rrf.rs: compiled into the vipune-lane
 ])
 def test_each_edit_of_the_search_path_is_compiled_into_the_lane_or_named_as_a_stale_copy(tmp_path, edit, stale):
-    source = vipune_edits.edited_copy(fixture_tree("VIPUNE_EVAL_CHECKOUT_FIXTURE"), tmp_path / f"vipune-{edit}", [edit])
+    source = vipune_edits.edited_copy(real_vipune.fixture_tree("VIPUNE_EVAL_CHECKOUT_FIXTURE"), tmp_path / f"vipune-{edit}", [edit])
     found = lane_source.vipune_sources(source)
     assert [(c["file"], c["item"]) for c in found["copies"] if not c["same"]] == stale
     named = stale_copies({"provenance": {"lane": {"built": {"sources": found}}}})
@@ -149,7 +139,7 @@ def recipe_run(release, scenario_inputs, workflow_env, tmp_path_factory) -> tupl
     (workspace / "vipune-eval").symlink_to(REPO)
     config = make_workdir(root / "config", *scenario_inputs("gate"), scenario="gate") / "config.yaml"
     overrides = {"CONFIG": str(config), "CORES": "2", "BASE_RELEASE": real_vipune.RELEASE,
-                 "PR_CHECKOUT": str(fixture_tree("VIPUNE_EVAL_GATE_COMMENT_FIXTURE"))}
+                 "PR_CHECKOUT": str(real_vipune.fixture_tree("VIPUNE_EVAL_GATE_COMMENT_FIXTURE"))}
     if os.environ.get("VIPUNE_EVAL_CACHE"):
         overrides["VIPUNE_EVAL_CACHE"] = os.environ["VIPUNE_EVAL_CACHE"]
     else:  # build.sh's own default, where the builds are

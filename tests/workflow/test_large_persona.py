@@ -7,10 +7,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from support.results import read_run
+from support.scenarios import make_workdir, snakemake
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
-from support.scenarios import make_workdir, snakemake
-from support.results import read_run
 
 
 @pytest.mark.slow

@@ -23,16 +23,22 @@ SHARDS = 2
 LIB = ["vipune-lib", "vipune-lib-semantic"]
 
 
-@pytest.fixture(scope="module")
-def loop_run(tmp_path_factory, workflow_env, scenario_inputs):
-    """The release's lib lane run once; then a checkout whose search is edited (an OR query in
-    BM25: the fake builds' way of changing the search) compared with it."""
-    root = tmp_path_factory.mktemp("loop")
+def release_run(root, workflow_env, scenario_inputs):
+    """A fake release's lib lane run once in root/run: the run and the release."""
     data, model = scenario_inputs("builds")
     release = fake_build(root / "release", preamble="# the release\n")[0]
     workdir = make_workdir(root / "run", data, model, scenario="builds", retrievers=LIB,
                            vipune={"binary": str(release)})
     snakemake(workdir, "--cores", "2", env=workflow_env)
+    return workdir, release
+
+
+@pytest.fixture(scope="module")
+def loop_run(tmp_path_factory, workflow_env, scenario_inputs):
+    """The release's lib lane run once; then a checkout whose search is edited (an OR query in
+    BM25: the fake builds' way of changing the search) compared with it."""
+    root = tmp_path_factory.mktemp("loop")
+    workdir, release = release_run(root, workflow_env, scenario_inputs)
     checkout = fake_build(root / "checkout", preamble="FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")[0]
     set_config(workdir, vipune={"binary": str(checkout), "compare": [str(release)]})
     return root, workdir, release, checkout
@@ -119,11 +125,7 @@ def lane_only_run(tmp_path_factory, workflow_env, scenario_inputs):
     """The release's lib lane run once; then a checkout's lane built alone (build.sh --lane-only,
     its search edited) compared with it."""
     root = tmp_path_factory.mktemp("lane-only")
-    data, model = scenario_inputs("builds")
-    release = fake_build(root / "release", preamble="# the release\n")[0]
-    workdir = make_workdir(root / "run", data, model, scenario="builds", retrievers=LIB,
-                           vipune={"binary": str(release)})
-    snakemake(workdir, "--cores", "2", env=workflow_env)
+    workdir, release = release_run(root, workflow_env, scenario_inputs)
     checkout = fake_lane_only(root / "checkout", preamble="FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")
     set_config(workdir, vipune={"binary": str(checkout), "compare": [str(release)]})
     return workdir, checkout

@@ -24,8 +24,8 @@ import time
 import pytest
 import yaml
 
-from support.scenarios import SNAKEFILE, make_workdir
 from support.results import metrics, run_files
+from support.scenarios import SNAKEFILE, make_workdir
 from support.slurm import executor_env
 
 pytestmark = pytest.mark.slow

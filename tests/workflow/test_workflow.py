@@ -12,6 +12,7 @@ import pytest
 from support.results import independent_metrics, read_qrels, read_run
 from support.scenarios import RETRIEVERS, clone, make_workdir, snakemake
 
+
 @pytest.fixture(scope="module")
 def full_run(finished_run):
     return finished_run("full")
@@ -266,8 +267,8 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, s
 def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
-    from vipune_eval.stages.report.plots import run_plots
     from vipune_eval.stages.report.markdown import render
+    from vipune_eval.stages.report.plots import run_plots
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())

@@ -13,7 +13,6 @@ from typing import Any
 from vipune_eval.core.io import sha256_file, write_json_if_changed
 from vipune_eval.errors import EvalError
 
-
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
 

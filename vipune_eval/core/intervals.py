@@ -10,7 +10,6 @@ comparisons are stages.report.compare.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 from statistics import NormalDist
 

@@ -13,9 +13,10 @@ fused other than once or other than two lists, the persona's ``note`` says so an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -19,8 +19,7 @@ LongMemEval's, copies included.
 from __future__ import annotations
 
 import math
-from typing import Sequence
-
+from collections.abc import Sequence
 
 COPY_MARK = "#copy"
 

@@ -11,7 +11,6 @@ import string
 from pathlib import Path
 from typing import Any
 
-
 RESULTS = "results"
 CACHE = f"{RESULTS}/.cache"
 VECTORS = f"{RESULTS}/vectors"  # the vector store shared by every view (embed.py, store.py)

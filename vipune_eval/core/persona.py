@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import read_rows_with_ids
 from vipune_eval.core.ranking_settings import RankingSettings
+from vipune_eval.errors import EvalError
 
 Ranking = list[tuple[str, float]]  # (row id, score), best first
 

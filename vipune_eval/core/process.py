@@ -7,8 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 
 def shown(cmd: Sequence[object]) -> str:

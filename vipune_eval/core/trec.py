@@ -9,11 +9,11 @@ tie-break rule.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import write_text
+from vipune_eval.errors import EvalError
 
 Run = dict[str, list[tuple[str, int, float]]]  # question_id → [(doc, rank, score)] by rank
 

@@ -21,8 +21,8 @@ from vipune_eval.core import paths
 from vipune_eval.core.io import read_json
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.registry import retrievers
-from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.lanes import BINARY, LIB
+from vipune_eval.registry.retrievers import Kind
 from vipune_eval.vipune import binary as vipune_binary
 from vipune_eval.vipune import vipune_lane as lib_lane
 from vipune_eval.vipune.lane_source import source_sha256

@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log
+from vipune_eval.errors import EvalError
 
 SKIP_ENV = "VIPUNE_EVAL_CLUSTER_CHECK"
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 PACKAGE = "vipune_eval"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -90,7 +90,7 @@ def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
     return found - {module}
 
 
-@lru_cache(maxsize=None)
+@cache
 def import_graph(package_dir: Path = PACKAGE_DIR) -> dict[str, frozenset[str]]:
     modules = {module_name(p, package_dir) for p in package_dir.rglob("*.py")}
     return {m: frozenset(_imports(module_file(m, package_dir), m, modules)) for m in sorted(modules)}

@@ -13,9 +13,10 @@ import copy
 import difflib
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import jsonschema
 import yaml

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vipune_eval.core import paths
-from vipune_eval.vipune.binary import MISSING, resolve_binary
 from vipune_eval.cli import COMMANDS
+from vipune_eval.core import paths
 from vipune_eval.errors import FIX, PREFIX, EvalError
+from vipune_eval.vipune.binary import MISSING, resolve_binary
 
 WIDTH = 240  # an error line longer than this is cut in its middle (the log keeps it whole)
 TAIL = 120  # what a cut line keeps of its end: vipune's own reason comes after the command it ran

@@ -14,11 +14,10 @@ from vipune_eval.core.report_inputs import ExplainedBuild, LabManifest, LabRun, 
 from vipune_eval.plan.builds import compared_on
 from vipune_eval.plan.workspace import SEARCHES, Workspace
 from vipune_eval.registry import datasets, retrievers, views
+from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.vipune.binary import MISSING
-
 
 # ---------------------------------------------------------------- the configured runs' roles
 

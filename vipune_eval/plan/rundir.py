@@ -11,8 +11,9 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, TextIO
+from typing import Any, TextIO
 
 from vipune_eval.core import paths
 from vipune_eval.core.fingerprints import Sha256Cache

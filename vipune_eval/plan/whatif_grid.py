@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from vipune_eval.registry import retrievers as registry
 from vipune_eval.errors import EvalError
+from vipune_eval.registry import retrievers as registry
 from vipune_eval.stages.filter.split import SPLITS  # not report.whatif: its statistics cost each Snakemake start ~0.2 s
 
 SEPARATOR = "~"

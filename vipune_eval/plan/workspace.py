@@ -13,9 +13,10 @@ can be called (and tested) without Snakemake.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from vipune_eval.core import fingerprints, paths
 from vipune_eval.errors import EvalError
@@ -23,9 +24,9 @@ from vipune_eval.plan import builds as vipune_builds
 from vipune_eval.plan import config_check, whatif_grid
 from vipune_eval.plan.builds import Builds, compared_on
 from vipune_eval.registry import datasets, retrievers, views
+from vipune_eval.registry.lanes import LIB
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import View
-from vipune_eval.registry.lanes import BINARY, LIB
 
 T = TypeVar("T")
 

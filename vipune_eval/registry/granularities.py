@@ -11,8 +11,9 @@ wording lives where only the report reads it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.errors import EvalError
 

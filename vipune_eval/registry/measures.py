@@ -9,8 +9,8 @@ diagnostics and plots read this table and build metric keys with ``key``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 # A measure's own formula: (the pair's documents best first, its gold documents, the cut-off k or
 # None) → the pair's value.

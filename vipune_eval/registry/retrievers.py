@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.errors import EvalError
+from vipune_eval.registry.lanes import BINARY
+from vipune_eval.registry.lanes import LIB as LIB_RUNS
 from vipune_eval.registry.shared_arms import BM25_QUERIES
-from vipune_eval.registry.lanes import BINARY, LIB as LIB_RUNS
 from vipune_eval.vipune.contract import MAX_SEARCH_LIMIT, RRF_K
-
 
 # ------------------------------------------------------------------ parameter types
 

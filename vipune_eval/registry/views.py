@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vipune_eval.core.ranking_settings import RankingSettings
-from vipune_eval.registry import granularities, measures
 from vipune_eval.errors import EvalError
+from vipune_eval.registry import granularities, measures
 
 GRANULARITIES = granularities.NAMES
 OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys

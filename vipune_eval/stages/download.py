@@ -17,12 +17,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from vipune_eval.core.fingerprints import (MODEL_SIDE_FILES, Sha256Cache, cached_sha256, dataset_fingerprint,
-                                           model_fingerprint, remember_sha256)
+from vipune_eval.core.fingerprints import (
+    MODEL_SIDE_FILES,
+    Sha256Cache,
+    cached_sha256,
+    dataset_fingerprint,
+    model_fingerprint,
+    remember_sha256,
+)
 from vipune_eval.core.io import Progress, log, write_json_if_changed
 from vipune_eval.errors import EvalError
 
@@ -47,8 +54,7 @@ def hub_errors(what: str, local_key: str, repo_id: str, limits: HubLimits,
     """Turn the hub client's network and HTTP errors into one message naming the file, the
     revision and what to do."""
     import httpx
-    from huggingface_hub.errors import (EntryNotFoundError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
     offline = (f"offline, or behind a mirror? Put a local copy in place and set {local_key} in "
                "the config to it")

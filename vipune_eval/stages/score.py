@@ -11,20 +11,21 @@ scoring). A pair missing from the run retrieved nothing.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import ir_measures
 import numpy as np
 
-from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core import longmemeval, trec
-from vipune_eval.registry import measures
-from vipune_eval.errors import EvalError
+from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 from vipune_eval.core.io import read_json, read_parquet, write_json
 from vipune_eval.core.ranking_settings import RankingSettings
-from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import measures
 
 
 def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int],

@@ -21,6 +21,7 @@ from typing import Any
 from vipune_eval.core.process import kill_group, shown
 from vipune_eval.errors import EvalError
 
+
 class VipuneError(EvalError):
     """A vipune call failed; the message names the caller, the command line and stderr.
     ``exit_code``: the code vipune failed the call with (None where it did not exit with one: it

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from vipune_eval.core.fingerprints import MODEL_SIDE_FILES
 
-
 # Where vipune's built-in profile has its ONNX file. vipune asks hf-hub for this path first and
 # falls back to ``model.onnx`` only after that request failed: a request, so the file goes here
 # whatever its name in the model folder.

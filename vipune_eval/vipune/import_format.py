@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as quoted  # json.dumps(str, ensure_ascii=False)
-from datetime import datetime, timezone
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def import_lines(persona: Persona) -> list[str]:
     dims = persona.vectors.shape[1]
     header = {"type": "export", "version": 1, "format_version": 1, "embedding_dims": dims,
               "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
-              "exported_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "exported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "rows": len(persona.row_ids)}
     lines = [json.dumps(header)]
     project_id = quoted(persona.question_id)

@@ -16,9 +16,10 @@ import queue
 import re
 import subprocess
 import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown

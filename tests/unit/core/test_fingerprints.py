@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
+from support.tinymodel import build_tiny_model
 from vipune_eval.core import fingerprints
 from vipune_eval.core.io import sha256_file
 from vipune_eval.errors import EvalError
-from support.tinymodel import build_tiny_model
 
 
 def test_model_fingerprint_tracks_bytes_and_pooling_not_location(tmp_path):

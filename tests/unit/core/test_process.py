@@ -57,7 +57,7 @@ def test_a_watchdog_kills_the_child_and_removes_its_folder_when_the_job_dies_and
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
         if end == "kill":
-            _within(10, lambda: not (folder.exists() or _runs(child)))
+            _within(10, lambda folder=folder, child=child: not (folder.exists() or _runs(child)))
         assert folder.exists() == (end == "release") and not _runs(child)
 
 

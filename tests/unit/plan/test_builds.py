@@ -18,7 +18,6 @@ from vipune_eval.plan import planned_file, workspace
 from vipune_eval.vipune.binary import wrapped_record
 
 
-
 def test_naming_the_main_binary_again_in_compare_is_dropped_with_a_note(tmp_path, monkeypatch):
     binary = fake_build(tmp_path)[0]
     monkeypatch.chdir(tmp_path)

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from support.slurm import NODES, SCONTROL
 from vipune_eval.plan import cluster
 from vipune_eval.plan.cluster import ClusterFitError, ClusterQueryError, Partition, Request
-from support.slurm import NODES, SCONTROL
 
 SMALL = Partition("debug", cpus=2, mem_mb=4000, time_min=None)
 

@@ -16,12 +16,12 @@ import shutil
 
 import pytest
 
+from support.rerun_plan import EDITS, RULE, reruns, tracked_rules
+from support.scenarios import REPO
 from vipune_eval.cli import COMMANDS
 from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
 from vipune_eval.registry import granularities
 
-from support.rerun_plan import EDITS, RULE, reruns, tracked_rules
-from support.scenarios import REPO
 PACKAGE = REPO / "vipune_eval"
 
 # What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).

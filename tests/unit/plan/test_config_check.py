@@ -5,22 +5,18 @@ import copy
 import hashlib
 import math
 import re
-import shutil
 import tomllib
-from pathlib import Path
 
 import jsonschema
 import pytest
-
 import yaml
 
-from vipune_eval.plan import config_check, workspace
+from support.config import DEFAULTS, SCHEMA
+from support.scenarios import REPO
 from vipune_eval.errors import EvalError
+from vipune_eval.plan import config_check, workspace
 from vipune_eval.vipune.client import Vipune
 from vipune_eval.vipune.vipune_lane import find_lane, lane_fingerprint
-
-from support.scenarios import REPO
-from support.config import DEFAULTS, SCHEMA
 
 
 def check(config):

@@ -4,12 +4,12 @@ tests/workflow/test_offline_first_run.py)."""
 
 import yaml
 
+from support.scenarios import REPO
 from vipune_eval import cli
+from vipune_eval.errors import EvalError
 from vipune_eval.plan import failures
 from vipune_eval.vipune.binary import MISSING
-from vipune_eval.errors import EvalError
 
-from support.scenarios import REPO
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 VIPUNE_FIX = "set vipune.binary"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vipune_eval.errors import EvalError
-from vipune_eval.core.io import atomic_path
 from vipune_eval.core.fingerprints import Sha256Cache
+from vipune_eval.core.io import atomic_path
+from vipune_eval.errors import EvalError
 from vipune_eval.plan import planned_file
 from vipune_eval.plan.rundir import clear_tmp, hold_lock, start
 from vipune_eval.stages.search import vipune_lib

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from support.imports import RECORDER, asked
-from vipune_eval.registry import retrievers as registry
-from vipune_eval.registry.retrievers import Kind
-from vipune_eval.plan import whatif_grid
 from vipune_eval.errors import EvalError
+from vipune_eval.plan import whatif_grid
+from vipune_eval.registry import retrievers as registry
 from vipune_eval.registry.measures import SEED, keys
+from vipune_eval.registry.retrievers import Kind
 
 KEYS = keys([1, 5, 10], SEED)
 SPECS = registry.resolve(["vipune", "dense", "hybrid", {"name": "h60", "use": "hybrid", "k": 60},

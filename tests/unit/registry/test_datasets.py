@@ -1,15 +1,13 @@
 """Datasets as presets (issue 21): one key chooses the release and file, each preset carries its
 expected counts, the report names the corpus, and the download says how to pin it."""
 
-from pathlib import Path
 
 import pytest
 import yaml
 
-from vipune_eval.registry import datasets
-from vipune_eval.errors import EvalError
-
 from support.scenarios import REPO
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import datasets
 
 
 @pytest.mark.parametrize("preset,repo,filename,release", [

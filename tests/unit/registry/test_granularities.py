@@ -2,16 +2,15 @@
 makes of a session; the views, filter, CLI and config ask it."""
 
 import re
-from pathlib import Path
 
 import pytest
 
+from support.scenarios import REPO
 from vipune_eval import cli
+from vipune_eval.errors import EvalError
 from vipune_eval.registry import granularities, views
 from vipune_eval.stages.filter.reader import Instance
 from vipune_eval.stages.filter.rows import seed_rows
-from vipune_eval.errors import EvalError
-from support.scenarios import REPO
 
 PACKAGE = REPO / "vipune_eval"
 SESSION = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},

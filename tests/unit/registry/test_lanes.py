@@ -4,7 +4,7 @@ searches that write the runs, the plan, the report and the summary (issue 36).""
 import re
 
 from support.scenarios import REPO
-from vipune_eval.registry import retrievers, lanes
+from vipune_eval.registry import lanes, retrievers
 
 PACKAGE = REPO / "vipune_eval"
 

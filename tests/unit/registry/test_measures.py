@@ -5,7 +5,7 @@ import pytest
 
 from vipune_eval.core import longmemeval
 from vipune_eval.registry import measures
-from vipune_eval.registry.measures import IR_MEASURES, LONGMEMEVAL, OWN, Measure
+from vipune_eval.registry.measures import IR_MEASURES, OWN, Measure
 
 
 def test_every_measure_of_a_protocol_has_something_that_computes_it():

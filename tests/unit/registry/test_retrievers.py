@@ -7,13 +7,21 @@ import os
 import numpy as np
 import pytest
 
-from vipune_eval.registry import retrievers as registry
-from vipune_eval.errors import EvalError
+from support.search import rrf, search_persona
 from vipune_eval.core.persona import Persona
 from vipune_eval.core.ranking_settings import RankingSettings
-from support.search import rrf, search_persona
-from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query, persona_arms, read_arms, write_arms
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import retrievers as registry
 from vipune_eval.stages.search import rankers
+from vipune_eval.stages.search.arms import (
+    Bm25Index,
+    dense,
+    fts_and_query,
+    fts_or_query,
+    persona_arms,
+    read_arms,
+    write_arms,
+)
 from vipune_eval.vipune.contract import candidate_pool
 
 WORDS = "cat dog luna walk park rain sun tea cake river book song".split()

@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from support.hub import Hub
+from support.scenarios import REPO
 from vipune_eval.registry import datasets, models
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
-from support.scenarios import REPO
 PAPER_AT = datasets.ORIGINAL_AT
 DATA = b"[" + b"  " * 60_000 + b"]"  # 120 kB: served as an LFS file, in several chunks
 BGE = (EMBED_MODEL_ID, EMBED_MODEL_REVISION)

@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from vipune_eval.core import longmemeval
-from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
-from vipune_eval.errors import EvalError
 from vipune_eval.core.ranking_settings import RankingSettings
-from vipune_eval.stages.score import Scoring, per_query, run_score
 from vipune_eval.core.trec import read_run
+from vipune_eval.errors import EvalError
+from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
+from vipune_eval.stages.score import Scoring, per_query, run_score
 
 
 def write(path, lines):

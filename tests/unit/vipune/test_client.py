@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.core.persona import Persona
+from vipune_eval.stages.embed.embed import load_model
+from vipune_eval.stages.search.vipune import evaluate, searches
 from vipune_eval.vipune.client import Vipune, VipuneError, isolated_env
 from vipune_eval.vipune.settings import VipuneSettings
-from vipune_eval.stages.search.vipune import evaluate, searches
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """The model where vipune looks for it: an hf-hub cache laid out from a model folder."""
 
+from support.tinymodel import build_tiny_model
 from vipune_eval.core.io import sha256_file
 from vipune_eval.vipune.home import build_vipune_hf_home
-from support.tinymodel import build_tiny_model
 
 
 def test_vipune_hf_home_has_the_layout_hf_hub_resolves(tmp_path):

@@ -29,14 +29,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.errors import EvalError
-from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.io import Progress, atomic_path, log, read_parquet
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.core.tokens import count_tokens, load_tokenizer
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.embed.onnx_graph import runnable_folder
 from vipune_eval.stages.embed.provider import Provider, batch_rows, no_cuda, resolve
 from vipune_eval.stages.embed.store import DamagedPart, VectorStore
 from vipune_eval.stages.embed.tally import Tally, encoder_shape
-from vipune_eval.core.tokens import count_tokens, load_tokenizer
 
 POOLINGS = {"mean": "MEAN", "cls": "CLS"}
 DEFAULT_MAX_TOKENS = 512

@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log
+from vipune_eval.errors import EvalError
 
 
 def drop_nan_guards(model) -> int:

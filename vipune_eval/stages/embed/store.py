@@ -33,16 +33,17 @@ import fcntl
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TextIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import atomic_path, log
+from vipune_eval.errors import EvalError
 
 PART_COLUMNS = ["text_id", "embedding", "tokens"]
 

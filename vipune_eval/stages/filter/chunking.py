@@ -3,9 +3,9 @@ search accept) by the model's own tokenizer."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 

@@ -18,7 +18,6 @@ from vipune_eval.stages.filter import split as splits
 from vipune_eval.stages.filter.official import official_rows
 from vipune_eval.stages.filter.reader import Instance, Row, has_user_side_evidence, usable_instances
 
-
 PAIRS_SCHEMA = pa.schema([
     ("question_id", pa.string()),
     ("question_type", pa.string()),

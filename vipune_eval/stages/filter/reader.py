@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import ijson
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, text_id
-from vipune_eval.registry.granularities import session_text
 from vipune_eval.core.longmemeval import base_id, copy_id
+from vipune_eval.errors import EvalError
+from vipune_eval.registry.granularities import session_text
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
-FALLBACK_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+FALLBACK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 @dataclass
 class Row:
     key: str
@@ -49,7 +50,7 @@ def rfc3339(date: str) -> str:
     of the filter's time on the 2.7 GB file)."""
     match = _DATE.fullmatch(date) if isinstance(date, str) else None
     if match is None:
-        return datetime.strptime(date, DATE_FORMAT).replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.strptime(date, DATE_FORMAT).replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     year, month, day, hour, minute = match.groups()
     datetime(int(year), int(month), int(day), int(hour), int(minute))  # rejects 2023/02/30
     return f"{year}-{month}-{day}T{hour}:{minute}:00Z"

@@ -7,8 +7,9 @@ no embed or search.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,7 +20,6 @@ from vipune_eval.registry import granularities
 from vipune_eval.stages.filter.chunking import Chunker
 from vipune_eval.stages.filter.official import official_rows
 from vipune_eval.stages.filter.reader import Instance, Row, created_at_of, usable_instances
-
 
 ROWS_SCHEMA = pa.schema([
     ("question_id", pa.string()),

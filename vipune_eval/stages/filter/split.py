@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 DEV, TEST = "dev", "test"
 SPLITS = (DEV, TEST)

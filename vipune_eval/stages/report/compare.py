@@ -266,7 +266,7 @@ def adjust_family(results: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, 
     adjusted = holm({str(i): r["p"] for i, (_, _, r) in enumerate(family)})
     for i, (_, _, r) in enumerate(family):
         r["p_holm"] = adjusted[str(i)]
-    for name, result in results.items():
+    for result in results.values():
         alpha, (name_a, name_b) = result["alpha"], result["names"]
         for _, r in _entries(result):
             r["significant"] = bool(r["p_holm"] < alpha)

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vipune_eval.core import lane_arms, paths
 from vipune_eval.core.io import read_json, read_parquet, read_rows_with_ids
 from vipune_eval.core.lane_arms import Hits, PersonaArms
-from vipune_eval.core.report_inputs import ExplainedBuild, Manifest
 from vipune_eval.core.persona import first_documents, row_id
+from vipune_eval.core.report_inputs import ExplainedBuild, Manifest
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
 from vipune_eval.registry.lanes import BINARY, LIB

@@ -10,10 +10,11 @@ it, and the HTML page puts it beside its section.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from vipune_eval.core.io import atomic_path, read_json
 from vipune_eval.errors import EvalError
@@ -110,7 +111,7 @@ def gold_rank_distribution(report: Report, out: Path) -> None:
     plt, limit = _pyplot(), report["views"][PRIMARY.name]["scored_with"]["ranking_settings"]["limit"]
     ranks = report["diagnostics"]["gold_ranks"]
     counts = Counter(rank for pair in ranks["pairs"] for rank in pair["gold_ranks"].values())
-    labels = [str(r) for r in range(1, limit + 1)] + ["not in\ntop %d" % limit]
+    labels = [str(r) for r in range(1, limit + 1)] + [f"not in\ntop {limit}"]
     values = [counts.get(r, 0) for r in range(1, limit + 1)] + [counts.get(None, 0)]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ax.bar(labels, values, color=["tab:blue"] * limit + ["tab:red"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
 # GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all, and its

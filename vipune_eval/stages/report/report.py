@@ -12,25 +12,35 @@ stages.report.sections makes its document, which report.md (stages.report.markdo
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
-from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.core.trec import read_qrels
 from vipune_eval.errors import EvalError
-from vipune_eval.registry import measures, models, lanes
+from vipune_eval.registry import lanes, measures, models
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.embed import projection
+from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
-from vipune_eval.stages.report.report_json import (BuildEntry, Diagnostics, EmbedBlock, GranularityBlock, ModelProvenance,
-                                                   Report, RetrieverEntry, ViewBlock, VipuneLaneFingerprint)
-from vipune_eval.stages.report.sections.contents import document
+from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
+from vipune_eval.stages.report.report_json import (
+    BuildEntry,
+    Diagnostics,
+    EmbedBlock,
+    GranularityBlock,
+    ModelProvenance,
+    Report,
+    RetrieverEntry,
+    ViewBlock,
+    VipuneLaneFingerprint,
+)
+from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.vipune.release import RELEASE
 
 

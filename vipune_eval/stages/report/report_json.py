@@ -5,7 +5,8 @@ an edit here reruns only them."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.report_inputs import ScoredWith

@@ -16,19 +16,21 @@ not searches.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vipune_eval.registry.shared_arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress, atomic_path, read_parquet
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch, first_documents
 from vipune_eval.core.ranking_settings import RankingSettings
+from vipune_eval.errors import EvalError
+from vipune_eval.registry.shared_arms import ARMS, BM25_QUERIES, DENSE_ARM, bm25_arm
+
 
 def dense(persona: Persona, n: int) -> Ranking:
     """vipune's semantic arm: cosine in f64 of the f32 vectors (0 against a zero vector), rows
@@ -167,7 +169,7 @@ def read_arms(path: Path) -> Iterator[Arms]:
         lists[name] = (column.offsets.to_numpy(),
                        values.to_pylist() if pa.types.is_string(values.type) else values.to_numpy())
     for i, qid in enumerate(table.column("question_id").to_pylist()):
-        def part(name: str) -> Any:
+        def part(name: str, i: int = i) -> Any:  # this question's slice, bound as it is made
             offsets, values = lists[name]
             return values[offsets[i]:offsets[i + 1]]
 

@@ -23,17 +23,18 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
 from vipune_eval.core import trec
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import Progress
 from vipune_eval.core.persona import Persona, Ranking, ShardSearch
+from vipune_eval.errors import EvalError
 from vipune_eval.registry.retrievers import Kind, from_argument
 
 log = logging.getLogger("vipune_eval")
@@ -59,7 +60,7 @@ class Haystack:
     created_at: tuple[str, ...]
 
     @classmethod
-    def of(cls, persona: Persona) -> "Haystack":
+    def of(cls, persona: Persona) -> Haystack:
         def frozen(a: np.ndarray) -> np.ndarray:
             # A copy in immutable bytes: unlike a copy flagged read-only, which the plugin could
             # setflags(write=True) again, numpy refuses to make it writeable.
@@ -172,7 +173,7 @@ def _exit_code(exc: SystemExit | _Exited) -> str:
     return "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(use: str) -> Callable[..., Any]:
     """The plugin's function, imported; every failure is an EvalError naming the plugin."""
     target, function, is_file = _split(use)

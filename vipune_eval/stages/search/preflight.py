@@ -23,22 +23,23 @@ import base64
 import json
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from vipune_eval.core.model_files import ModelFiles
-from vipune_eval.stages.embed.embed import load_model
-from vipune_eval.errors import EvalError
 from vipune_eval.core.io import log, write_json
+from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.persona import Persona, row_id
+from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError
-from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.contract import EXIT_TOO_LONG, MAX_SEARCH_LIMIT, RRF_K
 from vipune_eval.vipune.import_format import import_lines
+from vipune_eval.vipune.settings import VipuneSettings
 
 QUERY = "zebra violin"
 MATCH = "the zebra played a violin at the harbour"  # holds every query word

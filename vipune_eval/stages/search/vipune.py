@@ -23,9 +23,10 @@ import shutil
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from vipune_eval.core import trec
 from vipune_eval.core.failed_pair import failed_pair
@@ -35,8 +36,8 @@ from vipune_eval.core.process import shown
 from vipune_eval.registry.lanes import BINARY
 from vipune_eval.vipune.binary import planned_binary
 from vipune_eval.vipune.client import Vipune, VipuneError
-from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
+from vipune_eval.vipune.settings import VipuneSettings
 
 
 def ranking_of(persona: Persona, hits: list[dict[str, Any]], command: str) -> Ranking:

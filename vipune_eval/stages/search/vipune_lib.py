@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from vipune_eval.core import lane_arms, trec
 from vipune_eval.core.failed_pair import FailedPair, failed_pair
@@ -27,7 +28,6 @@ from vipune_eval.registry.lanes import LIB, SEARCHES
 from vipune_eval.stages.search.kept_stores import Keeping, KeptStores
 from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.vipune_lane import LaneError, VipuneLane, planned_lane
-
 
 RAM = Path("/dev/shm")
 OWNER = ".job"  # in a RAM folder: the scratch folder of the job it belongs to

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from vipune_eval.core.model_files import ModelFiles
-from vipune_eval.stages.embed.embed import load_model, run_embed
-from vipune_eval.core.persona import Vectors
-from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
-from vipune_eval.core.io import text_id
 from support.synthetic import VOCABULARY
 from support.tinymodel import build_tiny_model
+from vipune_eval.core.io import text_id
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.core.persona import Vectors
+from vipune_eval.stages.embed.embed import load_model, run_embed
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 

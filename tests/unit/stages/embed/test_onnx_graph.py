@@ -13,8 +13,8 @@ from fastembed.common.model_description import ModelSource, PoolingType
 from onnx import TensorProto, helper
 
 from support.tinymodel import build_tiny_model
-from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.stages.embed.onnx_graph import drop_nan_guards, runnable_folder
 
 TEXTS = ["a zebra at the zoo", "violin", "the hall and the zoo and a violin in the hall at night",

@@ -15,22 +15,29 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vipune_eval.cli import stage_call
-from vipune_eval.stages.embed import embed as embed_stage, provider as providers
-from vipune_eval.core.model_files import ModelFiles
-from vipune_eval.stages.embed.embed import (RECIPE_VERSION, call_texts, load_model, model_hash, rows_alike, run_embed,
-                                            token_batches)
-from vipune_eval.stages.embed.provider import AUTO_BUDGET, Provider, batch_rows
-from vipune_eval.stages.embed.tally import read_tallies
-from vipune_eval.core.tokens import count_tokens
-from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
-from vipune_eval.errors import EvalError
-from vipune_eval.core.io import text_id
-from vipune_eval.core.persona import Vectors
-from vipune_eval.stages.embed.store import VectorStore
 from support.fakegpu import ShapeSensitiveGPU
 from support.synthetic import VOCABULARY
 from support.tinymodel import build_tiny_model
+from vipune_eval.cli import stage_call
+from vipune_eval.core.io import text_id
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.core.tokens import count_tokens
+from vipune_eval.errors import EvalError
+from vipune_eval.stages.embed import embed as embed_stage
+from vipune_eval.stages.embed import provider as providers
+from vipune_eval.stages.embed.embed import (
+    RECIPE_VERSION,
+    call_texts,
+    load_model,
+    model_hash,
+    rows_alike,
+    run_embed,
+    token_batches,
+)
+from vipune_eval.stages.embed.provider import AUTO_BUDGET, Provider, batch_rows
+from vipune_eval.stages.embed.store import VectorStore
+from vipune_eval.stages.embed.tally import read_tallies
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 FILE = "onnx/model.onnx"

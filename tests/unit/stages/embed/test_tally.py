@@ -8,16 +8,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.tinymodel import build_tiny_model
+from vipune_eval.core.io import text_id
+from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.registry.granularities import NAMES
 from vipune_eval.stages.embed import projection
+from vipune_eval.stages.embed.embed import run_embed
+from vipune_eval.stages.embed.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
+from vipune_eval.stages.embed.tally import Tally, encoder_shape, read_tallies
+from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
 from vipune_eval.stages.report.markdown import section
 from vipune_eval.stages.report.sections.throughput import embed_section
-from vipune_eval.core.model_files import ModelFiles
-from vipune_eval.stages.embed.embed import run_embed
-from vipune_eval.stages.filter.rows import TEXTS_SCHEMA
-from vipune_eval.registry.granularities import NAMES
-from vipune_eval.core.io import text_id
-from vipune_eval.stages.embed.tally import Tally, encoder_shape, read_tallies
-from vipune_eval.stages.embed.projection import LONGMEMEVAL_M, flops_per_token, summary, workload_flops
 
 TINY_BERT = {"layers": 1, "hidden": 2, "intermediate": 4}
 

@@ -9,12 +9,12 @@ import pytest
 from support.config import DEFAULTS
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
+from vipune_eval.core.io import text_id
+from vipune_eval.core.tokens import load_tokenizer
+from vipune_eval.errors import EvalError
 from vipune_eval.registry.granularities import session_text
 from vipune_eval.stages.filter.pairs import run_pairs
 from vipune_eval.stages.filter.rows import run_rows
-from vipune_eval.errors import EvalError
-from vipune_eval.core.io import text_id
-from vipune_eval.core.tokens import load_tokenizer
 
 
 def read_pairs(path):

@@ -10,8 +10,14 @@ from scipy import stats as sps
 
 from vipune_eval.core.intervals import bootstrap_intervals
 from vipune_eval.registry.measures import is_binary as metric_is_binary
-from vipune_eval.stages.report.compare import (_zero_or_one, compare_runs, holm, mcnemar_exact,
-                                               paired_bootstrap_interval, paired_randomization)
+from vipune_eval.stages.report.compare import (
+    _zero_or_one,
+    compare_runs,
+    holm,
+    mcnemar_exact,
+    paired_bootstrap_interval,
+    paired_randomization,
+)
 
 
 def compare(a, b, key, **options):

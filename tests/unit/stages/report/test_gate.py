@@ -17,11 +17,11 @@ import pytest
 
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.core.io import dump_json
+from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.report import gate
 from vipune_eval.stages.report.report import Loaded, LoadedView, build
-from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.score import Scoring, run_score
 
 N = 40

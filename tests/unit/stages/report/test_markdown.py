@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_render_gives_the_headline_table_and_the_sections(loaded):

@@ -5,8 +5,6 @@ from __future__ import annotations
 from vipune_eval.stages.report import plots
 from vipune_eval.stages.report.report import build
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 def test_the_gold_rank_plot_has_a_bar_per_rank_to_the_primary_views_search_limit(loaded, tmp_path, monkeypatch):
     """The limit is the one the primary view's runs were searched to, as report.json states it (issue

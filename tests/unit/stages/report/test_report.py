@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import sys
 
-import pytest
 import pyarrow.parquet as pq
+import pytest
 
 from vipune_eval.stages.report.report import build
-
-from support.report import loaded  # noqa: F401 (the fixture)
 
 
 def test_build_takes_every_number_from_what_was_loaded(loaded):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from vipune_eval.stages.report.report import build
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 def test_the_documents_have_the_declared_shapes(loaded):
     """The metrics file and report.json hold the keys their TypedDicts declare (issue 28)."""

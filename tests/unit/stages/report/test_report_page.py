@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from vipune_eval.stages.report.report import build
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
     from vipune_eval.stages.report import report_page as html

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from vipune_eval.stages.report.report import build
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 def test_the_summary_a_finished_run_prints_last(loaded):
     """Issue 31: about 30 lines a person reads: the headline table (vipune first), warnings that

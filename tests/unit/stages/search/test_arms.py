@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from vipune_eval.core.persona import Persona
 from support.search import duplicated_haystack, rrf, search_persona
+from vipune_eval.core.persona import Persona
 from vipune_eval.stages.search.arms import Bm25Index, dense, fts_and_query, fts_or_query
 from vipune_eval.vipune.contract import candidate_pool
 

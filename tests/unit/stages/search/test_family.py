@@ -5,11 +5,11 @@ sets through the workflow: tests/workflow/test_official_bm25_lme.py)."""
 import numpy as np
 import pytest
 
-from vipune_eval.registry import retrievers as registry
-from vipune_eval.errors import EvalError
-from vipune_eval.core.persona import Persona
 from support.results import lme_order
 from support.search import search_persona
+from vipune_eval.core.persona import Persona
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import retrievers as registry
 
 
 def persona(seed):

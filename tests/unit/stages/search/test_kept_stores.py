@@ -24,8 +24,8 @@ from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import kept_stores, vipune_lib
 from vipune_eval.stages.search.kept_stores import Keeping, KeptStores, evict, size
 from vipune_eval.stages.search.vipune_lib import run_vipune_lib
-from vipune_eval.vipune.vipune_lane import lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
+from vipune_eval.vipune.vipune_lane import lane_fingerprint
 
 
 def persona(seed: int, rows: int) -> Persona:

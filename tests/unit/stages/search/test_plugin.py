@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import vipune_eval
-from vipune_eval.stages.search import plugin as plugins
-from vipune_eval.registry import retrievers as registry
-from vipune_eval.errors import EvalError
-from vipune_eval.core.persona import Persona
 from support.plugins import PLUGIN
 from support.scenarios import REPO
+from vipune_eval.core.persona import Persona
+from vipune_eval.errors import EvalError
+from vipune_eval.registry import retrievers as registry
+from vipune_eval.stages.search import plugin as plugins
 
 
 def make_persona():
@@ -268,7 +268,6 @@ def test_the_source_digest_follows_the_file_bytes(plugin_dir):
 
 def test_the_plugin_in_docs_extending_runs(tmp_path, monkeypatch):
     """docs/extending.md's complete plugin, as written there, ranks a persona and passes the checks."""
-    from pathlib import Path
 
     doc = (REPO / "docs" / "extending.md").read_text()
     source = next(block for block in re.findall(r"```python\n(.*?)```", doc, re.S) if "def rank(" in block)

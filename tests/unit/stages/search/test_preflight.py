@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from vipune_eval.errors import EvalError
 from vipune_eval.core.model_files import ModelFiles
+from vipune_eval.errors import EvalError
 from vipune_eval.stages.search.preflight import run_preflight
 from vipune_eval.vipune.binary import binary_fingerprint
-from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.release import RELEASE
+from vipune_eval.vipune.settings import VipuneSettings
 
 
 def preflight(binary, hf_home, model_dir, tmp_path, mode="enforce", **env):

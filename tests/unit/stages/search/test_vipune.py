@@ -20,8 +20,8 @@ from vipune_eval.stages.search import vipune as vipune_stage
 from vipune_eval.stages.search.vipune import persona_key, run_vipune, searches
 from vipune_eval.vipune.binary import binary_fingerprint, wrapped_record
 from vipune_eval.vipune.client import Vipune
-from vipune_eval.vipune.settings import VipuneSettings
 from vipune_eval.vipune.import_format import import_lines
+from vipune_eval.vipune.settings import VipuneSettings
 
 SETTINGS = VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("tmp"), 30.0)
 

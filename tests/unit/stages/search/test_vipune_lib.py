@@ -22,14 +22,13 @@ import pytest
 
 from support.fakes import fake_build
 from support.search import write_shard
-from vipune_eval.core import lane_arms
 from vipune_eval.core.persona import Persona, ShardSearch
 from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.core.trec import read_run
 from vipune_eval.stages.search import vipune_lib
 from vipune_eval.stages.search.vipune_lib import clear_stale_databases, database_folder, run_vipune_lib
-from vipune_eval.vipune.vipune_lane import lane_fingerprint
 from vipune_eval.vipune.settings import VipuneSettings
+from vipune_eval.vipune.vipune_lane import lane_fingerprint
 
 
 def test_the_databases_go_to_ram_in_a_folder_the_jobs_next_attempt_finds_and_empties(tmp_path):

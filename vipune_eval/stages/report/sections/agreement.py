@@ -5,11 +5,17 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures, lanes
+from vipune_eval.registry import lanes, measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
-from vipune_eval.stages.report.report_json import (LaneAgreement, Report, differ_top, mirror_agreement, primary_ks,
-                                                   same_top_share)
+from vipune_eval.stages.report.report_json import (
+    LaneAgreement,
+    Report,
+    differ_top,
+    mirror_agreement,
+    primary_ks,
+    same_top_share,
+)
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
 from vipune_eval.stages.report.sections.provenance import copied, lane_copies
 

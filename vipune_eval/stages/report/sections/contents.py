@@ -13,8 +13,16 @@ from vipune_eval.core import paths
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Document, Item, Section
 from vipune_eval.stages.report.report_json import Report, primary_ks
-from vipune_eval.stages.report.sections import (by_view, explanations, lab, misses, overall, provenance, throughput,
-                                                vipune_builds)
+from vipune_eval.stages.report.sections import (
+    by_view,
+    explanations,
+    lab,
+    misses,
+    overall,
+    provenance,
+    throughput,
+    vipune_builds,
+)
 from vipune_eval.stages.report.sections.orders import by_measure
 from vipune_eval.stages.report.sections.warnings import warnings
 

@@ -6,7 +6,8 @@ the key ``explain-<question_id>`` (the HTML's anchor) with its category (the HTM
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table

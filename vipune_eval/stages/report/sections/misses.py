@@ -5,13 +5,12 @@ each gold session."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures, lanes
+from vipune_eval.registry import lanes, measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import by_retriever
 from vipune_eval.stages.report.sections.tables import opt
-
 
 WORST_PAIRS = 20  # the worst pairs listed (and explained: stages.report.explain)
 

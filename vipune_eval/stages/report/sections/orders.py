@@ -4,7 +4,8 @@ after its round trip through JSON)."""
 
 from __future__ import annotations
 
-from typing import Any, Collection, Mapping, TypeVar
+from collections.abc import Collection, Mapping
+from typing import Any, TypeVar
 
 from vipune_eval.registry import granularities, measures
 from vipune_eval.stages.report.report_json import Report, RetrieverEntry

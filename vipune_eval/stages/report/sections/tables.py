@@ -4,7 +4,8 @@ them stronger), and the note under a table that shows ``no CI``."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vipune_eval.registry import lanes
 from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Block, Paragraph, Table, cell

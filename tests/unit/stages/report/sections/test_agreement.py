@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+from support.report import (
+    RANKED,
+    add_view,
+    metrics,
+)
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import RANKED, add_view, metrics
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_differ(loaded):
@@ -44,8 +46,8 @@ def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
     in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
     report.md's diagnostics and the summary's warnings."""
     from vipune_eval.registry import lanes
-    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report import report_page as html
+    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report.sections.contents import document
 
     assert "vipune-lib" in lanes.RUNS

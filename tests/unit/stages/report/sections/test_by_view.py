@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from support.report import (
+    RANKED,
+    add_view,
+    metrics,
+)
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.document import cell
 from vipune_eval.stages.report.markdown import render
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.by_view import granularities_section
-
-from support.report import RANKED, add_view, metrics
-from support.report import loaded  # noqa: F401 (the fixture)
 
 
 def test_the_official_views_recall_all_convention_is_explained(loaded):

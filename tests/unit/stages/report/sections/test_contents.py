@@ -7,8 +7,6 @@ from vipune_eval.core import paths
 from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.contents import FILES, document
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 def test_the_warnings_come_first_and_the_notes_last(loaded):
     doc = document(build(loaded))

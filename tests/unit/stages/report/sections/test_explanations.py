@@ -11,8 +11,6 @@ from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections import explanations
 from vipune_eval.stages.report.sections.contents import document
 
-from support.report import loaded  # noqa: F401 (the fixture)
-
 IDS = [f"q0::s{i}" for i in range(4)]
 DOCS = ["g0", "s1", "s2", "g1"]
 SEMANTIC, BM25 = [(1, 0.9), (0, 0.8), (2, 0.1)], [(0, -2.5)]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_the_document_takes_no_order_from_report_jsons_mappings(loaded):

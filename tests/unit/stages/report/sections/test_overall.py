@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from support.report import (
+    metrics,
+)
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections import overall
-
-from support.report import metrics
-from support.report import loaded  # noqa: F401 (the fixture)
 
 
 def test_the_headline_gives_each_retriever_its_pairs_and_recall_at_every_k_vipune_first(loaded):

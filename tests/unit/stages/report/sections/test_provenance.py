@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from vipune_eval.registry.models import PINS
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
+from vipune_eval.stages.report.report import build
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
-
-from support.report import loaded  # noqa: F401 (the fixture)
-
 
 BGE, BGE_AT = EMBED_MODEL_ID, EMBED_MODEL_REVISION
 AS = f"{BGE}@{BGE_AT[:12]}"  # as the report names the model

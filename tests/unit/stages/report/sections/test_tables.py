@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_fewer_than_ten_pairs_get_no_bootstrap_interval_and_the_report_says_so(loaded):

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from vipune_eval.stages.embed.tally import Tally
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_render_of_an_embed_stage_that_computed_nothing(loaded):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
-
-from support.report import loaded  # noqa: F401 (the fixture)
+from vipune_eval.stages.report.report import build
 
 
 def test_each_build_is_named_with_where_it_came_from(loaded):
@@ -88,8 +86,8 @@ def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
 def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
     """Issue 38: the summary's warning for a build that fails its preflight gives the words of
     report.md's builds table (the drift, where the preflight named it), from one owner."""
-    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report import report_page as html
+    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report.sections.contents import document
     from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 

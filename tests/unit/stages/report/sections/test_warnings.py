@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from support.report import (
+    RANKED,
+    add_view,
+    metrics,
+)
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.stages.report import summary
-from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.markdown import render
+from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.sections.warnings import failure_reason
-
-from support.report import RANKED, add_view, metrics
-from support.report import loaded  # noqa: F401 (the fixture)
 
 WHY = "left out of every average (vipune.on_error: record; report.json lists why)"
 
