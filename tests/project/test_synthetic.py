@@ -6,19 +6,19 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before anything imports huggingface_hub
 
-import json  # noqa: E402
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from collections import Counter, defaultdict  # noqa: E402
-from datetime import datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import json
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-from support.synthetic import (  # noqa: E402
+from support.synthetic import (
     COMMON_WORDS,
     QUESTION_TYPES,
     VOCABULARY,

@@ -6,18 +6,18 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before anything imports huggingface_hub
 
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
+import json
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-import pytest  # noqa: E402
-from fastembed import TextEmbedding  # noqa: E402
-from tokenizers import Tokenizer  # noqa: E402
+import numpy as np
+import onnxruntime as ort
+import pytest
+from fastembed import TextEmbedding
+from tokenizers import Tokenizer
 
-from support.synthetic import VOCABULARY  # noqa: E402
-from support.tinymodel import build_tiny_model  # noqa: E402
-from vipune_eval.stages.embed.embed import load_model  # noqa: E402
+from support.synthetic import VOCABULARY
+from support.tinymodel import build_tiny_model
+from vipune_eval.stages.embed.embed import load_model
 
 TEXTS = [
     "What did I plant in my garden last spring?",

@@ -112,8 +112,10 @@ def test_embed_shards_carry_the_jobs_tally(tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text("{}")
     files = ModelFiles(model, "model.onnx", "mean")
-    run = lambda out: run_embed(path, files, 0, 1, out, threads=1, batch_tokens=64,  # noqa: E731
-                                model_fingerprint=fingerprint, store=tmp_path / "store")
+    def run(out):
+        return run_embed(path, files, 0, 1, out, threads=1, batch_tokens=64, model_fingerprint=fingerprint,
+                         store=tmp_path / "store")
+
     assert run(tmp_path / "first.parquet") == len(texts)
     (tally,) = read_tallies([tmp_path / "first.parquet"])
     assert tally.texts == len(texts) and tally.tokens == sum(1 + n + 2 for n in range(1, 9))
