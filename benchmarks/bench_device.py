@@ -45,14 +45,25 @@ from vipune_eval.stages.embed.provider import batch_rows
 from vipune_eval.stages.embed.tally import encoder_shape
 
 # Per provider: the sample sizes and budgets. A GPU needs thousands of texts to show its rate.
-SIZES = {"small": {"cpu": dict(session=12, turn=48, budgets=[512, 2048], invariance=12, threads=2),
-                   "cuda": dict(session=2000, turn=3000, budgets=[512, 4096, 8192, 16384, 65536],
-                                invariance=200, threads=2)},
-         "M": {"cpu": dict(session=64, turn=256, budgets=[512, 1024, 2048, 4096], invariance=64, threads=2),
-               "cuda": dict(session=4000, turn=6000, budgets=[512, 4096, 8192, 16384, 65536],
-                            invariance=200, threads=2)}}
-DATA = dict(instances=12, abstention=0, sessions_per_haystack=200, filler_pool=2400, turns_per_session=12,
-            words_per_turn=150, seed=11)
+SIZES = {
+    "small": {
+        "cpu": dict(session=12, turn=48, budgets=[512, 2048], invariance=12, threads=2),
+        "cuda": dict(session=2000, turn=3000, budgets=[512, 4096, 8192, 16384, 65536], invariance=200, threads=2),
+    },
+    "M": {
+        "cpu": dict(session=64, turn=256, budgets=[512, 1024, 2048, 4096], invariance=64, threads=2),
+        "cuda": dict(session=4000, turn=6000, budgets=[512, 4096, 8192, 16384, 65536], invariance=200, threads=2),
+    },
+}
+DATA = dict(
+    instances=12,
+    abstention=0,
+    sessions_per_haystack=200,
+    filler_pool=2400,
+    turns_per_session=12,
+    words_per_turn=150,
+    seed=11,
+)
 SHARDS = 4  # embed.shards: each job fills its own last batch of every length
 
 
@@ -117,15 +128,27 @@ def bench_device(benchmark, work, embed_model):
 
     def side(provider: str, env: dict | None = None, tag: str = ""):
         def run(rep: int) -> dict:
-            spec = {"provider": provider, "dest": str(dest / f"{provider}{tag}-{rep}"), "model_dir": str(embed_model.dir),
-                    "file": embed_model.file, "pooling": embed_model.pooling, "threads": sizes[provider]["threads"],
-                    "session": str(samples[(provider, "session")][0]), "turn": str(samples[(provider, "turn")][0]),
-                    "budgets": sizes[provider]["budgets"], "invariance_texts": sizes[provider]["invariance"],
-                    "profile_calls": 20}
+            spec = {
+                "provider": provider,
+                "dest": str(dest / f"{provider}{tag}-{rep}"),
+                "model_dir": str(embed_model.dir),
+                "file": embed_model.file,
+                "pooling": embed_model.pooling,
+                "threads": sizes[provider]["threads"],
+                "session": str(samples[(provider, "session")][0]),
+                "turn": str(samples[(provider, "turn")][0]),
+                "budgets": sizes[provider]["budgets"],
+                "invariance_texts": sizes[provider]["invariance"],
+                "profile_calls": 20,
+            }
             from benchmarks.common import child_env
 
-            return run_child([PYTHON, "-m", "benchmarks.device_child", json.dumps(spec)],
-                             dest / f"{provider}{tag}-{rep}.log", child_env(**(env or {}))).json()
+            return run_child(
+                [PYTHON, "-m", "benchmarks.device_child", json.dumps(spec)],
+                dest / f"{provider}{tag}-{rep}.log",
+                child_env(**(env or {})),
+            ).json()
+
         return run
 
     sides = {p: side(p) for p in providers}
@@ -133,12 +156,25 @@ def bench_device(benchmark, work, embed_model):
         sides["cuda, TF32 off"] = side("cuda", {"NVIDIA_TF32_OVERRIDE": "0"}, "-notf32")
     runs = interleaved(benchmark, sides)
 
-    fig = Figures(f"device: {embed_model.name} on {', '.join(providers)}"
-                  + (f" ({device})" if has_cuda else f" (no GPU: {device})"),
-                  ["provider", "budget", "texts", "mean tokens", "texts/s", "useful TFLOP/s", "filler share",
-                   "rows alike (probe)"] + [f"M {g} min" for g in LONGMEMEVAL_M])
-    m_hist = {g: m_lengths(samples[(providers[-1], "turn" if g != "session" else "session")][1],
-                           LONGMEMEVAL_M[g]["texts"]) for g in LONGMEMEVAL_M}
+    fig = Figures(
+        f"device: {embed_model.name} on {', '.join(providers)}"
+        + (f" ({device})" if has_cuda else f" (no GPU: {device})"),
+        [
+            "provider",
+            "budget",
+            "texts",
+            "mean tokens",
+            "texts/s",
+            "useful TFLOP/s",
+            "filler share",
+            "rows alike (probe)",
+        ]
+        + [f"M {g} min" for g in LONGMEMEVAL_M],
+    )
+    m_hist = {
+        g: m_lengths(samples[(providers[-1], "turn" if g != "session" else "session")][1], LONGMEMEVAL_M[g]["texts"])
+        for g in LONGMEMEVAL_M
+    }
     for name, rs in runs.items():
         provider = "cuda" if name.startswith("cuda") else "cpu"
         fixed = provider == "cuda"
@@ -153,49 +189,79 @@ def bench_device(benchmark, work, embed_model):
                 m_useful, m_computed = work_flops(m_hist[g], budget, BGE_SMALL, fixed, SHARDS)
                 scale = workload_flops(BGE_SMALL, w["tokens"], w["squares"]) / m_useful  # M's own sums
                 minutes.append(m_computed * scale / per_s / 60 if g != "chunk" or not fixed else float("nan"))
-            fig.row(name, budget, b["texts"], float(lengths.mean()), b["texts"] / best, useful / best / 1e12,
-                    b["filler_tokens"] / max(b["tokens"] + b["filler_tokens"], 1),
-                    {True: "yes", False: "NO", None: "-"}[b["rows_alike"]], *minutes)
+            fig.row(
+                name,
+                budget,
+                b["texts"],
+                float(lengths.mean()),
+                b["texts"] / best,
+                useful / best / 1e12,
+                b["filler_tokens"] / max(b["tokens"] + b["filler_tokens"], 1),
+                {True: "yes", False: "NO", None: "-"}[b["rows_alike"]],
+                *minutes,
+            )
         v = rs[0]["variable_shapes"]
-        fig.note(f"{name}, the CPU's batching (short last batch): budgets {v['budgets'][0]} vs {v['budgets'][1]} "
-                 f"bit-equal for {v['low_vs_high']['equal']} of {v['low_vs_high']['of']} texts (max |diff| "
-                 f"{v['low_vs_high']['max_abs']:.1e}); alone vs in a batch {v['alone_vs_batch']['equal']} of "
-                 f"{v['alone_vs_batch']['of']}")
+        fig.note(
+            f"{name}, the CPU's batching (short last batch): budgets {v['budgets'][0]} vs {v['budgets'][1]} "
+            f"bit-equal for {v['low_vs_high']['equal']} of {v['low_vs_high']['of']} texts (max |diff| "
+            f"{v['low_vs_high']['max_abs']:.1e}); alone vs in a batch {v['alone_vs_batch']['equal']} of "
+            f"{v['alone_vs_batch']['of']}"
+        )
         for g, c in rs[0]["claims"].items():
-            fig.note(f"{name}, the embed job's batching ({'fixed shapes' if fixed else 'short last batch'}, budget "
-                     f"{c['budget']}), {g} texts, one claim vs three random claims: bit-equal {c['equal']} of {c['of']}"
-                     f" (max |diff| {c['max_abs']:.1e})")
+            fig.note(
+                f"{name}, the embed job's batching ({'fixed shapes' if fixed else 'short last batch'}, budget "
+                f"{c['budget']}), {g} texts, one claim vs three random claims: bit-equal {c['equal']} of {c['of']}"
+                f" (max |diff| {c['max_abs']:.1e})"
+            )
         if len(rs) > 1:
-            a, b = (np.load(dest / f"{name.split(',')[0]}{'-notf32' if 'TF32' in name else ''}-{i}" / "vectors.npy")
-                    for i in (0, 1))
-            fig.note(f"{name}, two runs (processes), auto budget: bit-equal {sum(np.array_equal(x, y) for x, y in zip(a, b))}"
-                     f" of {len(a)}")
+            a, b = (
+                np.load(dest / f"{name.split(',')[0]}{'-notf32' if 'TF32' in name else ''}-{i}" / "vectors.npy")
+                for i in (0, 1)
+            )
+            fig.note(
+                f"{name}, two runs (processes), auto budget: bit-equal {sum(np.array_equal(x, y) for x, y in zip(a, b))}"
+                f" of {len(a)}"
+            )
         if "placement" in rs[0]:
             p = rs[0]["placement"]
-            copies = "; ".join(f"{m['op']} of {m['tensor']} from {m['from']} to {', '.join(m['to'])}"
-                               for m in p["memcpy"]) or "none"
+            copies = (
+                "; ".join(f"{m['op']} of {m['tensor']} from {m['from']} to {', '.join(m['to'])}" for m in p["memcpy"])
+                or "none"
+            )
             fig.note(f"{name}: Memcpy nodes: {copies}")
-            fig.note(f"{name}: nodes on the CPU: {', '.join(p['cpu_nodes']) or 'none'}; Memcpy share of node time "
-                     f"{p['memcpy_share']:.2%} (batches {p['shape'][0]} x {p['shape'][1]}, {p['calls']} calls); "
-                     f"by provider {', '.join(f'{k} {v:.1%}' for k, v in p['share_by_provider'].items())}")
+            fig.note(
+                f"{name}: nodes on the CPU: {', '.join(p['cpu_nodes']) or 'none'}; Memcpy share of node time "
+                f"{p['memcpy_share']:.2%} (batches {p['shape'][0]} x {p['shape'][1]}, {p['calls']} calls); "
+                f"by provider {', '.join(f'{k} {v:.1%}' for k, v in p['share_by_provider'].items())}"
+            )
     if has_cuda:
         n = min(sizes["cpu"]["session"], sizes["cuda"]["session"])
         cpu_vectors = np.load(dest / "cpu-0" / "vectors.npy")[:n]
         for name, tag in (("cuda", ""), ("cuda, TF32 off", "-notf32")):
             gpu_vectors = np.load(dest / f"cuda{tag}-0" / "vectors.npy")[:n]
-            cosine = (cpu_vectors * gpu_vectors).sum(axis=1) / (np.linalg.norm(cpu_vectors, axis=1)
-                                                                 * np.linalg.norm(gpu_vectors, axis=1))
-            fig.note(f"CPU vs {name} vectors ({n} texts, auto budgets): max |diff| "
-                     f"{np.abs(cpu_vectors - gpu_vectors).max():.1e}, lowest cosine {cosine.min():.8f}")
+            cosine = (cpu_vectors * gpu_vectors).sum(axis=1) / (
+                np.linalg.norm(cpu_vectors, axis=1) * np.linalg.norm(gpu_vectors, axis=1)
+            )
+            fig.note(
+                f"CPU vs {name} vectors ({n} texts, auto budgets): max |diff| "
+                f"{np.abs(cpu_vectors - gpu_vectors).max():.1e}, lowest cosine {cosine.min():.8f}"
+            )
         best = {p: max(b["texts"] / b["seconds"] for r in runs[p] for b in r["budgets"].values()) for p in providers}
-        fig.ratio(f"cuda / cpu ({sizes['cpu']['threads']} threads), texts/s at each one's best budget",
-                  best["cuda"], best["cpu"])
+        fig.ratio(
+            f"cuda / cpu ({sizes['cpu']['threads']} threads), texts/s at each one's best budget",
+            best["cuda"],
+            best["cpu"],
+        )
     else:
-        fig.note(f"no CUDA side: {device}; on a GPU machine this prints the same rows for cuda (budgets "
-                 f"{sizes['cuda']['budgets']}), CPU vs CUDA vectors (TF32 on and off) and the Memcpy nodes")
-    fig.note(f"M projections: bge-small over LongMemEval_M's texts at each setting's rate (computed FLOP/s, fillers "
-             f"included); fixed shapes' fillers for M at embed.shards {SHARDS} from the samples' length histograms "
-             "(chunk: not estimated on CUDA)")
+        fig.note(
+            f"no CUDA side: {device}; on a GPU machine this prints the same rows for cuda (budgets "
+            f"{sizes['cuda']['budgets']}), CPU vs CUDA vectors (TF32 on and off) and the Memcpy nodes"
+        )
+    fig.note(
+        f"M projections: bge-small over LongMemEval_M's texts at each setting's rate (computed FLOP/s, fillers "
+        f"included); fixed shapes' fillers for M at embed.shards {SHARDS} from the samples' length histograms "
+        "(chunk: not estimated on CUDA)"
+    )
     if not bert:
         fig.note(f"{embed_model.name} has no BERT config.json: the FLOP figures assume MiniLM-L6 and mean nothing")
     fig.record(benchmark)

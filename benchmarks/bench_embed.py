@@ -42,28 +42,58 @@ print(json.dumps({"ids": [ids[i] for i in order], "load_s": t1 - t0, "embed_s": 
 def bench_embed(benchmark, work, embed_model, session_texts):
     dest = work / "embed"
     n = pq.read_metadata(session_texts).num_rows
-    harness = lambda rep: run_child(embed_cmd(embed_model, session_texts, dest / f"harness-{rep}.parquet",
-                                              THREADS, BATCH_TOKENS), dest / f"harness-{rep}.log")
-    bare = lambda rep: run_child([PYTHON, "-c", BARE_EMBED, session_texts, embed_model.dir, embed_model.file,
-                                  THREADS, BATCH, dest / f"bare-{rep}.npy"], dest / f"bare-{rep}.log")
+    harness = lambda rep: run_child(
+        embed_cmd(embed_model, session_texts, dest / f"harness-{rep}.parquet", THREADS, BATCH_TOKENS),
+        dest / f"harness-{rep}.log",
+    )
+    bare = lambda rep: run_child(
+        [
+            PYTHON,
+            "-c",
+            BARE_EMBED,
+            session_texts,
+            embed_model.dir,
+            embed_model.file,
+            THREADS,
+            BATCH,
+            dest / f"bare-{rep}.npy",
+        ],
+        dest / f"bare-{rep}.log",
+    )
     runs = interleaved(benchmark, {"harness": harness, "bare": bare})
 
     inner = [r.json() for r in runs["bare"]]
     h = pq.read_table(dest / "harness-0.parquet")
-    hv = dict(zip(h.column("text_id").to_pylist(),
-                  np.asarray(h.column("embedding").combine_chunks().values).reshape(h.num_rows, -1)))
+    hv = dict(
+        zip(
+            h.column("text_id").to_pylist(),
+            np.asarray(h.column("embedding").combine_chunks().values).reshape(h.num_rows, -1),
+        )
+    )
     bv = np.load(dest / "bare-0.npy")
     diff = float(max(np.abs(hv[i] - v).max() for i, v in zip(inner[0]["ids"], bv)))
 
-    fig = Figures(f"embed: {n} session texts, {embed_model.name}, threads {THREADS}, "
-                  f"harness batches of {BATCH_TOKENS} tokens, bare batches of {BATCH}",
-                  ["", "wall s (mean)", "texts/s", "CPU s", "peak RSS MiB"])
+    fig = Figures(
+        f"embed: {n} session texts, {embed_model.name}, threads {THREADS}, "
+        f"harness batches of {BATCH_TOKENS} tokens, bare batches of {BATCH}",
+        ["", "wall s (mean)", "texts/s", "CPU s", "peak RSS MiB"],
+    )
     hw, bw = mean([r.wall_s for r in runs["harness"]]), mean([r.wall_s for r in runs["bare"]])
     embed_only = mean([i["embed_s"] for i in inner])
-    fig.row("vipune-eval embed (process)", hw, n / hw, mean([r.cpu_s for r in runs["harness"]]),
-            max(r.peak_rss_mib for r in runs["harness"]))
-    fig.row("bare fastembed loop (process)", bw, n / bw, mean([r.cpu_s for r in runs["bare"]]),
-            max(r.peak_rss_mib for r in runs["bare"]))
+    fig.row(
+        "vipune-eval embed (process)",
+        hw,
+        n / hw,
+        mean([r.cpu_s for r in runs["harness"]]),
+        max(r.peak_rss_mib for r in runs["harness"]),
+    )
+    fig.row(
+        "bare fastembed loop (process)",
+        bw,
+        n / bw,
+        mean([r.cpu_s for r in runs["bare"]]),
+        max(r.peak_rss_mib for r in runs["bare"]),
+    )
     fig.row("bare loop, embed() only", embed_only, n / embed_only, "", "")
     fig.ratio("harness / bare (process wall)", hw, bw)
     fig.ratio("harness / bare (CPU)", mean([r.cpu_s for r in runs["harness"]]), mean([r.cpu_s for r in runs["bare"]]))

@@ -38,12 +38,32 @@ from vipune_eval.stages.embed.tally import encoder_shape
 
 GRANULARITIES = ("session", "turn", "chunk")
 # small: the granularities benchmark's file; M: 40 instances of LongMemEval_M's shape.
-SIZES = {"small": dict(data=dict(instances=10, abstention=1, sessions_per_haystack=40, filler_pool=300,
-                                 turns_per_session=12, words_per_turn=150, seed=1),
-                       sample={"session": 12, "turn": 40, "chunk": 12}),
-         "M": dict(data=dict(instances=40, abstention=3, sessions_per_haystack=500, filler_pool=3000,
-                             turns_per_session=12, words_per_turn=150, seed=1),
-                   sample={"session": 24, "turn": 80, "chunk": 24})}
+SIZES = {
+    "small": dict(
+        data=dict(
+            instances=10,
+            abstention=1,
+            sessions_per_haystack=40,
+            filler_pool=300,
+            turns_per_session=12,
+            words_per_turn=150,
+            seed=1,
+        ),
+        sample={"session": 12, "turn": 40, "chunk": 12},
+    ),
+    "M": dict(
+        data=dict(
+            instances=40,
+            abstention=3,
+            sessions_per_haystack=500,
+            filler_pool=3000,
+            turns_per_session=12,
+            words_per_turn=150,
+            seed=1,
+        ),
+        sample={"session": 24, "turn": 80, "chunk": 24},
+    ),
+}
 THREADS = (1, 2)
 BUDGETS = (512, 1024, 2048, 4096)
 PADDED_BATCH = 4
@@ -120,8 +140,18 @@ def bench_embed_flops(benchmark, work, embed_model):
     samples, lengths = {}, {}
     for g in GRANULARITIES:
         extra = {"tokenizer": embed_model.dir / "tokenizer.json"} if g == "chunk" else {}
-        run_child(cli("filter-rows", dataset=data, protocol="seed", granularity=g, rows_out=dest / g / "rows.parquet",
-                      texts_out=dest / g / "texts.parquet", **extra), dest / g / "filter-rows.log")
+        run_child(
+            cli(
+                "filter-rows",
+                dataset=data,
+                protocol="seed",
+                granularity=g,
+                rows_out=dest / g / "rows.parquet",
+                texts_out=dest / g / "texts.parquet",
+                **extra,
+            ),
+            dest / g / "filter-rows.log",
+        )
         texts = [t for t in pq.read_table(dest / g / "texts.parquet").column("text").to_pylist() if t]
         texts = random.Random(0).sample(texts, min(z["sample"][g], len(texts)))
         lengths[g] = np.minimum(count_tokens(embed_model.dir, texts), 512)
@@ -135,50 +165,87 @@ def bench_embed_flops(benchmark, work, embed_model):
 
     def side(threads: int, rep: int) -> dict:
         peaks[threads].append(matmul_peak(threads, dest / f"matmul-t{threads}-{rep}.log"))
-        child = run_child([PYTHON, "-c", FLOPS_CHILD, embed_model.dir, embed_model.file, embed_model.pooling,
-                           threads, rep % 2, PADDED_BATCH, ",".join(map(str, BUDGETS)),
-                           *[samples[g] for g in GRANULARITIES]], dest / f"embed-t{threads}-{rep}.log")
+        child = run_child(
+            [
+                PYTHON,
+                "-c",
+                FLOPS_CHILD,
+                embed_model.dir,
+                embed_model.file,
+                embed_model.pooling,
+                threads,
+                rep % 2,
+                PADDED_BATCH,
+                ",".join(map(str, BUDGETS)),
+                *[samples[g] for g in GRANULARITIES],
+            ],
+            dest / f"embed-t{threads}-{rep}.log",
+        )
         return {g: child.json()[str(samples[g])] for g in GRANULARITIES}
 
     runs = interleaved(benchmark, {t: (lambda rep, t=t: side(t, rep)) for t in THREADS})
     peak = {t: max(v) for t, v in peaks.items()}  # others' load only lowers a peak
-    best = {(g, t, s): min(r[g]["seconds"][s] for r in runs[t]) for g in GRANULARITIES for t in THREADS
-            for s in SETTINGS}
+    best = {
+        (g, t, s): min(r[g]["seconds"][s] for r in runs[t]) for g in GRANULARITIES for t in THREADS for s in SETTINGS
+    }
     gflops = {k: useful_flops(lengths[k[0]], shape) / v / 1e9 for k, v in best.items()}
 
-    fig = Figures(f"embed FLOPs: {embed_model.name}, the exported graph (padded batches of {PADDED_BATCH}; budget "
-                  f"2048) vs the graph embed runs (guards dropped) at token budgets, "
-                  f"{', '.join(f'{len(lengths[g])} {g}' for g in GRANULARITIES)} texts (best of the run)",
-                  ["granularity", "threads", "setting", "mean tokens", "texts/s", "useful GFLOP/s",
-                   "/ matmul peak"])
+    fig = Figures(
+        f"embed FLOPs: {embed_model.name}, the exported graph (padded batches of {PADDED_BATCH}; budget "
+        f"2048) vs the graph embed runs (guards dropped) at token budgets, "
+        f"{', '.join(f'{len(lengths[g])} {g}' for g in GRANULARITIES)} texts (best of the run)",
+        ["granularity", "threads", "setting", "mean tokens", "texts/s", "useful GFLOP/s", "/ matmul peak"],
+    )
     for g in GRANULARITIES:
         for t in THREADS:
             for s in SETTINGS:
-                fig.row(g, t, s, float(lengths[g].mean()), len(lengths[g]) / best[(g, t, s)], gflops[(g, t, s)],
-                        gflops[(g, t, s)] / peak[t])
+                fig.row(
+                    g,
+                    t,
+                    s,
+                    float(lengths[g].mean()),
+                    len(lengths[g]) / best[(g, t, s)],
+                    gflops[(g, t, s)],
+                    gflops[(g, t, s)] / peak[t],
+                )
     top = max(THREADS)
     for g in GRANULARITIES:
         b = max(SETTINGS[2:], key=lambda s: gflops[(g, top, s)])
         fig.ratio(f"{g}, {top} threads: {b} / {PADDED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, PADDED)])
-        fig.ratio(f"{g}, {top} threads: {b} / {EXPORTED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, EXPORTED)])
+        fig.ratio(
+            f"{g}, {top} threads: {b} / {EXPORTED} (useful FLOP/s)", gflops[(g, top, b)], gflops[(g, top, EXPORTED)]
+        )
         for s in (b, EXPORTED, PADDED):
             fig.ratio(f"{g}, {top} threads: {s} / matmul peak", gflops[(g, top, s)], peak[top])
         work = LONGMEMEVAL_M[g]
-        minutes = {s: workload_flops(BGE_SMALL, work["tokens"], work["squares"]) / (gflops[(g, top, s)] * 1e9) / 60
-                   for s in (b, EXPORTED, PADDED)}
-        fig.note(f"projected bge-small on LongMemEval_M, {g} rows ({work['texts']} unique), {top} threads: "
-                 f"{minutes[b]:.0f} min ({b}; {EXPORTED}: {minutes[EXPORTED]:.0f} min; {PADDED} batches of "
-                 f"{PADDED_BATCH}: {minutes[PADDED]:.0f} min)")
+        minutes = {
+            s: workload_flops(BGE_SMALL, work["tokens"], work["squares"]) / (gflops[(g, top, s)] * 1e9) / 60
+            for s in (b, EXPORTED, PADDED)
+        }
+        fig.note(
+            f"projected bge-small on LongMemEval_M, {g} rows ({work['texts']} unique), {top} threads: "
+            f"{minutes[b]:.0f} min ({b}; {EXPORTED}: {minutes[EXPORTED]:.0f} min; {PADDED} batches of "
+            f"{PADDED_BATCH}: {minutes[PADDED]:.0f} min)"
+        )
     for t in THREADS:
         fig.note(f"float32 2048x2048 numpy matmul, {t} thread(s): {peak[t]:.0f} GFLOP/s (best of the run)")
-    checks = {f"{g}/{t}": (all(r[g]["budget_vs_alone_bit_equal"] for r in runs[t]),
-                           all(r[g]["rewritten_vs_exported_bit_equal"] for r in runs[t]),
-                           max(r[g]["budget_vs_padded_max_abs"] for r in runs[t]))
-              for g in GRANULARITIES for t in THREADS}
-    fig.note("budget batches bit-equal to one text at a time (first 4 texts): "
-             + ", ".join(f"{k} {'yes' if eq else 'NO'}" for k, (eq, _, _) in checks.items()))
-    fig.note("guards dropped bit-equal to the exported graph (budget 2048, every text): "
-             + ", ".join(f"{k} {'yes' if eq else 'NO'}" for k, (_, eq, _) in checks.items()))
+    checks = {
+        f"{g}/{t}": (
+            all(r[g]["budget_vs_alone_bit_equal"] for r in runs[t]),
+            all(r[g]["rewritten_vs_exported_bit_equal"] for r in runs[t]),
+            max(r[g]["budget_vs_padded_max_abs"] for r in runs[t]),
+        )
+        for g in GRANULARITIES
+        for t in THREADS
+    }
+    fig.note(
+        "budget batches bit-equal to one text at a time (first 4 texts): "
+        + ", ".join(f"{k} {'yes' if eq else 'NO'}" for k, (eq, _, _) in checks.items())
+    )
+    fig.note(
+        "guards dropped bit-equal to the exported graph (budget 2048, every text): "
+        + ", ".join(f"{k} {'yes' if eq else 'NO'}" for k, (_, eq, _) in checks.items())
+    )
     fig.note(f"max |budget - {PADDED}| over every setting: {max(d for _, _, d in checks.values()):.1e}")
     if not bert:
         fig.note(f"{embed_model.name} has no BERT config.json: the FLOP figures assume MiniLM-L6 and mean nothing")

@@ -51,15 +51,30 @@ import yaml
 
 from benchmarks.common import OUT, PYTHON, REPO, Child, Figures, cli, generate, interleaved, mean, run_child, sized
 
-DATA = {"small": dict(instances=40, abstention=0, sessions_per_haystack=500, filler_pool=4000, turns_per_session=10,
-                      words_per_turn=40, seed=11),
-        "M": dict(instances=500, abstention=30, sessions_per_haystack=500, filler_pool=30000, turns_per_session=10,
-                  words_per_turn=40, seed=11)}
+DATA = {
+    "small": dict(
+        instances=40,
+        abstention=0,
+        sessions_per_haystack=500,
+        filler_pool=4000,
+        turns_per_session=10,
+        words_per_turn=40,
+        seed=11,
+    ),
+    "M": dict(
+        instances=500,
+        abstention=30,
+        sessions_per_haystack=500,
+        filler_pool=30000,
+        turns_per_session=10,
+        words_per_turn=40,
+        seed=11,
+    ),
+}
 BUILD = REPO / ".ci" / "vipune" / "build.sh"
 LIB = ["vipune-lib", "vipune-lib-semantic"]
 GOAL_S = 15.0  # issue 54: the numbers within 15 s of the edit
 TRIES = 3  # each job's runs with and without the explanations, per rep
-
 
 
 def build(checkout: Path, *flags: str) -> tuple[Path, float]:
@@ -112,21 +127,40 @@ def explanation_costs(workdir: Path, binary: Path, out: Path, rep: int) -> dict[
     provenance = json.loads((results / "report.json").read_text())["provenance"]
     lane = find_lane(binary, "checkout")
     build_id = provenance["vipune"]["id"]
-    fingerprint = workdir / (paths.lane_fingerprint_file(build_id) if provenance["vipune"].get("lane_only")
-                             else paths.binary_fingerprint_file(build_id))
+    fingerprint = workdir / (
+        paths.lane_fingerprint_file(build_id)
+        if provenance["vipune"].get("lane_only")
+        else paths.binary_fingerprint_file(build_id)
+    )
     out.mkdir(parents=True, exist_ok=True)
 
     def shards(side: str) -> Child:
         steps = []
         for i in range(2):
             r = out / f"{side}-{i}"
-            argv = cli("search-vipune-lib", rows=results / "filter/rows.parquet", texts=results / "filter/texts.parquet",
-                       embeddings=sorted((results / "embed").glob("shard-*.parquet")), limit=10, depth=10,
-                       shard=i, shards=2, binary=binary, fingerprint=fingerprint, lane=lane,
-                       lane_fingerprint=workdir / paths.lane_fingerprint_file(provenance["lane"]["id"]), timeout=300,
-                       on_error="stop", tmp=r / "tmp", out=r / "lib.run", semantic_out=r / "semantic.run",
-                       status_out=r / "status.json", arms_out=r / "arms.parquet",
-                       kept_stores=results / ".cache" / "stores", kept_stores_gb=8)  # the loop's stores, reused
+            argv = cli(
+                "search-vipune-lib",
+                rows=results / "filter/rows.parquet",
+                texts=results / "filter/texts.parquet",
+                embeddings=sorted((results / "embed").glob("shard-*.parquet")),
+                limit=10,
+                depth=10,
+                shard=i,
+                shards=2,
+                binary=binary,
+                fingerprint=fingerprint,
+                lane=lane,
+                lane_fingerprint=workdir / paths.lane_fingerprint_file(provenance["lane"]["id"]),
+                timeout=300,
+                on_error="stop",
+                tmp=r / "tmp",
+                out=r / "lib.run",
+                semantic_out=r / "semantic.run",
+                status_out=r / "status.json",
+                arms_out=r / "arms.parquet",
+                kept_stores=results / ".cache" / "stores",
+                kept_stores_gb=8,
+            )  # the loop's stores, reused
             if side == "without":
                 argv = [PYTHON, "-c", WITHOUT_ARMS, *argv[3:]]
             steps.append((argv, r / "job.log"))
@@ -138,14 +172,27 @@ def explanation_costs(workdir: Path, binary: Path, out: Path, rep: int) -> dict[
 
     def report(side: str) -> Child:  # in the run's folder, as its rule runs: the manifest's paths are relative
         r = out / f"report-{side}"
-        argv = cli("report", manifest=results / "report-inputs.json" if side == "with" else without,
-                   out_json=r / "report.json", out_md=r / "report.md", out_summary=r / "summary.txt")
+        argv = cli(
+            "report",
+            manifest=results / "report-inputs.json" if side == "with" else without,
+            out_json=r / "report.json",
+            out_md=r / "report.md",
+            out_summary=r / "summary.txt",
+        )
         return run_child(["bash", "-c", 'cd "$0" && exec "$@"', workdir, *argv], r / "report.log")
 
     def page(side: str) -> Child:
         r = out / f"report-{side}"
-        return run_child(cli("report-page", report=r / "report.json", plots=sorted((results / "plots").glob("*.png")),
-                             out_page=r / "page.html", out_front=r / "front.html"), r / "page.log")
+        return run_child(
+            cli(
+                "report-page",
+                report=r / "report.json",
+                plots=sorted((results / "plots").glob("*.png")),
+                out_page=r / "page.html",
+                out_front=r / "front.html",
+            ),
+            r / "page.log",
+        )
 
     spent: dict[str, float] = {}
     for name, job in (("lane", shards), ("report", report), ("page", page)):
@@ -187,24 +234,44 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     if not (checkout / "Cargo.lock").is_file():
         from vipune_eval.vipune.release import RELEASE
 
-        source = subprocess.run(["bash", str(BUILD), "--source", RELEASE], capture_output=True, text=True,
-                                check=True).stdout.strip()
+        source = subprocess.run(
+            ["bash", str(BUILD), "--source", RELEASE], capture_output=True, text=True, check=True
+        ).stdout.strip()
         shutil.rmtree(checkout.parent, ignore_errors=True)
         checkout.parent.mkdir(parents=True)
         shutil.copytree(source, checkout, symlinks=True)
     workdir = root / "run"
     workdir.mkdir(parents=True)
     results = workdir / "results"
-    config = {"dataset": {"path": str(data), "expected": None},
-              "model": {"path": str(tiny_model.dir), "file": tiny_model.file},
-              "retrievers": LIB, "vipune": {"binary": str(release)}, "embed": {"shards": 2}, "search": {"shards": 2}}
+    config = {
+        "dataset": {"path": str(data), "expected": None},
+        "model": {"path": str(tiny_model.dir), "file": tiny_model.file},
+        "retrievers": LIB,
+        "vipune": {"binary": str(release)},
+        "embed": {"shards": 2},
+        "search": {"shards": 2},
+    }
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
     def snakemake(label: str, vipune: dict) -> tuple[Child, float]:
         (workdir / "config.yaml").write_text(yaml.safe_dump({**config, "vipune": vipune}))
         start = time.time()
-        child = run_child([PYTHON, "-m", "snakemake", "-s", REPO / "workflow" / "Snakefile", "--directory", workdir,
-                           "--configfile", workdir / "config.yaml", "--cores", 2], root / f"{label}.log")
+        child = run_child(
+            [
+                PYTHON,
+                "-m",
+                "snakemake",
+                "-s",
+                REPO / "workflow" / "Snakefile",
+                "--directory",
+                workdir,
+                "--configfile",
+                workdir / "config.yaml",
+                "--cores",
+                2,
+            ],
+            root / f"{label}.log",
+        )
         return child, start
 
     snakemake("release", {"binary": str(release)})  # the cold start: filter, embed, the release's lib lane
@@ -221,8 +288,7 @@ def bench_loop(benchmark, work, tiny_model, real_build):
         start = time.perf_counter()  # the documented command names the release by build.sh too (found, not built)
         assert subprocess.run(["bash", str(BUILD)], capture_output=True, text=True).stdout.strip() == str(release)
         built_s += time.perf_counter() - start
-        vipune = {"binary": str(built), "compare": [str(release)],
-                  **({} if side == "loop" else {"kept_stores_gb": 0})}
+        vipune = {"binary": str(built), "compare": [str(release)], **({} if side == "loop" else {"kept_stores_gb": 0})}
         child, start = snakemake(f"{side}-{rep}", vipune)
         jobs = finished_jobs(results, start)
         assert set(jobs) <= {"search_vipune_lib", "score", "report", "plots"}, sorted(jobs)
@@ -232,17 +298,31 @@ def bench_loop(benchmark, work, tiny_model, real_build):
         report_json = json.loads((results / "report.json").read_text())
         assert len(report_json["builds"]) == 2, "the checkout is not compared with the release"
         build_id = report_json["provenance"]["vipune"]["id"]
-        statuses = [json.loads(p.read_text()) for p in
-                    sorted((results / "search" / paths.lib_run(build_id if side == "loop" else
-                                                                report_json["provenance"]["lane"]["id"])
-                            ).glob("shard-*.status.json"))]
+        statuses = [
+            json.loads(p.read_text())
+            for p in sorted(
+                (
+                    results
+                    / "search"
+                    / paths.lib_run(build_id if side == "loop" else report_json["provenance"]["lane"]["id"])
+                ).glob("shard-*.status.json")
+            )
+        ]
         steps = [status["lane_seconds"] for status in statuses]
         if side == "loop":
             assert all("copy" in s and "insert" not in s for s in steps), steps  # every store reused
-        out = {"build": built_s, "plan": first - start, "lane": lane_end - first, "score_report": summary - lane_end,
-               "after_summary": child.wall_s - (summary - start), "run": child.wall_s,
-               "to_summary": built_s + summary - start, "to_exit": built_s + child.wall_s, "run_cpu": child.cpu_s,
-               "searches": max(sum(s.get(k, 0.0) for k in ("copy", "semantic", "hybrid")) for s in steps)}
+        out = {
+            "build": built_s,
+            "plan": first - start,
+            "lane": lane_end - first,
+            "score_report": summary - lane_end,
+            "after_summary": child.wall_s - (summary - start),
+            "run": child.wall_s,
+            "to_summary": built_s + summary - start,
+            "to_exit": built_s + child.wall_s,
+            "run_cpu": child.cpu_s,
+            "searches": max(sum(s.get(k, 0.0) for k in ("copy", "semantic", "hybrid")) for s in steps),
+        }
         if side == "loop":  # on the loop's own files: what the explanations and the gate add
             spent = explanation_costs(workdir, built, root / f"explain-{rep}", rep)
             gate = run_child(cli("gate", run=results), root / f"gate-{rep}.log", ok=(0, 1))
@@ -252,13 +332,22 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     costs: list[dict[str, float]] = []
     sides = interleaved(benchmark, {"loop": lambda rep: run("loop", rep), "today": lambda rep: run("today", rep)})
     new, old = sides["loop"], sides["today"]
-    fig = Figures(f"the maintainer's loop: {args['instances'] - args['abstention']} personas x "
-                  f"{args['sessions_per_haystack']} session rows, the lib lane of a checkout against the release, "
-                  "2 cores", ["step", "the loop (s, mean of reps)", "today's loop (s)"])
-    labels = {"build": "builds (the checkout's: the loop's lane alone, today's binary and lane; the release's found)", "plan": "planning, to the first job",
-              "lane": "the checkout's lib lane (2 shards)", "score_report": "scores and report, to summary.txt",
-              "to_summary": "**from the edit to the summary**", "after_summary": "plots, pages, HTML report, to the exit",
-              "to_exit": "from the edit to snakemake's exit", "searches": "the 470 searches inside vipune-lane (larger shard)"}
+    fig = Figures(
+        f"the maintainer's loop: {args['instances'] - args['abstention']} personas x "
+        f"{args['sessions_per_haystack']} session rows, the lib lane of a checkout against the release, "
+        "2 cores",
+        ["step", "the loop (s, mean of reps)", "today's loop (s)"],
+    )
+    labels = {
+        "build": "builds (the checkout's: the loop's lane alone, today's binary and lane; the release's found)",
+        "plan": "planning, to the first job",
+        "lane": "the checkout's lib lane (2 shards)",
+        "score_report": "scores and report, to summary.txt",
+        "to_summary": "**from the edit to the summary**",
+        "after_summary": "plots, pages, HTML report, to the exit",
+        "to_exit": "from the edit to snakemake's exit",
+        "searches": "the 470 searches inside vipune-lane (larger shard)",
+    }
     for step, label in labels.items():
         fig.row(label, mean([r[step] for r in new]), mean([r[step] for r in old]))
     stores = size(results / ".cache" / "stores")
@@ -267,30 +356,56 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     fig.ratio("loop, edit → summary / 15 s goal", total, GOAL_S)
     fig.ratio("loop / today's loop (edit → summary)", total, mean([r["to_summary"] for r in old]))
     fig.ratio("loop / today's loop (edit → exit)", mean([r["to_exit"] for r in new]), mean([r["to_exit"] for r in old]))
-    fig.ratio("loop / its limit (the vipune-lane's build + the searches alone)", total,
-              mean([r["build"] + r["searches"] for r in new]))
-    added = {part: mean([c[f"{part} with wall"] - c[f"{part} without wall"] for c in costs])
-             for part in ("lane", "report", "page")}
-    for part, label in (("lane", "the checkout's 2 lib-lane shards at once"), ("report", "the report"),
-                        ("page", "the HTML page")):
+    fig.ratio(
+        "loop / its limit (the vipune-lane's build + the searches alone)",
+        total,
+        mean([r["build"] + r["searches"] for r in new]),
+    )
+    added = {
+        part: mean([c[f"{part} with wall"] - c[f"{part} without wall"] for c in costs])
+        for part in ("lane", "report", "page")
+    }
+    for part, label in (
+        ("lane", "the checkout's 2 lib-lane shards at once"),
+        ("report", "the report"),
+        ("page", "the HTML page"),
+    ):
         for side in ("with", "without"):
-            fig.row(f"{label}, {side} explanations (wall / CPU)",
-                    f"{mean([c[f'{part} {side} wall'] for c in costs]):.2f} / "
-                    f"{mean([c[f'{part} {side} cpu'] for c in costs]):.2f}", "")
+            fig.row(
+                f"{label}, {side} explanations (wall / CPU)",
+                f"{mean([c[f'{part} {side} wall'] for c in costs]):.2f} / "
+                f"{mean([c[f'{part} {side} cpu'] for c in costs]):.2f}",
+                "",
+            )
     gate_s = mean([c["gate wall"] for c in costs])
-    fig.row("vipune-eval gate on the run (wall / CPU)", f"{gate_s:.2f} / {mean([c['gate cpu'] for c in costs]):.2f}", "")
+    fig.row(
+        "vipune-eval gate on the run (wall / CPU)", f"{gate_s:.2f} / {mean([c['gate cpu'] for c in costs]):.2f}", ""
+    )
     to_exit = mean([r["to_exit"] for r in new])
-    fig.ratio("loop with explanations and the gate / without (wall, edit → exit)", to_exit + gate_s,
-              to_exit - sum(added.values()))
+    fig.ratio(
+        "loop with explanations and the gate / without (wall, edit → exit)",
+        to_exit + gate_s,
+        to_exit - sum(added.values()),
+    )
     run_cpu = mean([r["run_cpu"] for r in new])  # the Snakemake run's CPU, its jobs included
-    added_cpu = sum(mean([c[f"{part} with cpu"] - c[f"{part} without cpu"] for c in costs])
-                    for part in ("lane", "report", "page"))
-    fig.ratio("loop run with explanations and the gate / without (CPU: steadier than wall on a busy machine)",
-              run_cpu + mean([c["gate cpu"] for c in costs]), run_cpu - added_cpu)
-    fig.note("build = build.sh --checkout DIR --fast [--lane-only] after a one-line edit of src/rrf.rs; planning, "
-             "lane, scores and report from each job's Snakemake benchmark file; summary = results/summary.txt written")
-    fig.note("today's loop = binary and lane built, every persona seeded (vipune.kept_stores_gb: 0); the limit = the "
-             "lane's build + its searches' own seconds (copies of the kept stores and the two searches)")
-    fig.note("without explanations = the loop less what the arms add to the lib-lane shards and the explanations to "
-             "the report and the page, each measured with and without on the loop's own files; the gate runs after")
+    added_cpu = sum(
+        mean([c[f"{part} with cpu"] - c[f"{part} without cpu"] for c in costs]) for part in ("lane", "report", "page")
+    )
+    fig.ratio(
+        "loop run with explanations and the gate / without (CPU: steadier than wall on a busy machine)",
+        run_cpu + mean([c["gate cpu"] for c in costs]),
+        run_cpu - added_cpu,
+    )
+    fig.note(
+        "build = build.sh --checkout DIR --fast [--lane-only] after a one-line edit of src/rrf.rs; planning, "
+        "lane, scores and report from each job's Snakemake benchmark file; summary = results/summary.txt written"
+    )
+    fig.note(
+        "today's loop = binary and lane built, every persona seeded (vipune.kept_stores_gb: 0); the limit = the "
+        "lane's build + its searches' own seconds (copies of the kept stores and the two searches)"
+    )
+    fig.note(
+        "without explanations = the loop less what the arms add to the lib-lane shards and the explanations to "
+        "the report and the page, each measured with and without on the loop's own files; the gate runs after"
+    )
     fig.record(benchmark)

@@ -33,22 +33,49 @@ def bench_score(benchmark, work, search_view):
     dest = work / "score"
     run = dest / "dense.run"
     arms = dest / "arms.parquet"
-    run_child(cli("search-arms", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]], shard=0,
-                  shards=1, limit=10, depth=10, arms_out=arms), dest / "search.log")
-    run_child(cli("fuse-reference", arms=[arms], retriever="dense", limit=10, depth=10, outputs=[run]),
-              dest / "fuse.log")
-    harness = lambda rep: run_child(cli(
-        "score", qrels=v["qrels"], pairs=v["pairs"], runs=[run], ks=KS, measure_names=SEED_MEASURES, name="dense",
-        run_out=dest / f"rep{rep}" / "dense.run", metrics_out=dest / f"rep{rep}" / "metrics.json"),
-        dest / f"harness-{rep}.log")
+    run_child(
+        cli(
+            "search-arms",
+            rows=v["rows"],
+            texts=v["texts"],
+            embeddings=[v["embeddings"]],
+            shard=0,
+            shards=1,
+            limit=10,
+            depth=10,
+            arms_out=arms,
+        ),
+        dest / "search.log",
+    )
+    run_child(
+        cli("fuse-reference", arms=[arms], retriever="dense", limit=10, depth=10, outputs=[run]), dest / "fuse.log"
+    )
+    harness = lambda rep: run_child(
+        cli(
+            "score",
+            qrels=v["qrels"],
+            pairs=v["pairs"],
+            runs=[run],
+            ks=KS,
+            measure_names=SEED_MEASURES,
+            name="dense",
+            run_out=dest / f"rep{rep}" / "dense.run",
+            metrics_out=dest / f"rep{rep}" / "metrics.json",
+        ),
+        dest / f"harness-{rep}.log",
+    )
     bare = lambda rep: run_child([PYTHON, "-c", BARE_SCORE, v["qrels"], run, *KS], dest / f"bare-{rep}.log")
     runs = interleaved(benchmark, {"harness": harness, "bare": bare})
 
-    fig = Figures("score: one run (dense reference) of the search view, seed measures, k 1/5/10",
-                  ["", "wall s (mean)", "CPU s", "peak RSS MiB"])
+    fig = Figures(
+        "score: one run (dense reference) of the search view, seed measures, k 1/5/10",
+        ["", "wall s (mean)", "CPU s", "peak RSS MiB"],
+    )
     for name, label in (("harness", "vipune-eval score"), ("bare", "bare ir-measures pass")):
         rs = runs[name]
         fig.row(label, mean([r.wall_s for r in rs]), mean([r.cpu_s for r in rs]), max(r.peak_rss_mib for r in rs))
-    fig.ratio("harness / bare (wall)", mean([r.wall_s for r in runs["harness"]]), mean([r.wall_s for r in runs["bare"]]))
+    fig.ratio(
+        "harness / bare (wall)", mean([r.wall_s for r in runs["harness"]]), mean([r.wall_s for r in runs["bare"]])
+    )
     fig.ratio("harness / bare (CPU)", mean([r.cpu_s for r in runs["harness"]]), mean([r.cpu_s for r in runs["bare"]]))
     fig.record(benchmark)

@@ -58,28 +58,64 @@ def bench_search_reference(benchmark, work, search_view):
     v = search_view
     dest = work / "search-arms"
     personas = pq.read_metadata(v["rows"]).num_rows
+
     def harness(rep: int):
         """What the workflow runs: the shard's arms once, then one fusion per retriever."""
         arms = dest / f"rep{rep}" / "arms.parquet"
-        return run_children([(cli("search-arms", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]],
-                                  shard=0, shards=1, limit=LIMIT, depth=DEPTH, arms_out=arms),
-                              dest / f"harness-{rep}-arms.log")]
-                            + [(cli("fuse-reference", arms=[arms], retriever=r, limit=LIMIT, depth=DEPTH,
-                                    outputs=[dest / f"rep{rep}" / f"{r}.run"]), dest / f"harness-{rep}-{r}.log")
-                               for r in RETRIEVERS])
-    bare = lambda rep: run_child([PYTHON, "-c", BARE_REFERENCE, v["rows"], v["texts"], v["embeddings"], LIMIT],
-                                 dest / f"bare-{rep}.log")
+        return run_children(
+            [
+                (
+                    cli(
+                        "search-arms",
+                        rows=v["rows"],
+                        texts=v["texts"],
+                        embeddings=[v["embeddings"]],
+                        shard=0,
+                        shards=1,
+                        limit=LIMIT,
+                        depth=DEPTH,
+                        arms_out=arms,
+                    ),
+                    dest / f"harness-{rep}-arms.log",
+                )
+            ]
+            + [
+                (
+                    cli(
+                        "fuse-reference",
+                        arms=[arms],
+                        retriever=r,
+                        limit=LIMIT,
+                        depth=DEPTH,
+                        outputs=[dest / f"rep{rep}" / f"{r}.run"],
+                    ),
+                    dest / f"harness-{rep}-{r}.log",
+                )
+                for r in RETRIEVERS
+            ]
+        )
+
+    bare = lambda rep: run_child(
+        [PYTHON, "-c", BARE_REFERENCE, v["rows"], v["texts"], v["embeddings"], LIMIT], dest / f"bare-{rep}.log"
+    )
     runs = interleaved(benchmark, {"harness": harness, "bare": bare})
     assert runs["bare"][0].json()["personas"] == personas
 
-    fig = Figures(f"search-arms + fuse-reference: {personas} personas, 5 retrievers (arms once, 5 fusions)",
-                  ["", "wall s (mean)", "ms / persona", "CPU s", "peak RSS MiB"])
+    fig = Figures(
+        f"search-arms + fuse-reference: {personas} personas, 5 retrievers (arms once, 5 fusions)",
+        ["", "wall s (mean)", "ms / persona", "CPU s", "peak RSS MiB"],
+    )
     for name, label in (("harness", "vipune-eval search-arms + fuse-reference"), ("bare", "bare numpy + FTS5 loop")):
         rs = runs[name]
         wall = mean([r.wall_s for r in rs])
         fig.row(label, wall, 1000 * wall / personas, mean([r.cpu_s for r in rs]), max(r.peak_rss_mib for r in rs))
-    fig.ratio("harness / bare (wall)", mean([r.wall_s for r in runs["harness"]]), mean([r.wall_s for r in runs["bare"]]))
+    fig.ratio(
+        "harness / bare (wall)", mean([r.wall_s for r in runs["harness"]]), mean([r.wall_s for r in runs["bare"]])
+    )
     fig.ratio("harness / bare (CPU)", mean([r.cpu_s for r in runs["harness"]]), mean([r.cpu_s for r in runs["bare"]]))
-    fig.ratio("harness / bare (peak RSS)", max(r.peak_rss_mib for r in runs["harness"]),
-              max(r.peak_rss_mib for r in runs["bare"]))
+    fig.ratio(
+        "harness / bare (peak RSS)",
+        max(r.peak_rss_mib for r in runs["harness"]),
+        max(r.peak_rss_mib for r in runs["bare"]),
+    )
     fig.record(benchmark)

@@ -48,20 +48,54 @@ def bench_search_vipune(benchmark, work, search_view, fake_vipune, vipune_home, 
             out = call([fake_vipune, "--db-path", db, "--json", "import", folder / "import.jsonl"])
             assert json.loads(out)["inserted"] == len(p.row_ids), out
             for arm in ("--hybrid", "--no-hybrid"):  # the vipune-lane's two searches (vipune, vipune-semantic)
-                call([fake_vipune, "--db-path", db, f"--project={p.question_id}", "--json", "search", arm,
-                      "--recency", 0, "--limit", LIMIT, "--no-touch", "--", p.question])
+                call(
+                    [
+                        fake_vipune,
+                        "--db-path",
+                        db,
+                        f"--project={p.question_id}",
+                        "--json",
+                        "search",
+                        arm,
+                        "--recency",
+                        0,
+                        "--limit",
+                        LIMIT,
+                        "--no-touch",
+                        "--",
+                        p.question,
+                    ]
+                )
         return {"wall_s": time.perf_counter() - start}
 
     def harness(rep: int, shard: int = 0, shards: int = shards, name: str = "harness"):
         cache = dest / "cache"  # finished personas are cached: every pass starts empty
         shutil.rmtree(cache, ignore_errors=True)
         r = dest / f"{name}-{rep}"
-        return run_child(cli("search-vipune", rows=v["rows"], texts=v["texts"], embeddings=[v["embeddings"]],
-                             shard=shard, shards=shards, limit=LIMIT, depth=DEPTH, binary=fake_vipune,
-                             fingerprint=vipune_fingerprint, hf_home=vipune_home, threads=1, timeout=300,
-                             tmp=r / "tmp", on_error="stop", cache=cache, out=r / "vipune.run",
-                             semantic_out=r / "semantic.run", status_out=r / "status.json"),
-                         dest / f"{name}-{rep}.log")
+        return run_child(
+            cli(
+                "search-vipune",
+                rows=v["rows"],
+                texts=v["texts"],
+                embeddings=[v["embeddings"]],
+                shard=shard,
+                shards=shards,
+                limit=LIMIT,
+                depth=DEPTH,
+                binary=fake_vipune,
+                fingerprint=vipune_fingerprint,
+                hf_home=vipune_home,
+                threads=1,
+                timeout=300,
+                tmp=r / "tmp",
+                on_error="stop",
+                cache=cache,
+                out=r / "vipune.run",
+                semantic_out=r / "semantic.run",
+                status_out=r / "status.json",
+            ),
+            dest / f"{name}-{rep}.log",
+        )
 
     # an empty shard (shard k of k + 1 for k pairs): the job's fixed start-up alone
     pairs = pq.read_metadata(v["rows"]).num_rows
@@ -71,8 +105,10 @@ def bench_search_vipune(benchmark, work, search_view, fake_vipune, vipune_home, 
     hw = mean([r.wall_s for r in runs["harness"]])
     bw = mean([r["wall_s"] for r in runs["bare"]])
     ew = mean([r.wall_s for r in runs["empty"]])
-    fig = Figures(f"search-vipune: shard 0 of {shards} = {n} personas, fake vipune, threads 1",
-                  ["", f"wall s (mean, {n} personas)", "ms / persona"])
+    fig = Figures(
+        f"search-vipune: shard 0 of {shards} = {n} personas, fake vipune, threads 1",
+        ["", f"wall s (mean, {n} personas)", "ms / persona"],
+    )
     fig.row("vipune-eval search-vipune (process)", hw, 1000 * hw / n)
     fig.row("bare import + 2 search calls", bw, 1000 * bw / n)
     fig.row("harness overhead", hw - bw, 1000 * (hw - bw) / n)

@@ -38,16 +38,32 @@ SHARDS, WORKERS, LIMIT, DEPTH, KS = 8, 2, 10, 10, [1, 5, 10]
 def view(dest: Path, pairs: int, sessions: int, seed: int = 1) -> Path:
     """A filtered session view (pairs, qrels, rows, texts) with random embeddings."""
     abstention = max(1, round(pairs * 30 / 470))
-    data = generate(dict(instances=pairs + abstention, abstention=abstention, sessions_per_haystack=sessions,
-                         filler_pool=max(40, sessions * 40), turns_per_session=6, words_per_turn=30, seed=seed))
+    data = generate(
+        dict(
+            instances=pairs + abstention,
+            abstention=abstention,
+            sessions_per_haystack=sessions,
+            filler_pool=max(40, sessions * 40),
+            turns_per_session=6,
+            words_per_turn=30,
+            seed=seed,
+        )
+    )
     filter_view(data, dest)
     ids = pq.read_table(dest / "texts.parquet", columns=["text_id"]).column("text_id")
     vectors = np.random.default_rng(seed).normal(size=(len(ids), 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    pq.write_table(pa.table({
-        "text_id": ids, "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 384),
-        "tokens": pa.array(np.full(len(ids), 100, np.int32)), "truncated": pa.array(np.zeros(len(ids), bool))}),
-        dest / "embeddings.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "text_id": ids,
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 384),
+                "tokens": pa.array(np.full(len(ids), 100, np.int32)),
+                "truncated": pa.array(np.zeros(len(ids), bool)),
+            }
+        ),
+        dest / "embeddings.parquet",
+    )
     return dest
 
 
@@ -69,13 +85,20 @@ def bench_whatif(benchmark, work):
     z = sized(SIZES)
     dest = work / "whatif"
     v = view(dest / "view", z["pairs"], z["sessions"])
-    search = dict(rows=v / "rows.parquet", texts=v / "texts.parquet", embeddings=[v / "embeddings.parquet"],
-                  limit=LIMIT, depth=DEPTH, shards=SHARDS)
+    search = dict(
+        rows=v / "rows.parquet",
+        texts=v / "texts.parquet",
+        embeddings=[v / "embeddings.parquet"],
+        limit=LIMIT,
+        depth=DEPTH,
+        shards=SHARDS,
+    )
 
     def arms(folder: Path) -> tuple[list[Path], tuple[float, float]]:
         out = [folder / f"arms-{i}.parquet" for i in range(SHARDS)]
-        times = run_all([(cli("search-arms", **search, shard=i, arms_out=out[i]), folder / f"arms-{i}.log")
-                         for i in range(SHARDS)])
+        times = run_all(
+            [(cli("search-arms", **search, shard=i, arms_out=out[i]), folder / f"arms-{i}.log") for i in range(SHARDS)]
+        )
         return out, times
 
     shared, _ = arms(dest / "arms")  # what the grid fuses from in every round
@@ -85,17 +108,58 @@ def bench_whatif(benchmark, work):
     def grid_side(rep: int) -> dict[str, tuple[float, float]]:
         d = dest / f"grid-{rep}"
         shard_runs = {x.name: [d / x.name / f"shard-{i}.run" for i in range(SHARDS)] for x in variants}
-        fuse = run_all([(cli("fuse-reference", arms=shared, retriever=x.canonical(), limit=LIMIT, depth=DEPTH,
-                             outputs=shard_runs[x.name]), d / x.name / "fuse.log") for x in variants])
-        score = run_all([(cli("score", qrels=v / "qrels.txt", pairs=v / "pairs.parquet", runs=shard_runs[x.name],
-                              ks=KS, measure_names=list(SEED), name=x.name, run_out=d / f"{x.name}.run",
-                              metrics_out=d / f"{x.name}.json"), d / x.name / "score.log") for x in variants])
+        fuse = run_all(
+            [
+                (
+                    cli(
+                        "fuse-reference",
+                        arms=shared,
+                        retriever=x.canonical(),
+                        limit=LIMIT,
+                        depth=DEPTH,
+                        outputs=shard_runs[x.name],
+                    ),
+                    d / x.name / "fuse.log",
+                )
+                for x in variants
+            ]
+        )
+        score = run_all(
+            [
+                (
+                    cli(
+                        "score",
+                        qrels=v / "qrels.txt",
+                        pairs=v / "pairs.parquet",
+                        runs=shard_runs[x.name],
+                        ks=KS,
+                        measure_names=list(SEED),
+                        name=x.name,
+                        run_out=d / f"{x.name}.run",
+                        metrics_out=d / f"{x.name}.json",
+                    ),
+                    d / x.name / "score.log",
+                )
+                for x in variants
+            ]
+        )
         start, cpu = time.perf_counter(), time.process_time()
-        runs = [{"name": x.name, "params": x.params, "run": "",
-                 "per_query": json.loads((d / f"{x.name}.json").read_text())["per_query"]} for x in variants]
+        runs = [
+            {
+                "name": x.name,
+                "params": x.params,
+                "run": "",
+                "per_query": json.loads((d / f"{x.name}.json").read_text())["per_query"],
+            }
+            for x in variants
+        ]
         block = whatif.analyse("recall_any@5", "dev", {**runs[0], "name": "hybrid"}, runs)
-        return {"fuse": fuse, "score": score, "analysis": (time.perf_counter() - start, time.process_time() - cpu),
-                "chosen": block["chosen"]}
+        return {
+            "fuse": fuse,
+            "score": score,
+            "analysis": (time.perf_counter() - start, time.process_time() - cpu),
+            "chosen": block["chosen"],
+        }
 
     rounds = interleaved(benchmark, {"arms": lambda rep: arms(dest / f"arms-{rep}")[1], "grid": grid_side})
 
@@ -106,8 +170,11 @@ def bench_whatif(benchmark, work):
     parts = {p: avg("grid", p) for p in ("fuse", "score", "analysis")}
     total = (sum(w for w, _ in parts.values()), sum(c for _, c in parts.values()))
     arms_t = avg("arms")
-    fig = Figures(f"what-if: {z['pairs']} pairs x {z['sessions']} sessions, {SHARDS} search shards, "
-                  f"{len(variants)}-variant hybrid grid, jobs {WORKERS} at a time", ["", "wall s (mean)", "CPU s"])
+    fig = Figures(
+        f"what-if: {z['pairs']} pairs x {z['sessions']} sessions, {SHARDS} search shards, "
+        f"{len(variants)}-variant hybrid grid, jobs {WORKERS} at a time",
+        ["", "wall s (mean)", "CPU s"],
+    )
     fig.row(f"arms (search-arms --arms-out, {SHARDS} shards)", *arms_t)
     fig.row(f"grid: {len(variants)} x fuse-reference", *parts["fuse"])
     fig.row(f"grid: {len(variants)} x score", *parts["score"])
@@ -115,7 +182,9 @@ def bench_whatif(benchmark, work):
     fig.row("grid total", *total)
     fig.ratio("grid / arms (wall)", total[0], arms_t[0])
     fig.ratio("grid / arms (CPU)", total[1], arms_t[1])
-    fig.note(f"per variant: {total[0] / len(variants):.2f} s wall; on {WORKERS} idle cores the grid's CPU "
-             f"seconds would take about {total[1] / WORKERS:.0f} s")
+    fig.note(
+        f"per variant: {total[0] / len(variants):.2f} s wall; on {WORKERS} idle cores the grid's CPU "
+        f"seconds would take about {total[1] / WORKERS:.0f} s"
+    )
     fig.note(f"chosen on dev (recall_any@5): {rounds['grid'][0]['chosen']}")
     fig.record(benchmark)

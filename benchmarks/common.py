@@ -138,8 +138,9 @@ def run_child(argv: list[Any], log: Path, env: dict[str, str] | None = None, ok:
     log.parent.mkdir(parents=True, exist_ok=True)
     usage = log.with_suffix(".usage.json")
     with open(log, "w") as out, open(log.with_suffix(".err"), "w") as err:
-        code = subprocess.run([PYTHON, "-c", LAUNCHER, str(usage), *argv], stdout=out, stderr=err,
-                              env=env or child_env()).returncode
+        code = subprocess.run(
+            [PYTHON, "-c", LAUNCHER, str(usage), *argv], stdout=out, stderr=err, env=env or child_env()
+        ).returncode
     if code not in ok:
         raise RuntimeError(f"exit {code}: {' '.join(argv)}\n{log.with_suffix('.err').read_text()[-3000:]}")
     u = json.loads(usage.read_text())
@@ -149,8 +150,9 @@ def run_child(argv: list[Any], log: Path, env: dict[str, str] | None = None, ok:
 def run_children(steps: list[tuple[list[Any], Path]]) -> Child:
     """Several commands one after the other, as one side: wall and CPU summed, the largest peak RSS."""
     done = [run_child(argv, log) for argv, log in steps]
-    return Child(sum(c.wall_s for c in done), sum(c.cpu_s for c in done), max(c.peak_rss_mib for c in done),
-                 done[-1].stdout)
+    return Child(
+        sum(c.wall_s for c in done), sum(c.cpu_s for c in done), max(c.peak_rss_mib for c in done), done[-1].stdout
+    )
 
 
 def interleaved(benchmark: Any, sides: dict[str, Callable[[int], Any]], reps: int = REPS) -> dict[str, list[Any]]:
@@ -162,7 +164,7 @@ def interleaved(benchmark: Any, sides: dict[str, Callable[[int], Any]], reps: in
 
     def one_round() -> None:
         rep = next(counter)
-        for name in (list(sides) if rep % 2 == 0 else list(sides)[::-1]):
+        for name in list(sides) if rep % 2 == 0 else list(sides)[::-1]:
             out[name].append(sides[name](rep))
 
     benchmark.pedantic(one_round, rounds=reps, iterations=1)
@@ -210,8 +212,9 @@ class Figures:
     def record(self, benchmark: Any) -> None:
         """Print, and attach to pytest-benchmark's ``extra_info`` (its JSON feeds RESULTS.md)."""
         print("\n" + self.show(), flush=True)
-        benchmark.extra_info.update(title=self.title, head=self.head, rows=self.rows,
-                                    ratios=self.ratios, notes=self.notes, size=SIZE)
+        benchmark.extra_info.update(
+            title=self.title, head=self.head, rows=self.rows, ratios=self.ratios, notes=self.notes, size=SIZE
+        )
 
 
 def _fmt(x: Any) -> str:
@@ -230,9 +233,14 @@ def machine() -> dict[str, Any]:
     except (OSError, StopIteration):
         cpu = platform.processor()
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem / 2**30, 1),
-            "loadavg": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gib": round(mem / 2**30, 1),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 # MiniLM-L6 and bge-small-en-v1.5 are BERT encoders of hidden 384, intermediate 1536.
@@ -268,8 +276,9 @@ def generate(args: dict[str, int]) -> Path:
     reused while the arguments and the generator are unchanged."""
     from support import synthetic
 
-    key = hashlib.sha256((json.dumps(args, sort_keys=True) + Path(synthetic.__file__).read_text())
-                         .encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        (json.dumps(args, sort_keys=True) + Path(synthetic.__file__).read_text()).encode()
+    ).hexdigest()[:12]
     path = OUT / "data" / f"longmemeval-{key}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,18 +299,38 @@ class Model:
     pooling: str = "mean"
 
 
-def filter_view(dataset: Path, dest: Path, granularity: str = "session",
-                tokenizer: Path | None = None) -> dict[str, Child]:
+def filter_view(
+    dataset: Path, dest: Path, granularity: str = "session", tokenizer: Path | None = None
+) -> dict[str, Child]:
     """``filter-pairs`` (pairs, qrels, summary) and ``filter-rows`` (rows, unique texts) of a view."""
     extra = {"tokenizer": tokenizer} if tokenizer else {}
     return {
-        "filter": run_child(cli("filter-pairs", dataset=dataset, protocol="seed", granularity=granularity,
-                                pairs_out=dest / "pairs.parquet", qrels_out=dest / "qrels.txt",
-                                summary_out=dest / "summary.json", split_seed=SPLIT["seed"],
-                                dev_fraction=SPLIT["dev_fraction"]), dest / "filter.log"),
-        "filter-rows": run_child(cli("filter-rows", dataset=dataset, protocol="seed", granularity=granularity,
-                                     rows_out=dest / "rows.parquet", texts_out=dest / "texts.parquet",
-                                     **extra), dest / "filter-rows.log"),
+        "filter": run_child(
+            cli(
+                "filter-pairs",
+                dataset=dataset,
+                protocol="seed",
+                granularity=granularity,
+                pairs_out=dest / "pairs.parquet",
+                qrels_out=dest / "qrels.txt",
+                summary_out=dest / "summary.json",
+                split_seed=SPLIT["seed"],
+                dev_fraction=SPLIT["dev_fraction"],
+            ),
+            dest / "filter.log",
+        ),
+        "filter-rows": run_child(
+            cli(
+                "filter-rows",
+                dataset=dataset,
+                protocol="seed",
+                granularity=granularity,
+                rows_out=dest / "rows.parquet",
+                texts_out=dest / "texts.parquet",
+                **extra,
+            ),
+            dest / "filter-rows.log",
+        ),
     }
 
 
@@ -332,9 +361,20 @@ def embed_cmd(model: Model, texts: Path, out: Path, threads: int = 2, batch_toke
     its vectors (a store shared between runs would hand the second one stored vectors)."""
     store = out.parent / f"{out.stem}-vectors"
     shutil.rmtree(store, ignore_errors=True)
-    return cli("embed", texts=texts, model_dir=model.dir, file=model.file, pooling=model.pooling,
-               shard=0, shards=1, threads=threads, batch_tokens=batch_tokens, out=out,
-               model_fingerprint=model_fingerprint(model, out.parent), store=store)
+    return cli(
+        "embed",
+        texts=texts,
+        model_dir=model.dir,
+        file=model.file,
+        pooling=model.pooling,
+        shard=0,
+        shards=1,
+        threads=threads,
+        batch_tokens=batch_tokens,
+        out=out,
+        model_fingerprint=model_fingerprint(model, out.parent),
+        store=store,
+    )
 
 
 EMBED_CHILD = r"""
@@ -364,8 +404,13 @@ def embed_rate(texts: Path, model: Model, threads: int, batch: int, log: Path) -
     of the process."""
     child = run_child([PYTHON, "-c", EMBED_CHILD, texts, model.dir, model.file, model.pooling, threads, batch], log)
     r = child.json()
-    return {**r, "texts_per_s": r["texts"] / r["embed_s"], "tokens_per_s": r["tokens_embedded"] / r["embed_s"],
-            "peak_rss_mib": child.peak_rss_mib, "mean_tokens": r["tokens_embedded"] / max(r["texts"], 1)}
+    return {
+        **r,
+        "texts_per_s": r["texts"] / r["embed_s"],
+        "tokens_per_s": r["tokens_embedded"] / r["embed_s"],
+        "peak_rss_mib": child.peak_rss_mib,
+        "mean_tokens": r["tokens_embedded"] / max(r["texts"], 1),
+    }
 
 
 def sample_texts(texts: Path, n: int, out: Path, seed: int = 0) -> Path:

@@ -64,8 +64,17 @@ def fake_vipune(work: Path) -> Path:
 def vipune_home(work: Path, tiny_model: Model) -> Path:
     """The HF_HOME the fake vipune embeds questions from (the tiny model as bge-small)."""
     home = work / "vipune-home"
-    run_child(cli("vipune-home", model_dir=tiny_model.dir, file=tiny_model.file, repo_id=BGE_REPO_ID,
-                  revision=BGE_REVISION, out=home), work / "logs" / "vipune-home.log")
+    run_child(
+        cli(
+            "vipune-home",
+            model_dir=tiny_model.dir,
+            file=tiny_model.file,
+            repo_id=BGE_REPO_ID,
+            revision=BGE_REVISION,
+            out=home,
+        ),
+        work / "logs" / "vipune-home.log",
+    )
     return home
 
 
@@ -82,8 +91,15 @@ def vipune_fingerprint(work: Path, fake_vipune: Path) -> Path:
 # Unique session texts for embed benchmarks: sessions of 12 turns x 150 words (~2 500 tokens,
 # cut to 512 by the model, as most LongMemEval sessions are).
 SESSION_TEXTS = {"small": 24, "M": 400}
-SESSION_DATA = dict(instances=30, abstention=0, sessions_per_haystack=20, filler_pool=600,
-                    turns_per_session=12, words_per_turn=150, seed=7)
+SESSION_DATA = dict(
+    instances=30,
+    abstention=0,
+    sessions_per_haystack=20,
+    filler_pool=600,
+    turns_per_session=12,
+    words_per_turn=150,
+    seed=7,
+)
 
 
 @pytest.fixture(scope="session")
@@ -99,10 +115,26 @@ def session_texts(work: Path) -> Path:
 
 # Search data: M-like haystack counts at "M" (470 pairs x 500 sessions), short sessions
 # (6 turns x 30 words) so the tiny model embeds them quickly.
-SEARCH_DATA = {"small": dict(instances=60, abstention=0, sessions_per_haystack=100, filler_pool=3000,
-                             turns_per_session=6, words_per_turn=30, seed=2),
-               "M": dict(instances=500, abstention=30, sessions_per_haystack=500, filler_pool=20000,
-                         turns_per_session=6, words_per_turn=30, seed=2)}
+SEARCH_DATA = {
+    "small": dict(
+        instances=60,
+        abstention=0,
+        sessions_per_haystack=100,
+        filler_pool=3000,
+        turns_per_session=6,
+        words_per_turn=30,
+        seed=2,
+    ),
+    "M": dict(
+        instances=500,
+        abstention=30,
+        sessions_per_haystack=500,
+        filler_pool=20000,
+        turns_per_session=6,
+        words_per_turn=30,
+        seed=2,
+    ),
+}
 
 
 @pytest.fixture(scope="session")
@@ -115,8 +147,13 @@ def search_view(work: Path, tiny_model: Model) -> dict[str, Path]:
     filter_view(generate(sized(SEARCH_DATA)), dest)
     emb = dest / "embeddings.parquet"
     run_child(embed_cmd(tiny_model, dest / "texts.parquet", emb), dest / "embed.log")
-    return {"rows": dest / "rows.parquet", "texts": dest / "texts.parquet", "embeddings": emb,
-            "pairs": dest / "pairs.parquet", "qrels": dest / "qrels.txt"}
+    return {
+        "rows": dest / "rows.parquet",
+        "texts": dest / "texts.parquet",
+        "embeddings": emb,
+        "pairs": dest / "pairs.parquet",
+        "qrels": dest / "qrels.txt",
+    }
 
 
 @pytest.fixture(scope="module")

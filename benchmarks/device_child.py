@@ -37,11 +37,20 @@ def read_sample(path: str) -> tuple[list[str], np.ndarray]:
     return table.column("text").to_pylist(), table.column("tokens").to_numpy()
 
 
-def embed_all(model, texts: list[str], lengths: np.ndarray, budget: int, fixed: bool,
-              tally: Tally | None = None) -> np.ndarray:
+def embed_all(
+    model, texts: list[str], lengths: np.ndarray, budget: int, fixed: bool, tally: Tally | None = None
+) -> np.ndarray:
     parts: dict[int, np.ndarray] = {}
-    embed_batched(model, texts, lengths, budget, Progress("bench", len(texts), every=1e9),
-                  lambda rows, vectors: parts.update(zip(rows.tolist(), vectors)), tally=tally, fixed_shapes=fixed)
+    embed_batched(
+        model,
+        texts,
+        lengths,
+        budget,
+        Progress("bench", len(texts), every=1e9),
+        lambda rows, vectors: parts.update(zip(rows.tolist(), vectors)),
+        tally=tally,
+        fixed_shapes=fixed,
+    )
     return np.stack([parts[i] for i in range(len(texts))])
 
 
@@ -80,7 +89,9 @@ def placement(model_dir: Path, file: str, dest: Path, text: str, rows: int, call
     so.enable_profiling = True
     so.profile_file_prefix = str(dest / "profile-cuda")
     with runnable_folder(model_dir, file) as folder:
-        session = ort.InferenceSession(str(folder / file), so, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            str(folder / file), so, providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
+        )
     ort.set_default_logger_severity(2)
     graph = onnx.load(str(dest / "optimized-cuda.onnx")).graph
     producer = {out: node for node in graph.node for out in node.output}
@@ -89,13 +100,21 @@ def placement(model_dir: Path, file: str, dest: Path, text: str, rows: int, call
         if node.op_type.startswith("Memcpy"):
             source = producer.get(node.input[0])
             readers = [f"{n.op_type} {n.name}" for n in graph.node if node.output[0] in n.input]
-            memcpy.append({"op": node.op_type, "tensor": node.input[0],
-                           "from": f"{source.op_type} {source.name}" if source else "a graph input",
-                           "to": readers})
+            memcpy.append(
+                {
+                    "op": node.op_type,
+                    "tensor": node.input[0],
+                    "from": f"{source.op_type} {source.name}" if source else "a graph input",
+                    "to": readers,
+                }
+            )
     ids = np.array(load_tokenizer(model_dir / "tokenizer.json").encode(text).ids[:512], np.int64)
     length = len(ids)
-    feeds = {"input_ids": np.tile(ids, (rows, 1)), "attention_mask": np.ones((rows, length), np.int64),
-             "token_type_ids": np.zeros((rows, length), np.int64)}
+    feeds = {
+        "input_ids": np.tile(ids, (rows, 1)),
+        "attention_mask": np.ones((rows, length), np.int64),
+        "token_type_ids": np.zeros((rows, length), np.int64),
+    }
     feeds = {k: v for k, v in feeds.items() if k in {i.name for i in session.get_inputs()}}
     for _ in range(calls):
         session.run(None, feeds)
@@ -105,11 +124,21 @@ def placement(model_dir: Path, file: str, dest: Path, text: str, rows: int, call
     by_provider: dict[str, float] = {}
     for e in kernels:
         by_provider[e["args"].get("provider", "?")] = by_provider.get(e["args"].get("provider", "?"), 0) + e["dur"]
-    cpu_nodes = sorted({f"{e['args'].get('op_name')} {e['name'][:-len('_kernel_time')]}" for e in kernels
-                        if e["args"].get("provider") == "CPUExecutionProvider"})
-    return {"memcpy": memcpy, "cpu_nodes": cpu_nodes, "shape": [rows, length], "calls": calls,
-            "memcpy_share": sum(e["dur"] for e in kernels if e["args"].get("op_name", "").startswith("Memcpy")) / total,
-            "share_by_provider": {k: v / total for k, v in by_provider.items()}}
+    cpu_nodes = sorted(
+        {
+            f"{e['args'].get('op_name')} {e['name'][: -len('_kernel_time')]}"
+            for e in kernels
+            if e["args"].get("provider") == "CPUExecutionProvider"
+        }
+    )
+    return {
+        "memcpy": memcpy,
+        "cpu_nodes": cpu_nodes,
+        "shape": [rows, length],
+        "calls": calls,
+        "memcpy_share": sum(e["dur"] for e in kernels if e["args"].get("op_name", "").startswith("Memcpy")) / total,
+        "share_by_provider": {k: v / total for k, v in by_provider.items()},
+    }
 
 
 def main(spec: dict) -> dict:
@@ -123,8 +152,13 @@ def main(spec: dict) -> dict:
     texts, lengths = read_sample(spec["session"])
     turns, turn_lengths = read_sample(spec["turn"])
     auto = AUTO_BUDGET[spec["provider"]]
-    out: dict = {"provider": spec["provider"], "load_s": load_s, "texts": len(texts),
-                 "mean_tokens": float(lengths.mean()), "budgets": {}}
+    out: dict = {
+        "provider": spec["provider"],
+        "load_s": load_s,
+        "texts": len(texts),
+        "mean_tokens": float(lengths.mean()),
+        "budgets": {},
+    }
     for budget in spec["budgets"]:  # warm up: cuBLAS handles, the arena, every shape of the sample
         embed_all(model, texts[:64], lengths[:64], budget, cuda)
     for budget in spec["budgets"]:
@@ -132,27 +166,37 @@ def main(spec: dict) -> dict:
         vectors = embed_all(model, texts, lengths, budget, cuda, tally)
         if budget == auto:
             np.save(dest / "vectors.npy", vectors)
-        out["budgets"][budget] = {"seconds": tally.seconds, "texts": tally.texts, "tokens": tally.tokens,
-                                  "squares": tally.squares, "filler_tokens": tally.filler_tokens,
-                                  "rows_alike": rows_alike(model, texts, lengths, budget)}
+        out["budgets"][budget] = {
+            "seconds": tally.seconds,
+            "texts": tally.texts,
+            "tokens": tally.tokens,
+            "squares": tally.squares,
+            "filler_tokens": tally.filler_tokens,
+            "rows_alike": rows_alike(model, texts, lengths, budget),
+        }
     if auto not in spec["budgets"]:
         np.save(dest / "vectors.npy", embed_all(model, texts, lengths, auto, cuda))
     low, high = min(spec["budgets"]), max(spec["budgets"])
     n = min(len(texts), spec["invariance_texts"])
     out["variable_shapes"] = {
         "budgets": [low, high],
-        "low_vs_high": bit_equal(embed_all(model, texts[:n], lengths[:n], low, False),
-                                 embed_all(model, texts[:n], lengths[:n], high, False)),
-        "alone_vs_batch": bit_equal(np.stack([next(iter(model.embed([t], batch_size=1))) for t in texts[:50]]),
-                                    embed_all(model, texts[:50], lengths[:50], high, False))}
+        "low_vs_high": bit_equal(
+            embed_all(model, texts[:n], lengths[:n], low, False), embed_all(model, texts[:n], lengths[:n], high, False)
+        ),
+        "alone_vs_batch": bit_equal(
+            np.stack([next(iter(model.embed([t], batch_size=1))) for t in texts[:50]]),
+            embed_all(model, texts[:50], lengths[:50], high, False),
+        ),
+    }
     out["claims"] = {}
     for name, (sample, sample_lengths) in {"session": (texts[:n], lengths[:n]), "turn": (turns, turn_lengths)}.items():
         once = embed_all(model, sample, sample_lengths, auto, cuda)
         out["claims"][name] = {"budget": auto, **bit_equal(once, in_claims(model, sample, sample_lengths, auto, cuda))}
     if cuda:
         longest = texts[int(np.argmax(lengths))]
-        out["placement"] = placement(model_dir, spec["file"], dest, longest, max(1, auto // int(lengths.max())),
-                                     spec["profile_calls"])
+        out["placement"] = placement(
+            model_dir, spec["file"], dest, longest, max(1, auto // int(lengths.max())), spec["profile_calls"]
+        )
     return out
 
 

@@ -33,21 +33,34 @@ def main(argv: list[str]) -> int:
     before["commit"] = git_commit()  # of the code measured (README edits during a run don't count)
     started = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()
-    code = subprocess.run([sys.executable, "-m", "pytest", "benchmarks/", "--benchmark-json", str(raw), *argv],
-                          cwd=REPO).returncode
+    code = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/", "--benchmark-json", str(raw), *argv], cwd=REPO
+    ).returncode
     if code != 0 or not raw.exists():
         print(f"benchmarks failed (pytest exit {code}): {RESULTS.name} not rewritten", file=sys.stderr)
         return code or 1
     after = machine()
     after["minutes"] = (time.perf_counter() - clock) / 60
     data = json.loads(raw.read_text())
-    command = " ".join(filter(None, [f"VIPUNE_BENCH_SIZE={SIZE}" if "VIPUNE_BENCH_SIZE" in os.environ else "",
-                                     f"VIPUNE_BENCH_REPS={REPS}" if "VIPUNE_BENCH_REPS" in os.environ else "",
-                                     "python -m benchmarks.results", shlex.join(argv)]))
+    command = " ".join(
+        filter(
+            None,
+            [
+                f"VIPUNE_BENCH_SIZE={SIZE}" if "VIPUNE_BENCH_SIZE" in os.environ else "",
+                f"VIPUNE_BENCH_REPS={REPS}" if "VIPUNE_BENCH_REPS" in os.environ else "",
+                "python -m benchmarks.results",
+                shlex.join(argv),
+            ],
+        )
+    )
     text = render(data, before, after, started, command)
     if argv and RESULTS.exists():  # some benchmarks: their sections replace theirs, the others stay
-        text = merged(RESULTS.read_text(), text, f"measured alone: `{command}`, {started.strftime('%Y-%m-%d %H:%M UTC')}, "
-                      f"size {SIZE}, reps {REPS}, load {before['loadavg']} → {after['loadavg']}, commit {before['commit']}")
+        text = merged(
+            RESULTS.read_text(),
+            text,
+            f"measured alone: `{command}`, {started.strftime('%Y-%m-%d %H:%M UTC')}, "
+            f"size {SIZE}, reps {REPS}, load {before['loadavg']} → {after['loadavg']}, commit {before['commit']}",
+        )
     RESULTS.write_text(text)
     print(f"wrote {RESULTS}")
     return 0

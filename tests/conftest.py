@@ -30,11 +30,22 @@ WORKFLOW_TESTS = TESTS / "workflow"
 # the wall time alone. This order gave the suite 551 s through `.ci/run` at bbc9a84; the same
 # files strictly by their measured seconds (SLURM 182, reruns 127, vipune_faults 72, ...) gave
 # 598 and 613 s (two runs at 3a1e923 and 2885572).
-LONGEST_FIRST = ("workflow/test_slurm.py", "workflow/test_real_vipune.py", "workflow/test_gate_real.py",  # CI only: skipped here
-                 "workflow/test_workflow.py", "workflow/test_vipune_faults.py", "workflow/test_reruns.py",
-                 "workflow/test_compare_builds.py", "workflow/test_resilience.py", "workflow/test_code_tracking.py",
-                 "workflow/test_cold_small_run.py", "workflow/test_edge_cases.py", "workflow/test_large_persona.py",
-                 "workflow/test_whatif_lab.py", "project/test_plain_install.py")
+LONGEST_FIRST = (
+    "workflow/test_slurm.py",
+    "workflow/test_real_vipune.py",
+    "workflow/test_gate_real.py",  # CI only: skipped here
+    "workflow/test_workflow.py",
+    "workflow/test_vipune_faults.py",
+    "workflow/test_reruns.py",
+    "workflow/test_compare_builds.py",
+    "workflow/test_resilience.py",
+    "workflow/test_code_tracking.py",
+    "workflow/test_cold_small_run.py",
+    "workflow/test_edge_cases.py",
+    "workflow/test_large_persona.py",
+    "workflow/test_whatif_lab.py",
+    "project/test_plain_install.py",
+)
 
 
 def _cgroup_limit(name: str) -> float | None:
@@ -107,7 +118,6 @@ def any_vipune(request) -> Path:
     return request.getfixturevalue("fake_vipune_bin" if request.param == "fake" else "real_vipune_bin")
 
 
-
 @pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.real_vipune)])
 def any_lane(request) -> tuple[Path, Path]:
     """(binary, its vipune-lane) of the fake build, and of the real one at the pinned release
@@ -121,6 +131,7 @@ def any_lane(request) -> tuple[Path, Path]:
         if real_vipune.required():
             pytest.fail(f"{real_vipune.REQUIRED}=required, but {exc.message}")
         pytest.skip(exc.message)
+
 
 def _real_build(version: str) -> Path:
     binary, why = real_vipune.find(version)
@@ -152,16 +163,16 @@ def vipune_tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def vipune_hf_home(tmp_path: Path, vipune_tiny_model_dir: Path) -> Path:
     """An ``HF_HOME`` holding the tiny model where vipune looks for bge-small-en-v1.5."""
-    return build_vipune_hf_home(vipune_tiny_model_dir, "model.onnx", EMBED_MODEL_ID, EMBED_MODEL_REVISION,
-                                tmp_path / "hf_home")
+    return build_vipune_hf_home(
+        vipune_tiny_model_dir, "model.onnx", EMBED_MODEL_ID, EMBED_MODEL_REVISION, tmp_path / "hf_home"
+    )
 
 
 @pytest.fixture(scope="session")
 def workflow_env(fake_vipune_bin: Path) -> dict[str, str]:
     """Environment of a workflow run: the fake vipune and this venv's scripts on PATH, offline."""
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(fake_vipune_bin.parent), str(Path(sys.executable).parent),
-                                   env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(fake_vipune_bin.parent), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["HF_HUB_OFFLINE"] = "1"
     return env
 

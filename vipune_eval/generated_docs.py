@@ -40,8 +40,11 @@ def _cell(value: Any) -> str:
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)]
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows),
+    ]
 
 
 def _computed_by(measure: Any) -> str:
@@ -56,46 +59,99 @@ def render() -> str:
     """docs/registry.md."""
     from vipune_eval.registry import datasets, granularities, measures, retrievers, shared_arms, views
 
-    lines = ["# Registry: the names a config may use",
-             "",
-             "Generated from the registries under `vipune_eval/registry/` by "
-             "`vipune-eval generated-docs`; tests/project/test_docs.py fails when this page and the "
-             "registries differ. What the names mean: [configuration.md](configuration.md), "
-             "[extending.md](extending.md), [protocols.md](protocols.md).",
-             "", "## Retriever presets", "",
-             "A name in the config's `retrievers:` list. "
-             f"The default list: {', '.join(f'`{n}`' for n in retrievers.DEFAULT)}.", ""]
-    lines += _table(["preset", "kind", "setting", "what it is"],
-                    [[f"`{p.name}`", retrievers.spec(p.name).kind.value,
-                      ", ".join(f"{k}: {v}" for k, v in p.setting.items()), p.description]
-                     for p in retrievers.PRESETS.values()])
-    lines += ["", "## Retriever families", "",
-              "`use:` in a `retrievers:` mapping (`{name: my-run, use: hybrid, k: 60}`). Defaults are vipune 0.20's search. A family of kind `arms` ranks from a persona's shared "
-              f"arms ({', '.join(f'`{a}`' for a in shared_arms.ARMS)}), fused per run; one of kind "
-              "`persona` ranks from the persona's own texts, per shard.", ""]
+    lines = [
+        "# Registry: the names a config may use",
+        "",
+        "Generated from the registries under `vipune_eval/registry/` by "
+        "`vipune-eval generated-docs`; tests/project/test_docs.py fails when this page and the "
+        "registries differ. What the names mean: [configuration.md](configuration.md), "
+        "[extending.md](extending.md), [protocols.md](protocols.md).",
+        "",
+        "## Retriever presets",
+        "",
+        "A name in the config's `retrievers:` list. "
+        f"The default list: {', '.join(f'`{n}`' for n in retrievers.DEFAULT)}.",
+        "",
+    ]
+    lines += _table(
+        ["preset", "kind", "setting", "what it is"],
+        [
+            [
+                f"`{p.name}`",
+                retrievers.spec(p.name).kind.value,
+                ", ".join(f"{k}: {v}" for k, v in p.setting.items()),
+                p.description,
+            ]
+            for p in retrievers.PRESETS.values()
+        ],
+    )
+    lines += [
+        "",
+        "## Retriever families",
+        "",
+        "`use:` in a `retrievers:` mapping (`{name: my-run, use: hybrid, k: 60}`). Defaults are vipune 0.20's search. A family of kind `arms` ranks from a persona's shared "
+        f"arms ({', '.join(f'`{a}`' for a in shared_arms.ARMS)}), fused per run; one of kind "
+        "`persona` ranks from the persona's own texts, per shard.",
+        "",
+    ]
     rows = []
     for family in retrievers.FAMILIES.values():
         params: list[tuple[str, retrievers.Param | None]] = list(family.params.items()) or [("–", None)]
         for i, (name, param) in enumerate(params):
-            rows.append([f"`{family.name}`" if i == 0 else "", family.kind.value if i == 0 else "",
-                         family.description if i == 0 else "", f"`{name}`" if param else "–",
-                         param.default if param else None, param.help if param else None])
+            rows.append(
+                [
+                    f"`{family.name}`" if i == 0 else "",
+                    family.kind.value if i == 0 else "",
+                    family.description if i == 0 else "",
+                    f"`{name}`" if param else "–",
+                    param.default if param else None,
+                    param.help if param else None,
+                ]
+            )
     lines += _table(["family", "kind", "what it is", "parameter", "default", "meaning"], rows)
-    lines += ["", "## Measures", "",
-              "The config's `ks` sets their cut-offs. "
-              f"Seed protocol: {', '.join(f'`{m}`' for m in measures.SEED)}; official protocol: "
-              f"{', '.join(f'`{m}`' for m in measures.OFFICIAL)} at k = {_cell(measures.OFFICIAL_KS)}. "
-              f"The headline k is {measures.PRIMARY_K} when configured, else the largest.", ""]
-    lines += _table(["measure", "key", "computed by", "per pair", "definition"],
-                    [[f"`{m.name}`", f"`{measures.key(m.name, 'k') if m.at_k else m.name}`",
-                      _computed_by(m),
-                      "0 or 1" if m.binary else "fraction", m.definition] for m in measures.MEASURES])
-    lines += ["", "## Granularities", "",
-              f"The config's `granularities:` list; `{granularities.PRIMARY}` is required: the primary result.", ""]
-    lines += _table(["granularity", "rows", "collapse to sessions", "cut by the tokenizer", "LongMemEval's keys"],
-                    [[f"`{g.name}`", views.ROWS[g.name], "yes" if g.collapses else "no",
-                      "yes" if g.needs_tokenizer else "no", "yes" if g.official else "no"]
-                     for g in granularities.GRANULARITIES.values()])
+    lines += [
+        "",
+        "## Measures",
+        "",
+        "The config's `ks` sets their cut-offs. "
+        f"Seed protocol: {', '.join(f'`{m}`' for m in measures.SEED)}; official protocol: "
+        f"{', '.join(f'`{m}`' for m in measures.OFFICIAL)} at k = {_cell(measures.OFFICIAL_KS)}. "
+        f"The headline k is {measures.PRIMARY_K} when configured, else the largest.",
+        "",
+    ]
+    lines += _table(
+        ["measure", "key", "computed by", "per pair", "definition"],
+        [
+            [
+                f"`{m.name}`",
+                f"`{measures.key(m.name, 'k') if m.at_k else m.name}`",
+                _computed_by(m),
+                "0 or 1" if m.binary else "fraction",
+                m.definition,
+            ]
+            for m in measures.MEASURES
+        ],
+    )
+    lines += [
+        "",
+        "## Granularities",
+        "",
+        f"The config's `granularities:` list; `{granularities.PRIMARY}` is required: the primary result.",
+        "",
+    ]
+    lines += _table(
+        ["granularity", "rows", "collapse to sessions", "cut by the tokenizer", "LongMemEval's keys"],
+        [
+            [
+                f"`{g.name}`",
+                views.ROWS[g.name],
+                "yes" if g.collapses else "no",
+                "yes" if g.needs_tokenizer else "no",
+                "yes" if g.official else "no",
+            ]
+            for g in granularities.GRANULARITIES.values()
+        ],
+    )
     fields = [f.name for f in dataclasses.fields(datasets.DatasetPreset)]
     lines += ["", "## Dataset presets", "", f"The config's `dataset.preset`. The default: `{datasets.DEFAULT}`.", ""]
     lines += _table(fields, [[getattr(p, f) for f in fields] for p in datasets.PRESETS.values()])
@@ -135,16 +191,17 @@ def render_presets() -> str:
     from vipune_eval.registry import retrievers
     from vipune_eval.registry.retrievers import Kind
 
-    words = {Kind.VIPUNE: "the vipune binary's two searches",
-             Kind.LIB: "the same two searches by vipune's own code on the cached vectors, through vipune-lane",
-             Kind.ARMS: "reference retrievers fused from the shared arms on the cached vectors, no vipune code",
-             Kind.PERSONA: "ranked from each persona's own texts, per shard"}
+    words = {
+        Kind.VIPUNE: "the vipune binary's two searches",
+        Kind.LIB: "the same two searches by vipune's own code on the cached vectors, through vipune-lane",
+        Kind.ARMS: "reference retrievers fused from the shared arms on the cached vectors, no vipune code",
+        Kind.PERSONA: "ranked from each persona's own texts, per shard",
+    }
     groups: dict[Kind, list[str]] = {}
     for name in retrievers.PRESETS:
         groups.setdefault(retrievers.spec(name).kind, []).append(f"`{name}`")
     phrases = [f"{', '.join(names)} ({words[kind]})" for kind, names in groups.items()]
-    return ("; ".join(phrases) + ". Each one's setting and description: "
-            "[registry.md](registry.md#retriever-presets).")
+    return "; ".join(phrases) + ". Each one's setting and description: [registry.md](registry.md#retriever-presets)."
 
 
 # page (below the checkout) → span name → what renders it
@@ -177,14 +234,21 @@ def run_generated_docs(check: bool = False) -> list[str]:
     """Write the generated docs of the checkout holding this package, or with ``check`` write
     nothing and fail naming each page that differs. Returns the pages it rewrote."""
     if not (REPO / CONTRIBUTING).is_file():
-        raise EvalError(f"{REPO} holds no {CONTRIBUTING}: the generated docs are a checkout's",
-                        fix="run it from a checkout of vipune-eval installed with pip install -e .")
+        raise EvalError(
+            f"{REPO} holds no {CONTRIBUTING}: the generated docs are a checkout's",
+            fix="run it from a checkout of vipune-eval installed with pip install -e .",
+        )
     pages = generated(REPO)
-    stale = [page for page, text in pages.items()
-             if not (REPO / page).is_file() or (REPO / page).read_text(encoding="utf-8") != text]
+    stale = [
+        page
+        for page, text in pages.items()
+        if not (REPO / page).is_file() or (REPO / page).read_text(encoding="utf-8") != text
+    ]
     if check and stale:
-        raise EvalError(f"stale generated docs: {', '.join(stale)} (their owners changed since they were written)",
-                        fix="run: vipune-eval generated-docs")
+        raise EvalError(
+            f"stale generated docs: {', '.join(stale)} (their owners changed since they were written)",
+            fix="run: vipune-eval generated-docs",
+        )
     if not check:
         for page in stale:
             (REPO / page).write_text(pages[page], encoding="utf-8")

@@ -113,6 +113,9 @@ if __name__ == "__main__":
     if len(paths) != 2 or not Path(paths[0]).is_dir():
         sys.exit("usage: sync_tree.py TREE COPY [--exclude NAME]...")
     done, gone = sync(Path(paths[0]), Path(paths[1]), excluded)
-    named = [f"{len(files)} {what} ({', '.join(files[:5])}{', …' if len(files) > 5 else ''})"
-             for files, what in ((done, "written"), (gone, "removed")) if files]
+    named = [
+        f"{len(files)} {what} ({', '.join(files[:5])}{', …' if len(files) > 5 else ''})"
+        for files, what in ((done, "written"), (gone, "removed"))
+        if files
+    ]
     print(", ".join(named) or "unchanged")

@@ -76,8 +76,9 @@ def k2_checkout() -> Path:
 
 def build_checkout(folder: Path, *flags: str) -> tuple[Path, Path]:
     """(binary, lane) of ``build.sh --checkout folder [flags]`` (built by .ci/run: seconds here)."""
-    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(folder), *flags], capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        ["bash", str(BUILD), "--checkout", str(folder), *flags], capture_output=True, text=True, timeout=1800
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     binary = Path(proc.stdout.strip().splitlines()[-1])
     return binary, find_lane(binary, "checkout")
@@ -138,13 +139,19 @@ def personas(model_dir: Path, count: int = 6) -> list[Persona]:
         vectors[1::9] = vectors[0]
         question = " ".join(rng.choice(words, 2))
         qid = f"k{seed}"
-        out.append(Persona(
-            question_id=qid, question=question, row_ids=[f"{qid}::s{i}" for i in range(rows)],
-            session_ids=[f"s{i}" for i in range(rows)],
-            created_at=[f"2023-01-0{d}T00:00:00Z" for d in rng.integers(1, 4, rows)],
-            texts=["user: " + " ".join(rng.choice(words, rng.integers(2, 9))) for _ in range(rows)],
-            vectors=vectors, query_vector=np.zeros(384, np.float32),
-            query_tokens=int(count_tokens(model_dir, [question])[0])))
+        out.append(
+            Persona(
+                question_id=qid,
+                question=question,
+                row_ids=[f"{qid}::s{i}" for i in range(rows)],
+                session_ids=[f"s{i}" for i in range(rows)],
+                created_at=[f"2023-01-0{d}T00:00:00Z" for d in rng.integers(1, 4, rows)],
+                texts=["user: " + " ".join(rng.choice(words, rng.integers(2, 9))) for _ in range(rows)],
+                vectors=vectors,
+                query_vector=np.zeros(384, np.float32),
+                query_tokens=int(count_tokens(model_dir, [question])[0]),
+            )
+        )
     return out
 
 
@@ -155,30 +162,35 @@ def lane_rankings(lane: Path, persona: Persona, query: np.ndarray, tmp: Path) ->
 
 
 def tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_checkout_whose_lock_the_registry_cannot_honour_builds_from_a_copy(checkout):
     before = tree(checkout)
     assert 'name = "webpki-roots"\nversion = "1.0.11"' in (checkout / "Cargo.lock").read_text()
-    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(checkout)], capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        ["bash", str(BUILD), "--checkout", str(checkout)], capture_output=True, text=True, timeout=1800
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     binary = Path(proc.stdout.strip().splitlines()[-1])
     assert tree(checkout) == before and not (checkout / "target").exists()  # the tree was never written to
     assert "webpki-roots 1.0.11 → " in ", ".join(lock_deviations(binary))
-    said = subprocess.run([str(find_lane(binary, "checkout")), "version"], capture_output=True, text=True,
-                          check=True).stdout
+    said = subprocess.run(
+        [str(find_lane(binary, "checkout")), "version"], capture_output=True, text=True, check=True
+    ).stdout
     lane = json.loads(said)
     assert lane["binary_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
     assert lane["vipune_source"].startswith(f"checkout {checkout}")
     assert lane["vipune_source"].endswith(  # the binary's words for the move (plan.builds)
-        f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(lock_deviations(binary))})")
+        f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(lock_deviations(binary))})"
+    )
 
 
-def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_home, vipune_tiny_model_dir,
-                                                          tmp_path):
+def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
     """The release's own sources built --fast: other bytes, the same lists and scores, binary and
     lane, on every persona; its vipune-lane says it is a fast build (the report names it so)."""
     release, release_lane = release_build()
@@ -194,8 +206,7 @@ def test_a_fast_build_ranks_exactly_as_the_release_profile(checkout, vipune_hf_h
         assert lane_rankings(release_lane, persona, query, tmp_path / "dbs") == by_release, persona.question_id
 
 
-def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_home, vipune_tiny_model_dir,
-                                                       tmp_path):
+def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
     """A checkout whose RRF k is 60 (src/rrf.rs): its vipune-lane's fused scores equal its binary's on
     every list and score, and differ from the release's k = 25 (the vipune-lane compiles rrf.rs from the
     source it is built against; a copy would have kept 25)."""
@@ -204,7 +215,10 @@ def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_
     _, release_lane = release_build()
     compiled = {c["file"]: c["sha256"] for c in lane_said(lane)["sources"]["compiled"]}
     released = {c["file"]: c["sha256"] for c in lane_said(release_lane)["sources"]["compiled"]}
-    assert compiled["src/rrf.rs"] != released["src/rrf.rs"] and compiled["src/memory/search.rs"] == released["src/memory/search.rs"]
+    assert (
+        compiled["src/rrf.rs"] != released["src/rrf.rs"]
+        and compiled["src/memory/search.rs"] == released["src/memory/search.rs"]
+    )
     assert all(copy["same"] for copy in lane_said(lane)["sources"]["copies"])  # rrf.rs is compiled, not copied
     fused_differ = 0
     for i, persona in enumerate(personas(vipune_tiny_model_dir)):
@@ -216,14 +230,19 @@ def test_the_lib_lane_follows_an_edit_of_vipunes_fusion(k60_checkout, vipune_hf_
     assert fused_differ == len(personas(vipune_tiny_model_dir))
 
 
-def test_a_lane_built_alone_ranks_as_the_binary_of_the_same_source(k60_checkout, vipune_hf_home,
-                                                                   vipune_tiny_model_dir, tmp_path):
+def test_a_lane_built_alone_ranks_as_the_binary_of_the_same_source(
+    k60_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path
+):
     """build.sh --lane-only (issue 54 item 2): the vipune-lane alone, printed; it names no binary, and the
     source it compiled is the one its build.json records; it ranks as the binary of a full build of
     the same source on every list and score (the k = 60 checkout: the fusion compiled from it)."""
     binary = build_checkout(k60_checkout, "--fast")[0].resolve()  # its build's own folder: bin/ moves on
-    proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast", "--lane-only"],
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        ["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast", "--lane-only"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lane = Path(proc.stdout.strip().splitlines()[-1])
     assert lane.name == find_lane(lane, "checkout").name and lane.name.startswith("vipune-lane-")
@@ -239,8 +258,10 @@ def test_a_lane_built_alone_ranks_as_the_binary_of_the_same_source(k60_checkout,
 
 # ------------------------------------------------ issue 51 item 2: a build is keyed by its full path and its bytes
 
+
 def test_two_clones_named_vipune_get_a_build_each_one_after_the_other_and_side_by_side(
-        k60_checkout, k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    k60_checkout, k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path
+):
     """Both folders are named `vipune` (every clone of vipune's repository is) and every file is
     dated 2006: keyed by the folder's name, the second build reused the first's compiled code."""
     assert k60_checkout.name == k2_checkout.name == "vipune"
@@ -249,9 +270,15 @@ def test_two_clones_named_vipune_get_a_build_each_one_after_the_other_and_side_b
             built = {tree: build_checkout(tree, "--fast") for tree in (k60_checkout, k2_checkout)}
             assert build_checkout(k60_checkout, "--fast") == built[k60_checkout]
         else:  # side by side
-            procs = {tree: subprocess.Popen(["bash", str(BUILD), "--checkout", str(tree), "--fast"], text=True,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                     for tree in (k60_checkout, k2_checkout)}
+            procs = {
+                tree: subprocess.Popen(
+                    ["bash", str(BUILD), "--checkout", str(tree), "--fast"],
+                    text=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                for tree in (k60_checkout, k2_checkout)
+            }
             for tree, proc in procs.items():
                 out, err = proc.communicate(timeout=1800)
                 assert proc.returncode == 0, err[-3000:]
@@ -265,13 +292,15 @@ def test_two_clones_named_vipune_get_a_build_each_one_after_the_other_and_side_b
             assert k == (60 if tree == k60_checkout else 2), tree
         for i, persona in enumerate(personas(vipune_tiny_model_dir, 2)):
             for tree, (binary, lane) in built.items():
-                query, by_binary = real_vipune.binary_rankings(binary, persona, vipune_hf_home,
-                                                               tmp_path / f"r{run}-{i}-{tree.parent.name}")
+                query, by_binary = real_vipune.binary_rankings(
+                    binary, persona, vipune_hf_home, tmp_path / f"r{run}-{i}-{tree.parent.name}"
+                )
                 assert lane_rankings(lane, persona, query, tmp_path / "dbs") == by_binary, (tree, persona.question_id)
 
 
 def test_a_path_built_before_never_lends_its_code_to_other_bytes_dated_older(
-        k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path):
+    k2_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path
+):
     """The pristine release's rrf.rs written into the k = 2 clone, dated 2006 as crates.io's: the
     build ranks with k = 25, binary and lane (trusting the date, cargo kept the k = 2 code: vipune-lib
     and its binary apart on 10 of 19 lists)."""
@@ -303,8 +332,9 @@ def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_
     home = binary.parent.parent
     try:
         write_dated(rrf, originals[rrf] + "\nfn broken( {\n")
-        proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
-                              text=True, timeout=1800)
+        proc = subprocess.run(
+            ["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True, text=True, timeout=1800
+        )
         assert proc.returncode != 0 and f"--> {rrf}:" in proc.stderr, proc.stderr[-3000:]
         shown = [line for line in proc.stderr.splitlines() if "-->" in line or "Compiling vipune " in line]
         assert shown and not [line for line in shown if str(home / "src") in line]  # never the build's copy
@@ -312,13 +342,18 @@ def test_a_build_that_fails_keeps_the_previous_pair_and_names_the_users_file(k2_
         write_dated(rrf, originals[rrf])
         write_dated(lib, originals[lib].replace("mod rrf;", "mod rrf;\npub mod extra_weight;", 1))
         write_dated(module, "pub const WEIGHT: f64 = 1.0;\n")
-        write_dated(search, originals[search] + "\n#[allow(dead_code)]\nfn extra_weight() -> f64 {\n"
-                                                "    crate::extra_weight::WEIGHT\n}\n")
-        proc = subprocess.run(["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True,
-                              text=True, timeout=1800)
+        write_dated(
+            search,
+            originals[search] + "\n#[allow(dead_code)]\nfn extra_weight() -> f64 {\n"
+            "    crate::extra_weight::WEIGHT\n}\n",
+        )
+        proc = subprocess.run(
+            ["bash", str(BUILD), "--checkout", str(k2_checkout), "--fast"], capture_output=True, text=True, timeout=1800
+        )
         assert proc.returncode != 0
-        assert ('they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there'
-                in proc.stderr), proc.stderr[-3000:]
+        assert 'they use crate::extra_weight, which it does not list: add "src/extra_weight.rs" there' in proc.stderr, (
+            proc.stderr[-3000:]
+        )
         assert f"nothing was replaced: {home}/bin is the previous build" in proc.stderr
         assert {path: sha(path) for path in before} == before and find_lane(binary, "checkout") == lane
         assert binary.resolve().parent == lane.resolve().parent  # bin/ still the one build
@@ -335,8 +370,12 @@ def test_builds_of_one_checkout_wait_for_each_other(k60_checkout):
     lock = binary.parent.parent / ".lock"
     with lock.open("w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as the first build holds it
-        proc = subprocess.Popen(["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast"], text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            ["bash", str(BUILD), "--checkout", str(k60_checkout), "--fast"],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(5)
         assert proc.poll() is None  # it waits
     out, err = proc.communicate(timeout=1800)
@@ -351,32 +390,72 @@ def finished_lib_run(results: Path, personas: list[Persona], builds: dict[str, t
     the primary). Gold: each persona's first row."""
     filtered = results / "filter"
     shard = write_shard(filtered, personas)
-    pq.write_table(pa.Table.from_pylist([
-        {"question_id": p.question_id, "question_type": "multi-session", "question": p.question, "question_date": "",
-         "split": "test", "gold": p.session_ids[:1], "gold_source": "answer_session_ids", "session_ids": p.session_ids,
-         "user_side_evidence": True} for p in personas], schema=PAIRS_SCHEMA), filtered / "pairs.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "question_id": p.question_id,
+                    "question_type": "multi-session",
+                    "question": p.question,
+                    "question_date": "",
+                    "split": "test",
+                    "gold": p.session_ids[:1],
+                    "gold_source": "answer_session_ids",
+                    "session_ids": p.session_ids,
+                    "user_side_evidence": True,
+                }
+                for p in personas
+            ],
+            schema=PAIRS_SCHEMA,
+        ),
+        filtered / "pairs.parquet",
+    )
     (filtered / "qrels.txt").write_text("".join(f"{p.question_id} 0 {p.session_ids[0]} 1\n" for p in personas))
     explained = []
     for build, (binary, lane) in builds.items():
         run = results / "search" / f"vipune-lib-{build}"
         run.mkdir(parents=True)
         sha = hashlib.sha256(binary.read_bytes()).hexdigest()
-        (run / "lane.json").write_text(json.dumps(lane_fingerprint(lane, {"id": build, "version": "0.20.2", "sha256": sha}, 60)))
-        run_vipune_lib(shard, VipuneSettings("", Path(), None, run / "tmp", 60), lane, run / "lane.json", "stop",
-                       run / "shard-0-of-1.run", run / "semantic.run", run / "status.json", run / "shard-0-of-1.arms.parquet")
-        run_score(filtered / "qrels.txt", filtered / "pairs.parquet", [run / "shard-0-of-1.run"],
-                  Scoring([1, 5, 10], ["recall"], RankingSettings(10, 10)),
-                  f"vipune-lib-{build}", results / "runs" / f"vipune-lib-{build}.run",
-                  results / "metrics" / f"vipune-lib-{build}.json", status=[run / "status.json"])
-        explained.append({"build": build, "binary": None, "lib": f"results/metrics/vipune-lib-{build}.json",
-                          "arms": [f"results/search/vipune-lib-{build}/shard-0-of-1.arms.parquet"]})
+        (run / "lane.json").write_text(
+            json.dumps(lane_fingerprint(lane, {"id": build, "version": "0.20.2", "sha256": sha}, 60))
+        )
+        run_vipune_lib(
+            shard,
+            VipuneSettings("", Path(), None, run / "tmp", 60),
+            lane,
+            run / "lane.json",
+            "stop",
+            run / "shard-0-of-1.run",
+            run / "semantic.run",
+            run / "status.json",
+            run / "shard-0-of-1.arms.parquet",
+        )
+        run_score(
+            filtered / "qrels.txt",
+            filtered / "pairs.parquet",
+            [run / "shard-0-of-1.run"],
+            Scoring([1, 5, 10], ["recall"], RankingSettings(10, 10)),
+            f"vipune-lib-{build}",
+            results / "runs" / f"vipune-lib-{build}.run",
+            results / "metrics" / f"vipune-lib-{build}.json",
+            status=[run / "status.json"],
+        )
+        explained.append(
+            {
+                "build": build,
+                "binary": None,
+                "lib": f"results/metrics/vipune-lib-{build}.json",
+                "arms": [f"results/search/vipune-lib-{build}/shard-0-of-1.arms.parquet"],
+            }
+        )
     view = {name: f"results/filter/{name}.parquet" for name in ("pairs", "rows", "texts")}
     (results / "report-inputs.json").write_text(json.dumps({"views": [view], "explained": explained}))
     return results
 
 
 def test_explain_on_a_moved_question_shows_arm_ranks_whose_fusion_gives_both_builds_lists(
-        k60_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path, capsys):
+    k60_checkout, vipune_hf_home, vipune_tiny_model_dir, tmp_path, capsys
+):
     """Issue 52 item 5: the release's sources with RRF k = 60 (src/rrf.rs), built --fast, against
     the release. On a question whose hybrid top 10 the edit moved, `vipune-eval explain` (on the
     files a lib-lane run leaves) shows each build's list with its hits' ranks in vipune's two arms,
@@ -397,8 +476,9 @@ def test_explain_on_a_moved_question_shows_arm_ranks_whose_fusion_gives_both_bui
     out = capsys.readouterr().out
     assert "k60 (primary): vipune-lib" in out and "fused (k 60)" in out and "fused (k 25)" in out
     assert "do not explain" not in out
-    [explanation] = explain.explanations(json.loads((results / "report-inputs.json").read_text()), [moved[0]],
-                                         lambda p: results.parent / p).values()
+    [explanation] = explain.explanations(
+        json.loads((results / "report-inputs.json").read_text()), [moved[0]], lambda p: results.parent / p
+    ).values()
     for column, k in zip(explanation["builds"], (60.0, 25.0)):
         assert column["k"] == k and column["mismatch"] is None and column["arms"] is None
         # the shown arm ranks, fused by hand with the shown k: the build's binary's own list and scores

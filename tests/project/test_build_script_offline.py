@@ -18,35 +18,43 @@ SYNC = real_vipune.BUILD.parent / "sync_tree.py"
 CRATES_IO_TIME = 1153704088  # 2006-07-24, the time of every file crates.io ships
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--checkout", "{tree}", "--fsat"], "unknown option --fsat"),
-    (["--checkout", "{tree}", "--fast", "1.31"], "1.31: not an ONNX Runtime version"),
-    (["--checkout", "{tree}", "1.31.1", "extra"], "takes one more argument at most"),
-    (["--fast"], "--fast is an option of --checkout DIR"),
-    (["--lane-only"], "--lane-only is an option of --checkout DIR"),
-    (["--source", "0.20.2", "--lane-only"], "--source takes a release and nothing else"),
-    (["--cached", "--checkout", "{tree}"], "--cached looks for a release's build"),
-    (["--checkout", "{tree}/missing"], "no such folder"),
-    (["0.20.2", "1.31.1", "more"], "too many arguments"),
-    (["--source"], "--source needs a release"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--checkout", "{tree}", "--fsat"], "unknown option --fsat"),
+        (["--checkout", "{tree}", "--fast", "1.31"], "1.31: not an ONNX Runtime version"),
+        (["--checkout", "{tree}", "1.31.1", "extra"], "takes one more argument at most"),
+        (["--fast"], "--fast is an option of --checkout DIR"),
+        (["--lane-only"], "--lane-only is an option of --checkout DIR"),
+        (["--source", "0.20.2", "--lane-only"], "--source takes a release and nothing else"),
+        (["--cached", "--checkout", "{tree}"], "--cached looks for a release's build"),
+        (["--checkout", "{tree}/missing"], "no such folder"),
+        (["0.20.2", "1.31.1", "more"], "too many arguments"),
+        (["--source"], "--source needs a release"),
+    ],
+)
 def test_an_unknown_or_misplaced_argument_is_refused_before_anything_is_created(tmp_path, args, said):
     """Issue 51: `--checkout DIR --fsat` reached pip and left `…-ort--fsat` folders behind."""
     tree = tmp_path / "vipune"
     tree.mkdir()
     (tree / "Cargo.lock").write_text("")
     cache = tmp_path / "cache"
-    proc = subprocess.run(["bash", str(real_vipune.BUILD), *[a.format(tree=tree) for a in args]],
-                          capture_output=True, text=True, env={**os.environ, "VIPUNE_EVAL_CACHE": str(cache)},
-                          timeout=60)
+    proc = subprocess.run(
+        ["bash", str(real_vipune.BUILD), *[a.format(tree=tree) for a in args]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VIPUNE_EVAL_CACHE": str(cache)},
+        timeout=60,
+    )
     assert proc.returncode == 2 and said in proc.stderr and "usage: .ci/vipune/build.sh" in proc.stderr
     assert proc.stdout == "" and not cache.exists()
 
 
 def sync(tree: Path, copy: Path, *exclude: str) -> str:
     args = [a for name in exclude for a in ("--exclude", name)]
-    return subprocess.run([sys.executable, str(SYNC), str(tree), str(copy), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, str(SYNC), str(tree), str(copy), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_the_build_copy_follows_bytes_never_the_trees_modification_times(tmp_path):

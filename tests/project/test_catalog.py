@@ -53,8 +53,11 @@ def test_the_catalog_file_says_how_to_run_it():
     usage = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())["usage"]
     assert "pip install -e ." in usage["mandatory-flags"]["desc"]
     assert "snakemake --directory .test --cores 2" in usage["mandatory-flags"]["desc"]
-    assert usage["report"] is True and set(usage["software-stack-deployment"]) == {"conda", "apptainer",
-                                                                                   "apptainer+conda"}
+    assert usage["report"] is True and set(usage["software-stack-deployment"]) == {
+        "conda",
+        "apptainer",
+        "apptainer+conda",
+    }
 
 
 def _keys(schema: dict, prefix: str = "") -> list[str]:

@@ -18,18 +18,19 @@ def actionlint() -> str:
 
 
 def test_the_workflow_passes_actionlint():
-    proc = subprocess.run([actionlint(), "-no-color", str(ci_steps.WORKFLOW)], capture_output=True, text=True,
-                          check=False)
+    proc = subprocess.run(
+        [actionlint(), "-no-color", str(ci_steps.WORKFLOW)], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_actionlint_would_see_a_broken_workflow(tmp_path):
     """The check above can fail: a step reading an output of a step that does not exist is refused."""
     broken = tmp_path / "broken.yml"
-    broken.write_text(ci_steps.WORKFLOW.read_text().replace("steps.builds.outputs.release",
-                                                             "steps.no-such-step.outputs.release"))
-    proc = subprocess.run([actionlint(), "-no-color", str(broken)], capture_output=True, text=True,
-                          check=False)
+    broken.write_text(
+        ci_steps.WORKFLOW.read_text().replace("steps.builds.outputs.release", "steps.no-such-step.outputs.release")
+    )
+    proc = subprocess.run([actionlint(), "-no-color", str(broken)], capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "no-such-step" in proc.stdout
 
 
@@ -54,8 +55,11 @@ def test_the_recipe_builds_runs_the_loop_gates_uploads_and_posts():
 def test_every_expression_of_the_workflow_is_one_the_test_runner_evaluates():
     workflow = ci_steps.load()
     [job] = workflow["jobs"].values()
-    contexts = {"github": {"workspace": "/w", "repository": "r", "token": "t", "event": {"pull_request": {"number": 1}}},
-                "steps": {}, "job_failed": False}
+    contexts = {
+        "github": {"workspace": "/w", "repository": "r", "token": "t", "event": {"pull_request": {"number": 1}}},
+        "steps": {},
+        "job_failed": False,
+    }
     contexts["env"] = {k: ci_steps.evaluate(v, contexts) for k, v in workflow["env"].items()}
     for step in job["steps"]:
         for value in [*(step.get("env") or {}).values(), *(step.get("with") or {}).values()]:

@@ -38,8 +38,17 @@ def links(page: Path) -> list[str]:
 
 def test_the_pages_exist():
     names = {p.relative_to(REPO).as_posix() for p in PAGES}
-    assert {"README.md", "CONTRIBUTING.md", "docs/configuration.md", "docs/cluster.md", "docs/reruns.md",
-            "docs/protocols.md", "docs/statistics.md", "docs/troubleshooting.md", "docs/extending.md"} <= names
+    assert {
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/configuration.md",
+        "docs/cluster.md",
+        "docs/reruns.md",
+        "docs/protocols.md",
+        "docs/statistics.md",
+        "docs/troubleshooting.md",
+        "docs/extending.md",
+    } <= names
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
@@ -59,8 +68,10 @@ def test_every_relative_link_resolves(page):
 
 def test_the_link_check_sees_a_broken_link(tmp_path):
     page = tmp_path / "a.md"
-    page.write_text("# Top\n\n## Tune on dev, report test\n\n[x](b.md) [y](#tune-on-dev-report-test) "
-                    "`[z](code.md)`\n\n```\n[w](fenced.md)\n```\n")
+    page.write_text(
+        "# Top\n\n## Tune on dev, report test\n\n[x](b.md) [y](#tune-on-dev-report-test) "
+        "`[z](code.md)`\n\n```\n[w](fenced.md)\n```\n"
+    )
     assert links(page) == ["b.md", "#tune-on-dev-report-test"]
     assert anchors(page) == {"top", "tune-on-dev-report-test"}
 
@@ -73,8 +84,12 @@ def test_the_readme_is_short_and_starts_with_the_commands_ci_runs():
     tests = "pip install -e '.[test]' && pytest"
     assert tests in head
     ci = (REPO / ".ci" / "run").read_text()  # the README's test command is CI's: the install, later pytest
-    assert re.search(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install (-q )?-e '\.\[test\]'$"
-                     r"(.|\n)*^pytest$", ci, re.M)
+    assert re.search(
+        r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install (-q )?-e '\.\[test\]'$"
+        r"(.|\n)*^pytest$",
+        ci,
+        re.M,
+    )
 
 
 def test_the_generated_docs_are_their_owners():
@@ -113,13 +128,16 @@ def test_every_repository_path_the_docs_name_exists():
         text = page.read_text(encoding="utf-8")
         named = set(re.findall(r"vipune_eval/[\w/]+\.py", text))
         named |= set(re.findall(r"`([\w.][\w./-]*\.(?:py|smk|sh|rs|yaml|toml|rst|md))`", text))
-        missing |= {f"{page.relative_to(REPO)}: {path}" for path in named - RETIRED
-                    if (file := _repo_file(path)) is not None and not file.exists()}
+        missing |= {
+            f"{page.relative_to(REPO)}: {path}"
+            for path in named - RETIRED
+            if (file := _repo_file(path)) is not None and not file.exists()
+        }
     assert not missing, sorted(missing)
 
 
 def test_every_name_the_docs_place_in_a_file_is_defined_there():
-    """"`stages/report/plots.py`'s `PLOTS`": the file defines that name (a def, a class, an
+    """ "`stages/report/plots.py`'s `PLOTS`": the file defines that name (a def, a class, an
     assignment, a Rust fn or const)."""
     wrong = []
     for page in POINTED:
@@ -176,13 +194,22 @@ def test_every_module_the_code_comments_and_schema_name_exists():
         if path.suffix == ".yaml":
             return path.read_text(encoding="utf-8")
         tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
-        return "\n".join(t.string for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING)
-                         and t.string[:1] not in "bB")  # bytes are data (Parquet metadata keys)
+        return "\n".join(
+            t.string for t in tokens if t.type in (tokenize.COMMENT, tokenize.STRING) and t.string[:1] not in "bB"
+        )  # bytes are data (Parquet metadata keys)
 
-    sources = [*sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
-               REPO / "workflow" / "Snakefile", REPO / "workflow" / "schemas" / "config.schema.yaml"]
-    stale = sorted(f"{path.relative_to(REPO)}: {name}" for path in sources
-                   for name in _module_names_in(prose(path)) if not name.endswith(".md") and not _resolves(name))
+    sources = [
+        *sorted((REPO / "vipune_eval").rglob("*.py")),
+        *sorted((REPO / "workflow").rglob("*.smk")),
+        REPO / "workflow" / "Snakefile",
+        REPO / "workflow" / "schemas" / "config.schema.yaml",
+    ]
+    stale = sorted(
+        f"{path.relative_to(REPO)}: {name}"
+        for path in sources
+        for name in _module_names_in(prose(path))
+        if not name.endswith(".md") and not _resolves(name)
+    )
     assert not stale, stale
 
 
@@ -192,17 +219,25 @@ def test_every_module_the_docs_name_exists():
     (`vipune_eval.model_fingerprint`) are not modules."""
     import ast
 
-    keys = {node.value.decode() for path in (REPO / "vipune_eval").rglob("*.py")
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Constant) and isinstance(node.value, bytes) and node.value.startswith(b"vipune_eval.")}
-    stale = sorted(f"{page.relative_to(REPO)}: {name}" for page in POINTED
-                   for name in _module_names_in(page.read_text(encoding="utf-8"))
-                   if not name.endswith(".md") and f"vipune_eval.{name}" not in keys and not _resolves(name))
+    keys = {
+        node.value.decode()
+        for path in (REPO / "vipune_eval").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, bytes) and node.value.startswith(b"vipune_eval.")
+    }
+    stale = sorted(
+        f"{page.relative_to(REPO)}: {name}"
+        for page in POINTED
+        for name in _module_names_in(page.read_text(encoding="utf-8"))
+        if not name.endswith(".md") and f"vipune_eval.{name}" not in keys and not _resolves(name)
+    )
     assert not stale, stale
 
 
 def test_the_module_name_check_sees_a_stale_name():
     assert _module_names_in("see vipune_eval.granularities and plan.workspace.plots") == {
-        "granularities", "plan.workspace.plots"}
+        "granularities",
+        "plan.workspace.plots",
+    }
     assert not _resolves("granularities") and not _resolves("plan.workspace.plots")
     assert _resolves("plan.workspace.Workspace.plots") and _resolves("core.paths")

@@ -45,7 +45,9 @@ def test_the_schemas_copies_are_their_owners():
     listed = schema_node("dataset.preset")["description"].split(": ", 1)[1]
     assert listed == ", ".join(datasets.PRESETS), "the presets the schema lists are registry/datasets.py's"
     assert (schema_node("model.repo_id")["default"], schema_node("model.revision")["default"]) == (
-        contract.EMBED_MODEL_ID, contract.EMBED_MODEL_REVISION), "the model is the one vipune embeds with"
+        contract.EMBED_MODEL_ID,
+        contract.EMBED_MODEL_REVISION,
+    ), "the model is the one vipune embeds with"
     assert (contract.EMBED_MODEL_ID, contract.EMBED_MODEL_REVISION) in models.PINS
     for key in ("ks", "search_limit", "search.row_limit"):
         node = schema_node(key)
@@ -56,8 +58,12 @@ def test_the_schemas_copies_are_their_owners():
     assert f"at most {contract.MAX_TOKENS} tokens" in schema_node("granularities")["description"]
     assert f"(CPU {AUTO_BUDGET['cpu']}, CUDA {AUTO_BUDGET['cuda']})" in schema_node("embed.batch_tokens")["description"]
     # the CLI's choices of a config value the rules pass through are the schema's enum
-    choices = {a.dest: a.choices for sub in parser()._subparsers._group_actions[0].choices.values()
-               for a in sub._actions if a.choices}
+    choices = {
+        a.dest: a.choices
+        for sub in parser()._subparsers._group_actions[0].choices.values()
+        for a in sub._actions
+        if a.choices
+    }
     assert choices["protocol"] == schema_node("protocol")["enum"]
     assert choices["on_error"] == schema_node("vipune.on_error")["enum"]
     assert choices["mode"] == schema_node("vipune.preflight")["enum"]
@@ -74,16 +80,19 @@ def _set_keys(config: dict, prefix: str = ""):
 
 def test_the_repository_config_is_the_schemas_defaults():
     """config/config.yaml shows the defaults (the full LongMemEval_M run); the schema holds them."""
-    differ = {key: (value, schema_node(key).get("default")) for key, value in _set_keys(DEFAULTS)
-              if value != schema_node(key).get("default")}
+    differ = {
+        key: (value, schema_node(key).get("default"))
+        for key, value in _set_keys(DEFAULTS)
+        if value != schema_node(key).get("default")
+    }
     assert not differ, f"config/config.yaml against the schema's defaults: {differ}"
 
 
 def _configuration_rows() -> list[tuple[str, str, str]]:
     """docs/configuration.md's table of every key: (key, default, meaning)."""
     text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
-    section = text[text.index("## Every key"):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index("## Every key") :]
+    section = section[: section.index("\n## ", 1)]
     return re.findall(r"^\| `([\w.]+)` \| (.*?) \| (.*) \|$", section, re.M)
 
 
@@ -127,20 +136,25 @@ def test_the_what_if_labs_fallbacks_are_the_schemas_defaults():
     from vipune_eval.plan import whatif_grid
     from vipune_eval.registry import measures
 
-    lab = whatif_grid.resolve({"base": "hybrid", "grid": {"k": [10]}}, retrievers.resolve(["hybrid"]),
-                              measures.keys([1, 5, 10]))
-    assert (lab.measure, lab.select_on) == (schema_node("whatif.measure")["default"],
-                                            schema_node("whatif.select_on")["default"])
+    lab = whatif_grid.resolve(
+        {"base": "hybrid", "grid": {"k": [10]}}, retrievers.resolve(["hybrid"]), measures.keys([1, 5, 10])
+    )
+    assert (lab.measure, lab.select_on) == (
+        schema_node("whatif.measure")["default"],
+        schema_node("whatif.select_on")["default"],
+    )
 
 
 def test_the_configuration_pages_pinned_releases_are_the_registrys():
     """The table of pins in docs/configuration.md (with who recorded each) against the presets."""
     text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
-    table = text[text.index("## The pinned releases"):]
+    table = text[text.index("## The pinned releases") :]
     rows = {m[0]: m[1:] for m in re.findall(r"^\| `([\w-]+)` \| .*? \| `([^`]+)` \| (.*?) \| ([\d,]*) \|", table, re.M)}
     assert set(rows) == set(datasets.PRESETS)
     preset_row = next(meaning for key, _, meaning in _configuration_rows() if key == "dataset.preset")
-    assert set(re.findall(r"`([\w.-]+)`", preset_row)) >= set(datasets.PRESETS) | {p.filename for p in datasets.PRESETS.values()}
+    assert set(re.findall(r"`([\w.-]+)`", preset_row)) >= set(datasets.PRESETS) | {
+        p.filename for p in datasets.PRESETS.values()
+    }
     for name, (filename, sha, size) in rows.items():
         preset = datasets.PRESETS[name]
         assert filename == preset.filename, name
@@ -194,8 +208,12 @@ def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
     shutil.copytree(REPO / "lane", tmp_path / "lane")  # build.sh names the vipune-lane after its sources
     for pin in (RELEASE, "0.20.9"):
         (tmp_path / "vipune_eval" / "vipune" / "release.py").write_text(f'RELEASE = "{pin}"\n')
-        proc = subprocess.run(["bash", str(script), "--cached"], capture_output=True, text=True,
-                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "VIPUNE_EVAL_CACHE": str(tmp_path)})
+        proc = subprocess.run(
+            ["bash", str(script), "--cached"],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "VIPUNE_EVAL_CACHE": str(tmp_path)},
+        )
         assert proc.returncode == 3 and f"vipune {pin} is not built" in proc.stderr
     assert f"vipune **{RELEASE}**" in (REPO / "docs" / "configuration.md").read_text()
     assert f"**vipune {RELEASE}**" in (REPO / "docs" / "vipune-contract.md").read_text()
@@ -203,10 +221,13 @@ def test_the_pinned_vipune_release_is_one_number_everywhere(tmp_path):
 
 
 def test_the_family_defaults_are_named_after_the_pinned_release():
-    """"Defaults are vipune 0.20's search": the minor release the contract was checked against."""
+    """ "Defaults are vipune 0.20's search": the minor release the contract was checked against."""
     minor = ".".join(RELEASE.split(".")[:2])
-    said = {m for page in (*DOCS, REPO / "vipune_eval" / "registry" / "retrievers.py")
-            for m in re.findall(r"vipune (\d+\.\d+)'s search", page.read_text(encoding="utf-8"))}
+    said = {
+        m
+        for page in (*DOCS, REPO / "vipune_eval" / "registry" / "retrievers.py")
+        for m in re.findall(r"vipune (\d+\.\d+)'s search", page.read_text(encoding="utf-8"))
+    }
     said |= set(re.findall(r"defaults = vipune (\d+\.\d+)\b", (REPO / "docs" / "configuration.md").read_text()))
     assert said == {minor}
 
@@ -218,7 +239,10 @@ def test_the_fakes_and_the_lane_keep_the_contracts_numbers():
     vipune-lane keeps none: its fusion and pool are compiled from vipune's source (lane/build.rs)."""
     from support import fake_lane, fake_vipune
 
-    assert (fake_vipune.MODEL_ID, fake_vipune.MODEL_REVISION) == (contract.EMBED_MODEL_ID, contract.EMBED_MODEL_REVISION)
+    assert (fake_vipune.MODEL_ID, fake_vipune.MODEL_REVISION) == (
+        contract.EMBED_MODEL_ID,
+        contract.EMBED_MODEL_REVISION,
+    )
     assert fake_vipune.MAX_SEARCH_LIMIT == contract.MAX_SEARCH_LIMIT == fake_lane.MAX_CANDIDATE_POOL
     assert fake_vipune.RRF_K == contract.RRF_K and fake_vipune.MAX_EMBEDDING_TOKENS == contract.MAX_TOKENS
     assert fake_vipune.DEFAULT_VERSION == RELEASE
@@ -249,11 +273,18 @@ def test_the_numbers_prose_repeats_are_their_owners():
         r"(?:over|at most|≤|exceeds) (\d+)[- ]tokens?": str(contract.MAX_TOKENS),
         r"cut-offs (\d+(?:, \d+)+)": ", ".join(map(str, OFFICIAL_KS)),
         r"(\d+) on the CPU and (\d+) on CUDA": f"{AUTO_BUDGET['cpu']} {AUTO_BUDGET['cuda']}",
-        r"\b(\d{3}) ?/ ?(\d{2}) ?/ ?(\d{3})\b": " ".join(map(str, datasets.PAPER_COUNTS.values())),  # instances/abstention/pairs
+        r"\b(\d{3}) ?/ ?(\d{2}) ?/ ?(\d{3})\b": " ".join(
+            map(str, datasets.PAPER_COUNTS.values())
+        ),  # instances/abstention/pairs
     }
-    sources = [*DOCS, *sorted((REPO / "vipune_eval").rglob("*.py")), *sorted((REPO / "workflow").rglob("*.smk")),
-               REPO / "workflow" / "schemas" / "config.schema.yaml", REPO / "config" / "config.yaml",
-               REPO / "lane" / "src" / "main.rs"]
+    sources = [
+        *DOCS,
+        *sorted((REPO / "vipune_eval").rglob("*.py")),
+        *sorted((REPO / "workflow").rglob("*.smk")),
+        REPO / "workflow" / "schemas" / "config.schema.yaml",
+        REPO / "config" / "config.yaml",
+        REPO / "lane" / "src" / "main.rs",
+    ]
     wrong = []
     for path in sources:
         text = path.read_text(encoding="utf-8")

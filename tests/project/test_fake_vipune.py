@@ -44,8 +44,9 @@ def env(tmp_path: Path, binary: str, request, vipune_hf_home: Path) -> dict[str,
     HOME (the calls' working directory too), the tiny model where vipune looks, no network (a hub
     request is refused at once: the proxy is a closed port)."""
     executable = request.getfixturevalue("fake_vipune_bin" if binary == "fake" else "real_vipune_bin")
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("VIPUNE_", "FAKE_VIPUNE_")) and k.lower() != "no_proxy"}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VIPUNE_", "FAKE_VIPUNE_")) and k.lower() != "no_proxy"
+    }
     home, xdg = tmp_path / "home", tmp_path / "xdg"
     home.mkdir()
     xdg.mkdir()
@@ -70,10 +71,19 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "memories.db"
 
 
-def vipune(env: dict[str, str], *args: str, stdin: str | None = None,
-           timeout: float = 60, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["vipune", *args], env={**env, **extra_env}, input=stdin, cwd=env["HOME"],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+def vipune(
+    env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 60, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["vipune", *args],
+        env={**env, **extra_env},
+        input=stdin,
+        cwd=env["HOME"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]):
@@ -81,10 +91,25 @@ def ok_json(proc: subprocess.CompletedProcess[str]):
     return json.loads(proc.stdout)
 
 
-def search(env, db: Path, query: str, *flags: str, project: str = "p1", limit: int = 10,
-           **extra_env: str) -> list[dict]:
-    proc = vipune(env, "--db-path", str(db), "--project", project, "--json", "search",
-                  *flags, "--limit", str(limit), "--no-touch", "--", query, **extra_env)
+def search(
+    env, db: Path, query: str, *flags: str, project: str = "p1", limit: int = 10, **extra_env: str
+) -> list[dict]:
+    proc = vipune(
+        env,
+        "--db-path",
+        str(db),
+        "--project",
+        project,
+        "--json",
+        "search",
+        *flags,
+        "--limit",
+        str(limit),
+        "--no-touch",
+        "--",
+        query,
+        **extra_env,
+    )
     return ok_json(proc)["results"]
 
 
@@ -93,17 +118,38 @@ def b64(vec) -> str:
 
 
 def header(**over) -> dict:
-    return {"type": "export", "version": 1, "format_version": 1, "embedding_dims": DIM,
-            "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
-            "exported_at": "2024-01-01T00:00:00Z", "rows": 0, **over}
+    return {
+        "type": "export",
+        "version": 1,
+        "format_version": 1,
+        "embedding_dims": DIM,
+        "model_id": EMBED_MODEL_ID,
+        "model_revision": EMBED_MODEL_REVISION,
+        "exported_at": "2024-01-01T00:00:00Z",
+        "rows": 0,
+        **over,
+    }
 
 
-def row(id_: str, vec, content: str = "some text", project: str = "p1",
-        created_at: str = "2024-01-01T00:00:00Z", **over) -> dict:
-    return {"id": id_, "project_id": project, "content": content, "metadata": None,
-            "embedding": b64(vec), "created_at": created_at, "updated_at": created_at,
-            "memory_type": "fact", "status": "active", "superseded_by": None,
-            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium", **over}
+def row(
+    id_: str, vec, content: str = "some text", project: str = "p1", created_at: str = "2024-01-01T00:00:00Z", **over
+) -> dict:
+    return {
+        "id": id_,
+        "project_id": project,
+        "content": content,
+        "metadata": None,
+        "embedding": b64(vec),
+        "created_at": created_at,
+        "updated_at": created_at,
+        "memory_type": "fact",
+        "status": "active",
+        "superseded_by": None,
+        "retrieval_count": 0,
+        "last_retrieved_at": None,
+        "importance": "medium",
+        **over,
+    }
 
 
 def write_jsonl(path: Path, rows: list[dict], hdr: dict | None = None) -> Path:
@@ -131,10 +177,10 @@ def reference_embed(model_dir: Path, text: str) -> np.ndarray:
     enc = tokenizer.encode(text)
     ids = np.array([enc.ids], dtype=np.int64)
     mask = np.array([enc.attention_mask], dtype=np.int64)
-    session = ort.InferenceSession(str(model_dir / "model.onnx"),
-                                   providers=["CPUExecutionProvider"])
-    (hidden,) = session.run(["last_hidden_state"], {
-        "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+    session = ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"])
+    (hidden,) = session.run(
+        ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )
     pooled = (hidden[0] * mask[0][:, None]).sum(axis=0) / mask.sum()
     return (pooled / np.linalg.norm(pooled)).astype(np.float32)
 
@@ -163,18 +209,23 @@ def test_version_json(env) -> None:
 @fake_only
 def test_the_fake_takes_its_version_from_the_environment(env) -> None:
     assert ok_json(vipune(env, "version", "--json", FAKE_VIPUNE_VERSION="9.9.9")) == {
-        "name": "vipune", "version": "9.9.9"}
+        "name": "vipune",
+        "version": "9.9.9",
+    }
 
 
-@pytest.mark.parametrize("args", [
-    ["search", "--bogus", "q"],
-    ["search"],
-    ["search", "--limit", "ten", "q"],
-    ["search", "--lim", "3", "q"],  # clap infers no abbreviations
-    ["frobnicate"],
-    [],
-    ["doctor"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "--bogus", "q"],
+        ["search"],
+        ["search", "--limit", "ten", "q"],
+        ["search", "--lim", "3", "q"],  # clap infers no abbreviations
+        ["frobnicate"],
+        [],
+        ["doctor"],
+    ],
+)
 def test_usage_errors_exit_64(env, db, args) -> None:
     proc = vipune(env, "--db-path", str(db), "--json", *args)
     assert proc.returncode == 64, (proc.stdout, proc.stderr)
@@ -182,8 +233,7 @@ def test_usage_errors_exit_64(env, db, args) -> None:
 
 def test_global_flags_after_subcommand(env, db, tmp_path, qvec) -> None:
     import_rows(env, db, tmp_path, [row("a", qvec, project="p9")])
-    proc = vipune(env, "search", "--json", "--db-path", str(db), "-p", "p9", "--no-touch",
-                  "--", QUERY)
+    proc = vipune(env, "search", "--json", "--db-path", str(db), "-p", "p9", "--no-touch", "--", QUERY)
     assert [r["id"] for r in ok_json(proc)["results"]] == ["a"]
 
 
@@ -192,18 +242,17 @@ def test_import_then_reimport_skips(env, db, tmp_path, qvec) -> None:
     rows = [row("a", qvec), row("b", at_cosine(qvec, 0.5, 1))]
     assert import_rows(env, db, tmp_path, rows) == {"inserted": 2, "skipped": 0}
     assert import_rows(env, db, tmp_path, rows) == {"inserted": 0, "skipped": 2}
-    assert import_rows(env, db, tmp_path, [*rows, row("c", qvec)]) == {"inserted": 1,
-                                                                          "skipped": 2}
+    assert import_rows(env, db, tmp_path, [*rows, row("c", qvec)]) == {"inserted": 1, "skipped": 2}
     assert db_count(db) == 3
 
 
 def test_import_from_stdin_and_project_warning(env, db, qvec) -> None:
     # serde_json writes U+2028 raw inside strings: only "\n" ends a line (CRLF tolerated).
     content = "first\u2028second\x0cthird"
-    text = (json.dumps(header(rows=1)) + "\r\n"
-            + json.dumps(row("a", qvec, content=content), ensure_ascii=False) + "\r\n")
-    proc = vipune(env, "--db-path", str(db), "--project", "zz", "--json", "import", "-",
-                  stdin=text)
+    text = (
+        json.dumps(header(rows=1)) + "\r\n" + json.dumps(row("a", qvec, content=content), ensure_ascii=False) + "\r\n"
+    )
+    proc = vipune(env, "--db-path", str(db), "--project", "zz", "--json", "import", "-", stdin=text)
     assert ok_json(proc) == {"inserted": 1, "skipped": 0}
     assert "ignored" in proc.stderr
     with sqlite3.connect(db) as conn:
@@ -222,11 +271,11 @@ def _bad_lines(qvec) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("kind", ["malformed-json", "bad-base64", "wrong-length",
-                                  "empty-embedding", "missing-field", "duplicate-id"])
+@pytest.mark.parametrize(
+    "kind", ["malformed-json", "bad-base64", "wrong-length", "empty-embedding", "missing-field", "duplicate-id"]
+)
 def test_import_bad_line_aborts_everything(env, db, tmp_path, qvec, kind) -> None:
-    lines = [json.dumps(header(rows=3)), json.dumps(row("a", qvec)), _bad_lines(qvec)[kind],
-             json.dumps(row("b", qvec))]
+    lines = [json.dumps(header(rows=3)), json.dumps(row("a", qvec)), _bad_lines(qvec)[kind], json.dumps(row("b", qvec))]
     src = tmp_path / "bad.jsonl"
     src.write_text("\n".join(lines) + "\n")
     proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
@@ -238,17 +287,28 @@ def test_import_bad_line_aborts_everything(env, db, tmp_path, qvec, kind) -> Non
     assert db_count(db) == 0
 
 
-@pytest.mark.parametrize("hdr, message", [
-    ({k: v for k, v in header().items() if k not in ("version", "format_version")},
-     'line 1: header missing format_version (or the legacy alias "version")'),
-    ({k: v for k, v in header().items() if k != "rows"}, "line 1: header missing rows"),
-    (header(type="backup"), "line 1: not an export file (missing type=export)"),
-    (header(model_id="intfloat/e5-small-v2"), "import refused: export was produced with model "
-     f"intfloat/e5-small-v2@{EMBED_MODEL_REVISION} but the destination database uses "
-     f"{EMBED_MODEL_ID}@{EMBED_MODEL_REVISION}"),
-    (header(model_revision="0" * 40), "import refused: export was produced with model "
-     f"BAAI/bge-small-en-v1.5@{'0' * 40} but the destination database uses "),
-])
+@pytest.mark.parametrize(
+    "hdr, message",
+    [
+        (
+            {k: v for k, v in header().items() if k not in ("version", "format_version")},
+            'line 1: header missing format_version (or the legacy alias "version")',
+        ),
+        ({k: v for k, v in header().items() if k != "rows"}, "line 1: header missing rows"),
+        (header(type="backup"), "line 1: not an export file (missing type=export)"),
+        (
+            header(model_id="intfloat/e5-small-v2"),
+            "import refused: export was produced with model "
+            f"intfloat/e5-small-v2@{EMBED_MODEL_REVISION} but the destination database uses "
+            f"{EMBED_MODEL_ID}@{EMBED_MODEL_REVISION}",
+        ),
+        (
+            header(model_revision="0" * 40),
+            "import refused: export was produced with model "
+            f"BAAI/bge-small-en-v1.5@{'0' * 40} but the destination database uses ",
+        ),
+    ],
+)
 def test_import_bad_header_refused(env, db, tmp_path, qvec, hdr, message) -> None:
     src = write_jsonl(tmp_path / "bad.jsonl", [row("a", qvec)], hdr=hdr)
     proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
@@ -259,8 +319,9 @@ def test_import_bad_header_refused(env, db, tmp_path, qvec, hdr, message) -> Non
     assert db_count(db) == 0
 
 
-@pytest.mark.parametrize("hdr", [header(format_version=2), header(version=2, format_version=7),
-                                 header(embedding_dims=768), header(rows=99)])
+@pytest.mark.parametrize(
+    "hdr", [header(format_version=2), header(version=2, format_version=7), header(embedding_dims=768), header(rows=99)]
+)
 def test_import_does_not_check_the_version_value_the_dims_or_the_row_count(env, db, tmp_path, qvec, hdr) -> None:
     """0.20.2 reads only the presence of a version key, and rows as a number: the harness may not
     rely on the header to catch wrong vectors (the rows' byte length is checked)."""
@@ -270,25 +331,58 @@ def test_import_does_not_check_the_version_value_the_dims_or_the_row_count(env, 
 
 # --------------------------------------------------------------------------- search
 def test_search_output_shape(env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [row("a", qvec, content="tomato garden notes",
-                                        metadata='{"k": 1}')])
-    proc = vipune(env, "--db-path", str(db), "--project", "p1", "--json", "search", "--hybrid",
-                  "--recency", "0", "--limit", "10", "--no-touch", "--", QUERY)
+    import_rows(env, db, tmp_path, [row("a", qvec, content="tomato garden notes", metadata='{"k": 1}')])
+    proc = vipune(
+        env,
+        "--db-path",
+        str(db),
+        "--project",
+        "p1",
+        "--json",
+        "search",
+        "--hybrid",
+        "--recency",
+        "0",
+        "--limit",
+        "10",
+        "--no-touch",
+        "--",
+        QUERY,
+    )
     assert proc.stdout.startswith('{\n  "results": [')  # pretty-printed
     (hit,) = ok_json(proc)["results"]
-    assert hit == {"id": "a", "content": "tomato garden notes",
-                   "similarity": pytest.approx(2 / 26), "created_at": "2024-01-01T00:00:00Z",
-                   "retrieval_count": 0, "last_retrieved_at": None, "memory_type": "fact",
-                   "status": "active", "importance": "medium"}
-    assert list(hit) == ["id", "content", "similarity", "created_at", "retrieval_count",
-                         "last_retrieved_at", "memory_type", "status", "importance"]
+    assert hit == {
+        "id": "a",
+        "content": "tomato garden notes",
+        "similarity": pytest.approx(2 / 26),
+        "created_at": "2024-01-01T00:00:00Z",
+        "retrieval_count": 0,
+        "last_retrieved_at": None,
+        "memory_type": "fact",
+        "status": "active",
+        "importance": "medium",
+    }
+    assert list(hit) == [
+        "id",
+        "content",
+        "similarity",
+        "created_at",
+        "retrieval_count",
+        "last_retrieved_at",
+        "memory_type",
+        "status",
+        "importance",
+    ]
 
 
-@pytest.mark.parametrize("hdr", [
-    {k: v for k, v in header().items() if k != "format_version"},  # an older exporter
-    {k: v for k, v in header().items() if k != "version"},         # a newer one
-    {k: v for k, v in header().items() if k not in ("model_id", "model_revision")},
-])
+@pytest.mark.parametrize(
+    "hdr",
+    [
+        {k: v for k, v in header().items() if k != "format_version"},  # an older exporter
+        {k: v for k, v in header().items() if k != "version"},  # a newer one
+        {k: v for k, v in header().items() if k not in ("model_id", "model_revision")},
+    ],
+)
 def test_import_accepts_either_header_key_and_a_header_without_model(env, db, tmp_path, qvec, hdr) -> None:
     src = write_jsonl(tmp_path / "ok.jsonl", [row("a", qvec)], hdr=hdr)
     assert ok_json(vipune(env, "--db-path", str(db), "--json", "import", str(src)))["inserted"] == 1
@@ -308,8 +402,9 @@ def test_a_user_config_model_leaks_into_an_unisolated_call(env, db, tmp_path, qv
     config = tmp_path / "xdg" / "vipune"
     config.mkdir(parents=True)
     (config / "config.toml").write_text('embedding_model = "intfloat/e5-small"\n')
-    proc = vipune(env, "--db-path", str(db), "--project", "p1", "--json", "search", "--limit", "3",
-                  "--no-touch", "--", QUERY)
+    proc = vipune(
+        env, "--db-path", str(db), "--project", "p1", "--json", "search", "--limit", "3", "--no-touch", "--", QUERY
+    )
     assert proc.returncode == 1 and "intfloat/e5-small" in json.loads(proc.stdout)["error"]
 
 
@@ -327,8 +422,9 @@ def test_the_project_flag_is_trimmed(env, db, tmp_path, qvec) -> None:
     assert search(env, db, QUERY, project=" p2") == []
 
 
-@pytest.mark.parametrize("importance, error", [("HIGH", None), (None, "(got null)"),
-                                               ("normal", "Invalid importance 'normal'")])
+@pytest.mark.parametrize(
+    "importance, error", [("HIGH", None), (None, "(got null)"), ("normal", "Invalid importance 'normal'")]
+)
 def test_import_reads_importance_case_blind_and_refuses_others(env, db, tmp_path, qvec, importance, error) -> None:
     src = write_jsonl(tmp_path / "i.jsonl", [row("a", qvec, importance=importance)])
     proc = vipune(env, "--db-path", str(db), "--json", "import", str(src))
@@ -341,8 +437,12 @@ def test_import_reads_importance_case_blind_and_refuses_others(env, db, tmp_path
 
 
 def test_rows_visible_only_under_their_project(env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [row("a", qvec, project="alice", content=QUERY),
-                                    row("b", qvec, project="bob", content=QUERY)])
+    import_rows(
+        env,
+        db,
+        tmp_path,
+        [row("a", qvec, project="alice", content=QUERY), row("b", qvec, project="bob", content=QUERY)],
+    )
     # Hybrid runs both arms (semantic and BM25) through the project filter.
     assert [r["id"] for r in search(env, db, QUERY, "--hybrid", project="alice")] == ["a"]
     assert [r["id"] for r in search(env, db, QUERY, "--hybrid", project="bob")] == ["b"]
@@ -351,24 +451,26 @@ def test_rows_visible_only_under_their_project(env, db, tmp_path, qvec) -> None:
 
 def test_semantic_order_is_cosine_and_ties_go_to_newer(env, db, tmp_path, qvec) -> None:
     same = at_cosine(qvec, 0.6, 7)
-    rows = [row("r30", at_cosine(qvec, 0.3, 1)), row("r90", at_cosine(qvec, 0.9, 2)),
-            row("rneg", at_cosine(qvec, -0.5, 3)), row("r100", qvec),
-            row("tie-a", same, created_at="2023-01-01T00:00:00Z"),
-            row("tie-b", same, created_at="2024-06-01T00:00:00Z")]
+    rows = [
+        row("r30", at_cosine(qvec, 0.3, 1)),
+        row("r90", at_cosine(qvec, 0.9, 2)),
+        row("rneg", at_cosine(qvec, -0.5, 3)),
+        row("r100", qvec),
+        row("tie-a", same, created_at="2023-01-01T00:00:00Z"),
+        row("tie-b", same, created_at="2024-06-01T00:00:00Z"),
+    ]
     import_rows(env, db, tmp_path, rows)
     hits = search(env, db, QUERY, "--no-hybrid", "--recency", "0")
     # Exact tie: the newer created_at first, although its id is the larger one.
     assert [h["id"] for h in hits] == ["r100", "r90", "tie-b", "tie-a", "r30", "rneg"]
-    assert [h["similarity"] for h in hits] == pytest.approx([1, 0.9, 0.6, 0.6, 0.3, -0.5],
-                                                            abs=1e-5)
+    assert [h["similarity"] for h in hits] == pytest.approx([1, 0.9, 0.6, 0.6, 0.3, -0.5], abs=1e-5)
     assert [h["id"] for h in search(env, db, QUERY, "--recency", "0", limit=2)] == ["r100", "r90"]
 
 
 def test_hybrid_returns_bm25_only_row(env, db, tmp_path, qvec) -> None:
     # 60 rows near the query fill the semantic pool (clamp(10 * 5, 50, 10000) = 50); the
     # target points away from the query but is the only row containing both query words.
-    fillers = [row(f"f{i:02d}", at_cosine(qvec, 0.9 - i / 100, i), content=f"tomato note {i}")
-               for i in range(60)]
+    fillers = [row(f"f{i:02d}", at_cosine(qvec, 0.9 - i / 100, i), content=f"tomato note {i}") for i in range(60)]
     target = row("target", -qvec, content="my garden has one tomato plant")
     import_rows(env, db, tmp_path, [*fillers, target])
     semantic = search(env, db, QUERY, "--no-hybrid", "--recency", "0", limit=5)
@@ -383,9 +485,11 @@ def test_hybrid_returns_bm25_only_row(env, db, tmp_path, qvec) -> None:
 
 def test_rrf_tie_goes_to_smaller_id(env, db, tmp_path, qvec) -> None:
     # "zeta" is semantic rank 1 and BM25 rank 2; "alpha" the reverse: equal RRF scores.
-    rows = [row("zeta", qvec, content="tomato garden with plenty of other words in it today"),
-            row("alpha", at_cosine(qvec, 0.8, 1), content="tomato garden tomato garden"),
-            row("other", at_cosine(qvec, 0.1, 2), content="nothing relevant")]
+    rows = [
+        row("zeta", qvec, content="tomato garden with plenty of other words in it today"),
+        row("alpha", at_cosine(qvec, 0.8, 1), content="tomato garden tomato garden"),
+        row("other", at_cosine(qvec, 0.1, 2), content="nothing relevant"),
+    ]
     import_rows(env, db, tmp_path, rows)
     hits = search(env, db, QUERY, "--hybrid", "--recency", "0")
     assert [h["id"] for h in hits] == ["alpha", "zeta", "other"]
@@ -393,20 +497,30 @@ def test_rrf_tie_goes_to_smaller_id(env, db, tmp_path, qvec) -> None:
 
 
 def test_recency_changes_scores_only_when_positive(env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [
-        row("old", qvec, created_at="2000-01-01T00:00:00Z"),
-        row("new", at_cosine(qvec, 0.8, 1), created_at="2099-01-01T00:00:00Z")])
+    import_rows(
+        env,
+        db,
+        tmp_path,
+        [
+            row("old", qvec, created_at="2000-01-01T00:00:00Z"),
+            row("new", at_cosine(qvec, 0.8, 1), created_at="2099-01-01T00:00:00Z"),
+        ],
+    )
     assert [h["id"] for h in search(env, db, QUERY, "--recency", "0")] == ["old", "new"]
     assert [h["id"] for h in search(env, db, QUERY, "--recency", "0.9")] == ["new", "old"]
-    assert vipune(env, "--db-path", str(db), "--json", "search", "--recency", "1.5",
-                  "q").returncode == 1
+    assert vipune(env, "--db-path", str(db), "--json", "search", "--recency", "1.5", "q").returncode == 1
 
 
 def test_config_and_env_are_defaults_that_flags_override(env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [
-        row("old", qvec, created_at="2000-01-01T00:00:00Z"),
-        row("new", at_cosine(qvec, 0.8, 1), created_at="2099-01-01T00:00:00Z",
-            content=QUERY)])
+    import_rows(
+        env,
+        db,
+        tmp_path,
+        [
+            row("old", qvec, created_at="2000-01-01T00:00:00Z"),
+            row("new", at_cosine(qvec, 0.8, 1), created_at="2099-01-01T00:00:00Z", content=QUERY),
+        ],
+    )
     # No flags: the built-in default recency 0.3 applies (old decays to ~0.7).
     assert [h["id"] for h in search(env, db, QUERY)] == ["new", "old"]
     assert [h["id"] for h in search(env, db, QUERY, VIPUNE_RECENCY_WEIGHT="0")] == ["old", "new"]
@@ -417,10 +531,13 @@ def test_config_and_env_are_defaults_that_flags_override(env, db, tmp_path, qvec
     assert [h["similarity"] for h in search(env, db, QUERY)] == pytest.approx([1.0, 0.8], abs=1e-5)
     hits = search(env, db, QUERY, VIPUNE_HYBRID="true")  # hybrid, no recency: exact RRF scores
     assert hits[0]["similarity"] == pytest.approx(1 / 26 + 1 / 27)
-    assert [h["id"] for h in search(env, db, QUERY, "--no-hybrid", VIPUNE_HYBRID="false",
-                                    VIPUNE_RECENCY_WEIGHT="0.9")] == ["new", "old"]
-    assert [h["id"] for h in search(env, db, QUERY, "--no-hybrid", "--recency", "0",
-                                    VIPUNE_RECENCY_WEIGHT="0.9")] == ["old", "new"]
+    assert [
+        h["id"] for h in search(env, db, QUERY, "--no-hybrid", VIPUNE_HYBRID="false", VIPUNE_RECENCY_WEIGHT="0.9")
+    ] == ["new", "old"]
+    assert [h["id"] for h in search(env, db, QUERY, "--no-hybrid", "--recency", "0", VIPUNE_RECENCY_WEIGHT="0.9")] == [
+        "old",
+        "new",
+    ]
 
 
 @pytest.mark.parametrize("limit", ["0", "10001"])
@@ -431,14 +548,17 @@ def test_limit_out_of_range_is_an_error(env, db, limit) -> None:
 
 
 def test_limit_10000_is_accepted(env, db) -> None:
-    assert ok_json(vipune(env, "--db-path", str(db), "--json", "search", "--limit", "10000",
-                          "--hybrid", "--", "q")) == {"results": []}
+    assert ok_json(
+        vipune(env, "--db-path", str(db), "--json", "search", "--limit", "10000", "--hybrid", "--", "q")
+    ) == {"results": []}
 
 
 def test_query_token_limit(env, db) -> None:
     # The tiny tokenizer adds [CLS] and [SEP]: 510 words are 512 tokens, 511 are 513.
-    assert ok_json(vipune(env, "--db-path", str(db), "--json", "search", "--",
-                          " ".join(["tomato"] * 510)))["results"] == []
+    assert (
+        ok_json(vipune(env, "--db-path", str(db), "--json", "search", "--", " ".join(["tomato"] * 510)))["results"]
+        == []
+    )
     proc = vipune(env, "--db-path", str(db), "--json", "search", "--", " ".join(["tomato"] * 511))
     assert proc.returncode == 3
     assert "513" in json.loads(proc.stdout)["error"]
@@ -457,8 +577,7 @@ def test_search_touches_hits_unless_no_touch(env, db, tmp_path, qvec) -> None:
     search(env, db, QUERY)  # --no-touch
     ok_json(vipune(env, "--db-path", str(db), "-p", "p1", "--json", "search", "--", QUERY))
     with sqlite3.connect(db) as conn:
-        count, last = conn.execute("SELECT retrieval_count, last_retrieved_at FROM memories"
-                                   ).fetchone()
+        count, last = conn.execute("SELECT retrieval_count, last_retrieved_at FROM memories").fetchone()
     assert count == 1 and last is not None
 
 
@@ -477,8 +596,14 @@ def test_doctor_fts_cannot_see_an_index_emptied_behind_its_back(env, db, tmp_pat
     preflight's BM25 probes, not `doctor`, are what shows imported rows are indexed."""
     import_rows(env, db, tmp_path, [row("a", qvec, content=QUERY), row("b", qvec)])
     doctor = ["--db-path", str(db), "--json", "doctor", "--fts"]
-    in_sync = {"in_sync": True, "underpopulated_by_project": [], "orphan_rows": 0, "total_desynced": 0,
-               "repaired": False, "actions": 0}
+    in_sync = {
+        "in_sync": True,
+        "underpopulated_by_project": [],
+        "orphan_rows": 0,
+        "total_desynced": 0,
+        "repaired": False,
+        "actions": 0,
+    }
     assert ok_json(vipune(env, *doctor)) == in_sync
     assert len(search(env, db, QUERY, "--hybrid", "--recency", "0")) == 2
     with sqlite3.connect(db) as conn:  # empty the index behind vipune's back
@@ -490,11 +615,9 @@ def test_doctor_fts_cannot_see_an_index_emptied_behind_its_back(env, db, tmp_pat
     assert [h["similarity"] for h in hits] == pytest.approx([1 / 26, 1 / 27])
 
 
-def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
-                                                        vipune_tiny_model_dir) -> None:
+def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path, vipune_tiny_model_dir) -> None:
     text = "My puppy needs a new leash."
-    added = ok_json(vipune(env, "--db-path", str(db), "-p", "probe", "--json", "add", text,
-                           "--force"))
+    added = ok_json(vipune(env, "--db-path", str(db), "-p", "probe", "--json", "add", text, "--force"))
     assert added["status"] == "added"
     out = tmp_path / "out.jsonl"
     assert ok_json(vipune(env, "--db-path", str(db), "--json", "export", str(out)))["rows"] == 1
@@ -503,10 +626,15 @@ def test_add_export_roundtrip_is_the_mean_pooled_vector(env, db, tmp_path,
     # Compact, keys sorted, no legacy "version" in the header (its importer takes either key).
     assert first == json.dumps(hdr, sort_keys=True, separators=(",", ":"))
     assert list(exported) == sorted(exported) and "version" not in hdr
-    assert (hdr["type"], hdr["format_version"], hdr["embedding_dims"], hdr["model_id"],
-            hdr["model_revision"], hdr["rows"]) == ("export", 1, DIM, EMBED_MODEL_ID, EMBED_MODEL_REVISION, 1)
-    assert (exported["id"], exported["project_id"], exported["content"]) == (
-        added["id"], "probe", text)
+    assert (
+        hdr["type"],
+        hdr["format_version"],
+        hdr["embedding_dims"],
+        hdr["model_id"],
+        hdr["model_revision"],
+        hdr["rows"],
+    ) == ("export", 1, DIM, EMBED_MODEL_ID, EMBED_MODEL_REVISION, 1)
+    assert (exported["id"], exported["project_id"], exported["content"]) == (added["id"], "probe", text)
     vec = np.frombuffer(base64.b64decode(exported["embedding"]), "<f4")
     np.testing.assert_allclose(vec, reference_embed(vipune_tiny_model_dir, text), atol=1e-6)
     # The export is valid import input.
@@ -544,24 +672,33 @@ def test_fault_modes(env, db, tmp_path, qvec) -> None:
         vipune(env, *base, FAKE_VIPUNE_FAULT="hang", timeout=1.0)
 
     src = write_jsonl(tmp_path / "more.jsonl", [row("b", qvec), row("c", qvec)])
-    proc = vipune(env, "--db-path", str(db), "--json", "import", str(src),
-                  FAKE_VIPUNE_FAULT="short-import")
+    proc = vipune(env, "--db-path", str(db), "--json", "import", str(src), FAKE_VIPUNE_FAULT="short-import")
     assert ok_json(proc) == {"inserted": 1, "skipped": 0}
     assert db_count(db) == 3
 
 
 # --------------------------------------------------------------------------- the query cache
 @fake_only
-def test_a_cached_query_vector_is_the_computed_one_and_is_kept_per_model_and_pooling(
-        env, db, tmp_path, qvec) -> None:
-    import_rows(env, db, tmp_path, [row("r30", at_cosine(qvec, 0.3, 1)),
-                                    row("r90", at_cosine(qvec, 0.9, 2)), row("r100", qvec)])
+def test_a_cached_query_vector_is_the_computed_one_and_is_kept_per_model_and_pooling(env, db, tmp_path, qvec) -> None:
+    import_rows(
+        env, db, tmp_path, [row("r30", at_cosine(qvec, 0.3, 1)), row("r90", at_cosine(qvec, 0.9, 2)), row("r100", qvec)]
+    )
     cache = tmp_path / "query-vectors"
 
     def ranked(hf_home: Path | None = None, **extra_env: str) -> list[tuple[str, float]]:
         call_env = {**env, "HF_HOME": str(hf_home)} if hf_home else env
-        return [(h["id"], h["similarity"]) for h in search(call_env, db, QUERY, "--no-hybrid", "--recency", "0",
-                                                           **{"FAKE_VIPUNE_QUERY_CACHE": str(cache), **extra_env})]
+        return [
+            (h["id"], h["similarity"])
+            for h in search(
+                call_env,
+                db,
+                QUERY,
+                "--no-hybrid",
+                "--recency",
+                "0",
+                **{"FAKE_VIPUNE_QUERY_CACHE": str(cache), **extra_env},
+            )
+        ]
 
     computed = ranked(FAKE_VIPUNE_QUERY_CACHE="")
     assert not cache.exists()  # an empty FAKE_VIPUNE_QUERY_CACHE keeps nothing
@@ -572,9 +709,17 @@ def test_a_cached_query_vector_is_the_computed_one_and_is_kept_per_model_and_poo
     kept.write_bytes(at_cosine(qvec, 0.9, 2).tobytes())  # the cache is what a second search reads
     assert ranked()[0] == ("r90", pytest.approx(1.0))
     # Another model or another pooling is another vector: the altered one is not read.
-    other = build_vipune_hf_home(build_tiny_model(tmp_path / "other-model", seed=5), "model.onnx",
-                                 EMBED_MODEL_ID, EMBED_MODEL_REVISION, tmp_path / "other-hf")
+    other = build_vipune_hf_home(
+        build_tiny_model(tmp_path / "other-model", seed=5),
+        "model.onnx",
+        EMBED_MODEL_ID,
+        EMBED_MODEL_REVISION,
+        tmp_path / "other-hf",
+    )
     assert ranked(other) == ranked(other, FAKE_VIPUNE_QUERY_CACHE="") != ranked()
-    assert ranked(FAKE_VIPUNE_FAULT="cls-pooling") == ranked(FAKE_VIPUNE_FAULT="cls-pooling",
-                                                           FAKE_VIPUNE_QUERY_CACHE="") != ranked()
+    assert (
+        ranked(FAKE_VIPUNE_FAULT="cls-pooling")
+        == ranked(FAKE_VIPUNE_FAULT="cls-pooling", FAKE_VIPUNE_QUERY_CACHE="")
+        != ranked()
+    )
     assert len(list(cache.iterdir())) == 3

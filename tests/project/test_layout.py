@@ -18,26 +18,42 @@ TEST_FILES = sorted(TESTS.rglob("test_*.py"))
 WITHOUT_OWN_FILE = {
     "__init__": ("tests/unit/stages/search/test_plugin.py", "vipune_eval.Haystack, its one attribute, is the plugin's"),
     "__main__": ("", "`python -m vipune_eval`: two lines that call cli.main (tests/unit/test_cli.py)"),
-    "core.longmemeval": ("tests/unit/stages/test_score.py", "LongMemEval's own measures, beside the scoring that "
-                                                            "calls them"),
+    "core.longmemeval": (
+        "tests/unit/stages/test_score.py",
+        "LongMemEval's own measures, beside the scoring that calls them",
+    ),
     "core.report_inputs": ("", "types only: the TypedDicts of the report's manifest"),
-    "plan.config_args": ("tests/workflow/test_config_args.py", "it corrects Snakemake's own reading of --config, "
-                                                               "so it is tested through Snakemake"),
+    "plan.config_args": (
+        "tests/workflow/test_config_args.py",
+        "it corrects Snakemake's own reading of --config, so it is tested through Snakemake",
+    ),
     "registry.shared_arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),
     "registry.models": ("tests/unit/stages/test_download.py", "the model pins, checked where a download verifies them"),
-    "stages.embed.provider": ("tests/unit/stages/embed/test_store.py", "the provider a job resolves, beside the "
-                                                                       "store it writes"),
-    "stages.filter.official": ("tests/unit/stages/filter/test_pairs.py", "the official view's rows, read from one "
-                                                                        "generated file with the pairs"),
-    "stages.filter.reader": ("tests/unit/stages/filter/test_pairs.py", "both filter commands read the dataset "
-                                                                      "through it there, bad input included"),
-    "stages.filter.rows": ("tests/unit/stages/filter/test_pairs.py", "filter-rows, run on the same generated file "
-                                                                    "as filter-pairs"),
-    "vipune.contract": ("tests/unit/stages/search/test_preflight.py", "constants, each checked against the binary "
-                                                                     "by the preflight"),
+    "stages.embed.provider": (
+        "tests/unit/stages/embed/test_store.py",
+        "the provider a job resolves, beside the store it writes",
+    ),
+    "stages.filter.official": (
+        "tests/unit/stages/filter/test_pairs.py",
+        "the official view's rows, read from one generated file with the pairs",
+    ),
+    "stages.filter.reader": (
+        "tests/unit/stages/filter/test_pairs.py",
+        "both filter commands read the dataset through it there, bad input included",
+    ),
+    "stages.filter.rows": (
+        "tests/unit/stages/filter/test_pairs.py",
+        "filter-rows, run on the same generated file as filter-pairs",
+    ),
+    "vipune.contract": (
+        "tests/unit/stages/search/test_preflight.py",
+        "constants, each checked against the binary by the preflight",
+    ),
     "vipune.release": ("tests/project/test_facts.py", "one constant, held to the docs and build.sh there"),
-    "stages.embed.projection": ("tests/unit/stages/embed/test_tally.py", "the embed throughput projected from "
-                                                                         "the tallies, beside the tally"),
+    "stages.embed.projection": (
+        "tests/unit/stages/embed/test_tally.py",
+        "the embed throughput projected from the tallies, beside the tally",
+    ),
 }
 
 
@@ -61,9 +77,13 @@ def package_modules_imported_by(path: Path) -> set[str]:
     modules = set(import_graph())
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                 [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
-                 if isinstance(node, ast.ImportFrom) and not node.level else [])
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
         for name in names:
             if name == "vipune_eval":
                 found.add("__init__")
@@ -97,10 +117,18 @@ def test_no_test_module_imports_another():
     found = []
     for path in TEST_FILES + [TESTS / "conftest.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            found += [f"{path.relative_to(REPO)} imports {n}" for n in names
-                      if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [
+                f"{path.relative_to(REPO)} imports {n}"
+                for n in names
+                if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"
+            ]
     assert not found, "; ".join(found)
 
 
@@ -112,24 +140,35 @@ def test_test_file_names_are_unique():
 
 def test_helpers_live_in_support_only():
     """Every Python file under tests/ is a test file, a conftest or support (the fakes included)."""
-    others = [p.relative_to(REPO) for p in TESTS.rglob("*.py")
-              if not p.name.startswith("test_") and p.name != "conftest.py" and p.parent != TESTS / "support"]
+    others = [
+        p.relative_to(REPO)
+        for p in TESTS.rglob("*.py")
+        if not p.name.startswith("test_") and p.name != "conftest.py" and p.parent != TESTS / "support"
+    ]
     assert not others, others
 
 
 def test_the_longest_files_named_for_xdist_exist():
     tree = ast.parse((TESTS / "conftest.py").read_text())
-    (names,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-                and any(getattr(t, "id", None) == "LONGEST_FIRST" for t in node.targets)]
+    (names,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "LONGEST_FIRST" for t in node.targets)
+    ]
     missing = [name for name in names if not (TESTS / name).is_file()]
     assert not missing, f"tests/conftest.py LONGEST_FIRST names files that are not there: {missing}"
 
 
 def test_every_module_has_its_unit_test_file_or_a_stated_reason():
-    missing = [f"vipune_eval/{m.replace('.', '/')}.py: no {own_test_file(m).relative_to(REPO)}"
-               for m in modules_needing_a_test_file() if not own_test_file(m).is_file() and m not in WITHOUT_OWN_FILE]
-    assert not missing, ("write the module's unit test file, or give the reason in tests/project/test_layout.py "
-                         f"WITHOUT_OWN_FILE: {'; '.join(missing)}")
+    missing = [
+        f"vipune_eval/{m.replace('.', '/')}.py: no {own_test_file(m).relative_to(REPO)}"
+        for m in modules_needing_a_test_file()
+        if not own_test_file(m).is_file() and m not in WITHOUT_OWN_FILE
+    ]
+    assert not missing, (
+        "write the module's unit test file, or give the reason in tests/project/test_layout.py "
+        f"WITHOUT_OWN_FILE: {'; '.join(missing)}"
+    )
 
 
 def test_every_stated_reason_still_holds():

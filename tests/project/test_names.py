@@ -29,10 +29,15 @@ def named_for(command: str, target: str) -> bool:
 
 
 def test_every_commands_module_is_named_for_it():
-    wrong = [f"{name}: {command.target.split(':')[0].replace('.', '/')}.py"
-             for name, command in COMMANDS.items() if name not in NOT_YET and not named_for(name, command.target)]
-    assert not wrong, ("a command's module is named for it (search-arms: stages/search/arms.py); rename the "
-                       f"module or the command and its rule: {'; '.join(wrong)}")
+    wrong = [
+        f"{name}: {command.target.split(':')[0].replace('.', '/')}.py"
+        for name, command in COMMANDS.items()
+        if name not in NOT_YET and not named_for(name, command.target)
+    ]
+    assert not wrong, (
+        "a command's module is named for it (search-arms: stages/search/arms.py); rename the "
+        f"module or the command and its rule: {'; '.join(wrong)}"
+    )
 
 
 def test_the_exceptions_are_still_needed():
@@ -57,7 +62,7 @@ def rules_and_commands() -> dict[str, set[str]]:
         text = path.read_text(encoding="utf-8")
         starts = list(re.finditer(r"^\s*rule (\w+):", text, re.M))
         for start, end in zip(starts, [*starts[1:], None]):
-            body = text[start.end():end.start() if end else len(text)]
+            body = text[start.end() : end.start() if end else len(text)]
             found[start.group(1)] = set(re.findall(r"\bvipune-eval ([a-z][a-z-]*)", body))
     return found
 
@@ -65,8 +70,11 @@ def rules_and_commands() -> dict[str, set[str]]:
 def test_a_rule_that_runs_a_command_is_named_for_it():
     found = rules_and_commands()
     assert {"search_arms", "score", "vipune_binary"} <= set(found)  # the parse sees the rules
-    wrong = [f"rule {rule} runs vipune-eval {', '.join(sorted(commands))}" for rule, commands in found.items()
-             if commands and commands != {rule.replace("_", "-")}]
+    wrong = [
+        f"rule {rule} runs vipune-eval {', '.join(sorted(commands))}"
+        for rule, commands in found.items()
+        if commands and commands != {rule.replace("_", "-")}
+    ]
     assert not wrong, "; ".join(wrong) + " (a rule is its command with '_': search-arms runs in rule search_arms)"
     unknown = sorted({c for commands in found.values() for c in commands} - set(COMMANDS))
     assert not unknown, f"rules run commands the CLI lacks: {unknown}"
@@ -83,10 +91,19 @@ PHRASES_NOT_YET: dict[str, str] = {
 
 def prose_files() -> list:
     """The docs, the package, the workflow and the configs: what a reader reads as prose."""
-    return sorted({*REPO.glob("*.md"), *(REPO / "docs").glob("*.md"), *(REPO / "vipune_eval").rglob("*.py"),
-                   *(REPO / "workflow").rglob("*.smk"), *(REPO / "workflow").rglob("*.yaml"),
-                   *(REPO / "workflow").rglob("*.rst"), *(REPO / "config").glob("*.yaml"),
-                   REPO / "workflow" / "Snakefile", REPO / "lane" / "Cargo.toml"})
+    return sorted(
+        {
+            *REPO.glob("*.md"),
+            *(REPO / "docs").glob("*.md"),
+            *(REPO / "vipune_eval").rglob("*.py"),
+            *(REPO / "workflow").rglob("*.smk"),
+            *(REPO / "workflow").rglob("*.yaml"),
+            *(REPO / "workflow").rglob("*.rst"),
+            *(REPO / "config").glob("*.yaml"),
+            REPO / "workflow" / "Snakefile",
+            REPO / "lane" / "Cargo.toml",
+        }
+    )
 
 
 def retired_phrases(text: str) -> list[str]:
@@ -96,16 +113,24 @@ def retired_phrases(text: str) -> list[str]:
 
 
 def test_no_retired_lane_phrase_in_the_docs_the_package_or_the_workflow():
-    found = [f"{path.relative_to(REPO)}: {', '.join(sorted(set(phrases)))}" for path in prose_files()
-             if path.relative_to(REPO).as_posix() not in PHRASES_NOT_YET
-             and (phrases := retired_phrases(path.read_text(encoding="utf-8")))]
-    assert not found, ("retired phrases (docs/glossary.md says what to write instead: the binary lane, the lib "
-                       f"lane, the reference retrievers): {'; '.join(found)}")
+    found = [
+        f"{path.relative_to(REPO)}: {', '.join(sorted(set(phrases)))}"
+        for path in prose_files()
+        if path.relative_to(REPO).as_posix() not in PHRASES_NOT_YET
+        and (phrases := retired_phrases(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, (
+        "retired phrases (docs/glossary.md says what to write instead: the binary lane, the lib "
+        f"lane, the reference retrievers): {'; '.join(found)}"
+    )
 
 
 def test_the_phrase_exceptions_are_still_needed():
-    stale = [name for name in PHRASES_NOT_YET
-             if not (REPO / name).is_file() or not retired_phrases((REPO / name).read_text(encoding="utf-8"))]
+    stale = [
+        name
+        for name in PHRASES_NOT_YET
+        if not (REPO / name).is_file() or not retired_phrases((REPO / name).read_text(encoding="utf-8"))
+    ]
     assert not stale, f"tests/project/test_names.py PHRASES_NOT_YET: remove {stale} (no retired phrase there now)"
 
 
@@ -132,31 +157,46 @@ RETIRED_NAMES = {
 
 def code_and_docs() -> list:
     """What a reader of the code, the tests and the docs reads (this file, which lists the names, aside)."""
-    found = {*prose_files(), *(REPO / "tests").rglob("*.py"), *(REPO / "benchmarks").glob("*.py"),
-             REPO / "benchmarks" / "README.md", *(p for p in (REPO / ".ci").rglob("*") if p.is_file())}
+    found = {
+        *prose_files(),
+        *(REPO / "tests").rglob("*.py"),
+        *(REPO / "benchmarks").glob("*.py"),
+        REPO / "benchmarks" / "README.md",
+        *(p for p in (REPO / ".ci").rglob("*") if p.is_file()),
+    }
     return sorted(found - {REPO / "tests" / "project" / "test_names.py"})
 
 
 def retired_names(text: str) -> list[str]:
     text = text.split("## Retired phrases")[0]  # the glossary names them to retire them
-    return [f"{m.group(0)} (now {instead})" for pattern, instead in RETIRED_NAMES.items()
-            for m in re.finditer(pattern, text, re.M)]
+    return [
+        f"{m.group(0)} (now {instead})"
+        for pattern, instead in RETIRED_NAMES.items()
+        for m in re.finditer(pattern, text, re.M)
+    ]
 
 
 def test_no_retired_name_in_the_code_the_tests_or_the_docs():
-    found = [f"{path.relative_to(REPO)}: {'; '.join(sorted(set(names)))}" for path in code_and_docs()
-             if (names := retired_names(path.read_text(encoding="utf-8", errors="replace")))]
+    found = [
+        f"{path.relative_to(REPO)}: {'; '.join(sorted(set(names)))}"
+        for path in code_and_docs()
+        if (names := retired_names(path.read_text(encoding="utf-8", errors="replace")))
+    ]
     assert not found, "names retired by issue 55 (docs/glossary.md): " + " | ".join(found)
 
 
 def test_the_name_check_sees_each_retired_name():
     assert sorted(retired_names("from vipune_eval.vipune.lane import LaneRun")) == [
-        "LaneRun (now vipune/vipune_lane.py's VipuneLane)", "vipune.lane (now vipune/vipune_lane.py's VipuneLane)"]
+        "LaneRun (now vipune/vipune_lane.py's VipuneLane)",
+        "vipune.lane (now vipune/vipune_lane.py's VipuneLane)",
+    ]
     assert retired_names('BINARY = Runs("vipune", "vipune-semantic")')
     assert retired_names('paths.lib_run("{lane}")') and retired_names('"vipune-lib-{lane}"')
     assert not retired_names('echo "${lane}"') and not retired_names('f"{lane} is not there"')
-    assert not retired_names("vipune/vipune_lane.py VipuneLane {lane_build} html/report-page.html results/report.html "
-                             "registry/shared_arms.py core/report_inputs.py sections/provenance.py Runs on the cached")
+    assert not retired_names(
+        "vipune/vipune_lane.py VipuneLane {lane_build} html/report-page.html results/report.html "
+        "registry/shared_arms.py core/report_inputs.py sections/provenance.py Runs on the cached"
+    )
 
 
 def test_no_two_package_modules_share_a_file_name_and_no_two_classes_a_name():

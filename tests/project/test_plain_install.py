@@ -16,19 +16,28 @@ from support.scenarios import REPO
 @pytest.mark.slow  # a fresh venv and a pip install
 def test_a_plain_install_imports_every_module(tmp_path):
     source = tmp_path / "src"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".venv", ".git", "results", "benchmarks",
-                                                                "__pycache__", "*.egg-info", "tests"))
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".venv", ".git", "results", "benchmarks", "__pycache__", "*.egg-info", "tests"),
+    )
     env_dir = tmp_path / "venv"
     venv.create(env_dir)
     python = env_dir / "bin" / "python"
     # This environment's pip installs into the new one (no pip of its own to set up there), and
     # without byte-compiling every installed file: what the check imports compiles as it loads.
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-                              "--no-compile", str(source)], capture_output=True, text=True)
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile", str(source)],
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
     package = REPO / "vipune_eval"
-    modules = sorted(".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
-                     for p in package.rglob("*.py") if p.name != "__init__.py" or p.parent != package)
+    modules = sorted(
+        ".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+        for p in package.rglob("*.py")
+        if p.name != "__init__.py" or p.parent != package
+    )
     check = f"""
 import importlib, importlib.metadata, importlib.util, json, pathlib, vipune_eval
 where = pathlib.Path(vipune_eval.__file__).parent

@@ -203,9 +203,7 @@ def test_questions_overlap_gold_partially(
     assert hits >= len(data) // 8
 
 
-def test_deterministic(
-    tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]
-) -> None:
+def test_deterministic(tmp_path: Path, written: tuple[Path, DatasetSummary, list[dict[str, Any]]]) -> None:
     path, summary, _ = written
     again = write_dataset(tmp_path / "again.json", **PARAMS)
     assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
@@ -221,9 +219,7 @@ def test_rejects_too_small_pool(tmp_path: Path) -> None:
         write_dataset(tmp_path / "x.json", instances=3, abstention=4)
     # more fallback instances than usable ones: all usable instances fall back
     write_dataset(tmp_path / "x.json", instances=3, abstention=2, gold_fallback=2)
-    (usable,) = [
-        i for i in json.loads((tmp_path / "x.json").read_text()) if "_abs" not in i["question_id"]
-    ]
+    (usable,) = [i for i in json.loads((tmp_path / "x.json").read_text()) if "_abs" not in i["question_id"]]
     assert "answer_session_ids" not in usable
 
 
@@ -272,9 +268,7 @@ def test_question_closer_to_gold_than_fillers(
     for instance in data:
         gold = set(evidence_ids(instance))
         (question,) = model.embed([instance["question"]])
-        sessions = np.array(
-            list(model.embed([session_text(s) for s in instance["haystack_sessions"]]))
-        )
+        sessions = np.array(list(model.embed([session_text(s) for s in instance["haystack_sessions"]])))
         sims = sessions @ question
         is_gold = np.array([sid in gold for sid in instance["haystack_session_ids"]])
         closer += sims[is_gold].mean() > sims[~is_gold].mean()

@@ -82,9 +82,7 @@ def test_tokenizer_layout(model_dir: Path) -> None:
 
 
 def test_all_inputs_used(model_dir: Path) -> None:
-    session = ort.InferenceSession(
-        str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"]
-    )
+    session = ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"])
     assert {i.name for i in session.get_inputs()} == {
         "input_ids",
         "attention_mask",

@@ -47,7 +47,9 @@ def lookup(name: str, contexts: dict[str, Any]) -> Any:
         if not isinstance(value, dict) or part not in value:
             if name.startswith("steps."):
                 return ""
-            raise KeyError(f"docs/ci/vipune-eval.yml: {name!r} is no context the test knows (tests/support/ci_steps.py)")
+            raise KeyError(
+                f"docs/ci/vipune-eval.yml: {name!r} is no context the test knows (tests/support/ci_steps.py)"
+            )
         value = value[part]
     return value
 
@@ -80,7 +82,7 @@ def evaluate(text: str, contexts: dict[str, Any]) -> str:
 @dataclass
 class Ran:
     name: str
-    outcome: str                 # success, failure, skipped, github-only, not-run-here
+    outcome: str  # success, failure, skipped, github-only, not-run-here
     returncode: int | None = None
     stdout: str = ""
     stderr: str = ""
@@ -96,7 +98,7 @@ def _outputs(path: Path) -> dict[str, str]:
         if "<<" in lines[i] and "=" not in lines[i].split("<<")[0]:
             name, delimiter = lines[i].split("<<", 1)
             end = lines.index(delimiter, i + 1)
-            out[name] = "\n".join(lines[i + 1:end])
+            out[name] = "\n".join(lines[i + 1 : end])
             i = end + 1
             continue
         name, _, value = lines[i].partition("=")
@@ -105,8 +107,14 @@ def _outputs(path: Path) -> dict[str, str]:
     return out
 
 
-def run(workspace: Path, overrides: dict[str, str], env: dict[str, str], start_at: str | None = None,
-        outputs: dict[str, dict[str, str]] | None = None, timeout: float = 1200) -> list[Ran]:
+def run(
+    workspace: Path,
+    overrides: dict[str, str],
+    env: dict[str, str],
+    start_at: str | None = None,
+    outputs: dict[str, dict[str, str]] | None = None,
+    timeout: float = 1200,
+) -> list[Ran]:
     """Run the workflow's one job in ``workspace``: ``overrides`` replace values of the workflow's
     ``env:`` (the config, the cores, build.sh), ``env`` is the machine's environment (PATH with
     vipune-eval, snakemake and the stand-in gh); ``start_at``: the name of the first step to run
@@ -117,15 +125,29 @@ def run(workspace: Path, overrides: dict[str, str], env: dict[str, str], start_a
     temp.mkdir(exist_ok=True)
     event = temp / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": PR}}))
-    runner = {"GITHUB_WORKSPACE": str(workspace), "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_EVENT_NAME": "pull_request",
-              "GITHUB_EVENT_PATH": str(event), "GITHUB_STEP_SUMMARY": str(temp / "step-summary.md"),
-              "GITHUB_ENV": str(temp / "env"), "GITHUB_PATH": str(temp / "path"), "GITHUB_ACTIONS": "true",
-              "CI": "true", "RUNNER_OS": "Linux", "RUNNER_TEMP": str(temp)}
-    contexts: dict[str, Any] = {"github": {"workspace": str(workspace), "repository": REPOSITORY,
-                                           "token": "a-token-the-stand-in-gh-takes",
-                                           "event": {"pull_request": {"number": PR}}},
-                                "steps": {k: {"outputs": v} for k, v in (outputs or {}).items()},
-                                "job_failed": False}
+    runner = {
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(temp / "step-summary.md"),
+        "GITHUB_ENV": str(temp / "env"),
+        "GITHUB_PATH": str(temp / "path"),
+        "GITHUB_ACTIONS": "true",
+        "CI": "true",
+        "RUNNER_OS": "Linux",
+        "RUNNER_TEMP": str(temp),
+    }
+    contexts: dict[str, Any] = {
+        "github": {
+            "workspace": str(workspace),
+            "repository": REPOSITORY,
+            "token": "a-token-the-stand-in-gh-takes",
+            "event": {"pull_request": {"number": PR}},
+        },
+        "steps": {k: {"outputs": v} for k, v in (outputs or {}).items()},
+        "job_failed": False,
+    }
     contexts["env"] = {k: evaluate(v, contexts) for k, v in workflow["env"].items()}
     contexts["env"].update(overrides)
     shell = workflow["defaults"]["run"]["shell"]
@@ -151,9 +173,15 @@ def run(workspace: Path, overrides: dict[str, str], env: dict[str, str], start_a
         script = temp / f"step-{number}.sh"
         script.write_text(step["run"])
         step_env = {k: evaluate(v, contexts) for k, v in (step.get("env") or {}).items()}
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=workspace,
-                              env={**env, **runner, **contexts["env"], **step_env, "GITHUB_OUTPUT": str(output)},
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=workspace,
+            env={**env, **runner, **contexts["env"], **step_env, "GITHUB_OUTPUT": str(output)},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         outcome = "success" if proc.returncode == 0 else "failure"
         done = Ran(name, outcome, proc.returncode, proc.stdout, proc.stderr, _outputs(output))
         ran.append(done)
@@ -168,11 +196,13 @@ def stand_in_gh(folder: Path) -> Path:
     """A ``gh`` that records each call (its arguments, and the body file's text) in ``folder/gh.log``."""
     folder.mkdir(parents=True, exist_ok=True)
     gh = folder / "gh"
-    gh.write_text(f'#!/usr/bin/env python3\nimport json, sys, os\nargs = sys.argv[1:]\n'
-                  f'body = open(args[args.index("--body-file") + 1]).read() if "--body-file" in args else None\n'
-                  f'with open({str(folder / "gh.log")!r}, "a") as log:\n'
-                  f'    log.write(json.dumps({{"args": args, "body": body, "token": os.environ.get("GH_TOKEN"),\n'
-                  f'                          "repo": os.environ.get("GH_REPO")}}) + "\\n")\n')
+    gh.write_text(
+        f"#!/usr/bin/env python3\nimport json, sys, os\nargs = sys.argv[1:]\n"
+        f'body = open(args[args.index("--body-file") + 1]).read() if "--body-file" in args else None\n'
+        f'with open({str(folder / "gh.log")!r}, "a") as log:\n'
+        f'    log.write(json.dumps({{"args": args, "body": body, "token": os.environ.get("GH_TOKEN"),\n'
+        f'                          "repo": os.environ.get("GH_REPO")}}) + "\\n")\n'
+    )
     gh.chmod(0o755)
     return folder
 

@@ -44,14 +44,25 @@ MAX_CANDIDATE_POOL = 10_000
 def version() -> dict:
     binary = Path(os.environ.get("FAKE_LANE_DIR", Path(sys.argv[0]).parent)) / "vipune"
     sha = os.environ.get("FAKE_LANE_BINARY_SHA256") or (
-        hashlib.sha256(binary.read_bytes()).hexdigest() if binary.is_file() else None)
-    return {"name": "vipune-lane", "lane": "0.1.0", "vipune": vipune.DEFAULT_VERSION,
-            "vipune_source": "the fake lane of the tests (tests/support/fake_lane.py)", "lane_source": None,
-            "binary_sha256": sha, "profile": None,
-            "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
-            "sources": {"compiled": [], "copies": [], "vipune_source_sha256": os.environ.get("FAKE_LANE_SOURCE_SHA256"),
-                        "seeding": {"sha256": seeding_sha256(), "search_only": [], "changed": []}},
-            "unrecorded_arms": None}
+        hashlib.sha256(binary.read_bytes()).hexdigest() if binary.is_file() else None
+    )
+    return {
+        "name": "vipune-lane",
+        "lane": "0.1.0",
+        "vipune": vipune.DEFAULT_VERSION,
+        "vipune_source": "the fake lane of the tests (tests/support/fake_lane.py)",
+        "lane_source": None,
+        "binary_sha256": sha,
+        "profile": None,
+        "calls": ["fake_vipune.semantic_search", "fake_vipune.bm25_search", "fake_vipune.rrf_fusion"],
+        "sources": {
+            "compiled": [],
+            "copies": [],
+            "vipune_source_sha256": os.environ.get("FAKE_LANE_SOURCE_SHA256"),
+            "seeding": {"sha256": seeding_sha256(), "search_only": [], "changed": []},
+        },
+        "unrecorded_arms": None,
+    }
 
 
 def seeding_sha256() -> str:
@@ -73,9 +84,11 @@ def seed(header: dict, matrix, db_path: str) -> str | None:
         conn.execute("BEGIN")
         for i, rid in enumerate(header["ids"]):
             created = header["created_at"][i]
-            conn.execute("INSERT INTO memories (id, project_id, content, embedding, created_at, updated_at) "
-                         "VALUES (?,?,?,?,?,?)", (rid, header["question_id"], header["contents"][i], matrix[i].tobytes(),
-                                                  created, created))
+            conn.execute(
+                "INSERT INTO memories (id, project_id, content, embedding, created_at, updated_at) "
+                "VALUES (?,?,?,?,?,?)",
+                (rid, header["question_id"], header["contents"][i], matrix[i].tobytes(), created, created),
+            )
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -104,8 +117,11 @@ def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> di
         vipune.validate_query(query)
         vipune.validate_limit(limit)
         if query and header["question_tokens"] > vipune.MAX_EMBEDDING_TOKENS:
-            raise vipune.VipuneError(f"content exceeds {vipune.MAX_EMBEDDING_TOKENS}-token embedding limit "
-                                     f"(measured: {header['question_tokens']} tokens)", vipune.EXIT_TOO_LONG)
+            raise vipune.VipuneError(
+                f"content exceeds {vipune.MAX_EMBEDDING_TOKENS}-token embedding limit "
+                f"(measured: {header['question_tokens']} tokens)",
+                vipune.EXIT_TOO_LONG,
+            )
     except vipune.VipuneError as exc:
         return {"question_id": qid, "error": str(exc), "exit_code": exc.code}
     try:
@@ -132,10 +148,17 @@ def answer(header: dict, vectors: bytes, db_path: str, arms: bool = False) -> di
     hybrid = [[r["id"], r["similarity"]] for r in fused]
     if _faulted("foreign-id", query) and hybrid:
         hybrid[0][0] = "no-such-row"
-    out = {"question_id": qid, "semantic": [[r["id"], r["similarity"]] for r in semantic], "hybrid": hybrid,
-           "seconds": {**({"copy": 0.0} if header.get("seeded") else {"open": 0.0, "insert": 0.0}),
-                       **({"keep": 0.0} if header.get("keep") else {}),
-                       "semantic": seconds / 2, "hybrid": seconds / 2}}
+    out = {
+        "question_id": qid,
+        "semantic": [[r["id"], r["similarity"]] for r in semantic],
+        "hybrid": hybrid,
+        "seconds": {
+            **({"copy": 0.0} if header.get("seeded") else {"open": 0.0, "insert": 0.0}),
+            **({"keep": 0.0} if header.get("keep") else {}),
+            "semantic": seconds / 2,
+            "hybrid": seconds / 2,
+        },
+    }
     if keep_error:
         out["keep_error"] = keep_error
     if arms:
@@ -164,8 +187,11 @@ def search(args: list[str]) -> int:
     for number, line in enumerate(iter(stdin.readline, b""), start=1):
         header = json.loads(line)
         if header.get("seeded") and (header["ids"] or header.get("keep")):
-            print(f"vipune-lane: persona {header['question_id']}: a kept store (\"seeded\") comes without rows "
-                  "and without \"keep\"", file=sys.stderr)
+            print(
+                f'vipune-lane: persona {header["question_id"]}: a kept store ("seeded") comes without rows '
+                'and without "keep"',
+                file=sys.stderr,
+            )
             return 2
         size = (len(header["ids"]) + 1) * header["dims"] * 4
         vectors = stdin.read(size)

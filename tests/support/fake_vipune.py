@@ -122,8 +122,18 @@ END;
 
 # The harness-relevant row columns, in export order (import format).
 ROW_FIELDS = (
-    "id", "project_id", "content", "metadata", "embedding", "created_at", "updated_at",
-    "memory_type", "status", "superseded_by", "retrieval_count", "last_retrieved_at",
+    "id",
+    "project_id",
+    "content",
+    "metadata",
+    "embedding",
+    "created_at",
+    "updated_at",
+    "memory_type",
+    "status",
+    "superseded_by",
+    "retrieval_count",
+    "last_retrieved_at",
     "importance",
 )
 REQUIRED_STR = ("id", "project_id", "content", "embedding", "created_at", "updated_at")
@@ -205,12 +215,13 @@ def load_config() -> dict:
                 if not isinstance(data[key], str):
                     raise VipuneError(f"Configuration error: {key} in {path} must be a string")
                 config[key] = data[key]
-    for env, key in (("VIPUNE_EMBEDDING_MODEL", "embedding_model"),
-                     ("VIPUNE_DATABASE_PATH", "database_path")):
+    for env, key in (("VIPUNE_EMBEDDING_MODEL", "embedding_model"), ("VIPUNE_DATABASE_PATH", "database_path")):
         if os.environ.get(env):
             config[key] = os.environ[env]
-    for env, key in (("VIPUNE_RECENCY_WEIGHT", "recency_weight"),
-                     ("VIPUNE_SIMILARITY_THRESHOLD", "similarity_threshold")):
+    for env, key in (
+        ("VIPUNE_RECENCY_WEIGHT", "recency_weight"),
+        ("VIPUNE_SIMILARITY_THRESHOLD", "similarity_threshold"),
+    ):
         if env in os.environ:
             raw = os.environ[env]
             try:
@@ -224,8 +235,10 @@ def load_config() -> dict:
         elif raw in ("false", "0", ""):
             config["hybrid"] = False
         else:
-            print(f"warning: VIPUNE_HYBRID='{raw}' is not a valid boolean "
-                  "(expected true/false/1/0), keeping default", file=sys.stderr)
+            print(
+                f"warning: VIPUNE_HYBRID='{raw}' is not a valid boolean (expected true/false/1/0), keeping default",
+                file=sys.stderr,
+            )
     if not 0.0 <= config["recency_weight"] <= 1.0:
         raise VipuneError("Configuration error: recency_weight must be between 0.0 and 1.0")
     return config
@@ -251,8 +264,9 @@ def prepare_home() -> None:
     try:
         (Path.home() / ".vipune").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise VipuneError(f"Configuration error: Failed to create database directory "
-                          f"{Path.home() / '.vipune'}: {exc}") from exc
+        raise VipuneError(
+            f"Configuration error: Failed to create database directory {Path.home() / '.vipune'}: {exc}"
+        ) from exc
 
 
 def open_db(db_path: str | None, busy_timeout: float = 5.0) -> sqlite3.Connection:
@@ -299,20 +313,25 @@ class Embedder:
     def __init__(self):
         configured = load_config()["embedding_model"]
         if configured != MODEL_ID:
-            raise VipuneError(f"Configuration error: Failed to load embedding model '{configured}' "
-                              "(the fake knows only bge-small-en-v1.5)")
+            raise VipuneError(
+                f"Configuration error: Failed to load embedding model '{configured}' "
+                "(the fake knows only bge-small-en-v1.5)"
+            )
         model_dir = self._snapshot_dir()
-        onnx_path = next((p for p in (model_dir / "onnx" / "model.onnx", model_dir / "model.onnx")
-                          if p.is_file()), None)
+        onnx_path = next(
+            (p for p in (model_dir / "onnx" / "model.onnx", model_dir / "model.onnx") if p.is_file()), None
+        )
         tok_path = model_dir / "tokenizer.json"
         if onnx_path is None:
             raise VipuneError(
                 f"Configuration error: Failed to load embedding model '{MODEL_ID}': no "
-                f"onnx/model.onnx or model.onnx under {model_dir} (the fake never downloads)")
+                f"onnx/model.onnx or model.onnx under {model_dir} (the fake never downloads)"
+            )
         if not tok_path.is_file():
             raise VipuneError(
                 f"Configuration error: Failed to load embedding model '{MODEL_ID}': "
-                f"{tok_path} not found (the fake never downloads)")
+                f"{tok_path} not found (the fake never downloads)"
+            )
         self.onnx_path, self.tok_path = onnx_path, tok_path
         self.session = None  # loaded by the first text it must embed (not on a cached query)
 
@@ -330,14 +349,12 @@ class Embedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        self.session = ort.InferenceSession(str(self.onnx_path), options,
-                                            providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
         self.input_names = {i.name for i in self.session.get_inputs()}
         outputs = [o.name for o in self.session.get_outputs()]
         name = next((n for n in ("last_hidden_state", "token_embeddings") if n in outputs), None)
         if name is None:
-            raise VipuneError("Inference error: Output tensor 'last_hidden_state' or "
-                              "'token_embeddings' not found")
+            raise VipuneError("Inference error: Output tensor 'last_hidden_state' or 'token_embeddings' not found")
         self.output_name = name
 
     def _cache_file(self, text: str) -> Path | None:
@@ -387,7 +404,8 @@ class Embedder:
         except OSError as exc:
             raise VipuneError(
                 f"Configuration error: Failed to load embedding model '{MODEL_ID}': "
-                f"cannot read {ref} ({exc.strerror}); the fake never downloads") from exc
+                f"cannot read {ref} ({exc.strerror}); the fake never downloads"
+            ) from exc
         return repo_dir / "snapshots" / commit
 
     def token_count(self, text: str) -> int:
@@ -401,8 +419,9 @@ class Embedder:
         count = self.token_count(text)
         if count > MAX_EMBEDDING_TOKENS:
             raise VipuneError(
-                f"content exceeds {MAX_EMBEDDING_TOKENS}-token embedding limit (measured: {count} "
-                "tokens)", EXIT_TOO_LONG)
+                f"content exceeds {MAX_EMBEDDING_TOKENS}-token embedding limit (measured: {count} tokens)",
+                EXIT_TOO_LONG,
+            )
         enc = self.tokenizer.encode(text, add_special_tokens=True)
         if not enc.ids:
             return array("f", bytes(BLOB_BYTES))
@@ -413,8 +432,10 @@ class Embedder:
             feed["token_type_ids"] = np.zeros_like(ids)
         (hidden,) = self.session.run([self.output_name], feed)
         if hidden.ndim != 3 or hidden.shape[0] != 1 or hidden.shape[2] != EMBEDDING_DIMS:
-            raise VipuneError(f"Inference error: Unexpected output shape: {list(hidden.shape)}, "
-                              f"batch=1, hidden={EMBEDDING_DIMS} expected")
+            raise VipuneError(
+                f"Inference error: Unexpected output shape: {list(hidden.shape)}, "
+                f"batch=1, hidden={EMBEDDING_DIMS} expected"
+            )
         m = mask[0].astype(np.float32)
         pooled = (hidden[0].astype(np.float32) * m[:, None]).sum(axis=0) / max(m.sum(), 1e-9)
         if os.environ.get("FAKE_VIPUNE_FAULT") == "cls-pooling":
@@ -428,8 +449,7 @@ def validate_limit(limit: int) -> None:
     if limit == 0:
         raise VipuneError("Invalid input: Limit must be greater than 0")
     if limit > MAX_SEARCH_LIMIT:
-        raise VipuneError(f"Invalid input: Limit {limit} exceeds maximum allowed "
-                          f"({MAX_SEARCH_LIMIT})")
+        raise VipuneError(f"Invalid input: Limit {limit} exceeds maximum allowed ({MAX_SEARCH_LIMIT})")
 
 
 def validate_query(query: str) -> None:
@@ -439,15 +459,28 @@ def validate_query(query: str) -> None:
         raise VipuneError(f"Input too long: {len(query)} characters (max: {MAX_INPUT_CHARS})")
 
 
-SELECT_COLS = ("m.id, m.project_id, m.content, m.metadata, m.embedding, m.created_at, "
-               "m.updated_at, m.importance, m.retrieval_count, m.last_retrieved_at, "
-               "m.memory_type, m.status")
+SELECT_COLS = (
+    "m.id, m.project_id, m.content, m.metadata, m.embedding, m.created_at, "
+    "m.updated_at, m.importance, m.retrieval_count, m.last_retrieved_at, "
+    "m.memory_type, m.status"
+)
 
 
 def _row_dict(row) -> dict:
-    keys = ("id", "project_id", "content", "metadata", "embedding", "created_at",
-            "updated_at", "importance", "retrieval_count", "last_retrieved_at", "memory_type",
-            "status")
+    keys = (
+        "id",
+        "project_id",
+        "content",
+        "metadata",
+        "embedding",
+        "created_at",
+        "updated_at",
+        "importance",
+        "retrieval_count",
+        "last_retrieved_at",
+        "memory_type",
+        "status",
+    )
     return dict(zip(keys, row))
 
 
@@ -456,10 +489,14 @@ def semantic_search(conn, project_id: str, query_vec, limit: int) -> list[dict]:
     import order), then a stable sort by score: exact ties keep the newer row first.
     src/sqlite/embedding.rs: each f32 widened to f64, products and squares summed in order."""
     validate_limit(limit)
-    rows = [_row_dict(r) for r in
-            conn.execute(f"SELECT {SELECT_COLS} FROM memories m WHERE m.project_id = ? "
-                         "AND m.status = 'active' ORDER BY m.created_at DESC, m.rowid ASC",
-                         (project_id,))]
+    rows = [
+        _row_dict(r)
+        for r in conn.execute(
+            f"SELECT {SELECT_COLS} FROM memories m WHERE m.project_id = ? "
+            "AND m.status = 'active' ORDER BY m.created_at DESC, m.rowid ASC",
+            (project_id,),
+        )
+    ]
     q = list(map(float, query_vec))
     q_norm, q_finite = math.sqrt(_dot(q, q)), all(map(math.isfinite, q))
     for row in rows:
@@ -483,8 +520,7 @@ def _dot(a: list[float], b: list[float]) -> float:
 def escape_fts_query(query: str) -> str:
     """src/sqlite/fts.rs escape_fts_query: every whitespace token quoted, implicit AND."""
     joiner = " OR " if os.environ.get("FAKE_VIPUNE_FAULT") == "bm25-or" else " "
-    return joiner.join('"' + w.replace("\\", "\\\\").replace('"', '""') + '"'
-                       for w in query.split())
+    return joiner.join('"' + w.replace("\\", "\\\\").replace('"', '""') + '"' for w in query.split())
 
 
 def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
@@ -492,10 +528,12 @@ def bm25_search(conn, query: str, project_id: str, limit: int) -> list[dict]:
     escaped = escape_fts_query(query)
     if not escaped:
         return []
-    sql = (f"SELECT {SELECT_COLS}, bm25(memories_fts) AS bm25_score "
-           "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-           "WHERE memories_fts MATCH ? AND m.project_id = ? AND m.status = 'active' "
-           "ORDER BY bm25(memories_fts) LIMIT ?")
+    sql = (
+        f"SELECT {SELECT_COLS}, bm25(memories_fts) AS bm25_score "
+        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        "WHERE memories_fts MATCH ? AND m.project_id = ? AND m.status = 'active' "
+        "ORDER BY bm25(memories_fts) LIMIT ?"
+    )
     out = []
     for r in conn.execute(sql, (escaped, project_id, limit)):
         row = _row_dict(r[:-1])
@@ -616,13 +654,12 @@ def cmd_search(args) -> int:
         pool = min(max(args.limit * 10, 50), MAX_SEARCH_LIMIT)
         if os.environ.get("FAKE_VIPUNE_FAULT") == "pool-all":
             pool = MAX_SEARCH_LIMIT
-        results = rrf_fusion([semantic_search(conn, project, query_vec, pool),
-                              bm25_search(conn, query, project, pool)])
+        results = rrf_fusion([semantic_search(conn, project, query_vec, pool), bm25_search(conn, query, project, pool)])
     else:
         results = semantic_search(conn, project, query_vec, args.limit)
     if weight > 0.0:
         results = apply_recency(results, weight)
-    results = results[:args.limit]
+    results = results[: args.limit]
     fault = os.environ.get("FAKE_VIPUNE_FAULT", "")
     if os.environ.get("FAKE_VIPUNE_FAULT_MATCH", "") not in query:
         fault = ""
@@ -637,17 +674,31 @@ def cmd_search(args) -> int:
         try:
             conn.execute(
                 "UPDATE memories SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? "
-                f"WHERE id IN ({','.join('?' * len(ids))})", [now_rfc3339(), *ids])
+                f"WHERE id IN ({','.join('?' * len(ids))})",
+                [now_rfc3339(), *ids],
+            )
         except sqlite3.Error as exc:
             print(f"warning: failed to update retrieval stats: {exc}", file=sys.stderr)
 
     if args.json:
-        print_json({"results": [
-            {"id": r["id"], "content": r["content"], "similarity": r["similarity"],
-             "created_at": r["created_at"], "retrieval_count": r["retrieval_count"],
-             "last_retrieved_at": r["last_retrieved_at"], "memory_type": r["memory_type"],
-             "status": r["status"], "importance": r["importance"]}
-            for r in results]})
+        print_json(
+            {
+                "results": [
+                    {
+                        "id": r["id"],
+                        "content": r["content"],
+                        "similarity": r["similarity"],
+                        "created_at": r["created_at"],
+                        "retrieval_count": r["retrieval_count"],
+                        "last_retrieved_at": r["last_retrieved_at"],
+                        "memory_type": r["memory_type"],
+                        "status": r["status"],
+                        "importance": r["importance"],
+                    }
+                    for r in results
+                ]
+            }
+        )
     else:
         for r in results:
             print(f"{r['id']} [score: {r['similarity']:.2f}]\n  {r['content']}\n")
@@ -664,38 +715,41 @@ def _check_row(obj, line_no: int) -> tuple[dict, bytes]:
             raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
     for key in ("memory_type", "status"):  # required by the real ImportRow
         if not isinstance(obj.get(key), str):
-            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`"
-                              if key not in obj else
-                              f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string")
+            raise VipuneError(
+                f"Invalid input: line {line_no}: malformed JSON: missing field `{key}`"
+                if key not in obj
+                else f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string"
+            )
     for key in OPTIONAL_STR:
         if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a "
-                              "string or null")
+            raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `{key}` must be a string or null")
     if "importance" in obj and obj["importance"] is None:
-        raise VipuneError(f"Invalid input: line {line_no}: importance must be one of low, medium, "
-                          "high, critical (got null)")
+        raise VipuneError(
+            f"Invalid input: line {line_no}: importance must be one of low, medium, high, critical (got null)"
+        )
     importance = obj.get("importance", "medium")
     if not isinstance(importance, str) or importance.lower() not in IMPORTANCE_SCALE:
-        raise VipuneError(f"Invalid input: line {line_no}: Invalid importance '{importance}'. Must be "
-                          "one of: low, medium, high, critical")
+        raise VipuneError(
+            f"Invalid input: line {line_no}: Invalid importance '{importance}'. Must be "
+            "one of: low, medium, high, critical"
+        )
     obj = {**obj, "importance": importance.lower()}
     if "retrieval_count" not in obj:
-        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field "
-                          "`retrieval_count`")
+        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: missing field `retrieval_count`")
     count = obj["retrieval_count"]
     if isinstance(count, bool) or not isinstance(count, int):
-        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `retrieval_count` must "
-                          "be an integer")
+        raise VipuneError(f"Invalid input: line {line_no}: malformed JSON: `retrieval_count` must be an integer")
     if not obj["embedding"]:
-        raise VipuneError(f"Invalid input: line {line_no}: empty embedding (NULL/empty blobs are "
-                          "not restorable)")
+        raise VipuneError(f"Invalid input: line {line_no}: empty embedding (NULL/empty blobs are not restorable)")
     try:
         blob = base64.b64decode(obj["embedding"], validate=True)
     except (binascii.Error, ValueError) as exc:
         raise VipuneError(f"Invalid input: line {line_no}: invalid base64 embedding: {exc}") from exc
     if len(blob) != BLOB_BYTES:
-        raise VipuneError(f"Invalid input: line {line_no}: wrong-dimension embedding: expected "
-                          f"{BLOB_BYTES} bytes ({EMBEDDING_DIMS}xf32), got {len(blob)} bytes")
+        raise VipuneError(
+            f"Invalid input: line {line_no}: wrong-dimension embedding: expected "
+            f"{BLOB_BYTES} bytes ({EMBEDDING_DIMS}xf32), got {len(blob)} bytes"
+        )
     return obj, blob
 
 
@@ -716,19 +770,24 @@ def _check_header(line: str) -> None:
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
         raise VipuneError("Invalid input: line 1: header missing rows")
     # A fresh database records no model: it counts as the default, bge-small at its revision.
-    source = (header.get("model_id") if isinstance(header.get("model_id"), str) else MODEL_ID,
-              header.get("model_revision") if isinstance(header.get("model_revision"), str) else MODEL_REVISION)
+    source = (
+        header.get("model_id") if isinstance(header.get("model_id"), str) else MODEL_ID,
+        header.get("model_revision") if isinstance(header.get("model_revision"), str) else MODEL_REVISION,
+    )
     if source != (MODEL_ID, MODEL_REVISION):
         raise VipuneError(
             f"Invalid input: import refused: export was produced with model {source[0]}@{source[1]} "
             f"but the destination database uses {MODEL_ID}@{MODEL_REVISION}. Re-import into a store "
-            "embedded with the same model, or complete the migration with `vipune reindex --force`.")
+            "embedded with the same model, or complete the migration with `vipune reindex --force`."
+        )
 
 
 def cmd_import(args) -> int:
     # The real import is handed the detected project, so it always warns.
-    print(f"warning: --project ({project_of(args)}) is ignored for import; import restores all "
-          "projects in the file", file=sys.stderr)
+    print(
+        f"warning: --project ({project_of(args)}) is ignored for import; import restores all projects in the file",
+        file=sys.stderr,
+    )
     try:
         inserted, skipped = _import(args)
     except VipuneError as exc:
@@ -787,10 +846,22 @@ def _import(args) -> tuple[int, int]:
                 "INSERT INTO memories (id, project_id, content, metadata, embedding, created_at, "
                 "updated_at, memory_type, status, superseded_by, retrieval_count, "
                 "last_retrieved_at, importance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row["id"], row["project_id"], row["content"], row.get("metadata"), blob,
-                 row["created_at"], row["updated_at"], row["memory_type"], row["status"],
-                 row.get("superseded_by"), row["retrieval_count"], row.get("last_retrieved_at"),
-                 row["importance"]))
+                (
+                    row["id"],
+                    row["project_id"],
+                    row["content"],
+                    row.get("metadata"),
+                    blob,
+                    row["created_at"],
+                    row["updated_at"],
+                    row["memory_type"],
+                    row["status"],
+                    row.get("superseded_by"),
+                    row["retrieval_count"],
+                    row.get("last_retrieved_at"),
+                    row["importance"],
+                ),
+            )
             inserted += 1
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
@@ -810,13 +881,22 @@ def cmd_add(args) -> int:
     project = project_of(args)
     vec = Embedder().embed(text)
     if not args.force:
-        conflicts = [r for r in semantic_search(conn, project, vec, MAX_SEARCH_LIMIT)
-                     if r["similarity"] >= config["similarity_threshold"]]
+        conflicts = [
+            r
+            for r in semantic_search(conn, project, vec, MAX_SEARCH_LIMIT)
+            if r["similarity"] >= config["similarity_threshold"]
+        ]
         if conflicts:
             if args.json:
-                print_json({"status": "conflicts", "proposed": text, "conflicts": [
-                    {"id": c["id"], "content": c["content"], "similarity": c["similarity"]}
-                    for c in conflicts]})
+                print_json(
+                    {
+                        "status": "conflicts",
+                        "proposed": text,
+                        "conflicts": [
+                            {"id": c["id"], "content": c["content"], "similarity": c["similarity"]} for c in conflicts
+                        ],
+                    }
+                )
             else:
                 print(f"Conflicts detected: {len(conflicts)} similar memory/memories found")
             return EXIT_CONFLICTS
@@ -827,8 +907,19 @@ def cmd_add(args) -> int:
     conn.execute(
         "INSERT INTO memories (id, project_id, content, metadata, embedding, created_at, "
         "updated_at, memory_type, status, importance) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (new_id, project, text, args.metadata, vec_to_blob(vec), now, now, args.memory_type,
-         args.status, args.importance))
+        (
+            new_id,
+            project,
+            text,
+            args.metadata,
+            vec_to_blob(vec),
+            now,
+            now,
+            args.memory_type,
+            args.status,
+            args.importance,
+        ),
+    )
     if args.json:
         print_json({"status": "added", "id": new_id})
     else:
@@ -841,9 +932,15 @@ def cmd_export(args) -> int:
     ``version``. ``-`` is not stdout: the real one creates a file named ``-``."""
     conn = open_db(args.db_path)
     rows = conn.execute(f"SELECT {', '.join(ROW_FIELDS)} FROM memories ORDER BY rowid").fetchall()
-    header = {"type": "export", "format_version": 1, "embedding_dims": EMBEDDING_DIMS,
-              "model_id": MODEL_ID, "model_revision": MODEL_REVISION, "exported_at": now_rfc3339(),
-              "rows": len(rows)}
+    header = {
+        "type": "export",
+        "format_version": 1,
+        "embedding_dims": EMBEDDING_DIMS,
+        "model_id": MODEL_ID,
+        "model_revision": MODEL_REVISION,
+        "exported_at": now_rfc3339(),
+        "rows": len(rows),
+    }
     out_lines = [json.dumps(header, ensure_ascii=False, sort_keys=True, separators=(",", ":"))]
     for values in rows:
         row = dict(zip(ROW_FIELDS, values))
@@ -865,18 +962,29 @@ def fts_report(conn) -> dict:
     """src/sqlite/fts.rs detect_fts_desync, query for query. On an external-content FTS5 table a
     rowid look-up reads the content table, so neither direction sees an index emptied or
     filled behind vipune's back: the real `doctor --fts` is blind to that, and so is this."""
-    missing = dict(conn.execute(
-        "SELECT m.project_id, COUNT(*) AS c FROM memories m WHERE m.rowid IS NOT "
-        "(SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid = m.rowid) GROUP BY m.project_id"))
-    orphans = len(conn.execute(
-        "SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid IS NOT "
-        "(SELECT m.rowid FROM memories m WHERE m.rowid = fts.rowid)").fetchall())
+    missing = dict(
+        conn.execute(
+            "SELECT m.project_id, COUNT(*) AS c FROM memories m WHERE m.rowid IS NOT "
+            "(SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid = m.rowid) GROUP BY m.project_id"
+        )
+    )
+    orphans = len(
+        conn.execute(
+            "SELECT fts.rowid FROM memories_fts fts WHERE fts.rowid IS NOT "
+            "(SELECT m.rowid FROM memories m WHERE m.rowid = fts.rowid)"
+        ).fetchall()
+    )
     counts = dict(conn.execute("SELECT project_id, COUNT(*) FROM memories GROUP BY project_id"))
     total = sum(missing.values()) + orphans
-    return {"in_sync": total == 0,
-            "underpopulated_by_project": [{"project_id": p, "memory_rows": counts.get(p, 0),
-                                           "missing_from_fts": n} for p, n in sorted(missing.items())],
-            "orphan_rows": orphans, "total_desynced": total}
+    return {
+        "in_sync": total == 0,
+        "underpopulated_by_project": [
+            {"project_id": p, "memory_rows": counts.get(p, 0), "missing_from_fts": n}
+            for p, n in sorted(missing.items())
+        ],
+        "orphan_rows": orphans,
+        "total_desynced": total,
+    }
 
 
 def cmd_doctor(args) -> int:
@@ -899,8 +1007,10 @@ def cmd_doctor(args) -> int:
     elif report["in_sync"]:
         print("FTS index is in sync with the memories table.")
     else:
-        print(f"Warning: FTS index is desynced: {report['total_desynced']} rows. Run "
-              "'vipune doctor --fts --repair' to rebuild.")
+        print(
+            f"Warning: FTS index is desynced: {report['total_desynced']} rows. Run "
+            "'vipune doctor --fts --repair' to rebuild."
+        )
     return EXIT_OK
 
 

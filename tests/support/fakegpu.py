@@ -19,7 +19,7 @@ import numpy as np
 class ShapeSensitiveGPU:
     """Wraps a fastembed model loaded on the CPU; records every call's texts."""
 
-    ULP = np.float32(2.0 ** -23)
+    ULP = np.float32(2.0**-23)
 
     def __init__(self, cpu_model, by_position: bool = False) -> None:
         self.cpu = cpu_model

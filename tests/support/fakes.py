@@ -24,9 +24,11 @@ def fake_build(folder: Path, lane: bool = True, preamble: str = "") -> tuple[Pat
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     binary = bin_dir / "vipune"
-    binary.write_text(f'#!/bin/sh\n{preamble}'
-                      'FAKE_VIPUNE_QUERY_CACHE="${FAKE_VIPUNE_QUERY_CACHE-${0%/*}/../query-vectors}" '
-                      f'exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n')
+    binary.write_text(
+        f"#!/bin/sh\n{preamble}"
+        'FAKE_VIPUNE_QUERY_CACHE="${FAKE_VIPUNE_QUERY_CACHE-${0%/*}/../query-vectors}" '
+        f'exec "{sys.executable}" "{FAKE_VIPUNE}" "$@"\n'
+    )
     binary.chmod(0o755)
     return binary, fake_lane(bin_dir, preamble) if lane else None
 
@@ -43,7 +45,9 @@ def fake_lane(bin_dir: Path, preamble: str = "") -> Path:
     """The fake lane beside ``bin_dir/vipune``, named as build.sh names the vipune-lane of this checkout."""
     sha = lane_source.source_sha256()
     wrapper = bin_dir / lane_source.lane_name(sha)
-    wrapper.write_text(f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n{preamble}'
-                       f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\n# the fake lane "built" from lane/ sources {sha}\n{preamble}'
+        f'FAKE_LANE_DIR="$(dirname "$0")" exec "{sys.executable}" "{FAKE_LANE}" "$@"\n'
+    )
     wrapper.chmod(0o755)
     return wrapper

@@ -33,9 +33,9 @@ from urllib.parse import unquote, urlsplit
 
 @dataclass
 class Repo:
-    kind: str                                       # "datasets" or "models"
+    kind: str  # "datasets" or "models"
     repo_id: str
-    commits: dict[str, dict[str, bytes]]            # commit → file → bytes
+    commits: dict[str, dict[str, bytes]]  # commit → file → bytes
     branches: dict[str, str] = field(default_factory=dict)  # branch → commit
 
 
@@ -127,8 +127,9 @@ class Hub:
                 if kind == "datasets":
                     parts = parts[1:]
                 if len(parts) >= 5 and parts[2] == "resolve":
-                    return self._resolve(kind, f"{parts[0]}/{parts[1]}", unquote(parts[3]),
-                                         unquote("/".join(parts[4:])), body)
+                    return self._resolve(
+                        kind, f"{parts[0]}/{parts[1]}", unquote(parts[3]), unquote("/".join(parts[4:])), body
+                    )
                 self._error(404, "NotFound", f"no route {path}")
 
             def _info(self, kind: str, repo_id: str, revision: str, body: bool) -> None:
@@ -136,8 +137,15 @@ class Hub:
                 if error:
                     return self._error(404, *error)
                 repo, commit = found
-                payload = json.dumps({"_id": commit[:24], "id": repo_id, "sha": commit, "private": False,
-                                      "siblings": [{"rfilename": f} for f in repo.commits[commit]]}).encode()
+                payload = json.dumps(
+                    {
+                        "_id": commit[:24],
+                        "id": repo_id,
+                        "sha": commit,
+                        "private": False,
+                        "siblings": [{"rfilename": f} for f in repo.commits[commit]],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -167,8 +175,9 @@ class Hub:
                     return
                 self._bytes(data, hashlib.sha1(data).hexdigest(), commit, body, filename)
 
-            def _bytes(self, data: bytes, etag: str, commit: str | None, body: bool,
-                       filename: str | None = None) -> None:
+            def _bytes(
+                self, data: bytes, etag: str, commit: str | None, body: bool, filename: str | None = None
+            ) -> None:
                 filename = filename or urlsplit(self.path).query.removeprefix("filename=")
                 start, status = 0, 200
                 wanted = self.headers.get("Range")
@@ -214,7 +223,7 @@ class Hub:
                 for byte in range(first, len(chunk)):
                     if hub.closing.wait(seconds):
                         return
-                    self.wfile.write(chunk[byte:byte + 1])
+                    self.wfile.write(chunk[byte : byte + 1])
                     self.wfile.flush()
 
         return Handler

@@ -3,7 +3,7 @@
 
 import textwrap
 
-PLUGIN = textwrap.dedent('''\
+PLUGIN = textwrap.dedent("""\
     import numpy as np
 
     def newest_first(haystack, k):
@@ -19,4 +19,4 @@ PLUGIN = textwrap.dedent('''\
         return ANSWER(haystack, k)
 
     ANSWER = None
-    ''')
+    """)

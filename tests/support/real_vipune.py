@@ -70,6 +70,8 @@ def binary_rankings(binary: Path, persona, hf_home: Path, tmp: Path, limit: int 
     flags = VipuneSettings("", Path(), None, Path(), 0).search_flags
     rankings = {}
     for name, hybrid in (("semantic", False), ("hybrid", True)):
-        hits, _ = vipune.search(tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), limit, "test")
+        hits, _ = vipune.search(
+            tmp / "persona.db", persona.question_id, persona.question, flags(limit, hybrid), limit, "test"
+        )
         rankings[name] = [(h["id"], h["similarity"]) for h in hits]
     return query, rankings

@@ -30,17 +30,34 @@ RANKED = {  # per retriever: the rank of each pair's gold session (None: not ret
 }
 
 
-def metrics(tmp_path, name: str, failed: dict[str, FailedPair] | None = None,
-            ranked: list[int | None] | None = None) -> dict:
+def metrics(
+    tmp_path, name: str, failed: dict[str, FailedPair] | None = None, ranked: list[int | None] | None = None
+) -> dict:
     """``name``'s metrics, as the score stage writes them, from a run ranking each pair's gold
     session as ``ranked`` (default ``RANKED[name]``) says; ``failed``: the pairs its search failed
     (their status file, vipune.on_error: record), left out of its run."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     pairs = tmp_path / "pairs.parquet"
-    pq.write_table(pa.Table.from_pylist([
-        {"question_id": q, "question_type": CATEGORY[q], "question": "?", "question_date": "", "split":
-         "dev" if q in ("q0", "q1") else "test", "gold": g, "gold_source": "answer_session_ids",
-         "session_ids": [*g, "x"], "user_side_evidence": True} for q, g in GOLD.items()], schema=PAIRS_SCHEMA), pairs)
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "question_id": q,
+                    "question_type": CATEGORY[q],
+                    "question": "?",
+                    "question_date": "",
+                    "split": "dev" if q in ("q0", "q1") else "test",
+                    "gold": g,
+                    "gold_source": "answer_session_ids",
+                    "session_ids": [*g, "x"],
+                    "user_side_evidence": True,
+                }
+                for q, g in GOLD.items()
+            ],
+            schema=PAIRS_SCHEMA,
+        ),
+        pairs,
+    )
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{q} 0 {g[0]} 1\n" for q, g in GOLD.items()))
     run = tmp_path / f"{name}.in.run"
@@ -55,44 +72,95 @@ def metrics(tmp_path, name: str, failed: dict[str, FailedPair] | None = None,
     run.write_text("\n".join(lines) + "\n")
     status = tmp_path / f"{name}.status.json"
     status.write_text(json.dumps({"failed": failed or {}, "search_seconds": {}}))
-    run_score(qrels, pairs, [run], SCORING, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json",
-              status=[status])
+    run_score(qrels, pairs, [run], SCORING, name, tmp_path / f"{name}.run", tmp_path / f"{name}.json", status=[status])
     return json.loads((tmp_path / f"{name}.json").read_text())
 
 
 def hand_made(tmp_path) -> Loaded:
     """The loaded inputs of the hand-made report (its files under ``tmp_path``)."""
     m = {name: metrics(tmp_path, name) for name in RANKED}
-    entry = {"name": "session", "folder": "", "protocol": "seed", "granularity": "session",
-             "description": "seed protocol, session rows", "ks": KS, "measures": MEASURES,
-             "scored_with": asdict(SCORING),
-             "qrels": "results/filter/qrels.txt", "builds": {}}
-    summary = {"pairs": 8, "instances": 9, "abstention": 1, "per_category": {"multi-session": 2, "temporal-reasoning": 6},
-               "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6}}
-    manifest = {"views": [entry], "retrievers": ["dense", "hybrid", "vipune"], "settings": {}, "corpus": None,
-                "primary": None, "builds": [], "compared_on": "vipune", "baseline": None,
-                "whatif": None, "mirrors": {"vipune": "hybrid"}, "searched_by": {}, "lanes": {},
-                "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None}}
-    rows = [{"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
-            for q, g in GOLD.items()]
-    return Loaded(manifest=manifest, views=[LoadedView(entry, summary, m, {"rows": 16, "unique_texts": 9, "tokens_embedded": 900})],
-                  gold={q: set(g) for q, g in GOLD.items()}, rows_with_gold=rows,
-                  truncated={**{f"t-{q}": q == "q7" for q in GOLD}, "tx": False},
-                  tallies=[Tally(texts=9, tokens=900, squares=90_000, seconds=2.0, threads=2,
-                                 shape={"layers": 6, "hidden": 384, "intermediate": 1536})],
-                  builds={}, lab={}, fingerprints={}, preflights={},
-                  dataset={"kind": "dataset", "sha256": "ab" * 32, "filename": "lme.json"},
-                  model={"kind": "model", "repo_id": "m/x", "revision": "r" * 40, "file": "model.onnx",
-                         "pooling": "mean", "files": {"model.onnx": "cd" * 32}},
-                  config={"model": {"path": "/models/x"}})
+    entry = {
+        "name": "session",
+        "folder": "",
+        "protocol": "seed",
+        "granularity": "session",
+        "description": "seed protocol, session rows",
+        "ks": KS,
+        "measures": MEASURES,
+        "scored_with": asdict(SCORING),
+        "qrels": "results/filter/qrels.txt",
+        "builds": {},
+    }
+    summary = {
+        "pairs": 8,
+        "instances": 9,
+        "abstention": 1,
+        "per_category": {"multi-session": 2, "temporal-reasoning": 6},
+        "split": {"seed": 0, "dev_fraction": 0.25, "dev": 2, "test": 6},
+    }
+    manifest = {
+        "views": [entry],
+        "retrievers": ["dense", "hybrid", "vipune"],
+        "settings": {},
+        "corpus": None,
+        "primary": None,
+        "builds": [],
+        "compared_on": "vipune",
+        "baseline": None,
+        "whatif": None,
+        "mirrors": {"vipune": "hybrid"},
+        "searched_by": {},
+        "lanes": {},
+        "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None},
+    }
+    rows = [
+        {"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
+        for q, g in GOLD.items()
+    ]
+    return Loaded(
+        manifest=manifest,
+        views=[LoadedView(entry, summary, m, {"rows": 16, "unique_texts": 9, "tokens_embedded": 900})],
+        gold={q: set(g) for q, g in GOLD.items()},
+        rows_with_gold=rows,
+        truncated={**{f"t-{q}": q == "q7" for q in GOLD}, "tx": False},
+        tallies=[
+            Tally(
+                texts=9,
+                tokens=900,
+                squares=90_000,
+                seconds=2.0,
+                threads=2,
+                shape={"layers": 6, "hidden": 384, "intermediate": 1536},
+            )
+        ],
+        builds={},
+        lab={},
+        fingerprints={},
+        preflights={},
+        dataset={"kind": "dataset", "sha256": "ab" * 32, "filename": "lme.json"},
+        model={
+            "kind": "model",
+            "repo_id": "m/x",
+            "revision": "r" * 40,
+            "file": "model.onnx",
+            "pooling": "mean",
+            "files": {"model.onnx": "cd" * 32},
+        },
+        config={"model": {"path": "/models/x"}},
+    )
 
 
 def add_view(loaded: Loaded, name: str, runs: dict[str, dict]) -> None:
     """A second seed view of the same pairs, at granularity ``name`` (its counts the primary's),
     holding ``runs`` (retriever → its metrics)."""
     first = loaded.views[0]
-    entry = {**first.entry, "name": name, "folder": f"{name}/", "granularity": name,
-             "description": f"seed protocol, {name} rows"}
+    entry = {
+        **first.entry,
+        "name": name,
+        "folder": f"{name}/",
+        "granularity": name,
+        "description": f"seed protocol, {name} rows",
+    }
     loaded.views.append(LoadedView(entry, first.summary, runs, dict(first.counts)))
     loaded.manifest["views"].append(entry)
 

@@ -37,7 +37,7 @@ def rule_bodies() -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
         starts = list(re.finditer(r"^\s*rule (\w+):", text, re.M))
         for start, end in zip(starts, [*starts[1:], None]):
-            found[start.group(1)] = text[start.end():end.start() if end else len(text)]
+            found[start.group(1)] = text[start.end() : end.start() if end else len(text)]
     return found
 
 
@@ -82,8 +82,8 @@ def plan(out):
     so only the topmost changed rules carry "params have changed"."""
     if "Nothing to be done" in out:
         return set(), set()
-    table = out[out.index("Job stats:"):out.index("total")]
+    table = out[out.index("Job stats:") : out.index("total")]
     planned = {m[1] for m in re.finditer(r"^(\w+)\s+\d+$", table, re.M)} - {"all"}
-    reasons = out[out.index("Reasons:"):]
+    reasons = out[out.index("Reasons:") :]
     params = re.search(r"params have changed since last execution:\n\s+(.*)", reasons)
     return planned, set(params.group(1).split(", ")) if params else set()

@@ -39,8 +39,7 @@ def write_inputs(name: str, folder: Path) -> tuple[Path, Path]:
     return data, model
 
 
-def make_workdir(root: Path, data: Path, model: Path, scenario: str = "standard",
-                 **overrides: Any) -> Path:
+def make_workdir(root: Path, data: Path, model: Path, scenario: str = "standard", **overrides: Any) -> Path:
     """A run folder holding the scenario's config on ``data`` and ``model``; each override
     replaces a top-level key, or updates it when both are mappings."""
     config = spec(scenario)["config"]
@@ -61,13 +60,28 @@ def set_config(workdir: Path, **overrides: Any) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-def snakemake(workdir: Path, *args: str, env: dict[str, str], check: bool = True,
-              snakefile: Path = SNAKEFILE, timeout: float | None = None) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path,
+    *args: str,
+    env: dict[str, str],
+    check: bool = True,
+    snakefile: Path = SNAKEFILE,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
     """The Snakemake CLI on ``workdir``'s config.yaml (the API's signatures move between minors)."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent,
-                          timeout=timeout)
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(snakefile),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
@@ -87,7 +101,7 @@ def job_counts(out: str) -> dict[str, int]:
     """Rule → number of jobs, from a dry run's output (empty when nothing is stale)."""
     if "Nothing to be done" in out:
         return {}
-    table = out[out.index("Job stats:"):out.index("total")]
+    table = out[out.index("Job stats:") : out.index("total")]
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
@@ -103,9 +117,22 @@ def clone(workdir: Path, dest: Path, drop: tuple[str, ...] = ()) -> Path:
 
 
 # The retrievers of a scenario that names none (the full and the real one).
-RETRIEVERS = {"vipune", "vipune-semantic", "vipune-lib", "vipune-lib-semantic", "dense", "bm25", "bm25-or",
-              "hybrid", "hybrid-or"}
+RETRIEVERS = {
+    "vipune",
+    "vipune-semantic",
+    "vipune-lib",
+    "vipune-lib-semantic",
+    "dense",
+    "bm25",
+    "bm25-or",
+    "hybrid",
+    "hybrid-or",
+}
 
 # What a clone drops so that both lanes search again (the rest of the run is kept).
-VIPUNE_SEARCHES = ("results/search/vipune-*", "results/runs/vipune-*", "results/metrics/vipune-*",
-                   "results/report.json")
+VIPUNE_SEARCHES = (
+    "results/search/vipune-*",
+    "results/runs/vipune-*",
+    "results/metrics/vipune-*",
+    "results/report.json",
+)

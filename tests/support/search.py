@@ -31,8 +31,7 @@ def rrf(rankings: list[Ranking], limit: int) -> Ranking:
     return fused[:limit]
 
 
-def search_persona(persona: Persona, retrievers: list[Any], limit: int,
-                   rank_all: bool = False) -> dict[str, Ranking]:
+def search_persona(persona: Persona, retrievers: list[Any], limit: int, rank_all: bool = False) -> dict[str, Ranking]:
     """Rankings of ``persona``'s question by each reference retriever (preset names or
     registry.retrievers specs), all from one computation of its arms. The fusions follow
     vipune at ``limit``; with ``rank_all`` the single arms rank every row (turn and chunk rows,
@@ -56,11 +55,16 @@ def duplicated_haystack(seed: int, sessions: int, dims: int = 384) -> Persona:
     days = [f"2023-01-0{d}T00:00:00Z" for d in rng.integers(1, 4, sessions)]
     qid = f"dup{seed}"
     return Persona(
-        question_id=qid, question="what did I say in that session?",
-        row_ids=[f"{qid}::s{i}" for i in range(2 * sessions)], session_ids=[f"s{i % sessions}" for i in range(2 * sessions)],
-        created_at=days * 2, texts=[f"user: session {i}" for i in range(sessions)] * 2,
+        question_id=qid,
+        question="what did I say in that session?",
+        row_ids=[f"{qid}::s{i}" for i in range(2 * sessions)],
+        session_ids=[f"s{i % sessions}" for i in range(2 * sessions)],
+        created_at=days * 2,
+        texts=[f"user: session {i}" for i in range(sessions)] * 2,
         vectors=np.vstack([vectors, vectors]),
-        query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32), query_tokens=6)
+        query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32),
+        query_tokens=6,
+    )
 
 
 def write_shard(folder: Path, personas: list[Persona], limit: int = 10) -> ShardSearch:
@@ -73,15 +77,39 @@ def write_shard(folder: Path, personas: list[Persona], limit: int = 10) -> Shard
         texts.update(zip(ids, p.texts))
         vectors.update(zip(ids, p.vectors))
         texts[f"{p.question_id}-q"], vectors[f"{p.question_id}-q"] = p.question, p.query_vector
-        rows.append({"question_id": p.question_id, "question": p.question, "question_text_id": f"{p.question_id}-q",
-                     "row_keys": [rid.split("::", 1)[1] for rid in p.row_ids], "row_sessions": p.session_ids,
-                     "row_created_at": p.created_at, "row_docs": p.docs or p.session_ids, "row_text_ids": ids})
+        rows.append(
+            {
+                "question_id": p.question_id,
+                "question": p.question,
+                "question_text_id": f"{p.question_id}-q",
+                "row_keys": [rid.split("::", 1)[1] for rid in p.row_ids],
+                "row_sessions": p.session_ids,
+                "row_created_at": p.created_at,
+                "row_docs": p.docs or p.session_ids,
+                "row_text_ids": ids,
+            }
+        )
     dims = len(next(iter(vectors.values())))
     pq.write_table(pa.table({"text_id": list(texts), "text": list(texts.values())}), folder / "texts.parquet")
     tokens = {**{i: 5 for i in texts}, **{f"{p.question_id}-q": p.query_tokens or 5 for p in personas}}
-    pq.write_table(pa.table({"text_id": list(vectors), "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(np.concatenate(list(vectors.values())).astype(np.float32)), dims),
-        "tokens": pa.array([tokens[i] for i in vectors], pa.int32())}), folder / "embeddings.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "text_id": list(vectors),
+                "embedding": pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.concatenate(list(vectors.values())).astype(np.float32)), dims
+                ),
+                "tokens": pa.array([tokens[i] for i in vectors], pa.int32()),
+            }
+        ),
+        folder / "embeddings.parquet",
+    )
     pq.write_table(pa.Table.from_pylist(rows), folder / "rows.parquet")
-    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", (folder / "embeddings.parquet",),
-                       0, 1, RankingSettings(limit, limit))
+    return ShardSearch(
+        folder / "rows.parquet",
+        folder / "texts.parquet",
+        (folder / "embeddings.parquet",),
+        0,
+        1,
+        RankingSettings(limit, limit),
+    )

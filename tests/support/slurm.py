@@ -11,9 +11,11 @@ EXECUTOR = "VIPUNE_EVAL_SLURM_EXECUTOR"  # a folder holding the plugin: .ci/slur
 
 # What this repository's CI node reports (sinfo -h -N -p debug -o '%N|%c|%m'; scontrol -o).
 NODES = "vm|2|24105\n"
-SCONTROL = ("PartitionName=debug AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=UNLIMITED "
-            "MinNodes=0 MaxCPUsPerNode=UNLIMITED Nodes=vm State=UP TotalCPUs=2 TotalNodes=1 "
-            "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED TRES=cpu=2,mem=24105M,node=1\n")
+SCONTROL = (
+    "PartitionName=debug AllowGroups=ALL Default=YES MaxNodes=UNLIMITED MaxTime=UNLIMITED "
+    "MinNodes=0 MaxCPUsPerNode=UNLIMITED Nodes=vm State=UP TotalCPUs=2 TotalNodes=1 "
+    "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED TRES=cpu=2,mem=24105M,node=1\n"
+)
 
 
 def write_fake_slurm(bin_dir, calls):
@@ -21,8 +23,7 @@ def write_fake_slurm(bin_dir, calls):
     bin_dir.mkdir()
     scripts = {
         "sinfo": 'case "$*" in *"-N -p debug"*) echo "vm|2|24105";; *) echo "debug*";; esac',
-        "scontrol": f'case "$*" in *partition*) echo "{SCONTROL.strip()}";; '
-                    '*) echo "MinJobAge = 300 sec";; esac',
+        "scontrol": f'case "$*" in *partition*) echo "{SCONTROL.strip()}";; *) echo "MinJobAge = 300 sec";; esac',
         "sacct": "exit 0",
         "squeue": "exit 0",
         "sbatch": f'echo "$*" >> {calls}; exit 1',
@@ -43,9 +44,11 @@ def executor_env(env: dict[str, str]) -> dict[str, str]:
     folder = os.environ.get(EXECUTOR, "")
     if folder and (Path(folder) / "snakemake_executor_plugin_slurm").is_dir():
         return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [folder, env.get("PYTHONPATH")]))}
-    why = (f"no SLURM executor plugin: install the slurm extra (pip install -e '.[test,slurm]') or name "
-           f"a folder holding it in {EXECUTOR} (.ci/slurm/executor.sh FOLDER installs one)"
-           + (f"; {EXECUTOR}={folder} holds none" if folder else ""))
+    why = (
+        f"no SLURM executor plugin: install the slurm extra (pip install -e '.[test,slurm]') or name "
+        f"a folder holding it in {EXECUTOR} (.ci/slurm/executor.sh FOLDER installs one)"
+        + (f"; {EXECUTOR}={folder} holds none" if folder else "")
+    )
     if os.environ.get("VIPUNE_EVAL_SLURM") == "required":
         pytest.fail(f"{why}; VIPUNE_EVAL_SLURM=required", pytrace=False)
     pytest.skip(why)

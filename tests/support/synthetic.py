@@ -111,9 +111,7 @@ def _build_topics() -> dict[str, tuple[str, ...]]:
 
 TOPIC_WORDS: dict[str, tuple[str, ...]] = _build_topics()
 COMMON_WORDS: tuple[str, ...] = tuple(dict.fromkeys(_COMMON))
-VOCABULARY: tuple[str, ...] = COMMON_WORDS + tuple(
-    word for words in TOPIC_WORDS.values() for word in words
-)
+VOCABULARY: tuple[str, ...] = COMMON_WORDS + tuple(word for words in TOPIC_WORDS.values() for word in words)
 """All words the generator uses, in a fixed order (the default vocabulary of the tiny model)."""
 
 # Placeholders: k1-k3 are topic words shared with the gold sessions, x1/x2 topic words that
@@ -159,8 +157,7 @@ def _chatter(rng: random.Random, n_words: int, topic_words: list[str]) -> str:
         length = min(n_words, rng.randint(6, 12))
         n_words -= length
         words = [
-            rng.choice(topic_words) if rng.random() < _TOPIC_SHARE else rng.choice(COMMON_WORDS)
-            for _ in range(length)
+            rng.choice(topic_words) if rng.random() < _TOPIC_SHARE else rng.choice(COMMON_WORDS) for _ in range(length)
         ]
         if length > 7 and rng.random() < 0.3:
             words[rng.randrange(2, length - 2)] += ","
@@ -204,9 +201,7 @@ def _format_date(moment: datetime) -> str:
     return moment.strftime(f"%Y/%m/%d ({_DAY_NAMES[moment.weekday()]}) %H:%M")
 
 
-def _filler_pool(
-    rng: random.Random, size: int, turns: int, words_per_turn: int
-) -> tuple[list[str], list[str]]:
+def _filler_pool(rng: random.Random, size: int, turns: int, words_per_turn: int) -> tuple[list[str], list[str]]:
     """Session ids and pre-serialised JSON of the shared filler sessions."""
     topics = list(TOPIC_WORDS)
     ids: list[str] = []
@@ -237,9 +232,7 @@ def _gold_count(rng: random.Random, question_type: str) -> int:
     return 1
 
 
-def _write_instance(
-    out: TextIO, head: dict[str, Any], sessions: list[str], tail: dict[str, Any]
-) -> None:
+def _write_instance(out: TextIO, head: dict[str, Any], sessions: list[str], tail: dict[str, Any]) -> None:
     """Write one instance with pre-serialised sessions, keys in LongMemEval's order."""
     out.write("{")
     out.write(", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in head.items()))
@@ -329,9 +322,7 @@ def write_dataset(
                     sentence = rng.choice(_USER_EVIDENCE)
                 sentence = sentence.format(k1=k1, k2=k2, k3=k3, a=answer)
                 evidence = (turn, sentence)
-                gold_json.append(
-                    json.dumps(_session(rng, turns_per_session, words_per_turn, words, evidence))
-                )
+                gold_json.append(json.dumps(_session(rng, turns_per_session, words_per_turn, words, evidence)))
 
             fillers = rng.sample(range(filler_pool), sessions_per_haystack - n_gold)
             used_fillers.update(fillers)

@@ -67,9 +67,7 @@ def _graph(vocab_size: int, dim: int, seed: int, attention: bool = False) -> Mod
         helper.make_tensor_value_info(name, TensorProto.INT64, batch_seq)
         for name in ("input_ids", "attention_mask", "token_type_ids")
     ]
-    output = helper.make_tensor_value_info(
-        "last_hidden_state", TensorProto.FLOAT, [*batch_seq, dim]
-    )
+    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*batch_seq, dim])
     nodes = [
         helper.make_node("Gather", ["word_table", "input_ids"], ["words"]),
         helper.make_node("Gather", ["type_table", "token_type_ids"], ["types"]),

@@ -24,18 +24,30 @@ import sys
 from pathlib import Path
 
 EDITS: dict[str, tuple[str, str, str]] = {  # name → (file, the text, its replacement)
-    "dispatch": ("src/commands/mod.rs", "                hybrid: *hybrid,\n",
-                 "                hybrid: *hybrid && query.split_whitespace().count() > 3, // short queries skip BM25\n"),
-    "query-prefix": ("src/embedding/engine.rs", "        let prefix = role.prefix(self.profile);\n",
-                     "        let prefix = match role {\n"
-                     "            EmbeddingRole::Query => \"Represent this sentence for searching relevant passages: \",\n"
-                     "            EmbeddingRole::Passage => role.prefix(self.profile),\n"
-                     "        };\n"),
-    "min-cosine": ("src/sqlite/search.rs", "                &stored_embedding,\n            )?);\n",
-                   "                &stored_embedding,\n            )?);\n"
-                   "            if similarity < Some(0.2) {\n                continue; // a minimum cosine\n            }\n"),
-    "comment": ("src/rrf.rs", "//! Reciprocal Rank Fusion (RRF) algorithm for hybrid search\n",
-                "//! Reciprocal Rank Fusion (RRF) algorithm for hybrid search\n// (a comment: nothing changes)\n"),
+    "dispatch": (
+        "src/commands/mod.rs",
+        "                hybrid: *hybrid,\n",
+        "                hybrid: *hybrid && query.split_whitespace().count() > 3, // short queries skip BM25\n",
+    ),
+    "query-prefix": (
+        "src/embedding/engine.rs",
+        "        let prefix = role.prefix(self.profile);\n",
+        "        let prefix = match role {\n"
+        '            EmbeddingRole::Query => "Represent this sentence for searching relevant passages: ",\n'
+        "            EmbeddingRole::Passage => role.prefix(self.profile),\n"
+        "        };\n",
+    ),
+    "min-cosine": (
+        "src/sqlite/search.rs",
+        "                &stored_embedding,\n            )?);\n",
+        "                &stored_embedding,\n            )?);\n"
+        "            if similarity < Some(0.2) {\n                continue; // a minimum cosine\n            }\n",
+    ),
+    "comment": (
+        "src/rrf.rs",
+        "//! Reciprocal Rank Fusion (RRF) algorithm for hybrid search\n",
+        "//! Reciprocal Rank Fusion (RRF) algorithm for hybrid search\n// (a comment: nothing changes)\n",
+    ),
 }
 
 
@@ -46,8 +58,10 @@ def apply(source: Path, names: list[str]) -> None:
         path = source / file
         text = path.read_text(encoding="utf-8")
         if text.count(old) != 1:
-            raise SystemExit(f"vipune_edits.py: {path} holds the text the {name!r} edit replaces "
-                             f"{text.count(old)} times, not once (another vipune release?)")
+            raise SystemExit(
+                f"vipune_edits.py: {path} holds the text the {name!r} edit replaces "
+                f"{text.count(old)} times, not once (another vipune release?)"
+            )
         path.write_text(text.replace(old, new), encoding="utf-8")
 
 

@@ -14,33 +14,74 @@ from vipune_eval.core.persona import ShardSearch
 from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.vipune.settings import VipuneSettings
 
-SEARCH = ["--rows", "r.parquet", "--texts", "t.parquet", "--embeddings", "e0.parquet", "e1.parquet",
-          "--shard", "1", "--shards", "3", "--limit", "10", "--depth", "10"]
-BINARY = ["--binary", "vipune", "--fingerprint", "fp.json", "--hf-home", "hf", "--tmp", "scratch",
-          "--timeout", "12.5"]
+SEARCH = [
+    "--rows",
+    "r.parquet",
+    "--texts",
+    "t.parquet",
+    "--embeddings",
+    "e0.parquet",
+    "e1.parquet",
+    "--shard",
+    "1",
+    "--shards",
+    "3",
+    "--limit",
+    "10",
+    "--depth",
+    "10",
+]
+BINARY = ["--binary", "vipune", "--fingerprint", "fp.json", "--hf-home", "hf", "--tmp", "scratch", "--timeout", "12.5"]
 
 
 def test_a_vipune_search_command_reaches_its_stage_as_two_settings_objects():
     command, stage, kwargs = cli.stage_call(
-        ["search-vipune", *SEARCH, "--no-collapse", *BINARY, "--threads", "2", "--on-error", "stop", "--cache", "c",
-         "--out", "o.run", "--semantic-out", "s.run", "--status-out", "st.json"])
+        [
+            "search-vipune",
+            *SEARCH,
+            "--no-collapse",
+            *BINARY,
+            "--threads",
+            "2",
+            "--on-error",
+            "stop",
+            "--cache",
+            "c",
+            "--out",
+            "o.run",
+            "--semantic-out",
+            "s.run",
+            "--status-out",
+            "st.json",
+        ]
+    )
     assert command == "search-vipune" and stage.__name__ == "run_vipune"
-    assert kwargs["shard"] == ShardSearch(Path("r.parquet"), Path("t.parquet"),
-                                          (Path("e0.parquet"), Path("e1.parquet")), 1, 3,
-                                          RankingSettings(10, 10, collapse=False))
+    assert kwargs["shard"] == ShardSearch(
+        Path("r.parquet"),
+        Path("t.parquet"),
+        (Path("e0.parquet"), Path("e1.parquet")),
+        1,
+        3,
+        RankingSettings(10, 10, collapse=False),
+    )
     assert kwargs["vipune"] == VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("scratch"), 12.5)
     assert set(kwargs) == set(inspect.signature(stage).parameters) - {"on_error"} | {"on_error"}
     assert not {"rows", "shards", "binary", "hf_home", "timeout"} & set(kwargs)  # no loose copies
 
 
-@pytest.mark.parametrize("command, extra, settings", [
-    ("search-arms", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
-    ("search-family", ["--retriever", "bm25-lme", "--out", "o.run"], {"shard": ShardSearch}),
-    ("search-plugin", ["--retriever", "x.py:f", "--timeout", "300", "--out", "o.run"], {"shard": ShardSearch}),
-    ("preflight", ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json",
-                   "--mode", "enforce"],
-     {"vipune": VipuneSettings, "model": ModelFiles}),
-])
+@pytest.mark.parametrize(
+    "command, extra, settings",
+    [
+        ("search-arms", ["--arms-out", "a.parquet"], {"shard": ShardSearch}),
+        ("search-family", ["--retriever", "bm25-lme", "--out", "o.run"], {"shard": ShardSearch}),
+        ("search-plugin", ["--retriever", "x.py:f", "--timeout", "300", "--out", "o.run"], {"shard": ShardSearch}),
+        (
+            "preflight",
+            ["--model-dir", "m", "--file", "model.onnx", "--pooling", "mean", "--out", "p.json", "--mode", "enforce"],
+            {"vipune": VipuneSettings, "model": ModelFiles},
+        ),
+    ],
+)
 def test_every_search_and_vipune_command_gets_its_settings_object(command, extra, settings):
     argv = [command, *(BINARY if command == "preflight" else SEARCH), *extra]
     _, stage, kwargs = cli.stage_call(argv)
@@ -51,10 +92,33 @@ def test_every_search_and_vipune_command_gets_its_settings_object(command, extra
 
 
 def test_the_embed_command_gets_the_model_as_one_object():
-    _, stage, kwargs = cli.stage_call(["embed", "--texts", "t.parquet", "--model-dir", "m", "--file", "onnx/model.onnx",
-                                       "--pooling", "mean", "--shard", "0", "--shards", "2", "--out", "e.parquet",
-                                       "--model-fingerprint", "fp.json", "--store", "v", "--threads", "2",
-                                       "--batch-tokens", "auto"])
+    _, stage, kwargs = cli.stage_call(
+        [
+            "embed",
+            "--texts",
+            "t.parquet",
+            "--model-dir",
+            "m",
+            "--file",
+            "onnx/model.onnx",
+            "--pooling",
+            "mean",
+            "--shard",
+            "0",
+            "--shards",
+            "2",
+            "--out",
+            "e.parquet",
+            "--model-fingerprint",
+            "fp.json",
+            "--store",
+            "v",
+            "--threads",
+            "2",
+            "--batch-tokens",
+            "auto",
+        ]
+    )
     assert stage.__name__ == "run_embed"
     assert kwargs["model"] == ModelFiles(Path("m"), "onnx/model.onnx", "mean")
     assert str(kwargs["model"]) == "m/onnx/model.onnx with mean pooling + L2"  # the recipe, as preflight names it
@@ -87,8 +151,11 @@ def test_the_config_defaults_live_in_the_schema_alone():
         shell = re.findall(rf'"vipune-eval {command} (.*?)2> {{log:q}}', rules.replace('"\n        "', ""), re.S)
         for action in sub._actions:
             flag = max(action.option_strings, key=len, default="")
-            if not shell or not flag or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction,
-                                                            argparse._HelpAction)):
+            if (
+                not shell
+                or not flag
+                or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._HelpAction))
+            ):
                 continue
             if re.search(rf"{flag}[ =]", shell[0]) and action.nargs not in ("*",):
                 assert action.required, f"vipune-eval {command} {flag}: the rule always passes it; no default"

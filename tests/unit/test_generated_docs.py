@@ -22,8 +22,9 @@ def test_check_names_each_stale_page_and_writes_nothing(checkout):
     generated_docs.run_generated_docs(check=True)  # the checkout's pages are current
     (checkout / "docs/registry.md").write_text("# stale\n", encoding="utf-8")
     map_page = checkout / "CONTRIBUTING.md"
-    map_page.write_text(map_page.read_text(encoding="utf-8").replace("| `cli.py` |", "| `old_cli.py` |"),
-                        encoding="utf-8")
+    map_page.write_text(
+        map_page.read_text(encoding="utf-8").replace("| `cli.py` |", "| `old_cli.py` |"), encoding="utf-8"
+    )
     with pytest.raises(EvalError, match=r"stale generated docs: docs/registry.md, CONTRIBUTING.md") as stale:
         generated_docs.run_generated_docs(check=True)
     assert "vipune-eval generated-docs" in stale.value.fix

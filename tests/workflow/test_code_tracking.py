@@ -24,7 +24,9 @@ def copy(tmp_path_factory, workflow_env, scenario_inputs):
         else:
             shutil.copy(source, repo / part)
     workdir = scenarios.make_workdir(root / "run", *scenario_inputs("tracking"), scenario="tracking")
-    graph = rule_graph(workdir, workflow_env, snakefile=repo / "workflow/Snakefile")  # before the run: it writes nothing
+    graph = rule_graph(
+        workdir, workflow_env, snakefile=repo / "workflow/Snakefile"
+    )  # before the run: it writes nothing
     scenarios.snakemake(workdir, "--cores", "2", env=workflow_env, snakefile=repo / "workflow/Snakefile")
     return repo, workdir, graph
 
@@ -45,8 +47,9 @@ def test_editing_a_module_reruns_exactly_the_rules_that_reach_it(copy, workflow_
     original = path.read_bytes()
     try:
         path.write_bytes(original + b"\n# an edit\n")
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
-                                  snakefile=repo / "workflow/Snakefile").stdout
+        out = scenarios.snakemake(
+            workdir, "-n", "--cores", "1", env=workflow_env, snakefile=repo / "workflow/Snakefile"
+        ).stdout
     finally:
         path.write_bytes(original)
     planned, changed = plan(out)
@@ -74,8 +77,9 @@ def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, 
         assert ".ci/vipune/build.sh" in proc.stderr
         new.write_bytes(old.read_bytes() + b"# built from the edited lane/\n")
         new.chmod(0o755)
-        out = scenarios.snakemake(workdir, "-n", "--cores", "1", env=workflow_env,
-                                  snakefile=repo / "workflow/Snakefile").stdout
+        out = scenarios.snakemake(
+            workdir, "-n", "--cores", "1", env=workflow_env, snakefile=repo / "workflow/Snakefile"
+        ).stdout
     finally:
         source.write_bytes(original)
         new.unlink(missing_ok=True)
@@ -84,7 +88,9 @@ def test_an_edit_of_the_lanes_rust_reruns_only_the_lib_lane(copy, workflow_env, 
     assert planned == closure({"search_vipune_lib"}, graph) | {"planned_text", "planned_file"}, out[-2000:]
 
 
-def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(tmp_path, workflow_env, scenario_inputs):
+def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed(
+    tmp_path, workflow_env, scenario_inputs
+):
     """Issue 28: with the default config the dataset is downloaded (here from tests/support/hub.py,
     at the paper's pinned commit under its served name), and an edit of the vipune client reruns
     the preflight and vipune's searches, nothing upstream. The finished run's report holds the
@@ -107,8 +113,9 @@ def test_with_the_download_rules_a_client_edit_plans_no_download_filter_or_embed
         workdir = scenarios.make_workdir(tmp_path / "run", data, model, scenario="tracking")
         scenarios.set_config(workdir, dataset={"path": None, "preset": "m", "sha256": sha256_file(data)})
         scenarios.snakemake(workdir, "--cores", "2", env=env, snakefile=repo / "workflow/Snakefile")
-        assert any(r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m"
-                   for r in hub.requests)
+        assert any(
+            r[1] == f"/datasets/{datasets.ORIGINAL}/resolve/{datasets.ORIGINAL_AT}/longmemeval_m" for r in hub.requests
+        )
         graph = rule_graph(workdir, env, snakefile=repo / "workflow/Snakefile")
         client = repo / "vipune_eval" / "vipune" / "client.py"
         client.write_text(client.read_text() + "\n# an edit\n")

@@ -30,9 +30,14 @@ def cold_run(small, workflow_env, tmp_path_factory):
     (spaced / "sp ace" / "lme.json").write_text(json.dumps(rows))
     shutil.copytree(model, spaced / "my model")
     binary, _ = fake_build(spaced / "my build")  # the vipune-lane beside it, in a folder with spaces too
-    workdir = make_workdir(spaced / "the run", spaced / "sp ace" / "lme.json", spaced / "my model",
-                           scenario="small", granularities=["session", "chunk"],
-                           vipune={"binary": str(binary)})
+    workdir = make_workdir(
+        spaced / "the run",
+        spaced / "sp ace" / "lme.json",
+        spaced / "my model",
+        scenario="small",
+        granularities=["session", "chunk"],
+        vipune={"binary": str(binary)},
+    )
     home = root / "home"
     home.mkdir()
     env = {**workflow_env, "HOME": str(home), "XDG_CACHE_HOME": str(root / "launcher-cache")}
@@ -45,8 +50,11 @@ def test_question_ids_holding_separators_score_like_any_other(cold_run):
     workdir, _ = cold_run
     result = report(workdir)
     for name in ("vipune", "dense", "hybrid"):
-        metrics = json.loads((workdir / result["retrievers"][name]["run"].replace("runs", "metrics")
-                              .replace(".run", ".json")).read_text())
+        metrics = json.loads(
+            (
+                workdir / result["retrievers"][name]["run"].replace("runs", "metrics").replace(".run", ".json")
+            ).read_text()
+        )
         for qid in RENAMED:
             assert metrics["per_query"][qid]["recall@10"] == 1.0, (name, qid)  # was 0: ids were split
 

@@ -28,10 +28,15 @@ def builds_run(tmp_path_factory, workflow_env, scenario_inputs):
     root = tmp_path_factory.mktemp("builds")
     data, model = scenario_inputs("builds")
     primary = build(root, "primary")
-    same = build(root, "same")                       # other bytes, the same search
+    same = build(root, "same")  # other bytes, the same search
     changed = build(root, "changed", "FAKE_VIPUNE_FAULT=bm25-or export FAKE_VIPUNE_FAULT\n")  # an OR query
-    workdir = make_workdir(root / "run", data, model, scenario="builds",
-                           vipune={"binary": str(primary), "compare": [str(same), str(changed)]})
+    workdir = make_workdir(
+        root / "run",
+        data,
+        model,
+        scenario="builds",
+        vipune={"binary": str(primary), "compare": [str(same), str(changed)]},
+    )
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     assert config["search"]["shards"] == SHARDS
     snakemake(workdir, "--cores", "2", env=workflow_env)
@@ -72,12 +77,27 @@ def test_adding_a_build_runs_only_its_searches_and_dropping_one_only_the_report(
     more = {**config, "vipune": {**config["vipune"], "compare": [*config["vipune"]["compare"], str(fourth)]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(more))
     # the plan's new files (plan.planned_file): the new build's fingerprint and the report's manifest
-    assert planned(workdir, workflow_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1, "planned_text": 2,
-                                              "planned_file": 2, "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {
+        "preflight": 1,
+        "search_vipune": SHARDS,
+        "score": 1,
+        "planned_text": 2,
+        "planned_file": 2,
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+    }
     fewer = {**config, "vipune": {**config["vipune"], "compare": config["vipune"]["compare"][:1]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(fewer))
-    assert planned(workdir, workflow_env) == {"planned_text": 1, "planned_file": 1, "report": 1, "plots": 1,
-                                              "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env) == {
+        "planned_text": 1,
+        "planned_file": 1,
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+    }
     # A build evaluated here before can be named by its fingerprint id alone.
     changed_id = report(workdir)["builds"][2]["id"]
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
@@ -96,10 +116,16 @@ def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(
     changed_id = report(source)["builds"][2]["id"]
     # its results dropped (and the report, which Snakemake would otherwise keep), so that its
     # shards are searched again
-    workdir = clone(source, tmp_path / "by-id", drop=(f"results/search/vipune-{changed_id}/shard-0-*",
-                                                      f"results/runs/vipune-{changed_id}.run",
-                                                      f"results/metrics/vipune-{changed_id}.json",
-                                                      "results/report.json"))
+    workdir = clone(
+        source,
+        tmp_path / "by-id",
+        drop=(
+            f"results/search/vipune-{changed_id}/shard-0-*",
+            f"results/runs/vipune-{changed_id}.run",
+            f"results/metrics/vipune-{changed_id}.json",
+            "results/report.json",
+        ),
+    )
     by_id = {**config, "vipune": {**config["vipune"], "compare": [config["vipune"]["compare"][0], changed_id]}}
     (workdir / "config.yaml").write_text(yaml.safe_dump(by_id))
     proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
@@ -107,7 +133,7 @@ def test_a_build_named_by_its_id_that_must_be_searched_again_is_refused_by_name(
     log = (workdir / f"results/logs/search_vipune/vipune-{changed_id}/shard-0-of-{SHARDS}.log").read_text()
     named = "no vipune binary is configured for this build, known here by its fingerprint id alone"
     assert named in log and "Traceback" not in log, log
-    summary = proc.stderr[proc.stderr.index("job(s) failed or cannot run"):]
+    summary = proc.stderr[proc.stderr.index("job(s) failed or cannot run") :]
     assert named in summary and "fix: set vipune.binary to the build's path, or list its path" in summary
 
 
@@ -116,9 +142,15 @@ def test_the_split_is_the_same_in_two_places_and_stratified(builds_run, workflow
     other = tmp_path / "elsewhere"
     other.mkdir()
     copy = shutil.copy(data, tmp_path / "data.json")
-    (other / "config.yaml").write_text(yaml.safe_dump({
-        **{k: v for k, v in config.items() if k != "vipune"}, "dataset": {"path": str(copy), "expected": None},
-        "retrievers": ["dense"]}))
+    (other / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                **{k: v for k, v in config.items() if k != "vipune"},
+                "dataset": {"path": str(copy), "expected": None},
+                "retrievers": ["dense"],
+            }
+        )
+    )
     snakemake(other, "--cores", "2", "results/filter/pairs.parquet", env=workflow_env)  # the split's stage only
     here = pq.read_table(workdir / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
     there = pq.read_table(other / "results/filter/pairs.parquet", columns=["question_id", "split"]).to_pylist()
@@ -156,22 +188,35 @@ def test_the_maintainers_loop_as_documented_reruns_only_the_new_builds_jobs(fini
         return ["--config", f"vipune={value}"]
 
     the_loop = with_vipune(f"{{binary: {binary}, compare: [{primary}, {k60}], preflight: record}}")
-    assert planned(workdir, workflow_env, *the_loop) == {"preflight": 1, "search_vipune": shards, "score": 1,
-                                                         "planned_text": 2, "planned_file": 2,  # k60's, the manifest
-                                                         "report": 1, "plots": 1, "report_page": 1, "all": 1}
+    assert planned(workdir, workflow_env, *the_loop) == {
+        "preflight": 1,
+        "search_vipune": shards,
+        "score": 1,
+        "planned_text": 2,
+        "planned_file": 2,  # k60's, the manifest
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+    }
     assert planned(workdir, workflow_env, *with_vipune("{preflight: record}")) == {}
     snakemake(workdir, "--cores", "2", *the_loop, env=workflow_env)
     result = report(workdir)
     drifted = result["builds"][1]
     assert drifted["failed_checks"] == ["rrf_k25_ranks_from_1"]
-    assert drifted["drift"] == ["RRF k differs: same order, other scores (vipune's fused scores fit k = 60; "
-                                "the contract and the hybrid mirrors use k = 25)"]
+    assert drifted["drift"] == [
+        "RRF k differs: same order, other scores (vipune's fused scores fit k = 60; "
+        "the contract and the hybrid mirrors use k = 25)"
+    ]
     md = (workdir / "results/report.md").read_text()
     assert "fails preflight: RRF k differs: same order, other scores" in md
     assert "bm25_is_and_of_every_word" not in md and "candidate_pool" not in md
     assert planned(workdir, workflow_env, *the_loop) == {}
-    refused = snakemake(workdir, "-n", *with_vipune(f"{{compare: [{k60}], preflight: enforce}}"),
-                        env=workflow_env, check=False)
+    refused = snakemake(
+        workdir, "-n", *with_vipune(f"{{compare: [{k60}], preflight: enforce}}"), env=workflow_env, check=False
+    )
     assert refused.returncode != 0
-    assert re.search(r"vipune.preflight is enforce, and the preflight of \S+ \(RRF k differs: same order",
-                     refused.stdout + refused.stderr)
+    assert re.search(
+        r"vipune.preflight is enforce, and the preflight of \S+ \(RRF k differs: same order",
+        refused.stdout + refused.stderr,
+    )

@@ -16,8 +16,19 @@ def shell_commands(out: str, command: str) -> list[str]:
 
 def test_config_values_are_read_as_yaml(small, workflow_env, tmp_path):
     workdir = make_workdir(tmp_path / "w", *small)  # its config names a local model folder
-    proc = snakemake(workdir, "-n", "-p", "--cores", "8", "--config", "ks=[1,5]", "search={threads: 4}",
-                     "model={path: null}", "download={timeout: 5, stall_timeout: 7}", env=workflow_env)
+    proc = snakemake(
+        workdir,
+        "-n",
+        "-p",
+        "--cores",
+        "8",
+        "--config",
+        "ks=[1,5]",
+        "search={threads: 4}",
+        "model={path: null}",
+        "download={timeout: 5, stall_timeout: 7}",
+        env=workflow_env,
+    )
     assert "not of type" not in proc.stdout + proc.stderr
     scores = shell_commands(proc.stdout, "score")
     assert scores and all(" --ks 1 5 " in line for line in scores)
@@ -38,12 +49,23 @@ def test_a_config_value_that_is_not_yaml_is_refused_naming_the_form_that_works(s
 
 
 def test_a_timeout_past_its_bound_and_a_number_yaml_reads_as_text_are_named_not_a_traceback(
-        small, workflow_env, tmp_path):
+    small, workflow_env, tmp_path
+):
     """Issue 44 items 2 and 8: vipune.timeout 3000000 with the lib retrievers overflowed poll() in
     the vipune-lane's version check (an OverflowError traceback); 1e-9 is text to YAML 1.1."""
     workdir = make_workdir(tmp_path / "w", *small)
-    proc = snakemake(workdir, "-n", "--config", "vipune={timeout: 3000000}", "search={plugin_timeout: 1e-9}",
-                     env=workflow_env, check=False)
+    proc = snakemake(
+        workdir,
+        "-n",
+        "--config",
+        "vipune={timeout: 3000000}",
+        "search={plugin_timeout: 1e-9}",
+        env=workflow_env,
+        check=False,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "vipune.timeout: 3000000 is greater than the maximum of 86400" in proc.stderr
-    assert "search.plugin_timeout: '1e-9' is not of type 'number' (YAML 1.1 reads 1e-9 as text: write 1.0e-9)" in proc.stderr
+    assert (
+        "search.plugin_timeout: '1e-9' is not of type 'number' (YAML 1.1 reads 1e-9 as text: write 1.0e-9)"
+        in proc.stderr
+    )

@@ -78,8 +78,9 @@ def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_
     (workdir / "mine" / "plughelp.py").write_text("def first(h, k):\n    return list(h.row_ids[:k])\n")
     plugin = workdir / "mine" / "plug.py"
     plugin.write_text(PLUGIN.replace("EXIT = 0, False", "EXIT = 0, True"))
-    set_config(workdir, retrievers=["vipune", "dense", {"name": "mine", "use": "mine/plug.py:rank"}],
-               search={"shards": 1})
+    set_config(
+        workdir, retrievers=["vipune", "dense", {"name": "mine", "use": "mine/plug.py:rank"}], search={"shards": 1}
+    )
     proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "plugin 'mine/plug.py:rank' called sys.exit(0) on question" in out
@@ -99,8 +100,7 @@ def test_a_plugin_that_exits_or_overruns_its_time_stops_the_run_naming_it(small_
 def test_a_plugin_calling_os_exit_fails_its_job_naming_it(small, workflow_env, tmp_path):
     """Issue 39 item 4: os._exit(0) in a plugin ended its search job with status 0: Snakemake
     reported it done, then a MissingOutputException with advice about filesystem latency."""
-    workdir = make_workdir(tmp_path / "w", *small,
-                           retrievers=["dense", {"name": "quits", "use": "mine/quits.py:rank"}])
+    workdir = make_workdir(tmp_path / "w", *small, retrievers=["dense", {"name": "quits", "use": "mine/quits.py:rank"}])
     (workdir / "mine").mkdir()
     (workdir / "mine" / "quits.py").write_text("import os\n\n\ndef rank(haystack, k):\n    os._exit(0)\n")
     proc = snakemake(workdir, "--cores", "2", env=workflow_env, check=False)

@@ -31,14 +31,18 @@ def test_record_policy_reports_failed_pairs_apart(standard, workflow_env, tmp_pa
     assert "killed by signal 9" in failure["detail"] and failure["exit_code"] is None  # killed: no exit code
     assert vipune["pairs"] == report["pairs"] - 1 and report["retrievers"]["dense"]["pairs"] == report["pairs"]
     # The failed pair is left out of the average, not scored as 0: the mean over the other pairs.
-    reference = json.loads(next(p for p in (standard_run / "results/metrics").glob("vipune-*.json")
-                                   if not p.stem.endswith("-semantic")).read_text())
+    reference = json.loads(
+        next(
+            p for p in (standard_run / "results/metrics").glob("vipune-*.json") if not p.stem.endswith("-semantic")
+        ).read_text()
+    )
     others = [row["recall@5"] for qid, row in reference["per_query"].items() if qid != victim["question_id"]]
     assert vipune["metrics"]["recall@5"] == pytest.approx(sum(others) / len(others))
 
 
-def test_stop_policy_names_the_persona_and_a_rerun_redoes_only_what_failed(standard, workflow_env, tmp_path,
-                                                                           standard_run):
+def test_stop_policy_names_the_persona_and_a_rerun_redoes_only_what_failed(
+    standard, workflow_env, tmp_path, standard_run
+):
     data, _ = standard
     victim = first_question(data)
     workdir = clone(standard_run, tmp_path / "stop", drop=VIPUNE_SEARCHES)
@@ -47,8 +51,11 @@ def test_stop_policy_names_the_persona_and_a_rerun_redoes_only_what_failed(stand
     assert proc.returncode != 0
     log = "\n".join(p.read_text() for p in (workdir / "results/logs/search_vipune").rglob("*.log"))
     assert f"persona {victim['question_id']}" in log and "injected" in log and "--no-touch --" in log
-    finished = sorted(p for p in (workdir / "results/search").glob("vipune-*/shard-*.run")
-                      if not p.parent.name.endswith("-semantic") and not p.parent.name.startswith("vipune-lib-"))
+    finished = sorted(
+        p
+        for p in (workdir / "results/search").glob("vipune-*/shard-*.run")
+        if not p.parent.name.endswith("-semantic") and not p.parent.name.startswith("vipune-lib-")
+    )
     assert len(finished) == 2  # the other shards are kept
     stamps = {p: p.stat().st_mtime_ns for p in finished}
     cached = len(list((workdir / "results/search").glob("vipune-*/cache/[0-9a-f]*.json")))
@@ -99,10 +106,14 @@ def test_a_question_vipune_refuses_is_named_in_the_first_lines(tmp_path, workflo
     # both lanes refuse it (issue 43.4), in vipune's words and with the binary's exit code: one line
     # names them all, and the lanes scored the same pairs
     assert report["retrievers"]["vipune-lib"]["failed"][victim["question_id"]] == {
-        **failure, "detail": report["retrievers"]["vipune-lib"]["failed"][victim["question_id"]]["detail"]}
-    named = (f"vipune, vipune-semantic, vipune-lib and vipune-lib-semantic: 1 pair failed and is left out of every "
-             f"average (vipune.on_error: record; report.json lists why); vipune exited 3 saying \"{failure['error']}\": "
-             f"{victim['question_id']}")
+        **failure,
+        "detail": report["retrievers"]["vipune-lib"]["failed"][victim["question_id"]]["detail"],
+    }
+    named = (
+        f"vipune, vipune-semantic, vipune-lib and vipune-lib-semantic: 1 pair failed and is left out of every "
+        f'average (vipune.on_error: record; report.json lists why); vipune exited 3 saying "{failure["error"]}": '
+        f"{victim['question_id']}"
+    )
     warnings = summary.index("warnings:")
     assert warnings < 8 and summary[warnings + 1] == f"  ! {named}"  # after the builds, the model and the data
     md = (workdir / "results/report.md").read_text().splitlines()

@@ -37,8 +37,13 @@ BOTH = ["vipune", "vipune-semantic", *LIB]
 
 def fast_build(folder: Path) -> Path:
     """The binary of ``build.sh --checkout folder --fast`` (built by .ci/run: seconds here)."""
-    proc = subprocess.run(["bash", str(real_vipune.BUILD), "--checkout", str(folder), "--fast"], capture_output=True,
-                          text=True, timeout=1800, check=False)
+    proc = subprocess.run(
+        ["bash", str(real_vipune.BUILD), "--checkout", str(folder), "--fast"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(proc.stdout.strip().splitlines()[-1])
 
@@ -56,22 +61,28 @@ def edits_build() -> Path:
     return fast_build(real_vipune.fixture_tree("VIPUNE_EVAL_GATE_EDITS_FIXTURE"))
 
 
-@pytest.mark.parametrize("edit, stale", [
-    ("dispatch", [("src/commands/mod.rs", "fn execute")]),
-    ("query-prefix", [("src/embedding/engine.rs", "fn prefix_input")]),
-    ("min-cosine", []),  # src/sqlite/search.rs: vipune's library, which the vipune-lane links
-    ("comment", []),     # src/rrf.rs: compiled into the vipune-lane
-])
+@pytest.mark.parametrize(
+    "edit, stale",
+    [
+        ("dispatch", [("src/commands/mod.rs", "fn execute")]),
+        ("query-prefix", [("src/embedding/engine.rs", "fn prefix_input")]),
+        ("min-cosine", []),  # src/sqlite/search.rs: vipune's library, which the vipune-lane links
+        ("comment", []),  # src/rrf.rs: compiled into the vipune-lane
+    ],
+)
 def test_each_edit_of_the_search_path_is_compiled_into_the_lane_or_named_as_a_stale_copy(tmp_path, edit, stale):
-    source = vipune_edits.edited_copy(real_vipune.fixture_tree("VIPUNE_EVAL_CHECKOUT_FIXTURE"), tmp_path / f"vipune-{edit}", [edit])
+    source = vipune_edits.edited_copy(
+        real_vipune.fixture_tree("VIPUNE_EVAL_CHECKOUT_FIXTURE"), tmp_path / f"vipune-{edit}", [edit]
+    )
     found = lane_source.vipune_sources(source)
     assert [(c["file"], c["item"]) for c in found["copies"] if not c["same"]] == stale
     named = stale_copies({"provenance": {"lane": {"built": {"sources": found}}}})
     assert [s.split(", which")[0] for s in named] == [f"vipune-lib copies `{item}` from {file}" for file, item in stale]
 
 
-def test_the_preflight_names_the_query_prefix_as_the_query_embeddings_change(edits_build, vipune_hf_home,
-                                                                             vipune_tiny_model_dir, tmp_path):
+def test_the_preflight_names_the_query_prefix_as_the_query_embeddings_change(
+    edits_build, vipune_hf_home, vipune_tiny_model_dir, tmp_path
+):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps(binary_fingerprint(edits_build, 60)))
     settings = VipuneSettings(str(edits_build), fingerprint, vipune_hf_home, tmp_path / "tmp", timeout=60)
@@ -79,8 +90,10 @@ def test_the_preflight_names_the_query_prefix_as_the_query_embeddings_change(edi
     found = run_preflight(settings, model, tmp_path / "record.json", "record")
     assert found["embedding_parity"]["min_cosine"] > 0.999  # its passages are embedded as before
     assert not found["query_embedding_parity"]["passed"] and found["query_embedding_parity"]["min_cosine"] < 0.999
-    assert any(d.startswith("the query's embedding differs: vipune embeds a search's query with cosine ")
-               for d in found["drift"])
+    assert any(
+        d.startswith("the query's embedding differs: vipune embeds a search's query with cosine ")
+        for d in found["drift"]
+    )
     with pytest.raises(EvalError, match="check 'query_embedding_parity' failed: the query's embedding differs"):
         run_preflight(settings, model, tmp_path / "enforce.json", "enforce")
 
@@ -88,9 +101,13 @@ def test_the_preflight_names_the_query_prefix_as_the_query_embeddings_change(edi
 @pytest.fixture(scope="module")
 def edits_run(edits_build, release, scenario_inputs, workflow_env, tmp_path_factory) -> Path:
     """The edits build against the release, both lanes, the binary's preflight recorded."""
-    workdir = make_workdir(tmp_path_factory.mktemp("gate-edits") / "run", *scenario_inputs("gate"), scenario="gate",
-                           retrievers=BOTH, vipune={"binary": str(edits_build), "compare": [str(release)],
-                                                    "preflight": "record"})
+    workdir = make_workdir(
+        tmp_path_factory.mktemp("gate-edits") / "run",
+        *scenario_inputs("gate"),
+        scenario="gate",
+        retrievers=BOTH,
+        vipune={"binary": str(edits_build), "compare": [str(release)], "preflight": "record"},
+    )
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return workdir
 
@@ -125,8 +142,10 @@ def test_on_the_lib_lane_the_same_checkout_cannot_be_judged_naming_its_stale_cop
     assert report["builds"][1]["comparison"]["overall"]["recall@5"]["significant"]  # the cosine's loss, followed
     assert gate.run_gate(results) == gate.CANNOT
     md = (results / "gate.md").read_text()
-    assert ("the builds are compared on vipune-lib, which does not run this checkout's `fn execute` from "
-            "src/commands/mod.rs and `fn prefix_input` from src/embedding/engine.rs (a stale copy") in md
+    assert (
+        "the builds are compared on vipune-lib, which does not run this checkout's `fn execute` from "
+        "src/commands/mod.rs and `fn prefix_input` from src/embedding/engine.rs (a stale copy"
+    ) in md
     assert "judge it on the binary" in md
 
 
@@ -138,8 +157,12 @@ def recipe_run(release, scenario_inputs, workflow_env, tmp_path_factory) -> tupl
     workspace.mkdir()
     (workspace / "vipune-eval").symlink_to(REPO)
     config = make_workdir(root / "config", *scenario_inputs("gate"), scenario="gate") / "config.yaml"
-    overrides = {"CONFIG": str(config), "CORES": "2", "BASE_RELEASE": real_vipune.RELEASE,
-                 "PR_CHECKOUT": str(real_vipune.fixture_tree("VIPUNE_EVAL_GATE_COMMENT_FIXTURE"))}
+    overrides = {
+        "CONFIG": str(config),
+        "CORES": "2",
+        "BASE_RELEASE": real_vipune.RELEASE,
+        "PR_CHECKOUT": str(real_vipune.fixture_tree("VIPUNE_EVAL_GATE_COMMENT_FIXTURE")),
+    }
     if os.environ.get("VIPUNE_EVAL_CACHE"):
         overrides["VIPUNE_EVAL_CACHE"] = os.environ["VIPUNE_EVAL_CACHE"]
     else:  # build.sh's own default, where the builds are
@@ -160,8 +183,9 @@ def test_a_neutral_edit_passes_the_recipes_gate_with_no_pair_moved(recipe_run):
     assert "vipune-gate-comment" in report["builds"][0]["source"]
 
 
-def test_a_baseline_searched_on_other_data_cannot_be_judged_naming_the_difference(recipe_run, release, scenario_inputs,
-                                                                                workflow_env, tmp_path):
+def test_a_baseline_searched_on_other_data_cannot_be_judged_naming_the_difference(
+    recipe_run, release, scenario_inputs, workflow_env, tmp_path
+):
     """The release's lib-lane results restored from a run on other data (the same questions, other
     haystack texts on five pairs: as a cache keyed too loosely would restore them) into a copy of
     the recipe's run: its loop scores them again, and the gate names the difference."""
@@ -172,8 +196,14 @@ def test_a_baseline_searched_on_other_data_cannot_be_judged_naming_the_differenc
     for instance in changed:
         instance["haystack_sessions"][0][0]["content"] += " (another dataset's words)"
     (tmp_path / "other.json").write_text(json.dumps(other))
-    elsewhere = make_workdir(tmp_path / "elsewhere", tmp_path / "other.json", model, scenario="gate", retrievers=LIB,
-                             vipune={"binary": str(release)})
+    elsewhere = make_workdir(
+        tmp_path / "elsewhere",
+        tmp_path / "other.json",
+        model,
+        scenario="gate",
+        retrievers=LIB,
+        vipune={"binary": str(release)},
+    )
     snakemake(elsewhere, "--cores", "2", env=workflow_env)
     copy = tmp_path / "run"
     shutil.copytree(workspace / "run", copy, symlinks=True, ignore=shutil.ignore_patterns(".lock", "tmp"))
@@ -183,14 +213,21 @@ def test_a_baseline_searched_on_other_data_cannot_be_judged_naming_the_differenc
         shutil.rmtree(copy / "results/search" / name)
         shutil.copytree(elsewhere / "results/search" / name, copy / "results/search" / name)
     builds = next(r for r in ran if r.name.startswith("Build the base release"))
-    again = ci_steps.run(workspace, {**overrides, "RUN": str(copy)}, env, outputs={"builds": builds.outputs},
-                         start_at="The maintainer's loop, the checkout's vipune-lib against the release's")
+    again = ci_steps.run(
+        workspace,
+        {**overrides, "RUN": str(copy)},
+        env,
+        outputs={"builds": builds.outputs},
+        start_at="The maintainer's loop, the checkout's vipune-lib against the release's",
+    )
     steps = {r.name: r for r in again}
     loop = steps["The maintainer's loop, the checkout's vipune-lib against the release's"]
     assert loop.outcome == "success", loop.stderr[-3000:]
     assert steps["The gate"].outputs == {"status": "2"}
     assert steps["The verdict (0 pass, 1 a measure worse, 2 cannot judge)"].returncode == 2
     md = (copy / "results/gate.md").read_text()
-    assert (f"a stale baseline: {report['builds'][1]['id']} was searched with other data (the question, the "
-            f"haystack's sessions or their times: another dataset) on 5 of {report['pairs']} pairs (") in md
+    assert (
+        f"a stale baseline: {report['builds'][1]['id']} was searched with other data (the question, the "
+        f"haystack's sessions or their times: another dataset) on 5 of {report['pairs']} pairs ("
+    ) in md
     assert all(i["question_id"] in md for i in changed)

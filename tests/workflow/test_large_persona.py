@@ -16,12 +16,25 @@ from support.tinymodel import build_tiny_model
 @pytest.mark.slow
 def test_a_persona_over_10000_rows_runs_in_both_lanes(tmp_path, workflow_env):
     data = tmp_path / "data.json"
-    write_dataset(data, instances=2, abstention=0, sessions_per_haystack=105, filler_pool=110,
-                  turns_per_session=100, words_per_turn=4, seed=9)
+    write_dataset(
+        data,
+        instances=2,
+        abstention=0,
+        sessions_per_haystack=105,
+        filler_pool=110,
+        turns_per_session=100,
+        words_per_turn=4,
+        seed=9,
+    )
     model = build_tiny_model(tmp_path / "model")
-    workdir = make_workdir(tmp_path / "w", data, model, granularities=["session", "turn"],
-                           search={"shards": 1, "threads": 2, "row_limit": 2000},
-                           embed={"shards": 1, "threads": 2, "batch_tokens": 8192})
+    workdir = make_workdir(
+        tmp_path / "w",
+        data,
+        model,
+        granularities=["session", "turn"],
+        search={"shards": 1, "threads": 2, "row_limit": 2000},
+        embed={"shards": 1, "threads": 2, "batch_tokens": 8192},
+    )
     snakemake(workdir, "--cores", "2", env=workflow_env)
     rows = pq.read_table(workdir / "results/turn/filter/rows.parquet", columns=["row_keys"]).column("row_keys")
     assert min(len(r) for r in rows.to_pylist()) > 10_000

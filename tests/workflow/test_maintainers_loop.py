@@ -27,8 +27,9 @@ def release_run(root, workflow_env, scenario_inputs):
     """A fake release's lib lane run once in root/run: the run and the release."""
     data, model = scenario_inputs("builds")
     release = fake_build(root / "release", preamble="# the release\n")[0]
-    workdir = make_workdir(root / "run", data, model, scenario="builds", retrievers=LIB,
-                           vipune={"binary": str(release)})
+    workdir = make_workdir(
+        root / "run", data, model, scenario="builds", retrievers=LIB, vipune={"binary": str(release)}
+    )
     snakemake(workdir, "--cores", "2", env=workflow_env)
     return workdir, release
 
@@ -46,10 +47,17 @@ def loop_run(tmp_path_factory, workflow_env, scenario_inputs):
 
 def test_an_edit_reruns_only_the_checkouts_lib_lane_its_scores_and_the_report(loop_run, workflow_env):
     root, workdir, release, checkout = loop_run
-    assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
-                                              "report_page": 1, "all": 1,
-                                              # the plan's new files: the checkout's fingerprint, its vipune-lane's, the manifest
-                                              "planned_text": 3, "planned_file": 3}
+    assert planned(workdir, workflow_env) == {
+        "search_vipune_lib": SHARDS,
+        "score": 2,
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+        # the plan's new files: the checkout's fingerprint, its vipune-lane's, the manifest
+        "planned_text": 3,
+        "planned_file": 3,
+    }
 
 
 def test_the_builds_are_compared_on_the_lib_lane_pair_by_pair(loop_run, workflow_env):
@@ -88,8 +96,13 @@ def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_
     moved = [c["question_id"] for c in result["builds"][1]["changes"]]
     assert result["explanations"]["moved"] == moved
     qid = moved[0]
-    proc = subprocess.run([sys.executable, "-m", "vipune_eval", "explain", qid, "--run", str(workdir / "results")],
-                          capture_output=True, text=True, env=workflow_env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vipune_eval", "explain", qid, "--run", str(workdir / "results")],
+        capture_output=True,
+        text=True,
+        env=workflow_env,
+        check=True,
+    )
     out = proc.stdout
     assert out.startswith(f"{qid} (") and out.count("fused (k 25)") == 2 and "do not explain" not in out
     for build in result["builds"]:
@@ -99,19 +112,32 @@ def test_explain_shows_why_a_moved_pair_moved_from_the_finished_runs_files(loop_
         rows = pq.read_table(workdir / "results/filter/rows.parquet").to_pylist()
         row = next(r for r in rows if r["question_id"] == qid)
         fused = explain.rrf([arms.semantic, arms.bm25], arms.k, [f"{qid}::{k}" for k in row["row_keys"]])
-        scored = [line.split()[2] for line in (workdir / build["run"]).read_text().splitlines()
-                  if line.split()[0] == qid]
-        assert [row["row_docs"][r] for r, _ in fused[:len(scored)]] == scored, build["id"]
+        scored = [
+            line.split()[2] for line in (workdir / build["run"]).read_text().splitlines() if line.split()[0] == qid
+        ]
+        assert [row["row_docs"][r] for r, _ in fused[: len(scored)]] == scored, build["id"]
     page = (workdir / "results/html/report-page.html").read_text()
     text = (workdir / "results/report.md").read_text()
     for q in moved:
         assert f'id="explain-{q}"' in page and f'<a id="explain-{q}"></a>' in text
     if CHROMIUM is None:
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium): the filter is not run in a browser")
-    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
-                          f"{(workdir / 'results/html/report-page.html').as_uri()}#explain-{qid}"],
-                         capture_output=True, text=True, timeout=300).stdout
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            f"{(workdir / 'results/html/report-page.html').as_uri()}#explain-{qid}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
     sections = dict(re.findall(r'<section class="explain" id="explain-([^"]+)"[^>]*?( hidden="")?>', dom))
     assert set(sections) == set(dict.fromkeys(moved + result["explanations"]["worst"]))
     assert [q for q, hidden in sections.items() if not hidden] == [qid]
@@ -136,10 +162,17 @@ def test_a_lane_built_alone_is_the_loops_checkout_and_reuses_the_kept_stores(lan
     report names the build as a lane built alone, and its search edit reuses every persona's store
     the release's lane seeded (the fake lanes seed alike)."""
     workdir, _ = lane_only_run
-    assert planned(workdir, workflow_env) == {"search_vipune_lib": SHARDS, "score": 2, "report": 1, "plots": 1,
-                                              "report_page": 1, "all": 1,
-                                              # the new build's fingerprint and the sources' record
-                                              "planned_text": 2, "planned_file": 2}
+    assert planned(workdir, workflow_env) == {
+        "search_vipune_lib": SHARDS,
+        "score": 2,
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+        # the new build's fingerprint and the sources' record
+        "planned_text": 2,
+        "planned_file": 2,
+    }
     snakemake(workdir, "--cores", "2", env=workflow_env)
     result = report(workdir)
     primary = result["provenance"]["vipune"]

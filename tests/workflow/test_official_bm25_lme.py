@@ -15,8 +15,11 @@ def test_official_view_bm25_lme_and_both_question_sets(finished_run, scenario_in
     data, _ = scenario_inputs("official-bm25-lme")
 
     entries = [e for e in json.loads(data.read_text()) if not e["question_id"].endswith("_abs")]
-    evidence = {e["question_id"] for e in entries
-                if any(t.get("has_answer") for s in e["haystack_sessions"] for t in s if t["role"] == "user")}
+    evidence = {
+        e["question_id"]
+        for e in entries
+        if any(t.get("has_answer") for s in e["haystack_sessions"] for t in s if t["role"] == "user")
+    }
     assert 0 < len(evidence) < len(entries)  # the two question sets differ
 
     # Every non-abstention pair is searched, and bm25-lme is rank_bm25 recomputed on each.

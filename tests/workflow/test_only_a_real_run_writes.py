@@ -37,7 +37,11 @@ def tree(folder: Path) -> dict[str, tuple]:
 
 def hold_the_lock(workdir: Path) -> subprocess.Popen:
     """Another run's lock on ``workdir``'s results (plan.rundir, as a run's start takes it)."""
-    holder = subprocess.Popen([sys.executable, "-c", f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import os, time
 from pathlib import Path
 from vipune_eval.plan.rundir import hold_lock
@@ -45,7 +49,11 @@ os.chdir({str(workdir)!r})
 lock = hold_lock()
 print("held", flush=True)
 time.sleep(600)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     return holder
 
@@ -57,10 +65,19 @@ def test_commands_that_only_read_leave_results_as_they_were_and_take_no_lock(sma
     holder = hold_the_lock(workdir)  # another run is working: a command that locks fails
     try:
         before = tree(workdir / "results")
-        for args in (("-n", "--cores", "1"), ("--lint",), ("--dag",), ("--rulegraph",), ("--summary",),
-                     ("--list-rules",), ("--list-target-rules",), ("--list-changes", "code"),
-                     ("--list-changes", "params"), ("--report", str(tmp_path / "report.html")),
-                     ("-n", "--cores", "1", "--config", "ks=[1,3]", "search_limit=20")):
+        for args in (
+            ("-n", "--cores", "1"),
+            ("--lint",),
+            ("--dag",),
+            ("--rulegraph",),
+            ("--summary",),
+            ("--list-rules",),
+            ("--list-target-rules",),
+            ("--list-changes", "code"),
+            ("--list-changes", "params"),
+            ("--report", str(tmp_path / "report.html")),
+            ("-n", "--cores", "1", "--config", "ks=[1,3]", "search_limit=20"),
+        ):
             proc = snakemake(workdir, *args, env=workflow_env, check=False)
             assert proc.returncode == 0, (args, proc.stderr[-3000:])
             assert tree(workdir / "results") == before, args
@@ -70,8 +87,7 @@ def test_commands_that_only_read_leave_results_as_they_were_and_take_no_lock(sma
         holder.wait()
 
 
-def test_report_html_after_a_dry_run_with_other_values_rebuilds_the_runs_own_report(small_run, workflow_env,
-                                                                                     tmp_path):
+def test_report_html_after_a_dry_run_with_other_values_rebuilds_the_runs_own_report(small_run, workflow_env, tmp_path):
     """Seen before: `snakemake -n --config 'ks=[1,3]'` rewrote results/config.json, and
     report-html then captioned the run's plots of k = 1, 5, 10 "k = 1, 3". (The captions name no
     k now, issue 55: the run's own config is what report-html plans from.)"""
@@ -79,8 +95,12 @@ def test_report_html_after_a_dry_run_with_other_values_rebuilds_the_runs_own_rep
     snakemake(workdir, "-n", "--cores", "1", "--config", "ks=[1,3]", "search_limit=20", env=workflow_env)
     config = json.loads((workdir / "results" / "config.json").read_text())
     assert (config["ks"], config["search_limit"]) == ([1, 5, 10], 10)  # the run's own, not the dry run's
-    proc = subprocess.run([sys.executable, "-m", "vipune_eval", "report-html", "--directory", str(workdir)],
-                          capture_output=True, text=True, env=workflow_env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vipune_eval", "report-html", "--directory", str(workdir)],
+        capture_output=True,
+        text=True,
+        env=workflow_env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (workdir / "results" / "report.html").read_text()
     # the captions name no value (the plots read theirs from report.json); docutils writes @ as &#64;
@@ -104,14 +124,35 @@ def test_a_dry_run_works_while_a_run_works_and_a_second_run_is_refused(small_run
     works, a dry run plans, and a second real run is refused at once, naming the first's PID."""
     workdir = clone(small_run, tmp_path / "run")
     first = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-         "--configfile", str(workdir / "config.yaml"), "--cores", "1", "--forcerun", "filter_rows"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=workflow_env, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(SNAKEFILE),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(workdir / "config.yaml"),
+            "--cores",
+            "1",
+            "--forcerun",
+            "filter_rows",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=workflow_env,
+        cwd=tmp_path,
+    )
     try:
         lock = workdir / "results" / ".lock"
         deadline = time.monotonic() + 120
-        while not (lock.is_file() and lock.read_text().strip() == str(first.pid)
-                   and any((workdir / ".snakemake" / "incomplete").iterdir())):
+        while not (
+            lock.is_file()
+            and lock.read_text().strip() == str(first.pid)
+            and any((workdir / ".snakemake" / "incomplete").iterdir())
+        ):
             assert first.poll() is None and time.monotonic() < deadline, "the first run never started a job"
             time.sleep(0.2)
         jobs = planned(workdir, workflow_env)  # a dry run while it works (it used to meet the lock)
@@ -133,11 +174,13 @@ def test_a_results_folder_the_run_cannot_write_is_one_named_error(tmp_path, work
     workdir = make_workdir(tmp_path / "run", *small, scenario="small")
     results = workdir / "results"
     results.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(results)],
-                           capture_output=True, text=True)
+    mount = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(results)], capture_output=True, text=True
+    )
     if mount.returncode:
-        pytest.skip(f"cannot mount a read-only tmpfs here (it needs root; a chmod does not stop root): "
-                    f"{mount.stderr.strip()}")
+        pytest.skip(
+            f"cannot mount a read-only tmpfs here (it needs root; a chmod does not stop root): {mount.stderr.strip()}"
+        )
     try:
         assert snakemake(workdir, "-n", "--cores", "1", env=workflow_env, check=False).returncode == 0
         proc = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)

@@ -48,7 +48,8 @@ def user_home(tmp_path_factory):
     (home / ".config" / "vipune").mkdir(parents=True)
     (home / ".config" / "vipune" / "config.toml").write_text(
         f'recency_weight = 1.0\nembedding_model = "intfloat/multilingual-e5-small"\n'
-        f'database_path = "{home}/.vipune/memories.db"\n')
+        f'database_path = "{home}/.vipune/memories.db"\n'
+    )
     return home
 
 
@@ -56,16 +57,25 @@ def user_home(tmp_path_factory):
 def real_env(workflow_env, user_home, tmp_path_factory):
     """The workflow's environment with the user's HOME and VIPUNE_* variables that would change
     the rankings if they leaked (Snakemake's own cache goes elsewhere: it is the launcher's)."""
-    return {**workflow_env, "HOME": str(user_home), "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("launcher")),
-            "VIPUNE_RECENCY_WEIGHT": "1.0", "VIPUNE_HYBRID": "false",
-            "VIPUNE_DATABASE_PATH": str(user_home / ".vipune" / "memories.db")}
+    return {
+        **workflow_env,
+        "HOME": str(user_home),
+        "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("launcher")),
+        "VIPUNE_RECENCY_WEIGHT": "1.0",
+        "VIPUNE_HYBRID": "false",
+        "VIPUNE_DATABASE_PATH": str(user_home / ".vipune" / "memories.db"),
+    }
 
 
 @pytest.fixture(scope="module")
 def real_run(real_vipune_bin, scenario_inputs, real_env, user_home, tmp_path_factory):
     before = snapshot(user_home)
-    workdir = make_workdir(tmp_path_factory.mktemp("real") / "run", *scenario_inputs("real"), scenario="real",
-                           vipune={"binary": str(real_vipune_bin)})
+    workdir = make_workdir(
+        tmp_path_factory.mktemp("real") / "run",
+        *scenario_inputs("real"),
+        scenario="real",
+        vipune={"binary": str(real_vipune_bin)},
+    )
     start = time.perf_counter()
     snakemake(workdir, "--cores", "2", env=real_env)
     print(f"\nreal vipune {real_vipune.RELEASE}: a cold workflow run took {time.perf_counter() - start:.1f} s")
@@ -81,10 +91,19 @@ def test_the_preflight_passes_on_the_real_binary(real_run, real_vipune_bin):
     preflight = prov["preflight"]
     assert preflight["follows_contract"] and preflight["failed_checks"] == []
     assert {c["check"] for c in preflight["checks"]} >= {
-        "commands", "embedding_parity", "import", "fts_in_sync", "rrf_k25_ranks_from_1",
-        "bm25_is_and_of_every_word", "candidate_pool_at_least_50", "candidate_pool_10x_limit",
-        "candidate_pool_10x_limit_and_fused_ties_to_smaller_id", "semantic_ties_newer_then_import_order",
-        "query_over_512_tokens_exits_3", "limit_over_10000_refused"}
+        "commands",
+        "embedding_parity",
+        "import",
+        "fts_in_sync",
+        "rrf_k25_ranks_from_1",
+        "bm25_is_and_of_every_word",
+        "candidate_pool_at_least_50",
+        "candidate_pool_10x_limit",
+        "candidate_pool_10x_limit_and_fused_ties_to_smaller_id",
+        "semantic_ties_newer_then_import_order",
+        "query_over_512_tokens_exits_3",
+        "limit_over_10000_refused",
+    }
     assert preflight["embedding_parity"]["min_cosine"] > 0.999
     md = (workdir / "results/report.md").read_text()
     assert f"- vipune {real_vipune.RELEASE} (binary sha256 {prov['vipune']['sha256']}" in md
@@ -162,9 +181,17 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config["vipune"]["compare"] = [str(older_vipune_bin)]
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    assert planned(workdir, real_env) == {"preflight": 1, "search_vipune": SHARDS, "score": 1, "report": 1,
-                                          "plots": 1, "report_page": 1, "all": 1,
-                                          "planned_text": 2, "planned_file": 2}  # its fingerprint, the manifest
+    assert planned(workdir, real_env) == {
+        "preflight": 1,
+        "search_vipune": SHARDS,
+        "score": 1,
+        "report": 1,
+        "plots": 1,
+        "report_page": 1,
+        "all": 1,
+        "planned_text": 2,
+        "planned_file": 2,
+    }  # its fingerprint, the manifest
     snakemake(workdir, "--cores", "2", env=real_env)
     result = report(workdir)
     primary, older = result["builds"]
@@ -174,34 +201,80 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
     gold = read_qrels(workdir / result["qrels"])
     now = read_run(workdir / older["run"])
     before = read_run(workdir / primary["run"])
-    expected = [q for q in sorted(gold) if any(gold[q] & set(now[q][:k]) != gold[q] & set(before[q][:k])
-                                              for k in (1, 5, 10))]
+    expected = [
+        q for q in sorted(gold) if any(gold[q] & set(now[q][:k]) != gold[q] & set(before[q][:k]) for k in (1, 5, 10))
+    ]
     assert [c["question_id"] for c in older["changes"]] == expected
     identical = sum(now[q] == before[q] for q in gold)
-    print(f"vipune {real_vipune.OLDER} vs {real_vipune.RELEASE}: identical rankings on {identical} of "
-          f"{len(gold)} pairs; {len(expected)} pairs gained or lost gold sessions")
+    print(
+        f"vipune {real_vipune.OLDER} vs {real_vipune.RELEASE}: identical rankings on {identical} of "
+        f"{len(gold)} pairs; {len(expected)} pairs gained or lost gold sessions"
+    )
     md = (workdir / "results/report.md").read_text()
     assert f"{len(expected)} pairs gained or lost gold sessions" in md
     assert planned(workdir, real_env) == {}
     # The earlier release's own lane, on the same shards, ranks as that binary did (issue 37).
     lane = find_lane(older_vipune_bin, real_vipune.OLDER)
     fingerprint = tmp_path / "lane.json"
-    fingerprint.write_text(json.dumps(lane_fingerprint(
-        lane, json.loads((workdir / "results/fingerprints" / f"vipune-{older['id']}.json").read_text()), 60)))
+    fingerprint.write_text(
+        json.dumps(
+            lane_fingerprint(
+                lane, json.loads((workdir / "results/fingerprints" / f"vipune-{older['id']}.json").read_text()), 60
+            )
+        )
+    )
     runs = {}
     for i in range(SHARDS):
         out = {name: tmp_path / f"{name}-{i}.run" for name in ("hybrid", "semantic")}
-        subprocess.run(["vipune-eval", "search-vipune-lib", "--rows", "results/filter/rows.parquet",
-                        "--texts", "results/filter/texts.parquet", "--embeddings", "results/embed/shard-0-of-1.parquet",
-                        "--shard", str(i), "--shards", str(SHARDS), "--limit", "10", "--depth", "10",
-                        f"--binary={older_vipune_bin}",
-                        "--fingerprint", str(workdir / "results/fingerprints" / f"vipune-{older['id']}.json"),
-                        "--lane", str(lane), "--lane-fingerprint", str(fingerprint), "--timeout", "60",
-                        "--on-error", "stop", "--tmp", str(tmp_path / "tmp"), "--out", str(out["hybrid"]),
-                        "--semantic-out", str(out["semantic"]), "--status-out", str(tmp_path / f"status-{i}.json"),
-                        "--arms-out", str(tmp_path / f"arms-{i}.parquet"),
-                        "--kept-stores", str(tmp_path / "stores"), "--kept-stores-gb", "0"],
-                       cwd=workdir, env=real_env, check=True, capture_output=True)
+        subprocess.run(
+            [
+                "vipune-eval",
+                "search-vipune-lib",
+                "--rows",
+                "results/filter/rows.parquet",
+                "--texts",
+                "results/filter/texts.parquet",
+                "--embeddings",
+                "results/embed/shard-0-of-1.parquet",
+                "--shard",
+                str(i),
+                "--shards",
+                str(SHARDS),
+                "--limit",
+                "10",
+                "--depth",
+                "10",
+                f"--binary={older_vipune_bin}",
+                "--fingerprint",
+                str(workdir / "results/fingerprints" / f"vipune-{older['id']}.json"),
+                "--lane",
+                str(lane),
+                "--lane-fingerprint",
+                str(fingerprint),
+                "--timeout",
+                "60",
+                "--on-error",
+                "stop",
+                "--tmp",
+                str(tmp_path / "tmp"),
+                "--out",
+                str(out["hybrid"]),
+                "--semantic-out",
+                str(out["semantic"]),
+                "--status-out",
+                str(tmp_path / f"status-{i}.json"),
+                "--arms-out",
+                str(tmp_path / f"arms-{i}.parquet"),
+                "--kept-stores",
+                str(tmp_path / "stores"),
+                "--kept-stores-gb",
+                "0",
+            ],
+            cwd=workdir,
+            env=real_env,
+            check=True,
+            capture_output=True,
+        )
         for name, path in out.items():
             runs.setdefault(name, {}).update(read_run(path))
     assert runs["hybrid"] == now
@@ -214,15 +287,33 @@ def test_an_earlier_release_compared_reruns_only_its_own_jobs(real_run, older_vi
 def test_an_import_naming_another_model_is_refused(real_vipune_bin, vipune_hf_home, tmp_path):
     vipune = Vipune(real_vipune_bin, tmp_path / "home", 30, hf_home=vipune_hf_home)
     vector = np.zeros(384, "<f4").tobytes()
-    rows = [{"type": "export", "format_version": 1, "rows": 1, "model_id": "intfloat/multilingual-e5-small",
-             "model_revision": "614241f622f53c4eeff9890bdc4f31cfecc418b3"},
-            {"id": "a", "project_id": "p", "content": "text", "embedding": base64.b64encode(vector).decode(),
-             "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z", "memory_type": "fact",
-             "status": "active", "retrieval_count": 0}]
+    rows = [
+        {
+            "type": "export",
+            "format_version": 1,
+            "rows": 1,
+            "model_id": "intfloat/multilingual-e5-small",
+            "model_revision": "614241f622f53c4eeff9890bdc4f31cfecc418b3",
+        },
+        {
+            "id": "a",
+            "project_id": "p",
+            "content": "text",
+            "embedding": base64.b64encode(vector).decode(),
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "memory_type": "fact",
+            "status": "active",
+            "retrieval_count": 0,
+        },
+    ]
     jsonl = tmp_path / "other-model.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(VipuneError, match=r"import refused: export was produced with model "
-                                          r"intfloat/multilingual-e5-small@614241f6"):
+    with pytest.raises(
+        VipuneError,
+        match=r"import refused: export was produced with model "
+        r"intfloat/multilingual-e5-small@614241f6",
+    ):
         vipune.import_file(tmp_path / "store.db", jsonl, "test")
 
 

@@ -29,8 +29,12 @@ def setup(tmp_path_factory, standard, standard_run):
     binary, _ = fake_build(root)  # bin/vipune and its vipune-lane beside it, the same bytes as PATH's
     workdir = clone(standard_run, root / "run")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
-    config = {**config, "dataset": {**config["dataset"], "path": str(data)},
-              "model": {**config["model"], "path": str(model)}, "vipune": {"binary": str(binary)}}
+    config = {
+        **config,
+        "dataset": {**config["dataset"], "path": str(data)},
+        "model": {**config["model"], "path": str(model)},
+        "vipune": {"binary": str(binary)},
+    }
     write_config(workdir, config)
     assert config["search"]["shards"] == SEARCH_SHARDS
     return workdir, config, binary, data, model
@@ -44,9 +48,15 @@ NEW_MANIFEST = {"planned_text": 1, **MANIFEST_AGAIN}
 # score: vipune-lib and its semantic run; the plan's new files: the vipune-lane's fingerprint, the manifest
 LIB_ONLY = {"search_vipune_lib": SEARCH_SHARDS, "score": 2, **REPORT, "planned_text": 2, "planned_file": 2}
 # A new vipune build: the binary and the vipune-lane built beside it from the same source (build.sh).
-VIPUNE_BUILD = {"preflight": 1, "search_vipune": SEARCH_SHARDS, "search_vipune_lib": SEARCH_SHARDS,
-                "score": 4, **REPORT,  # score: both runs of each lane
-                "planned_text": 3, "planned_file": 3}  # the binary's fingerprint, its vipune-lane's, the manifest
+VIPUNE_BUILD = {
+    "preflight": 1,
+    "search_vipune": SEARCH_SHARDS,
+    "search_vipune_lib": SEARCH_SHARDS,
+    "score": 4,
+    **REPORT,  # score: both runs of each lane
+    "planned_text": 3,
+    "planned_file": 3,
+}  # the binary's fingerprint, its vipune-lane's, the manifest
 
 
 def test_binary_lifecycle(setup, workflow_env, tmp_path):
@@ -133,9 +143,22 @@ def test_lane_lifecycle(setup, workflow_env):
     assert planned(workdir, workflow_env) == {}
 
 
-EMBED_AND_AFTER = {"embed", "vipune_home", "preflight", "search_arms", "fuse_reference", "search_vipune",
-                   "search_vipune_lib", "score", "report", "plots", "report_page", "all",
-                   "planned_text", "planned_file"}  # the model's new fingerprint, written by the run
+EMBED_AND_AFTER = {
+    "embed",
+    "vipune_home",
+    "preflight",
+    "search_arms",
+    "fuse_reference",
+    "search_vipune",
+    "search_vipune_lib",
+    "score",
+    "report",
+    "plots",
+    "report_page",
+    "all",
+    "planned_text",
+    "planned_file",
+}  # the model's new fingerprint, written by the run
 
 
 def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
@@ -162,7 +185,10 @@ def test_model_and_dataset_changes(setup, workflow_env, tmp_path):
     other_data = tmp_path / "other.json"
     write_dataset(other_data, instances=12, abstention=1, sessions_per_haystack=8, filler_pool=20, seed=6)
     write_config(workdir, {**config, "dataset": {**config["dataset"], "path": str(other_data)}})
-    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter_pairs", "filter_rows"}) - {"vipune_home", "preflight"}
+    assert set(planned(workdir, workflow_env)) == (EMBED_AND_AFTER | {"filter_pairs", "filter_rows"}) - {
+        "vipune_home",
+        "preflight",
+    }
     write_config(workdir, config)
 
 

@@ -27,10 +27,21 @@ def test_two_cold_runs_are_byte_identical(standard_run, standard, workflow_env, 
 def start_then_kill(workdir, env, trigger, *args):
     """Start a run (Snakemake's ``args`` added), SIGKILL its whole process group as soon as
     ``trigger()`` holds."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+        *args,
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while not trigger():
         assert proc.poll() is None, "the run ended before the kill point"
@@ -41,8 +52,7 @@ def start_then_kill(workdir, env, trigger, *args):
 
 
 @pytest.mark.parametrize("stage", ["embed", "search"])
-def test_kill_9_then_rerun_completes_with_identical_results(standard_run, standard, workflow_env,
-                                                            tmp_path, stage):
+def test_kill_9_then_rerun_completes_with_identical_results(standard_run, standard, workflow_env, tmp_path, stage):
     env = {**workflow_env, "FAKE_VIPUNE_DELAY": "0.3"}
     if stage == "embed":
         workdir = make_workdir(tmp_path / "killed", *standard)
@@ -54,6 +64,7 @@ def test_kill_9_then_rerun_completes_with_identical_results(standard_run, standa
 
         def trigger():
             return len(list((workdir / "results/search").glob("vipune-*/cache/[0-9a-f]*.json"))) >= 2
+
     start_then_kill(workdir, env, trigger)
     assert not (workdir / "results/report.json").exists()
     snakemake(workdir, "--cores", "2", env=workflow_env)  # no --unlock, no clean-up by hand
@@ -84,9 +95,12 @@ def processes_naming(paths: set[Path]) -> list[str]:
     return found
 
 
-@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm: the vipune-lane's databases are not in RAM here")
+@pytest.mark.skipif(
+    not Path("/dev/shm").is_dir(), reason="no /dev/shm: the vipune-lane's databases are not in RAM here"
+)
 def test_a_rerun_after_a_kill_during_a_forced_lib_search_makes_every_shard_and_leaves_no_lane(
-        standard_run, workflow_env, tmp_path):
+    standard_run, workflow_env, tmp_path
+):
     """Issue 44 item 4: a killed --forcerun search_vipune_lib had deleted the shards of the jobs
     it started, and a plain rerun said "Nothing to be done" over the old report (Snakemake
     remakes no missing intermediate whose readers are up to date: rule all names the shards
@@ -119,11 +133,27 @@ def test_a_sigterm_to_the_run_is_summarised_as_a_stop_and_a_rerun_goes_on(small_
     """Issue 51 item 6: a SIGTERM to the run's process group (Ctrl-C, a cluster's stop) was
     summarised as "2 job(s) failed or cannot run", each quoting the last INFO line of its log."""
     workdir = clone(small_run, tmp_path / "stopped", drop=VIPUNE_SEARCHES)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+    ]
     with open(tmp_path / "stderr", "w") as err:
-        proc = subprocess.Popen(cmd, env={**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"}, stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env={**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"},
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 120
         while not list((workdir / "results/search").glob("vipune-*/cache/[0-9a-f]*.json")):
             assert proc.poll() is None and time.monotonic() < deadline, "no persona was searched"
@@ -134,7 +164,8 @@ def test_a_sigterm_to_the_run_is_summarised_as_a_stop_and_a_rerun_goes_on(small_
     assert proc.returncode != 0
     assert "job(s) failed" not in "\n".join(lines) and " INFO " not in "\n".join(lines[-2:])
     assert lines[-2].startswith("vipune-eval: the run was stopped (SIGTERM) before it finished; ") and (
-        "search_vipune" in lines[-2])
+        "search_vipune" in lines[-2]
+    )
     assert lines[-1] == "vipune-eval: fix: run the same command again to go on: every finished job is kept"
     snakemake(workdir, "--cores", "2", env=workflow_env)
     assert metrics(workdir) == metrics(small_run)

@@ -41,13 +41,22 @@ RUN_TIMEOUT = 900  # s; a run that has not ended by then is hung (e.g. a job PEN
 # here, 26 with the standard run's retrievers and 3 shards).
 CLUSTER_RETRIEVERS = ("vipune", "vipune-lib", "hybrid")
 # Rules that run on the submitting node: localrules and the target rule.
-LOCAL_RULES = {"vipune_home", "download_dataset", "download_model", "vipune_binary", "planned_text", "planned_file",
-               "all"}
+LOCAL_RULES = {
+    "vipune_home",
+    "download_dataset",
+    "download_model",
+    "vipune_binary",
+    "planned_text",
+    "planned_file",
+    "all",
+}
 
 
 def unavailable(reason):
-    message = (f"no SLURM cluster reachable: {reason} (CI starts one with .ci/slurm/up.sh, as "
-               "root on Debian 12: see docs/cluster.md)")
+    message = (
+        f"no SLURM cluster reachable: {reason} (CI starts one with .ci/slurm/up.sh, as "
+        "root on Debian 12: see docs/cluster.md)"
+    )
     if REQUIRED:
         pytest.fail(f"{message}; VIPUNE_EVAL_SLURM=required", pytrace=False)
     pytest.skip(message)
@@ -73,12 +82,14 @@ def node():
             unavailable(f"no default partition with a usable node (`sinfo`: {info.stdout.strip()!r})")
         accounting = command("sacct", "-n", "-X", "-S", "now-1hours", "-o", "JobID")
         if accounting.returncode != 0:
-            unavailable(f"`sacct` failed (job accounting through slurmdbd is needed): "
-                        f"{accounting.stderr.strip()}")
+            unavailable(f"`sacct` failed (job accounting through slurmdbd is needed): {accounting.stderr.strip()}")
     except subprocess.TimeoutExpired as exc:
         unavailable(f"`{' '.join(exc.cmd)}` timed out")
-    return {"partition": default[0].rstrip("*"), "cpus": int(default[1].rstrip("+")),
-            "mem_mb": int(default[2].rstrip("+"))}
+    return {
+        "partition": default[0].rstrip("*"),
+        "cpus": int(default[1].rstrip("+")),
+        "mem_mb": int(default[2].rstrip("+")),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +101,21 @@ def snakemake(workdir, *args, env, timeout=RUN_TIMEOUT):
     """One Snakemake run through the profile (the executor plugin from executor_env); a run still
     going after ``timeout`` is killed and its jobs cancelled."""
     env = executor_env(env)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent,
-                              timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or b"").decode() + (exc.stderr or b"").decode()
         for run_id in re.findall(r"SLURM run ID: (\S+)", out):
@@ -119,8 +139,9 @@ def submitted(proc):
     logged = set(re.findall(r"has been submitted with SLURM jobid (\d+)", proc.out))
     deadline = time.monotonic() + 30
     while True:  # sacct can lag a few seconds behind a job's end
-        rows = command("sacct", "-X", "-n", "-P", "--name", run_id, "-S", "now-1days",
-                       "-o", "JobIDRaw,State,Comment%200").stdout.split("\n")
+        rows = command(
+            "sacct", "-X", "-n", "-P", "--name", run_id, "-S", "now-1days", "-o", "JobIDRaw,State,Comment%200"
+        ).stdout.split("\n")
         jobs = {}
         for row in filter(None, rows):
             job_id, state, comment = row.split("|", 2)
@@ -151,14 +172,17 @@ def own_lines(out):
 
 
 def dag_rules(proc):
-    table = proc.out[proc.out.index("Job stats:"):]
-    return set(re.findall(r"^(\w+)\s+\d+$", table[:table.index("total")], re.M))
+    table = proc.out[proc.out.index("Job stats:") :]
+    return set(re.findall(r"^(\w+)\s+\d+$", table[: table.index("total")], re.M))
 
 
 def outputs(workdir):
     """Every result file and its mtime (what a rerun must leave alone)."""
-    return {p: p.stat().st_mtime_ns for p in (workdir / "results").rglob("*")
-            if p.is_file() and not {".cache", "fingerprints", "tmp"} & set(p.parts) and p.name != ".lock"}
+    return {
+        p: p.stat().st_mtime_ns
+        for p in (workdir / "results").rglob("*")
+        if p.is_file() and not {".cache", "fingerprints", "tmp"} & set(p.parts) and p.name != ".lock"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -170,14 +194,23 @@ def local_run(finished_run, node):
 @pytest.fixture(scope="module")
 def cluster_runs(tmp_path_factory, inputs, workflow_env, node):
     """The failing run, then the rerun after the fix, through the shipped profile (no --cores)."""
-    workdir = make_workdir(tmp_path_factory.mktemp("slurm-cluster") / "run", *inputs,
-                           retrievers=list(CLUSTER_RETRIEVERS), search={"shards": 2})
+    workdir = make_workdir(
+        tmp_path_factory.mktemp("slurm-cluster") / "run",
+        *inputs,
+        retrievers=list(CLUSTER_RETRIEVERS),
+        search={"shards": 2},
+    )
     # The first status check 1 s after a submission, not the profile's 5: the executor adds 10 s
     # to the wait after each round in which no job ended, so a job of ~7 s (a Snakemake start on
     # the node) is seen after 12 s instead of 20, at each level of the two runs' DAGs (measured:
     # the fixture 155 s instead of 240 s, with the fewer retrievers above).
-    profile = ["--profile", str(PROFILE), "--slurm-keep-successful-logs",
-               "--slurm-init-seconds-before-status-checks", "1"]
+    profile = [
+        "--profile",
+        str(PROFILE),
+        "--slurm-keep-successful-logs",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+    ]
     broken = snakemake(workdir, *profile, env={**workflow_env, "FAKE_VIPUNE_FAULT": "cls-pooling"})
     after_broken = outputs(workdir)
     fixed = snakemake(workdir, *profile, env=workflow_env)
@@ -243,18 +276,30 @@ def test_the_cluster_report_equals_the_local_one(cluster_runs, local_run):
             assert cluster["retrievers"][name][key] == local["retrievers"][name][key], (name, key)
 
 
-def test_an_oversized_request_stops_before_submission_naming_resource_and_option(
-        node, inputs, workflow_env, tmp_path):
+def test_an_oversized_request_stops_before_submission_naming_resource_and_option(node, inputs, workflow_env, tmp_path):
     workdir = make_workdir(tmp_path / "oversized", *inputs)
     too_many, too_much = node["cpus"] * 4, node["mem_mb"] + 1000
-    proc = snakemake(workdir, "--profile", str(PROFILE), "--set-threads", f"embed={too_many}",
-                     "--set-resources", f"filter_pairs:mem_mb={too_much}", env=workflow_env, timeout=120)
+    proc = snakemake(
+        workdir,
+        "--profile",
+        str(PROFILE),
+        "--set-threads",
+        f"embed={too_many}",
+        "--set-resources",
+        f"filter_pairs:mem_mb={too_much}",
+        env=workflow_env,
+        timeout=120,
+    )
     assert proc.returncode != 0
     partition, cpus, mem = node["partition"], node["cpus"], node["mem_mb"]
-    assert (f"rule embed (2 jobs) in partition '{partition}': threads {too_many} > {cpus} CPUs; "
-            f"lower it with --set-threads embed={cpus} (or --cores {cpus}") in proc.out
-    assert (f"rule filter_pairs in partition '{partition}': mem_mb {too_much} > {mem} MB; lower it with "
-            f"--set-resources filter_pairs:mem_mb={mem}") in proc.out
+    assert (
+        f"rule embed (2 jobs) in partition '{partition}': threads {too_many} > {cpus} CPUs; "
+        f"lower it with --set-threads embed={cpus} (or --cores {cpus}"
+    ) in proc.out
+    assert (
+        f"rule filter_pairs in partition '{partition}': mem_mb {too_much} > {mem} MB; lower it with "
+        f"--set-resources filter_pairs:mem_mb={mem}"
+    ) in proc.out
     assert "nothing was submitted" in proc.out
     assert "has been submitted with SLURM jobid" not in proc.out
     assert not (workdir / "results/filter").exists()
@@ -265,6 +310,15 @@ def test_sbatch_itself_rejects_what_no_node_can_hold(node):
     config = command("scontrol", "show", "config").stdout
     if not re.search(r"^EnforcePartLimits\s*=\s*ALL", config, re.M):
         pytest.skip("this cluster does not set EnforcePartLimits=ALL: an oversized job would pend")
-    proc = command("sbatch", "--parsable", "-o", "/dev/null", "-p", node["partition"],
-                   f"--cpus-per-task={node['cpus'] + 1}", "--wrap", "true")
+    proc = command(
+        "sbatch",
+        "--parsable",
+        "-o",
+        "/dev/null",
+        "-p",
+        node["partition"],
+        f"--cpus-per-task={node['cpus'] + 1}",
+        "--wrap",
+        "true",
+    )
     assert proc.returncode != 0 and "More processors requested than permitted" in proc.stderr

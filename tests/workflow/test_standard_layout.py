@@ -15,13 +15,16 @@ from support.scenarios import REPO
 def test_the_dot_test_scenario_runs_from_the_root_with_no_flag(tmp_path):
     root = tmp_path / "clone"  # a copy, so that the run's files stay out of the repository
     for part in ("workflow", "config", "vipune_eval", "lane", ".test"):
-        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "results",
-                                                                               ".snakemake"))
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__", "results", ".snakemake"))
     path = os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"])
     assert shutil.which("vipune", path=path) is None
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--directory", ".test", "--cores", "2"],
-                          capture_output=True, text=True, cwd=root, env={**os.environ, "PATH": path,
-                                                                         "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--directory", ".test", "--cores", "2"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PATH": path, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Using workflow specific profile workflow/profiles/default" in proc.stderr
     report = json.loads((root / ".test" / "results" / "report.json").read_text())

@@ -18,13 +18,16 @@ from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, s
 
 
 @pytest.mark.parametrize("fault, words", [("repeat-id", "twice"), ("over-limit", "more than --limit 10")])
-def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run, workflow_env, tmp_path, fault,
-                                                                words):
+def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run, workflow_env, tmp_path, fault, words):
     victim = next(i for i in json.loads(Path(small[0]).read_text()) if not i["question_id"].endswith("_abs"))
     workdir = clone(small_run, tmp_path / "w", drop=VIPUNE_SEARCHES)
     set_config(workdir, vipune={"on_error": "record"})
-    snakemake(workdir, "--cores", "2", env={**workflow_env, "FAKE_VIPUNE_FAULT": fault,
-                                            "FAKE_VIPUNE_FAULT_MATCH": victim["question"]})
+    snakemake(
+        workdir,
+        "--cores",
+        "2",
+        env={**workflow_env, "FAKE_VIPUNE_FAULT": fault, "FAKE_VIPUNE_FAULT_MATCH": victim["question"]},
+    )
     vipune = report(workdir)["retrievers"]["vipune"]
     assert list(vipune["failed"]) == [victim["question_id"]] and vipune["pairs"] == 4
     failure = vipune["failed"][victim["question_id"]]
@@ -33,12 +36,14 @@ def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run
     assert failure["exit_code"] is None and failure["error"] is None  # vipune exited 0 and said nothing
 
 
-@pytest.mark.parametrize("fault, message", [
-    ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after"),
-    ("version-fail", r"exit code 1 after .*cannot initialise"),
-])
-def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workflow_env, tmp_path, fault,
-                                                                    message):
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after"),
+        ("version-fail", r"exit code 1 after .*cannot initialise"),
+    ],
+)
+def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workflow_env, tmp_path, fault, message):
     import re
 
     workdir = make_workdir(tmp_path / "w", *small)
@@ -47,8 +52,7 @@ def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workf
     assert re.search(message, proc.stderr) and "MissingOutputException" not in proc.stderr + proc.stdout
 
 
-def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(small_run, workflow_env,
-                                                                                 tmp_path):
+def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(small_run, workflow_env, tmp_path):
     build = tmp_path / "build.txt"
     build.write_text("build 1")
     workdir = clone(small_run, tmp_path / "w")
@@ -56,8 +60,15 @@ def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(
     snakemake(workdir, "--cores", "2", env=workflow_env)
     first = report(workdir)["provenance"]["vipune"]["id"]
     # Forced: the per-persona cache of a completed shard is not reused (a failing binary fails).
-    proc = snakemake(workdir, "--cores", "2", "--forcerun", "search_vipune",
-                     env={**workflow_env, "FAKE_VIPUNE_FAULT": "error"}, check=False)
+    proc = snakemake(
+        workdir,
+        "--cores",
+        "2",
+        "--forcerun",
+        "search_vipune",
+        env={**workflow_env, "FAKE_VIPUNE_FAULT": "error"},
+        check=False,
+    )
     assert proc.returncode != 0 and "injected" in proc.stdout + proc.stderr
     snakemake(workdir, "--cores", "2", env=workflow_env)
     build.write_text("build 2")  # the wrapper (the fake) is unchanged; the build behind it is not
@@ -68,10 +79,22 @@ def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(
 
 
 def start(workdir, env):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2"]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+    ]
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def wait_for(condition, proc, seconds=120):
@@ -82,8 +105,7 @@ def wait_for(condition, proc, seconds=120):
         time.sleep(0.05)
 
 
-def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(small_run, workflow_env,
-                                                                               tmp_path):
+def test_a_second_run_is_refused_at_once_and_a_kill_9_leaves_no_lock_or_scratch(small_run, workflow_env, tmp_path):
     workdir = clone(small_run, tmp_path / "w", drop=VIPUNE_SEARCHES)
     first = start(workdir, {**workflow_env, "FAKE_VIPUNE_DELAY": "0.5"})
     wait_for(lambda: list((workdir / "results/tmp").glob("*search/*/*/persona-*")), first)

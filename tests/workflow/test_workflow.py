@@ -25,8 +25,15 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert report["pairs"] == 16
     assert set(report["retrievers"]) == RETRIEVERS
     for entry in report["retrievers"].values():
-        assert set(entry["metrics"]) >= {"recall@1", "recall@5", "recall@10", "recall_any@5",
-                                         "recall_all@5", "ndcg@10", "mrr"}
+        assert set(entry["metrics"]) >= {
+            "recall@1",
+            "recall@5",
+            "recall@10",
+            "recall_any@5",
+            "recall_all@5",
+            "ndcg@10",
+            "mrr",
+        }
         for category in entry["per_category"].values():
             assert "pairs" in category and "recall@5" in category
     prov = report["provenance"]
@@ -35,8 +42,13 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert prov["vipune"]["version"] and len(prov["vipune"]["sha256"]) == 64
     assert prov["package"]["name"] == "vipune-eval" and prov["config"]["search_limit"] == 10
     checks = {c["check"] for c in prov["preflight"]["checks"]}
-    assert {"rrf_k25_ranks_from_1", "bm25_is_and_of_every_word", "candidate_pool_10x_limit",
-            "semantic_ties_newer_then_import_order", "embedding_parity"} <= checks
+    assert {
+        "rrf_k25_ranks_from_1",
+        "bm25_is_and_of_every_word",
+        "candidate_pool_10x_limit",
+        "semantic_ties_newer_then_import_order",
+        "embedding_parity",
+    } <= checks
     assert set(report["views"]) == {"session", "turn", "chunk", "official", "official-turn"}
     for view in report["views"].values():
         assert set(view["retrievers"]) == RETRIEVERS and view["description"]
@@ -46,8 +58,12 @@ def test_report_has_the_promised_shape_and_provenance(full_run):
     assert len(summary.splitlines()) <= 35
     assert "| vipune |" in (workdir / "results/report.md").read_text()
     # Every unique text of every view was embedded once, by some job, and timed there (issue 23).
-    unique = {row["text_id"] for path in (workdir / "results").glob("**/filter/texts.parquet")
-              for row in pq.read_table(path).to_pylist() if row["text"]}  # an empty text is not embedded
+    unique = {
+        row["text_id"]
+        for path in (workdir / "results").glob("**/filter/texts.parquet")
+        for row in pq.read_table(path).to_pylist()
+        if row["text"]
+    }  # an empty text is not embedded
     embed = report["embed"]
     assert embed["texts"] == len(unique) and embed["jobs"] >= 2
     (cpu,) = embed["providers"]  # issue 33: per provider, with the device and what the bytes guarantee
@@ -162,11 +178,16 @@ def test_vipune_agrees_with_its_reference_mirrors_in_every_view(full_run):
         assert runs["vipune"] == runs["hybrid"] == runs["vipune-lib"]
         assert runs["vipune-semantic"] == runs["dense"] == runs["vipune-lib-semantic"]
     lanes = {(a["view"], a["run"], a["mirror"]): a for a in report["diagnostics"]["lanes"]}  # issue 44.1: every view
-    assert set(lanes) == {(view, *pair) for view in report["views"]
-                          for pair in (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic"))}
+    assert set(lanes) == {
+        (view, *pair)
+        for view in report["views"]
+        for pair in (("vipune-lib", "vipune"), ("vipune-lib-semantic", "vipune-semantic"))
+    }
     for (view, _, _), a in lanes.items():
         top = max(report["views"][view]["ks"])
-        assert a[f"same_top{top}_share"] == 1.0 and a[f"differ_top{top}"] == [] and a["only_run"] == a["only_mirror"] == []
+        assert (
+            a[f"same_top{top}_share"] == 1.0 and a[f"differ_top{top}"] == [] and a["only_run"] == a["only_mirror"] == []
+        )
 
 
 @pytest.mark.slow
@@ -218,8 +239,10 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install chromium): the "
-                                             "HTML report is not opened in a real browser")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium on PATH (Debian: apt-get install chromium): the HTML report is not opened in a real browser",
+)
 def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
     """Issue 31: in a real browser, the HTML report's first page holds the headline table with
     report.json's numbers (vipune first) and what was scored. docs/outputs.md shows how to look."""
@@ -227,12 +250,25 @@ def test_the_html_report_opens_on_the_numbers_in_a_browser(full_run, tmp_path):
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
-    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
-                           (workdir / "results/report.html").as_uri()], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            (workdir / "results/report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     dom = proc.stdout
     assert 'id="vipune-eval"' in dom, proc.stderr[-2000:]  # the React app put the first page in
-    front = dom[dom.index('id="vipune-eval"'):]
+    front = dom[dom.index('id="vipune-eval"') :]
     body = re.search(r"<tbody>(.*?)</tbody>", front, re.S).group(1)
     shown = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
     assert shown == document(report).headline.rows and shown[0][0] == "vipune"
@@ -256,8 +292,7 @@ def test_lint_is_clean(full_run, workflow_env):
 @pytest.mark.slow
 def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, small):
     """On the small scenario: what runs before the missing binary's job fails is no part of it."""
-    other = make_workdir(tmp_path / "nobinary", *small, scenario="small",
-                         vipune={"binary": "vipune-not-installed"})
+    other = make_workdir(tmp_path / "nobinary", *small, scenario="small", vipune={"binary": "vipune-not-installed"})
     proc = snakemake(other, "--cores", "1", env=workflow_env, check=False)
     assert proc.returncode != 0
     assert "cargo install vipune" in proc.stdout + proc.stderr
@@ -272,14 +307,15 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
 
     workdir, _ = full_run
     report = json.loads((workdir / "results/report.json").read_text())
-    report["views"] = {"official": report["views"]["official"],
-                       **{k: v for k, v in report["views"].items() if k != "official"}}
+    report["views"] = {
+        "official": report["views"]["official"],
+        **{k: v for k, v in report["views"].items() if k != "official"},
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
     assert "| vipune |" in render(report)
-
 
 
 @pytest.mark.slow

@@ -73,45 +73,71 @@ def remember_sha256(path: Path, sha256: str, cache_file: Path) -> None:
     cache.save()
 
 
-def dataset_fingerprint(sha256: str, *, repo_id: str | None = None, filename: str | None = None,
-                        revision: str | None = None, resolved_commit: str | None = None) -> dict[str, Any]:
-    return {"kind": "dataset", "sha256": sha256, "repo_id": repo_id, "filename": filename,
-            "revision": revision, "resolved_commit": resolved_commit}
+def dataset_fingerprint(
+    sha256: str,
+    *,
+    repo_id: str | None = None,
+    filename: str | None = None,
+    revision: str | None = None,
+    resolved_commit: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "kind": "dataset",
+        "sha256": sha256,
+        "repo_id": repo_id,
+        "filename": filename,
+        "revision": revision,
+        "resolved_commit": resolved_commit,
+    }
 
 
 def check_sha256(path: Path, actual: str, expected: str | None) -> None:
     if expected and actual.lower() != expected.lower():
-        raise EvalError(f"sha256 mismatch for {path}: expected {expected}, got {actual}; the "
-                        "file is damaged or is not the pinned release",
-                        fix="delete the file (it is downloaded again), or fix dataset.sha256 in "
-                            "the config")
+        raise EvalError(
+            f"sha256 mismatch for {path}: expected {expected}, got {actual}; the "
+            "file is damaged or is not the pinned release",
+            fix="delete the file (it is downloaded again), or fix dataset.sha256 in the config",
+        )
 
 
 def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sha256Cache) -> dict[str, Any]:
     if not path.is_file():
-        raise EvalError(f"dataset.path {path} does not exist or is not a file",
-                        fix="set dataset.path in the config to a LongMemEval-format JSON file, or "
-                            "to null to download the dataset")
+        raise EvalError(
+            f"dataset.path {path} does not exist or is not a file",
+            fix="set dataset.path in the config to a LongMemEval-format JSON file, or to null to download the dataset",
+        )
     sha = cache.sha256(path)
     check_sha256(path, sha, expected_sha256)
     return dataset_fingerprint(sha, filename=path.name)
 
 
-def model_fingerprint(model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str,
-                      cache: Sha256Cache) -> dict[str, Any]:
+def model_fingerprint(
+    model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str, cache: Sha256Cache
+) -> dict[str, Any]:
     """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
     onnx_path = model_dir / file
     if not onnx_path.is_file():
-        raise EvalError(f"model file {onnx_path} not found (model.path={model_dir}, model.file={file})",
-                        fix="set model.path to a model folder and model.file to its ONNX file "
-                            "inside it (model.path: null downloads the model)")
+        raise EvalError(
+            f"model file {onnx_path} not found (model.path={model_dir}, model.file={file})",
+            fix="set model.path to a model folder and model.file to its ONNX file "
+            "inside it (model.path: null downloads the model)",
+        )
     if not (model_dir / "tokenizer.json").is_file():
-        raise EvalError(f"{model_dir} has no tokenizer.json",
-                        fix=f"a model folder needs the ONNX file and {', '.join(MODEL_SIDE_FILES)}: "
-                            "copy them there, or set model.path: null to download the model")
+        raise EvalError(
+            f"{model_dir} has no tokenizer.json",
+            fix=f"a model folder needs the ONNX file and {', '.join(MODEL_SIDE_FILES)}: "
+            "copy them there, or set model.path: null to download the model",
+        )
     files = {file: cache.sha256(onnx_path)}
     for name in MODEL_SIDE_FILES:
         if (model_dir / name).is_file():
             files[name] = sha256_file(model_dir / name)
-    return {"kind": "model", "repo_id": repo_id, "revision": revision, "file": file,
-            "pooling": pooling, "normalization": "l2", "files": files}
+    return {
+        "kind": "model",
+        "repo_id": repo_id,
+        "revision": revision,
+        "file": file,
+        "pooling": pooling,
+        "normalization": "l2",
+        "files": files,
+    }

@@ -88,8 +88,9 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     return (float(lo), float(hi))
 
 
-def bootstrap_intervals(values: np.ndarray, *, confidence: float = 0.95, resamples: int = 10_000,
-                        seed: int = 0) -> np.ndarray:
+def bootstrap_intervals(
+    values: np.ndarray, *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> np.ndarray:
     """``bootstrap_interval`` of each column of ``values`` (n, m) → (m, 2), from one resample
     matrix: column j's interval equals ``bootstrap_interval(values[:, j])`` with the same seed."""
     check_settings(confidence, resamples)

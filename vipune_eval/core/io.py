@@ -53,8 +53,13 @@ def non_finite(obj: Any, where: str = "") -> tuple[str, float] | None:
     """The first NaN or infinity in ``obj``: (its dotted key, e.g. ``a.b[1]``, the number)."""
     if isinstance(obj, float) and not math.isfinite(obj):
         return where, obj
-    items = (obj.items() if isinstance(obj, dict) else
-             ((f"[{i}]", v) for i, v in enumerate(obj)) if isinstance(obj, (list, tuple)) else ())
+    items = (
+        obj.items()
+        if isinstance(obj, dict)
+        else ((f"[{i}]", v) for i, v in enumerate(obj))
+        if isinstance(obj, (list, tuple))
+        else ()
+    )
     for key, value in items:
         key = str(key)
         found = non_finite(value, where + key if key.startswith("[") or not where else f"{where}.{key}")
@@ -73,9 +78,11 @@ def dump_json(obj: Any, path: str | os.PathLike[str] = "JSON") -> str:
         if found is None:
             raise
         key, value = found
-        raise EvalError(f"{path}: {key or 'the value'} is {value!r}, not a finite number: strict JSON has no "
-                        "NaN or infinity", fix="a bug of the stage that computed it (please report it); a "
-                        "non-finite config value is refused before any job runs") from None
+        raise EvalError(
+            f"{path}: {key or 'the value'} is {value!r}, not a finite number: strict JSON has no NaN or infinity",
+            fix="a bug of the stage that computed it (please report it); a "
+            "non-finite config value is refused before any job runs",
+        ) from None
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -116,9 +123,10 @@ def planned_copy(path: Path, fingerprint: Path, what: str, folder: Path) -> tupl
     ``what``: "binary", "vipune-lane"."""
     expected = read_json(fingerprint)
     if not path.is_file():
-        raise EvalError(f"{path}, the {what} this job was planned for, is gone",
-                        fix=f"rerun snakemake so it re-plans (the {what} was removed or replaced after the run "
-                            "was planned)")
+        raise EvalError(
+            f"{path}, the {what} this job was planned for, is gone",
+            fix=f"rerun snakemake so it re-plans (the {what} was removed or replaced after the run was planned)",
+        )
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / path.name
     copy.unlink(missing_ok=True)
@@ -126,9 +134,11 @@ def planned_copy(path: Path, fingerprint: Path, what: str, folder: Path) -> tupl
     actual = sha256_file(copy)
     if actual != expected["sha256"]:
         copy.unlink()
-        raise EvalError(f"{path} (sha256 {actual[:12]}) is not the {what} this result belongs to "
-                        f"({fingerprint}, sha256 {expected['sha256'][:12]})",
-                        fix=f"rerun snakemake so it re-plans (the {what} changed after the run was planned)")
+        raise EvalError(
+            f"{path} (sha256 {actual[:12]}) is not the {what} this result belongs to "
+            f"({fingerprint}, sha256 {expected['sha256'][:12]})",
+            fix=f"rerun snakemake so it re-plans (the {what} changed after the run was planned)",
+        )
     copy.chmod(0o500)
     return copy, expected
 
@@ -143,8 +153,7 @@ class Progress:
     on stdout at most every ``shown_every`` seconds: a job's stdout is Snakemake's terminal (its
     stderr goes to the job's log), so a long stage is seen to be alive without opening a log."""
 
-    def __init__(self, what: str, total: int, every: float = 10.0, shown_every: float = 60.0,
-                 unit: str = "") -> None:
+    def __init__(self, what: str, total: int, every: float = 10.0, shown_every: float = 60.0, unit: str = "") -> None:
         self.what, self.total, self.every, self.shown_every = what, total, every, shown_every
         self.unit = f" {unit}" if unit else ""
         self.done = 0

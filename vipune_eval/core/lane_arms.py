@@ -28,9 +28,14 @@ from vipune_eval.errors import EvalError
 LISTS = ("semantic", "bm25", "hybrid")  # the two arms, then the list the hybrid search returned
 Hits = list[tuple[int, float | None]]  # (row index in the pair's rows, score), best first (rank = index + 1)
 
-SCHEMA = pa.schema([("question_id", pa.string()), ("k", pa.float64()), ("note", pa.string())]
-                   + [(f"{name}{part}", pa.list_(kind)) for name in LISTS
-                      for part, kind in (("_rows", pa.int32()), ("_scores", pa.float64()))])
+SCHEMA = pa.schema(
+    [("question_id", pa.string()), ("k", pa.float64()), ("note", pa.string())]
+    + [
+        (f"{name}{part}", pa.list_(kind))
+        for name in LISTS
+        for part, kind in (("_rows", pa.int32()), ("_scores", pa.float64()))
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -59,15 +64,18 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
         try:
             return [(index[hit[0]], hit[1]) for hit in hits]
         except (KeyError, IndexError, TypeError):
-            raise EvalError(f"persona {qid}: `{source}` recorded a fused list holding {hits!r:.200}, not rows "
-                            "of this persona (a protocol violation)") from None
+            raise EvalError(
+                f"persona {qid}: `{source}` recorded a fused list holding {hits!r:.200}, not rows "
+                "of this persona (a protocol violation)"
+            ) from None
 
     hybrid = indexed(answer["hybrid"])
     fusions = answer.get("fusions")
     if not isinstance(fusions, list):
-        raise EvalError(f"persona {qid}: `{source}` was asked for its arms (--arms) and answered none "
-                        "(a protocol violation)", fix="build the vipune-lane again from this checkout's lane/ "
-                        "(`.ci/vipune/build.sh`)")
+        raise EvalError(
+            f"persona {qid}: `{source}` was asked for its arms (--arms) and answered none (a protocol violation)",
+            fix="build the vipune-lane again from this checkout's lane/ (`.ci/vipune/build.sh`)",
+        )
 
     def without(note: str) -> PersonaArms:
         return PersonaArms(qid, None, note, [], [], hybrid)
@@ -75,21 +83,30 @@ def from_answer(row_ids: list[str], answer: dict[str, Any], limit: int, source: 
     if "unrecorded_arms" in answer:
         return without(str(answer["unrecorded_arms"]))
     if len(fusions) != 1:
-        return without(f"vipune's hybrid search called rrf_fusion {len(fusions)} times, not once: the vipune-lane "
-                       "cannot tell which call made the list")
+        return without(
+            f"vipune's hybrid search called rrf_fusion {len(fusions)} times, not once: the vipune-lane "
+            "cannot tell which call made the list"
+        )
     lists = fusions[0].get("lists")
     if not isinstance(lists, list) or len(lists) != 2:
-        return without(f"vipune's hybrid search fused {len(lists) if isinstance(lists, list) else 'no'} lists, "
-                       "not a semantic and a BM25 arm")
+        return without(
+            f"vipune's hybrid search fused {len(lists) if isinstance(lists, list) else 'no'} lists, "
+            "not a semantic and a BM25 arm"
+        )
     semantic = [list(hit) for hit in answer["semantic"]]
-    starts = [i for i, hits in enumerate(lists)
-              if [list(h) for h in hits[:len(semantic)]] == semantic
-              and (len(semantic) == limit or len(hits) == len(semantic))]
+    starts = [
+        i
+        for i, hits in enumerate(lists)
+        if [list(h) for h in hits[: len(semantic)]] == semantic
+        and (len(semantic) == limit or len(hits) == len(semantic))
+    ]
     if lists[0] == lists[1]:
         starts = [0]  # the same list twice: either is the semantic arm
     if len(starts) != 1:
-        return without("the vipune-lane's semantic search begins neither or both of the fused lists, so which "
-                       "is vipune's semantic arm cannot be told")
+        return without(
+            "the vipune-lane's semantic search begins neither or both of the fused lists, so which "
+            "is vipune's semantic arm cannot be told"
+        )
     first = starts[0]
     return PersonaArms(qid, float(fusions[0]["k"]), None, indexed(lists[first]), indexed(lists[1 - first]), hybrid)
 
@@ -114,11 +131,15 @@ def read(paths: Iterable[Path], question_ids: set[str] | None = None) -> dict[st
         try:
             table = read_parquet(path)
         except (OSError, pa.ArrowInvalid) as exc:
-            raise EvalError(f"cannot read the arms file {path}: {exc}",
-                            fix="rerun its search_vipune_lib job (delete the file and run the workflow)") from None
+            raise EvalError(
+                f"cannot read the arms file {path}: {exc}",
+                fix="rerun its search_vipune_lib job (delete the file and run the workflow)",
+            ) from None
         if not table.schema.equals(SCHEMA):
-            raise EvalError(f"{path} is not an arms file of this version: its columns are {table.schema.names}",
-                            fix="rerun its search_vipune_lib job (delete the file and run the workflow)")
+            raise EvalError(
+                f"{path} is not an arms file of this version: its columns are {table.schema.names}",
+                fix="rerun its search_vipune_lib job (delete the file and run the workflow)",
+            )
         if question_ids is not None:
             table = table.filter(pc.is_in(table.column("question_id"), pa.array(sorted(question_ids), pa.string())))
         for row in table.to_pylist():

@@ -47,9 +47,11 @@ def evaluate(ranked: Sequence[str], gold: Sequence[str], k: int, relevant_in_cor
     recalled = set(ranked[:k])
     ideal = dcg([1.0] * relevant_in_corpus, k)
     actual = dcg([1.0 if doc in gold_set else 0.0 for doc in ranked[:k]], k)
-    return {"recall_any": float(any(g in recalled for g in gold_set)),
-            "recall_all": float(all(g in recalled for g in gold_set)),
-            "ndcg_any": 0.0 if ideal == 0 else actual / ideal}
+    return {
+        "recall_any": float(any(g in recalled for g in gold_set)),
+        "recall_all": float(all(g in recalled for g in gold_set)),
+        "ndcg_any": 0.0 if ideal == 0 else actual / ideal,
+    }
 
 
 def strip_turn_id(doc: str) -> str:

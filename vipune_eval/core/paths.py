@@ -112,8 +112,11 @@ def fingerprinted_lanes(binary_id: str, lane_source: str, results: Path = Path(R
             fingerprint = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        if (isinstance(fingerprint, dict) and fingerprint.get("binary") == binary_id
-                and (fingerprint.get("built") or {}).get("lane_source") == lane_source):
+        if (
+            isinstance(fingerprint, dict)
+            and fingerprint.get("binary") == binary_id
+            and (fingerprint.get("built") or {}).get("lane_source") == lane_source
+        ):
             found.append(fingerprint)
     return found
 

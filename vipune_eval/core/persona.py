@@ -37,11 +37,11 @@ class Persona:
     question_id: str
     question: str
     row_ids: list[str]
-    session_ids: list[str]      # the session of each row
-    created_at: list[str]       # RFC3339, all UTC with the same format: sortable as text
+    session_ids: list[str]  # the session of each row
+    created_at: list[str]  # RFC3339, all UTC with the same format: sortable as text
     texts: list[str]
-    vectors: np.ndarray         # (rows, dim) float32
-    query_vector: np.ndarray    # (dim,) float32
+    vectors: np.ndarray  # (rows, dim) float32
+    query_vector: np.ndarray  # (dim,) float32
     docs: list[str] | None = None  # what each row stands for in the run file (default: its session)
     query_tokens: int | None = None  # the question's tokens as vipune counts them (the lib lane's refusal)
     # Set by whoever makes the persona, never copied (dataclasses.replace makes them anew): each
@@ -75,8 +75,17 @@ class Persona:
             if self.texts_json is None:
                 data.update(json.dumps([self.question, self.row_ids, self.texts, self.created_at]).encode())
             else:  # the same bytes, each text encoded once per shard (most texts are in several haystacks)
-                data.update(b"[" + json.dumps(self.question).encode() + b", " + json.dumps(self.row_ids).encode()
-                            + b", [" + b", ".join(self.texts_json) + b"], " + json.dumps(self.created_at).encode() + b"]")
+                data.update(
+                    b"["
+                    + json.dumps(self.question).encode()
+                    + b", "
+                    + json.dumps(self.row_ids).encode()
+                    + b", ["
+                    + b", ".join(self.texts_json)
+                    + b"], "
+                    + json.dumps(self.created_at).encode()
+                    + b"]"
+                )
             vectors.update(np.ascontiguousarray(self.vectors, "<f4").data)
             vectors.update(np.ascontiguousarray(self.query_vector, "<f4").data)
             self.known_digests = [data.hexdigest(), vectors.hexdigest()]
@@ -99,12 +108,16 @@ def checked_ranking(persona: Persona, hits: Any, source: str) -> Ranking:
     for rank, hit in enumerate(hits, start=1):
         rid, score = (hit[0], hit[1]) if isinstance(hit, (list, tuple)) and len(hit) == 2 else (None, None)
         if not isinstance(rid, str) or not persona.knows(rid):
-            raise EvalError(f"persona {persona.question_id}: `{source}` returned {hit!r:.200} at rank {rank}, "
-                            "not a row of this persona (a contract violation)")
+            raise EvalError(
+                f"persona {persona.question_id}: `{source}` returned {hit!r:.200} at rank {rank}, "
+                "not a row of this persona (a contract violation)"
+            )
         if rid in seen:
             first = next(i for i, h in enumerate(hits, start=1) if h[0] == rid)
-            raise EvalError(f"persona {persona.question_id}: `{source}` returned id {rid!r} twice (ranks "
-                            f"{first} and {rank}; a contract violation)")
+            raise EvalError(
+                f"persona {persona.question_id}: `{source}` returned id {rid!r} twice (ranks "
+                f"{first} and {rank}; a contract violation)"
+            )
         seen.add(rid)
         ranking.append((rid, float(score) if isinstance(score, (int, float)) else 0.0))
     return ranking
@@ -149,8 +162,10 @@ class Vectors:
         try:
             return np.array([self.row[t] for t in text_ids], dtype=np.int64)
         except KeyError as exc:
-            raise EvalError(f"text {exc} has no embedding: the embedding shards do not match the "
-                            "filtered data (rerun the embed stage)") from exc
+            raise EvalError(
+                f"text {exc} has no embedding: the embedding shards do not match the "
+                "filtered data (rerun the embed stage)"
+            ) from exc
 
     def get(self, text_ids: list[str]) -> np.ndarray:
         vectors: np.ndarray = self.matrix[self.rows(text_ids)]
@@ -162,8 +177,8 @@ class ShardSearch:
     """What every search job (reference, plugin, vipune) reads and how deep it ranks: one shard of
     a view's personas. Built by the CLI from the options every search command shares."""
 
-    rows: Path                  # the view's rows.parquet
-    texts: Path                 # its texts.parquet
+    rows: Path  # the view's rows.parquet
+    texts: Path  # its texts.parquet
     embeddings: tuple[Path, ...]  # its embedding shards
     shard: int
     shards: int
@@ -184,8 +199,10 @@ class ShardSearch:
         it ranked to, vipune's search flags (its command line, or what vipune-lane was given) and
         each persona's digests (``Persona.digests``); the score stage carries it into the run's
         metrics, where the gate holds a baseline to it."""
-        return {"settings": {"ranking_settings": asdict(self.ranking_settings), "flags": list(flags)},
-                "personas": dict(sorted(digests.items()))}
+        return {
+            "settings": {"ranking_settings": asdict(self.ranking_settings), "flags": list(flags)},
+            "personas": dict(sorted(digests.items())),
+        }
 
     def personas(self) -> Iterator[Persona]:
         return personas_of_shard(self.rows, self.texts, list(self.embeddings), self.shard, self.shards)
@@ -207,8 +224,9 @@ def shard_rows(rows_path: Path, shard: int, shards: int) -> pa.Table:
     return pa.Table.from_batches(parts, schema=pq.read_schema(rows_path))
 
 
-def personas_of_shard(rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int,
-                      shards: int) -> Iterator[Persona]:
+def personas_of_shard(
+    rows_path: Path, texts_path: Path, embeddings: list[Path], shard: int, shards: int
+) -> Iterator[Persona]:
     """The shard's personas with their rows' texts and vectors (none for an empty shard); the
     pairs stay Arrow data until their persona is made."""
     yield from personas_of_pairs(shard_rows(rows_path, shard, shards), texts_path, embeddings)
@@ -226,8 +244,11 @@ def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path])
     if not pairs.num_rows:
         return
     # An Arrow array, never a Python list: pa.array() would import pandas.
-    needed = pc.unique(pa.chunked_array([*pc.list_flatten(pairs.column("row_text_ids")).chunks,
-                                         *pairs.column("question_text_id").chunks]).combine_chunks())
+    needed = pc.unique(
+        pa.chunked_array(
+            [*pc.list_flatten(pairs.column("row_text_ids")).chunks, *pairs.column("question_text_id").chunks]
+        ).combine_chunks()
+    )
     table = read_rows_with_ids(texts_path, ["text_id", "text"], needed)
     text = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
     del table
@@ -243,13 +264,16 @@ def personas_of_pairs(pairs: pa.Table, texts_path: Path, embeddings: list[Path])
         pair = pair_at(pairs, i)
         qid = pair["question_id"]
         persona = Persona(
-            question_id=qid, question=pair["question"],
+            question_id=qid,
+            question=pair["question"],
             row_ids=[row_id(qid, key) for key in pair["row_keys"]],
-            session_ids=pair["row_sessions"], created_at=pair["row_created_at"],
+            session_ids=pair["row_sessions"],
+            created_at=pair["row_created_at"],
             texts=[text[t] for t in pair["row_text_ids"]],
             vectors=vectors.get(pair["row_text_ids"]),
             query_vector=vectors.get([pair["question_text_id"]])[0],
             docs=pair["row_docs"],
-            query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]))
+            query_tokens=int(vectors.tokens[vectors.rows([pair["question_text_id"]])[0]]),
+        )
         persona.texts_json = [as_json(t) for t in pair["row_text_ids"]]
         yield persona

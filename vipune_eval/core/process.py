@@ -69,9 +69,13 @@ class Watchdog:
         self._write: int | None = write  # the job's end is not inherited: only the job holds it
         group = "-" if child is None else str(child.pid)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCH, group,
-                                          *map(str, folders)], stdin=read, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCH, group, *map(str, folders)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError:
             os.close(self._write)
             raise

@@ -14,8 +14,8 @@ from typing import TypedDict
 
 @dataclass(frozen=True)
 class RankingSettings:
-    limit: int             # vipune's --limit, and the limit its mirrors fuse to
-    depth: int             # documents kept per pair in a run
+    limit: int  # vipune's --limit, and the limit its mirrors fuse to
+    depth: int  # documents kept per pair in a run
     collapse: bool = True  # rows' rankings collapse to their documents (not a turn-level run)
 
     def options(self) -> list[str]:

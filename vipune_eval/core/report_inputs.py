@@ -15,7 +15,7 @@ class LabRun(TypedDict):
     name: str
     params: dict[str, Any]
     metrics: str  # its metrics file (primary view)
-    run: str      # its merged run file
+    run: str  # its merged run file
 
 
 class LabManifest(TypedDict):
@@ -54,7 +54,7 @@ class ManifestView(TypedDict):
     texts: str
     embeddings: list[str]
     metrics: dict[str, str]  # configured retriever → its metrics file
-    builds: dict[str, str]   # vipune.compare build id → its metrics file (primary view only)
+    builds: dict[str, str]  # vipune.compare build id → its metrics file (primary view only)
 
 
 class ExplainedBuild(TypedDict):

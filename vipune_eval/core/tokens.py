@@ -22,8 +22,10 @@ def load_tokenizer(path: Path) -> Tokenizer:
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception for a damaged file
-        raise EvalError(f"{path}: not a readable tokenizer.json ({str(exc)[:200]}); the model folder "
-                        "is damaged: copy or download it again") from exc
+        raise EvalError(
+            f"{path}: not a readable tokenizer.json ({str(exc)[:200]}); the model folder "
+            "is damaged: copy or download it again"
+        ) from exc
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
@@ -61,9 +63,11 @@ def tokens_end_at_line_breaks(tokenizer: Tokenizer) -> bool:
     a whitespace-splitting pre-tokenizer (pre-tokenizers only split further), normalizers that
     leave a line break whitespace, and no added token holding one."""
     spec = json.loads(tokenizer.to_str())
-    return (bool(WHITESPACE_PRE_TOKENIZERS & set(_types(spec.get("pre_tokenizer"))))
-            and set(_types(spec.get("normalizer"))) <= KEEPING_NORMALIZERS
-            and not any("\n" in t.get("content", "") for t in spec.get("added_tokens") or []))
+    return (
+        bool(WHITESPACE_PRE_TOKENIZERS & set(_types(spec.get("pre_tokenizer"))))
+        and set(_types(spec.get("normalizer"))) <= KEEPING_NORMALIZERS
+        and not any("\n" in t.get("content", "") for t in spec.get("added_tokens") or [])
+    )
 
 
 def count_tokens(model_dir: Path, texts: list[str], batch: int = 2000) -> np.ndarray:
@@ -72,5 +76,5 @@ def count_tokens(model_dir: Path, texts: list[str], batch: int = 2000) -> np.nda
     encode = encode_counting(load_tokenizer(model_dir / "tokenizer.json"))
     counts = np.zeros(len(texts), dtype=np.int32)
     for start in range(0, len(texts), batch):
-        counts[start:start + batch] = [len(e) for e in encode(texts[start:start + batch])]
+        counts[start : start + batch] = [len(e) for e in encode(texts[start : start + batch])]
     return counts

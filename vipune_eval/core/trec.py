@@ -37,8 +37,7 @@ def run_lines(rankings: Iterable[tuple[str, Sequence[str]]], tag: str) -> str:
     """Run lines for ranked documents, best first; the score of rank r of n is n - r + 1."""
     lines = []
     for qid, docs in rankings:
-        lines += [f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n"
-                  for rank, doc in enumerate(docs, start=1)]
+        lines += [f"{qid} Q0 {doc} {rank} {len(docs) - rank + 1} {tag}\n" for rank, doc in enumerate(docs, start=1)]
     return "".join(lines)
 
 

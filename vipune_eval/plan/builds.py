@@ -40,9 +40,13 @@ class Builds:
     sources: dict[str, str] = field(default_factory=dict)  # id → where it came from, in words
     notes: tuple[str, ...] = ()  # printed at parse time: what was dropped
     lane: str | None = None  # fingerprint id of the vipune-lane beside vipune.binary
-    lanes: dict[str, str] = field(default_factory=dict)  # build id → its vipune-lane's id (the lib lane compares builds)
+    lanes: dict[str, str] = field(
+        default_factory=dict
+    )  # build id → its vipune-lane's id (the lib lane compares builds)
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
+    files: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # fingerprint file → its content, for the run to write
 
     def fingerprint_file(self, build: str) -> str:
         """Where a build's fingerprint is: a lane built alone is known by its vipune-lane's."""
@@ -76,15 +80,19 @@ def _binary(binary: str, config: dict[str, Any], files: dict[str, dict[str, Any]
     extra = _fingerprint_files(config)
     missing = [str(f) for f in extra if not f.is_file()]
     if missing:
-        raise EvalError(f"vipune.fingerprint_files: {', '.join(missing)} not found",
-                        fix="list only files that exist (the build a wrapper script runs), or none")
-    fingerprint = vipune_binary.binary_fingerprint(path, config["vipune"]["timeout"], extra,
-                                                   vipune_binary.known_versions(paths.fingerprinted_binaries()))
+        raise EvalError(
+            f"vipune.fingerprint_files: {', '.join(missing)} not found",
+            fix="list only files that exist (the build a wrapper script runs), or none",
+        )
+    fingerprint = vipune_binary.binary_fingerprint(
+        path, config["vipune"]["timeout"], extra, vipune_binary.known_versions(paths.fingerprinted_binaries())
+    )
     fingerprint_file = paths.binary_fingerprint_file(fingerprint["id"])
     files[fingerprint_file] = fingerprint
     if extra:  # where they are, for the jobs to check them (binary.PlannedBinary.check_wrapped)
         files[str(vipune_binary.wrapped_record(Path(fingerprint_file)))] = {
-            "files": {str(f): fingerprint["files"][f.name] for f in extra}}
+            "files": {str(f): fingerprint["files"][f.name] for f in extra}
+        }
     return {**fingerprint, "path": str(path)}
 
 
@@ -94,11 +102,17 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
         return f"{key} {entry!r}: evaluated in this directory before"
     moved = vipune_binary.lock_deviations(Path(build["path"]))
     profile = vipune_binary.build_profile(Path(build["path"]))
-    return (f"{key} {entry!r}" + (f" = {build['path']}" if build["path"] != entry else "")
-            + (f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(moved)})"
-               if moved else "")
-            + (f", a {profile} build (cargo profile {profile}, not vipune's release profile: other bytes than "
-               "a release build's, the same rankings)" if profile else ""))
+    return (
+        f"{key} {entry!r}"
+        + (f" = {build['path']}" if build["path"] != entry else "")
+        + (f", built with its Cargo.lock moved where the registry lacks a pin ({', '.join(moved)})" if moved else "")
+        + (
+            f", a {profile} build (cargo profile {profile}, not vipune's release profile: other bytes than "
+            "a release build's, the same rankings)"
+            if profile
+            else ""
+        )
+    )
 
 
 def _build(entry: str, config: dict[str, Any], files: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -112,11 +126,13 @@ def _build(entry: str, config: dict[str, Any], files: dict[str, dict[str, Any]])
         raise EvalError(
             f"vipune.compare entry {entry!r} is neither an executable vipune nor the fingerprint "
             f"of a binary evaluated in this directory (known: {', '.join(sorted(known)) or 'none'})",
-            fix="give the build's path, or the id of one this directory evaluated before") from None
+            fix="give the build's path, or the id of one this directory evaluated before",
+        ) from None
 
 
-def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict[str, Any]],
-          wrapper: bool = False) -> tuple[str, str]:
+def _lane(
+    build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict[str, Any]], wrapper: bool = False
+) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
     (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
     with the command that builds it, when it is not there); MISSING with vipune.binary, which the
@@ -129,10 +145,12 @@ def _lane(build: dict[str, Any] | None, config: dict[str, Any], files: dict[str,
     if "path" not in build:
         known = paths.fingerprinted_lanes(build["id"], source_sha256())
         if not known:
-            raise EvalError(f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
-                            "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
-                            "builds by them",
-                            fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)")
+            raise EvalError(
+                f"build {build['id']} (known by its id alone) has no vipune-lib results in this "
+                "directory from this checkout's lane/ sources, and the vipune-lib retrievers compare "
+                "builds by them",
+                fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)",
+            )
         return known[0]["id"], ""
     path = lib_lane.find_lane(Path(build["path"]), build["version"], _fingerprint_files(config) if wrapper else [])
     fingerprint = lib_lane.lane_fingerprint(path, build, config["vipune"]["timeout"])
@@ -181,8 +199,10 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
         if key == "vipune.baseline":
             baseline = build["id"]
         if build["id"] == primary_id:
-            notes.append(f"{key}{' entry' if key == 'vipune.compare' else ''} {entry!r} is vipune.binary itself "
-                         f"({build['id']}); dropped: every build is compared with vipune.binary")
+            notes.append(
+                f"{key}{' entry' if key == 'vipune.compare' else ''} {entry!r} is vipune.binary itself "
+                f"({build['id']}); dropped: every build is compared with vipune.binary"
+            )
         elif build["id"] not in compared:
             compared.append(build["id"])
             sources[build["id"]] = _source(key, entry, build)
@@ -198,15 +218,27 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
             lanes[build_id], path = _lane(fingerprints[build_id], config, files)
             lane_paths[lanes[build_id]] = path
     refuse_lanes_alone(fingerprints, primary_id, compared, specs)
-    builds = Builds(primary_id, tuple(compared), baseline, found, fingerprints, sources, tuple(notes),
-                    lanes.get(primary_id), lanes, {k: v for k, v in lane_paths.items() if v}, files)
+    builds = Builds(
+        primary_id,
+        tuple(compared),
+        baseline,
+        found,
+        fingerprints,
+        sources,
+        tuple(notes),
+        lanes.get(primary_id),
+        lanes,
+        {k: v for k, v in lane_paths.items() if v},
+        files,
+    )
     if vipune["preflight"] == "enforce":
         refuse_recorded_failures(builds)
     return builds
 
 
-def refuse_lanes_alone(fingerprints: dict[str, dict[str, Any]], primary: str, compared: list[str],
-                       specs: list[retrievers.Spec]) -> None:
+def refuse_lanes_alone(
+    fingerprints: dict[str, dict[str, Any]], primary: str, compared: list[str], specs: list[retrievers.Spec]
+) -> None:
     """A vipune-lane built alone has no binary: refused where a retriever runs vipune.binary (the
     binary's searches, their preflight), or where vipune.compare's builds are compared on the binary."""
     binary_runs = [s.name for s in specs if s.kind is Kind.VIPUNE]
@@ -215,10 +247,12 @@ def refuse_lanes_alone(fingerprints: dict[str, dict[str, Any]], primary: str, co
     alone = [b for b in needing if fingerprints.get(b, {}).get("lane_only")]
     if alone:
         named = ", ".join(f"{b} ({fingerprints[b].get('path', 'evaluated before')})" for b in alone)
-        raise EvalError(f"{named}: a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and "
-                        f"{', '.join(binary_runs)} run the binary",
-                        fix="build the binary too (`.ci/vipune/build.sh --checkout DIR --fast`, without --lane-only) "
-                            "and name it, or run the lib lane alone: retrievers [vipune-lib, vipune-lib-semantic]")
+        raise EvalError(
+            f"{named}: a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and "
+            f"{', '.join(binary_runs)} run the binary",
+            fix="build the binary too (`.ci/vipune/build.sh --checkout DIR --fast`, without --lane-only) "
+            "and name it, or run the lib lane alone: retrievers [vipune-lib, vipune-lib-semantic]",
+        )
 
 
 def refuse_recorded_failures(builds: Builds) -> None:
@@ -237,4 +271,5 @@ def refuse_recorded_failures(builds: Builds) -> None:
             f"vipune.preflight is enforce, and the preflight of {', '.join(refused)} failed (recorded "
             "under vipune.preflight: record)",
             fix="set vipune.preflight: record to evaluate these builds anyway, their failed checks "
-                "named in the report; or drop them from vipune.compare")
+            "named in the report; or drop them from vipune.compare",
+        )

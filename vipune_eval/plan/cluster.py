@@ -136,8 +136,9 @@ def default_partition(run: Runner = _run) -> str:
     for name in names:
         if name.endswith("*"):
             return name[:-1]
-    raise ClusterQueryError("the cluster has no default partition: set slurm_partition under "
-                            "default-resources in the profile")
+    raise ClusterQueryError(
+        "the cluster has no default partition: set slurm_partition under default-resources in the profile"
+    )
 
 
 def read_partition(name: str, run: Runner = _run) -> Partition:
@@ -181,21 +182,32 @@ def requests_from_dag(dag: Any) -> list[Request]:
             continue
         threads = int(unit.threads)
         if group is None:
-            requests.append(Request(rules=(job.rule.name,), threads=threads,
-                                    mem_mb=_memory(job.resources, threads),
-                                    runtime=_int(job.resources.get("runtime")),
-                                    partition=_partition(job.resources)))
+            requests.append(
+                Request(
+                    rules=(job.rule.name,),
+                    threads=threads,
+                    mem_mb=_memory(job.resources, threads),
+                    runtime=_int(job.resources.get("runtime")),
+                    partition=_partition(job.resources),
+                )
+            )
             continue
         members = list(group.jobs)
         member_mems = [m for m in (_memory(j.resources, int(j.threads)) for j in members) if m]
-        requests.append(Request(
-            rules=tuple(sorted({j.rule.name for j in members})), threads=threads,
-            mem_mb=_memory(group.resources, threads), runtime=_int(group.resources.get("runtime")),
-            partition=_partition(group.resources) or next(
-                (p for p in (_partition(j.resources) for j in members) if p), None),
-            group=group.groupid, members=len(members),
-            member_threads=max(int(j.threads) for j in members),
-            member_mem_mb=max(member_mems) if member_mems else None))
+        requests.append(
+            Request(
+                rules=tuple(sorted({j.rule.name for j in members})),
+                threads=threads,
+                mem_mb=_memory(group.resources, threads),
+                runtime=_int(group.resources.get("runtime")),
+                partition=_partition(group.resources)
+                or next((p for p in (_partition(j.resources) for j in members) if p), None),
+                group=group.groupid,
+                members=len(members),
+                member_threads=max(int(j.threads) for j in members),
+                member_mem_mb=max(member_mems) if member_mems else None,
+            )
+        )
     return requests
 
 
@@ -210,8 +222,10 @@ def _what(request: Request, count: int) -> str:
     jobs = f" ({count} jobs)" if count > 1 else ""
     if request.group is None:
         return f"rule {request.rules[0]}{jobs}"
-    return (f"group {request.group} ({request.members} {'/'.join(request.rules)} jobs side by side)"
-            f"{' × ' + str(count) if count > 1 else ''}")
+    return (
+        f"group {request.group} ({request.members} {'/'.join(request.rules)} jobs side by side)"
+        f"{' × ' + str(count) if count > 1 else ''}"
+    )
 
 
 def _advice(request: Request, resource: str, limit: int) -> str:
@@ -219,31 +233,38 @@ def _advice(request: Request, resource: str, limit: int) -> str:
     if request.group is None:
         rule = rules[0]
         if resource == "threads":
-            return (f"lower it with --set-threads {rule}={limit} (or --cores {limit}, which caps "
-                    f"every job's threads at {limit})")
+            return (
+                f"lower it with --set-threads {rule}={limit} (or --cores {limit}, which caps "
+                f"every job's threads at {limit})"
+            )
         if resource == "mem_mb":
             return f"lower it with --set-resources {rule}:mem_mb={limit}"
         return f"lower it with --set-resources {rule}:runtime={limit}"
     if resource == "runtime":
-        return (f"a group job's runtime is the sum over the jobs it runs one after another: lower "
-                f"--group-components {request.group}=N, or --set-resources "
-                f"{rules[0]}:runtime=...")
+        return (
+            f"a group job's runtime is the sum over the jobs it runs one after another: lower "
+            f"--group-components {request.group}=N, or --set-resources "
+            f"{rules[0]}:runtime=..."
+        )
     if resource == "threads":
         fits = limit // max(request.member_threads, 1)
         each = max(limit // request.members, 1)
-        lower = (f"--set-threads {' '.join(f'{rule}={each}' for rule in rules)}"
-                 if each < request.member_threads else "")
+        lower = f"--set-threads {' '.join(f'{rule}={each}' for rule in rules)}" if each < request.member_threads else ""
     else:
         fits = limit // max(request.member_mem_mb or 1, 1)
         each = max(limit // request.members, 1)
-        lower = (f"--set-resources {' '.join(f'{rule}:mem_mb={each}' for rule in rules)}"
-                 if each < (request.member_mem_mb or 0) else "")
+        lower = (
+            f"--set-resources {' '.join(f'{rule}:mem_mb={each}' for rule in rules)}"
+            if each < (request.member_mem_mb or 0)
+            else ""
+        )
     if fits < 1:
         return f"one {'/'.join(rules)} job alone asks for more than {limit}: lower it with {lower}"
     others = [o for o in (lower, f"--cores {limit}" if resource == "threads" else "") if o]
-    return (f"the jobs of a group job run side by side and add up: lower it with "
-            f"--group-components {request.group}={fits}"
-            + (f" (or {', or '.join(others)})" if others else ""))
+    return (
+        f"the jobs of a group job run side by side and add up: lower it with "
+        f"--group-components {request.group}={fits}" + (f" (or {', or '.join(others)})" if others else "")
+    )
 
 
 def find_problems(requests: Iterable[Request], partitions: dict[str | None, Partition]) -> list[str]:
@@ -254,14 +275,18 @@ def find_problems(requests: Iterable[Request], partitions: dict[str | None, Part
     lines = []
     for request, count in counts.items():
         partition = partitions[request.partition]
-        checks = (("threads", request.threads, partition.cpus, "CPUs"),
-                  ("mem_mb", request.mem_mb, partition.mem_mb, "MB"),
-                  ("runtime", request.runtime, partition.time_min, "min"))
+        checks = (
+            ("threads", request.threads, partition.cpus, "CPUs"),
+            ("mem_mb", request.mem_mb, partition.mem_mb, "MB"),
+            ("runtime", request.runtime, partition.time_min, "min"),
+        )
         for resource, asked, limit, unit in checks:
             if asked is None or limit is None or asked <= limit:
                 continue
-            lines.append(f"{_what(request, count)} in partition {partition.name!r}: {resource} "
-                         f"{asked} > {limit} {unit}; {_advice(request, resource, limit)}")
+            lines.append(
+                f"{_what(request, count)} in partition {partition.name!r}: {resource} "
+                f"{asked} > {limit} {unit}; {_advice(request, resource, limit)}"
+            )
     return lines
 
 
@@ -275,8 +300,7 @@ def check_requests(requests: list[Request], run: Runner = _run) -> None:
     problems = find_problems(requests, partitions)
     if not problems:
         return
-    described = "; ".join(f"{p.name!r}: {_describe(p)}" for p in
-                          sorted(set(partitions.values()), key=lambda p: p.name))
+    described = "; ".join(f"{p.name!r}: {_describe(p)}" for p in sorted(set(partitions.values()), key=lambda p: p.name))
     raise ClusterFitError(
         f"cluster jobs ask for more than their SLURM partition has ({described}); sbatch would "
         "reject them (EnforcePartLimits) or leave them PENDING for ever, so nothing was "
@@ -284,7 +308,8 @@ def check_requests(requests: list[Request], run: Runner = _run) -> None:
         + "".join(f"  - {line}\n" for line in problems)
         + "Make the change permanent in the profile (set-threads, set-resources, "
         "group-components; docs/cluster.md), or choose a larger partition with "
-        f"--default-resources slurm_partition=NAME. {SKIP_ENV}=0 skips this check.")
+        f"--default-resources slurm_partition=NAME. {SKIP_ENV}=0 skips this check."
+    )
 
 
 def check_workflow(workflow: Any, run: Runner = _run) -> None:

@@ -72,7 +72,7 @@ def _imports(path: Path, module: str, modules: set[str]) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = _package_of(module).split(".") if _package_of(module) else []
-                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
                 base_name = ".".join([*base, *([node.module] if node.module else [])])
             elif node.module and (node.module == PACKAGE or node.module.startswith(PACKAGE + ".")):
                 base_name = node.module.removeprefix(PACKAGE).lstrip(".")

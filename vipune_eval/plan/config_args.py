@@ -31,7 +31,9 @@ def read_config_args(config: dict[str, Any], entries: Iterable[str] | None) -> N
             value = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             problem = str(exc).splitlines()[0]
-            raise EvalError(f"--config {entry!r}: the value is not YAML ({problem})",
-                            fix="write each value as YAML and quote the whole entry for the shell, e.g. "
-                                "--config 'ks=[1, 5]' 'search={threads: 4}' 'model={path: null}'") from None
+            raise EvalError(
+                f"--config {entry!r}: the value is not YAML ({problem})",
+                fix="write each value as YAML and quote the whole entry for the shell, e.g. "
+                "--config 'ks=[1, 5]' 'search={threads: 4}' 'model={path: null}'",
+            ) from None
         update_config(config, {key: value})

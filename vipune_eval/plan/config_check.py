@@ -30,9 +30,11 @@ T = TypeVar("T")
 
 # vipune.binary null or empty: the maintainer's loop names it as `$(.ci/vipune/build.sh …)`, which
 # prints the binary's path only when the build succeeds (docs/reruns.md)
-EMPTY_BINARY = ("vipune.binary is empty: the build printed nothing: did it fail? (`$(.ci/vipune/build.sh …)` "
-                "gives vipune.binary the path a successful build prints; a failed build prints none, its "
-                "messages are above: run the build alone to read them)")
+EMPTY_BINARY = (
+    "vipune.binary is empty: the build printed nothing: did it fail? (`$(.ci/vipune/build.sh …)` "
+    "gives vipune.binary the path a successful build prints; a failed build prints none, its "
+    "messages are above: run the build alone to read them)"
+)
 
 
 def _whole(checker: Any, instance: Any) -> bool:
@@ -127,9 +129,11 @@ def duplicated_keys(path: str | Path) -> list[str]:
             for key, value in node.value:
                 name = f"{where}{key.value}" if isinstance(key, yaml.ScalarNode) else None
                 if name is not None and name in first:
-                    problems.append(f"{path}:{key.start_mark.line + 1}: {name} is given twice (also at line "
-                                    f"{first[name]}): YAML keeps the last and silently drops the first; "
-                                    "merge the two into one")
+                    problems.append(
+                        f"{path}:{key.start_mark.line + 1}: {name} is given twice (also at line "
+                        f"{first[name]}): YAML keeps the last and silently drops the first; "
+                        "merge the two into one"
+                    )
                 elif name is not None:
                     first[name] = key.start_mark.line + 1
                 walk(value, f"{name}." if name is not None else where)
@@ -146,11 +150,12 @@ def cross_key_problems(config: dict[str, Any]) -> list[str]:
     """What a schema cannot say: limits against each other, the primary granularity, NaN."""
     problems = []
     if max(config["ks"]) > config["search_limit"]:
-        problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k "
-                        f"({max(config['ks'])})")
+        problems.append(f"search_limit ({config['search_limit']}) must be at least the largest k ({max(config['ks'])})")
     if config["search"]["row_limit"] < config["search_limit"]:
-        problems.append(f"search.row_limit ({config['search']['row_limit']}) must be at least "
-                        f"search_limit ({config['search_limit']})")
+        problems.append(
+            f"search.row_limit ({config['search']['row_limit']}) must be at least "
+            f"search_limit ({config['search_limit']})"
+        )
     problems += granularities.problems(config["granularities"])
     for section, key in (("vipune", "timeout"), ("search", "plugin_timeout")):
         seconds = config[section][key]  # the schema's bounds let NaN and .inf through (it names the rest)
@@ -163,15 +168,18 @@ def cross_key_problems(config: dict[str, Any]) -> list[str]:
         empty = "dev" if fraction == 0 else "test"
         select_on = config["whatif"]["select_on"]
         role = "chosen" if select_on == empty else "confirmed"
-        problems.append(f"split.dev_fraction {fraction} leaves the {empty} split empty, and the what-if lab "
-                        f"(whatif, select_on: {select_on}) needs pairs on both splits: nothing could be "
-                        f"{role} on {empty}; set split.dev_fraction strictly between 0 and 1, "
-                        "or remove the whatif block")
+        problems.append(
+            f"split.dev_fraction {fraction} leaves the {empty} split empty, and the what-if lab "
+            f"(whatif, select_on: {select_on}) needs pairs on both splits: nothing could be "
+            f"{role} on {empty}; set split.dev_fraction strictly between 0 and 1, "
+            "or remove the whatif block"
+        )
     return problems
 
 
-def config_error(problems: list[str], unknown: Sequence[tuple[str, str | None]] = (),
-                 fixes: Sequence[str] = ()) -> EvalError:
+def config_error(
+    problems: list[str], unknown: Sequence[tuple[str, str | None]] = (), fixes: Sequence[str] = ()
+) -> EvalError:
     """One error naming every problem of the configuration; unknown keys come last, and the fix
     (the problems' own ``fixes`` first) renames each to its nearest valid name, so the last line a
     user reads says what to type."""
@@ -242,8 +250,9 @@ def check(config: dict[str, Any], schema: dict[str, Any], files: Sequence[str | 
             problems.attempt(plugin.load, s.use)  # imported now, so a broken plugin stops no job later
     lab = None
     if specs is not None:
-        lab = problems.attempt(lambda: whatif_grid.resolve(config.get("whatif"), specs,
-                                                           measures.keys(config["ks"], measures.SEED)))
+        lab = problems.attempt(
+            lambda: whatif_grid.resolve(config.get("whatif"), specs, measures.keys(config["ks"], measures.SEED))
+        )
         clash = sorted({s.name for s in lab.variants} & {s.name for s in specs}) if lab else []
         if clash:
             problems.found.append(f"whatif: the variant names {clash} are taken by configured retrievers")

@@ -65,16 +65,22 @@ def stopped_lines(stopped: list[str], jobs: list[tuple[str, list[str]]], report:
     """What a run stopped by a signal prints last: that it was stopped, the jobs the stop cut off,
     and that running it again goes on (``report``: the previous run's report, where one is there)."""
     cut = Counter(rule for rule, _ in jobs)
-    jobs_cut = (f"; {len(jobs)} job(s) were cut off ({', '.join(f'{r} ×{n}' if n > 1 else r for r, n in sorted(cut.items()))}), "
-                "their unfinished outputs removed" if jobs else "")
+    jobs_cut = (
+        f"; {len(jobs)} job(s) were cut off ({', '.join(f'{r} ×{n}' if n > 1 else r for r, n in sorted(cut.items()))}), "
+        "their unfinished outputs removed"
+        if jobs
+        else ""
+    )
     previous = f"; {report} is the previous run's report, not this one's" if report else ""
-    return [f"vipune-eval: the run was stopped ({', '.join(dict.fromkeys(stopped))}) before it finished{jobs_cut}"
-            f"{previous}",
-            f"{FIX}run the same command again to go on: every finished job is kept"]
+    return [
+        f"vipune-eval: the run was stopped ({', '.join(dict.fromkeys(stopped))}) before it finished{jobs_cut}"
+        f"{previous}",
+        f"{FIX}run the same command again to go on: every finished job is kept",
+    ]
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= WIDTH else text[:WIDTH - TAIL - 1] + "…" + text[-TAIL:]
+    return text if len(text) <= WIDTH else text[: WIDTH - TAIL - 1] + "…" + text[-TAIL:]
 
 
 def read_log(rule: str, logs: list[str]) -> Failure:
@@ -92,16 +98,17 @@ def read_log(rule: str, logs: list[str]) -> Failure:
     lines = [line for line in lines if line]
     where = ", ".join(logs) or "no log"
     fixes = [line.removeprefix(FIX) for line in lines if line.startswith(FIX)]
-    errors = [line.removeprefix(PREFIX) for line in lines
-              if line.startswith(PREFIX) and not line.startswith(FIX)]
+    errors = [line.removeprefix(PREFIX) for line in lines if line.startswith(PREFIX) and not line.startswith(FIX)]
     if errors:
         error = errors[0]
         command, _, rest = error.partition(": ")
         if command in COMMANDS and rest:  # the rule names it already
             error = rest
     elif lines and _PROGRESS.match(lines[-1]):
-        error = (f"its log ends without an error, on {_short(lines[-1])!r}: the job was killed mid-way "
-                 "(a signal, out of memory, a cluster's time limit)")
+        error = (
+            f"its log ends without an error, on {_short(lines[-1])!r}: the job was killed mid-way "
+            "(a signal, out of memory, a cluster's time limit)"
+        )
     elif lines:
         error = lines[-1]
     else:
@@ -117,13 +124,20 @@ def _offline() -> bool:
 def not_started(config: dict[str, Any], primary: str | None, seen: set[str]) -> list[Failure]:
     """Source jobs that did not run (an earlier job failed) but are certain to fail."""
     out: list[Failure] = []
-    for rule, key, fingerprint in (("download_dataset", "dataset", paths.DATASET_FINGERPRINT),
-                                   ("download_model", "model", paths.MODEL_FINGERPRINT)):
+    for rule, key, fingerprint in (
+        ("download_dataset", "dataset", paths.DATASET_FINGERPRINT),
+        ("download_model", "model", paths.MODEL_FINGERPRINT),
+    ):
         if rule not in seen and not config[key]["path"] and _offline() and not Path(fingerprint).exists():
-            out.append(Failure(rule, f"the {key} is not downloaded and HF_HUB_OFFLINE is set",
-                               f"put a local copy in place and set {key}.path in the config to it "
-                               "(or unset HF_HUB_OFFLINE to download it)",
-                               "not started"))
+            out.append(
+                Failure(
+                    rule,
+                    f"the {key} is not downloaded and HF_HUB_OFFLINE is set",
+                    f"put a local copy in place and set {key}.path in the config to it "
+                    "(or unset HF_HUB_OFFLINE to download it)",
+                    "not started",
+                )
+            )
     if primary == MISSING and "vipune_binary" not in seen:
         try:
             resolve_binary(config["vipune"]["binary"])

@@ -38,8 +38,7 @@ def mirror_of(binary: retrievers.Spec, specs: list[retrievers.Spec]) -> str | No
 
 # The settings the report's diagnostics compare (how often vipune's AND query finds nothing and
 # what an OR query changes in the fusion), found among the configured runs whatever their names.
-ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"},
-         "hybrid_or": {"use": "hybrid", "query": "or"}}
+ROLES = {"bm25_and": {"use": "bm25"}, "hybrid_and": {"use": "hybrid"}, "hybrid_or": {"use": "hybrid", "query": "or"}}
 
 
 def roles(specs: list[retrievers.Spec]) -> dict[str, str | None]:
@@ -61,14 +60,20 @@ def scored_with(view: View, config: dict[str, Any]) -> ScoredWith:
     """What the view's score jobs are told (common.smk's score_options: the view's ks and
     measures, and what its searches rank to, View.ranking_settings), as stages.score.Scoring's
     fields: the metrics record theirs, and the report checks each run against this."""
-    return {"ks": view.ks(config), "measure_names": list(view.measure_names()),
-            "ranking_settings": view.ranking_settings(config).record(), "turn_to_session": view.turn_level_run}
+    return {
+        "ks": view.ks(config),
+        "measure_names": list(view.measure_names()),
+        "ranking_settings": view.ranking_settings(config).record(),
+        "turn_to_session": view.turn_level_run,
+    }
 
 
 def searched_by(ws: Workspace) -> dict[str, list[str]]:
     """Each scored run → the rules that search it (what ``--forcerun`` names to make it again)."""
-    return {run.name: [*(["search_arms"] if run.kind is Kind.ARMS else []), SEARCHES[run.kind].rule]
-            for _, run in ws.scored()}
+    return {
+        run.name: [*(["search_arms"] if run.kind is Kind.ARMS else []), SEARCHES[run.kind].rule]
+        for _, run in ws.scored()
+    }
 
 
 def report_manifest(ws: Workspace) -> Manifest:
@@ -76,40 +81,61 @@ def report_manifest(ws: Workspace) -> Manifest:
     builds = ws.builds
     entries: list[ManifestView] = []
     for view in ws.views:
-        entries.append({
-            "name": view.name, "folder": view.folder, "protocol": view.protocol,
-            "granularity": view.granularity, "description": view.description(),
-            "ks": view.ks(ws.config), "measures": list(view.measure_names()),
-            "scored_with": scored_with(view, ws.config),
-            "summary": _filtered(view, "summary.json"), "qrels": _filtered(view, "qrels.txt"),
-            "pairs": _filtered(view, "pairs.parquet"), "rows": _filtered(view, "rows.parquet"),
-            "texts": _filtered(view, "texts.parquet"),
-            "embeddings": ws.embed_shards(view),
-            "metrics": {r: _metrics(view, ws.run_of(r)) for r in ws.retrievers},
-            "builds": ({b: _metrics(view, ws.compared_run(b).name) for b in builds.compared}
-                       if view == views.PRIMARY else {}),
-        })
+        entries.append(
+            {
+                "name": view.name,
+                "folder": view.folder,
+                "protocol": view.protocol,
+                "granularity": view.granularity,
+                "description": view.description(),
+                "ks": view.ks(ws.config),
+                "measures": list(view.measure_names()),
+                "scored_with": scored_with(view, ws.config),
+                "summary": _filtered(view, "summary.json"),
+                "qrels": _filtered(view, "qrels.txt"),
+                "pairs": _filtered(view, "pairs.parquet"),
+                "rows": _filtered(view, "rows.parquet"),
+                "texts": _filtered(view, "texts.parquet"),
+                "embeddings": ws.embed_shards(view),
+                "metrics": {r: _metrics(view, ws.run_of(r)) for r in ws.retrievers},
+                "builds": (
+                    {b: _metrics(view, ws.compared_run(b).name) for b in builds.compared}
+                    if view == views.PRIMARY
+                    else {}
+                ),
+            }
+        )
     binary = builds.evaluated
     return {
-        "config": paths.CONFIG_JSON, "dataset_fp": paths.DATASET_FINGERPRINT,
-        "model_fp": paths.MODEL_FINGERPRINT, "retrievers": ws.retrievers,
+        "config": paths.CONFIG_JSON,
+        "dataset_fp": paths.DATASET_FINGERPRINT,
+        "model_fp": paths.MODEL_FINGERPRINT,
+        "retrievers": ws.retrievers,
         "corpus": datasets.corpus(ws.config["dataset"], ws.local_sha256),
         # each vipune-lane retriever → the configured reference run with the setting it mirrors
         "settings": {s.name: s.setting() for s in ws.specs},  # what each retriever ran
         "roles": roles(ws.specs),
         "mirrors": {s.name: mirror_of(s, ws.specs) for s in ws.specs if not s.reference},
-        "primary": builds.primary, "builds": list(builds.compared),
+        "primary": builds.primary,
+        "builds": list(builds.compared),
         # the retriever that compares the builds: the binary's hybrid search, or the lib lane's
         "compared_on": {Kind.VIPUNE: BINARY.hybrid, Kind.LIB: LIB.hybrid, None: None}[compared_on(ws.specs)],
         # each build's vipune-lane (the lib lane's runs): vipune.binary's, and a compared build's in the loop
         "lanes": {b: paths.lane_fingerprint_file(lane) for b, lane in builds.lanes.items() if lane != MISSING},
-        "baseline": builds.baseline, "sources": paths.BUILD_SOURCES,
+        "baseline": builds.baseline,
+        "sources": paths.BUILD_SOURCES,
         "fingerprints": {b: builds.fingerprint_file(b) for b in binary},
         # a build named by id alone keeps the preflight it had when it was evaluated here; the
         # preflight checks the binary's search and model, so a run of the lib lane alone has none
-        "preflight": ({b: paths.preflight(b) for b in binary
-                       if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()}
-                      if any(s.kind is Kind.VIPUNE for s in ws.specs) else {}),
+        "preflight": (
+            {
+                b: paths.preflight(b)
+                for b in binary
+                if b in builds.paths or b == builds.primary or Path(paths.preflight(b)).exists()
+            }
+            if any(s.kind is Kind.VIPUNE for s in ws.specs)
+            else {}
+        ),
         "views": entries,
         "searched_by": searched_by(ws),
         "whatif": whatif_manifest(ws),
@@ -127,12 +153,21 @@ def explained_builds(ws: Workspace) -> list[ExplainedBuild]:
     runs, primary = ws.runs(), views.PRIMARY
 
     def entry(build: str, binary: str | None, lib: str | None) -> ExplainedBuild:
-        return {"build": build, "binary": binary and _metrics(primary, binary), "lib": lib and _metrics(primary, lib),
-                "arms": ws.lane_arms_shards(primary, runs[lib]) if lib else []}
+        return {
+            "build": build,
+            "binary": binary and _metrics(primary, binary),
+            "lib": lib and _metrics(primary, lib),
+            "arms": ws.lane_arms_shards(primary, runs[lib]) if lib else [],
+        }
 
     names = {s.name for s in ws.specs}
-    out = [entry(builds.primary, ws.run_of(BINARY.hybrid) if BINARY.hybrid in names else None,
-                 ws.run_of(LIB.hybrid) if LIB.hybrid in names else None)]
+    out = [
+        entry(
+            builds.primary,
+            ws.run_of(BINARY.hybrid) if BINARY.hybrid in names else None,
+            ws.run_of(LIB.hybrid) if LIB.hybrid in names else None,
+        )
+    ]
     for build in builds.compared:
         run = ws.compared_run(build)
         out.append(entry(build, None if run.lane else run.name, run.name if run.lane else None))
@@ -146,24 +181,39 @@ def whatif_manifest(ws: Workspace) -> LabManifest | None:
         return None
 
     def entry(s: retrievers.Spec) -> LabRun:
-        return {"name": s.name, "params": s.params, "metrics": _metrics(views.PRIMARY, s.name),
-                "run": paths.fill(paths.RUN, view=views.PRIMARY.folder, run=s.name)}
+        return {
+            "name": s.name,
+            "params": s.params,
+            "metrics": _metrics(views.PRIMARY, s.name),
+            "run": paths.fill(paths.RUN, view=views.PRIMARY.folder, run=s.name),
+        }
 
-    return {"measure": lab.measure, "select_on": lab.select_on, "grid": lab.grid,
-            "base": entry(lab.base), "variants": [entry(s) for s in lab.variants]}
+    return {
+        "measure": lab.measure,
+        "select_on": lab.select_on,
+        "grid": lab.grid,
+        "base": entry(lab.base),
+        "variants": [entry(s) for s in lab.variants],
+    }
 
 
 def manifest_files(manifest: Manifest) -> list[str]:
     """Every file the report reads (the report rule's inputs), but the config: it holds
     machine-specific paths, and moving a file must not rerun anything (what the config changes
     that matters reaches the report through these inputs)."""
-    files = [manifest["dataset_fp"], manifest["model_fp"],
-             *manifest["fingerprints"].values()]
+    files = [manifest["dataset_fp"], manifest["model_fp"], *manifest["fingerprints"].values()]
     files += manifest["lanes"].values()
     files += manifest["preflight"].values()
     for view in manifest["views"]:
-        files += [view["summary"], view["qrels"], view["pairs"], view["rows"], *view["embeddings"],
-                  *view["metrics"].values(), *view["builds"].values()]
+        files += [
+            view["summary"],
+            view["qrels"],
+            view["pairs"],
+            view["rows"],
+            *view["embeddings"],
+            *view["metrics"].values(),
+            *view["builds"].values(),
+        ]
     lab = manifest.get("whatif")
     if lab:
         files += [lab["base"]["metrics"], *(v["metrics"] for v in lab["variants"])]

@@ -61,14 +61,18 @@ def refuse_unseen(planned: dict[str, str], params_tracked: bool) -> None:
     """When the DAG is planned (a dry run's too): rerun triggers that leave out ``params`` cannot
     see a planned file's new text (a dataset's or a model's new bytes, the report's new inputs), so
     such a run would keep the old results: it is refused, naming the files."""
-    stale = [path for path, text in planned.items()
-             if Path(path).is_file() and Path(path).read_text(encoding="utf-8") != text]
+    stale = [
+        path
+        for path, text in planned.items()
+        if Path(path).is_file() and Path(path).read_text(encoding="utf-8") != text
+    ]
     if stale and not params_tracked:
-        raise EvalError(f"{', '.join(stale)} changed (the dataset's or the model's bytes, or the report's "
-                        "inputs), and rerun triggers without `params` cannot see it: this run would keep "
-                        "results of the old ones",
-                        fix="run once without --rerun-triggers (its default includes params): it reruns what "
-                            "the change made stale")
+        raise EvalError(
+            f"{', '.join(stale)} changed (the dataset's or the model's bytes, or the report's "
+            "inputs), and rerun triggers without `params` cannot see it: this run would keep "
+            "results of the old ones",
+            fix="run once without --rerun-triggers (its default includes params): it reruns what the change made stale",
+        )
 
 
 def run_planned_file(sha256: str, out: Path) -> None:
@@ -77,11 +81,14 @@ def run_planned_file(sha256: str, out: Path) -> None:
     try:
         text = source.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise EvalError(f"{source} is not there: the run stages the planned files when it starts (its "
-                        "onstart), and this run did not",
-                        fix="run without --no-hooks (Snakemake's own sub-processes pass it; a run does not "
-                            "need it)") from None
+        raise EvalError(
+            f"{source} is not there: the run stages the planned files when it starts (its "
+            "onstart), and this run did not",
+            fix="run without --no-hooks (Snakemake's own sub-processes pass it; a run does not need it)",
+        ) from None
     if digest(text) != sha256:
-        raise EvalError(f"{source} does not hold the text its name promises",
-                        fix="run again: the run stages every planned file afresh when it starts")
+        raise EvalError(
+            f"{source} does not hold the text its name promises",
+            fix="run again: the run stages every planned file afresh when it starts",
+        )
     write_text(out, text)

@@ -30,8 +30,9 @@ def job_environment() -> dict[str, str]:
     return {"XDG_CACHE_HOME": str(cache / "xdg"), "MPLCONFIGDIR": str(cache / "matplotlib")}
 
 
-def start(planned: dict[str, str], record: dict[str, Any], caches: Iterable[Sha256Cache],
-          results: Path = Path(paths.RESULTS)) -> TextIO:
+def start(
+    planned: dict[str, str], record: dict[str, Any], caches: Iterable[Sha256Cache], results: Path = Path(paths.RESULTS)
+) -> TextIO:
     """What a real run does before its first job: take the lock, clear what a killed run left,
     stage the planned files' texts (plan.planned_file), write the run's record (``record``: path →
     content, the config and the builds' sources) and save the caches parsing filled. Returns the
@@ -51,9 +52,11 @@ def start(planned: dict[str, str], record: dict[str, Any], caches: Iterable[Sha2
 
 
 def unwritable(results: Path, exc: OSError) -> EvalError:
-    return EvalError(f"{results.resolve()}: the run cannot write its results there ({exc.strerror or exc})",
-                     fix="make the folder writable (chmod -R u+w, or mount it read-write), or run in a folder "
-                         "you can write: snakemake --directory DIR (a dry run or --report writes nothing)")
+    return EvalError(
+        f"{results.resolve()}: the run cannot write its results there ({exc.strerror or exc})",
+        fix="make the folder writable (chmod -R u+w, or mount it read-write), or run in a folder "
+        "you can write: snakemake --directory DIR (a dry run or --report writes nothing)",
+    )
 
 
 def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
@@ -70,9 +73,10 @@ def hold_lock(results: Path = Path(paths.RESULTS)) -> TextIO:
         handle.seek(0)
         other = handle.read().strip() or "unknown"
         handle.close()
-        raise EvalError(f"{results.resolve()}: another run (PID {other}) is working in this directory",
-                        fix="wait for it to finish, or stop it; two runs at once would delete each "
-                            "other's fresh outputs") from None
+        raise EvalError(
+            f"{results.resolve()}: another run (PID {other}) is working in this directory",
+            fix="wait for it to finish, or stop it; two runs at once would delete each other's fresh outputs",
+        ) from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")

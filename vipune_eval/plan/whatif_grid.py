@@ -31,8 +31,8 @@ class Lab:
     """A checked ``whatif:`` block: the base setting and one spec per grid point."""
 
     base: registry.Spec
-    variants: tuple[registry.Spec, ...]   # in grid order
-    grid: dict[str, list[Any]]            # parameter → values, as configured (checked)
+    variants: tuple[registry.Spec, ...]  # in grid order
+    grid: dict[str, list[Any]]  # parameter → values, as configured (checked)
     measure: str
     select_on: str
 
@@ -59,8 +59,10 @@ def variant_name(base: str, point: dict[str, Any]) -> str:
     (and its files) however the grid's keys are ordered or grown along its lists."""
     name = base + "".join(f"{SEPARATOR}{key}={value_text(point[key])}" for key in sorted(point))
     if not registry.VARIANT_PATTERN.fullmatch(name):
-        raise EvalError(f"whatif: the variant name {name!r} is not filesystem-safe (letters, digits, "
-                        "'.', '_', '+', '=', ',', '~', '-')")
+        raise EvalError(
+            f"whatif: the variant name {name!r} is not filesystem-safe (letters, digits, "
+            "'.', '_', '+', '=', ',', '~', '-')"
+        )
     return name
 
 
@@ -72,16 +74,18 @@ def _base(name: Any, specs: Sequence[registry.Spec]) -> registry.Spec:
     if configured is None and name in registry.PRESETS:
         configured = registry.spec(name)
     if configured is None or not configured.family:
-        why = ("is the vipune binary, which the lab cannot vary: use its mirror, e.g. 'hybrid'"
-               if configured is not None and configured.kind is registry.Kind.VIPUNE
-               else "is a plugin, which has no parameters" if configured is not None
-               else "is neither a configured retriever nor a preset")
+        why = (
+            "is the vipune binary, which the lab cannot vary: use its mirror, e.g. 'hybrid'"
+            if configured is not None and configured.kind is registry.Kind.VIPUNE
+            else "is a plugin, which has no parameters"
+            if configured is not None
+            else "is neither a configured retriever nor a preset"
+        )
         raise EvalError(f"whatif.base {name!r} {why} {known}")
     return configured
 
 
-def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec],
-            measure_keys: Sequence[str]) -> Lab | None:
+def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec], measure_keys: Sequence[str]) -> Lab | None:
     """The ``whatif:`` block checked against the registry (before any job runs)."""
     if not block:
         return None
@@ -89,24 +93,31 @@ def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec],
     family = registry.FAMILIES[base.use]
     grid = block["grid"]
     if not grid:
-        raise EvalError(f"whatif.grid is empty: give lists of values of {base.use}'s parameters "
-                        f"({', '.join(family.params) or 'it has none'})")
+        raise EvalError(
+            f"whatif.grid is empty: give lists of values of {base.use}'s parameters "
+            f"({', '.join(family.params) or 'it has none'})"
+        )
     for key, values in grid.items():
         if key not in family.params:
-            raise EvalError(f"whatif.grid: family {base.use!r} (of base {base.name!r}) has no parameter "
-                            f"{key!r} (its parameters: {', '.join(family.params) or 'none'})")
+            raise EvalError(
+                f"whatif.grid: family {base.use!r} (of base {base.name!r}) has no parameter "
+                f"{key!r} (its parameters: {', '.join(family.params) or 'none'})"
+            )
         if not isinstance(values, list) or not values:
             raise EvalError(f"whatif.grid.{key}: a non-empty list of values, got {values!r}")
     points = math.prod(len(values) for values in grid.values())
     if points > MAX_POINTS:
         sizes = " × ".join(f"{len(values)} {key}" for key, values in grid.items())
-        raise EvalError(f"whatif.grid has {points} points ({sizes}), more than the lab's cap of {MAX_POINTS}: "
-                        "each point is a run of its own; grid fewer values (a coarse grid first, then a "
-                        "finer one around the best)")
+        raise EvalError(
+            f"whatif.grid has {points} points ({sizes}), more than the lab's cap of {MAX_POINTS}: "
+            "each point is a run of its own; grid fewer values (a coarse grid first, then a "
+            "finer one around the best)"
+        )
     measure = block.get("measure", "recall_any@5")
     if measure not in measure_keys:
-        raise EvalError(f"whatif.measure {measure!r} is not a measure of the primary view "
-                        f"(known: {', '.join(measure_keys)})")
+        raise EvalError(
+            f"whatif.measure {measure!r} is not a measure of the primary view (known: {', '.join(measure_keys)})"
+        )
     variants: list[registry.Spec] = []
     names: set[str] = set()
     for values in itertools.product(*grid.values()):
@@ -116,7 +127,7 @@ def resolve(block: dict[str, Any] | None, specs: Sequence[registry.Spec],
         if name in names:
             raise EvalError(f"whatif.grid: the point {point} is listed twice (variant {name})")
         names.add(name)
-        variants.append(registry.Spec(name, base.kind, base.use, params,
-                                      f"what-if variant of {base.name}: {family.description}"))
-    return Lab(base, tuple(variants), {k: list(v) for k, v in grid.items()}, measure,
-               block.get("select_on", "dev"))
+        variants.append(
+            registry.Spec(name, base.kind, base.use, params, f"what-if variant of {base.name}: {family.description}")
+        )
+    return Lab(base, tuple(variants), {k: list(v) for k, v in grid.items()}, measure, block.get("select_on", "dev"))

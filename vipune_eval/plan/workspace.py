@@ -30,6 +30,7 @@ from vipune_eval.registry.views import View
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class Search:
     """The rule that searches one kind of retriever, and the command its shell line runs."""
@@ -143,9 +144,13 @@ class Workspace:
         """The plots of this run: each one that has something to show (stages.report.plots.PLOTS)."""
         from vipune_eval.stages.report.plots import RunShape, shown
 
-        return shown(RunShape(seed_views=sum(view.protocol == "seed" for view in self.views),
-                              builds=bool(self.builds.primary and compared_on(self.specs)),
-                              lab=bool(self.lab)))
+        return shown(
+            RunShape(
+                seed_views=sum(view.protocol == "seed" for view in self.views),
+                builds=bool(self.builds.primary and compared_on(self.specs)),
+                lab=bool(self.lab),
+            )
+        )
 
     def _shards(self, pattern: str, stage: str, **values: str) -> list[str]:
         n = self.config[stage]["shards"]
@@ -202,12 +207,15 @@ def _resolved(value: T | None, what: str) -> T:
     """What the plan resolved wherever a run needs it (registry.retrievers gives a vipune-lane
     retriever its mirror, plan.builds a vipune.binary and its vipune-lane): None is a bug."""
     if value is None:
-        raise EvalError(f"{what}: not resolved where a run needs it", fix="a bug of vipune-eval's plan: please report it")
+        raise EvalError(
+            f"{what}: not resolved where a run needs it", fix="a bug of vipune-eval's plan: please report it"
+        )
     return value
 
 
-def _dataset_file(config: dict[str, Any], cache: fingerprints.Sha256Cache,
-                  files: dict[str, Any]) -> tuple[str, str | None]:
+def _dataset_file(
+    config: dict[str, Any], cache: fingerprints.Sha256Cache, files: dict[str, Any]
+) -> tuple[str, str | None]:
     """Resolve the ``dataset:`` block (the rules read the resolved one); a local file is
     fingerprinted now (its fingerprint put in ``files``), and identified by its bytes (its sha256
     is returned beside its path); a download names the file it will write."""
@@ -228,8 +236,13 @@ def _model_dir(config: dict[str, Any], cache: fingerprints.Sha256Cache, files: d
         return paths.MODEL_DOWNLOAD
     path = Path(os.path.expanduser(model["path"])).resolve()
     files[paths.MODEL_FINGERPRINT] = fingerprints.model_fingerprint(
-        path, repo_id=model["repo_id"], revision=model["revision"], file=model["file"],
-        pooling=model["pooling"], cache=cache)
+        path,
+        repo_id=model["repo_id"],
+        revision=model["revision"],
+        file=model["file"],
+        pooling=model["pooling"],
+        cache=cache,
+    )
     return str(path)
 
 
@@ -247,7 +260,15 @@ def prepare(config: dict[str, Any], schema: dict[str, Any], config_files: Sequen
     # a step that failed (None) is one of the problems raise_any raised
     assert dataset_file is not None and model_dir is not None and checked.specs is not None
     builds = vipune_builds.resolve(config, checked.specs)
-    return Workspace(config=config, dataset_file=dataset_file, model_dir=model_dir,
-                     views=views.configured(config), specs=checked.specs, builds=builds,
-                     lab=checked.lab, local_sha256=local_sha256, files={**files, **builds.files},
-                     sha256_cache=cache)
+    return Workspace(
+        config=config,
+        dataset_file=dataset_file,
+        model_dir=model_dir,
+        views=views.configured(config),
+        specs=checked.specs,
+        builds=builds,
+        lab=checked.lab,
+        local_sha256=local_sha256,
+        files={**files, **builds.files},
+        sha256_cache=cache,
+    )

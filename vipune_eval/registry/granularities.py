@@ -34,9 +34,9 @@ def session_text(session: list[Turn]) -> str:
 class Granularity:
     name: str
     seed_rows: Callable[[str, list[Turn], Chunker | None], list[tuple[str, str]]]  # (key, text)
-    collapses: bool = True      # a row is part of a session: rankings collapse by first occurrence
+    collapses: bool = True  # a row is part of a session: rankings collapse by first occurrence
     needs_tokenizer: bool = False
-    official: bool = False      # LongMemEval's protocol has keys at this granularity
+    official: bool = False  # LongMemEval's protocol has keys at this granularity
 
 
 def _chunk_rows(sid: str, session: list[Turn], chunker: Chunker | None) -> list[tuple[str, str]]:
@@ -45,16 +45,20 @@ def _chunk_rows(sid: str, session: list[Turn], chunker: Chunker | None) -> list[
     return [(f"{sid}::c{n}", text) for n, text in enumerate(chunker([turn_text(t) for t in session]), 1)]
 
 
-GRANULARITIES: dict[str, Granularity] = {g.name: g for g in (
-    Granularity("session",
-                lambda sid, session, chunker: [(sid, session_text(session))],
-                collapses=False, official=True),
-    Granularity("turn",
-                lambda sid, session, chunker: [(f"{sid}::{n}", turn_text(t))
-                                               for n, t in enumerate(session, 1)],
-                official=True),
-    Granularity("chunk", _chunk_rows, needs_tokenizer=True),
-)}
+GRANULARITIES: dict[str, Granularity] = {
+    g.name: g
+    for g in (
+        Granularity(
+            "session", lambda sid, session, chunker: [(sid, session_text(session))], collapses=False, official=True
+        ),
+        Granularity(
+            "turn",
+            lambda sid, session, chunker: [(f"{sid}::{n}", turn_text(t)) for n, t in enumerate(session, 1)],
+            official=True,
+        ),
+        Granularity("chunk", _chunk_rows, needs_tokenizer=True),
+    )
+}
 NAMES = tuple(GRANULARITIES)
 PRIMARY = "session"  # always present; its results are the primary ones
 OFFICIAL = tuple(name for name, g in GRANULARITIES.items() if g.official)
@@ -62,11 +66,16 @@ OFFICIAL = tuple(name for name, g in GRANULARITIES.items() if g.official)
 
 def problems(asked: list[str]) -> list[str]:
     """What is wrong with a ``granularities`` list: unknown names, or no primary."""
-    out = [f"unknown granularity {name!r} (granularities: {', '.join(NAMES)})"
-           for name in asked if name not in GRANULARITIES]
+    out = [
+        f"unknown granularity {name!r} (granularities: {', '.join(NAMES)})"
+        for name in asked
+        if name not in GRANULARITIES
+    ]
     if PRIMARY not in asked:
-        out.append(f"granularities {list(asked)} has no {PRIMARY}: {PRIMARY} is required (the primary "
-                   f"result, the one the others are compared with); use {[PRIMARY, *asked]}")
+        out.append(
+            f"granularities {list(asked)} has no {PRIMARY}: {PRIMARY} is required (the primary "
+            f"result, the one the others are compared with); use {[PRIMARY, *asked]}"
+        )
     return out
 
 

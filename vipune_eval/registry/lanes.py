@@ -16,12 +16,12 @@ SEARCHES = ("hybrid", "semantic")  # the two searches of each lane, in this orde
 class Lane:
     """One lane: the run names of its two searches, and what the report sets them against."""
 
-    hybrid: str    # its hybrid search (dense and bm25 fused)
+    hybrid: str  # its hybrid search (dense and bm25 fused)
     semantic: str  # its dense search alone
     # report.json's diagnostics keys of its runs' agreement with their reference mirrors (SEARCHES' order)
     agreement: tuple[str, str] | None = None
-    latency: str | None = None     # what its hybrid search's latency includes, where the report shows it
-    ranks_as: Lane | None = None   # the vipune-lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
+    latency: str | None = None  # what its hybrid search's latency includes, where the report shows it
+    ranks_as: Lane | None = None  # the vipune-lane whose runs it must rank exactly as (report.json's diagnostics.lanes)
 
     def of(self, search: str) -> str:
         """The run of ``search`` (one of SEARCHES)."""
@@ -41,8 +41,12 @@ class Lane:
         return dict(zip(self.runs, self.ranks_as.runs)) if self.ranks_as else {}
 
 
-BINARY = Lane("vipune", "vipune-semantic",  # the vipune binary: search --hybrid / --no-hybrid
-              agreement=("vipune_vs_hybrid", "vipune_semantic_vs_dense"), latency="per query, subprocess included")
+BINARY = Lane(
+    "vipune",
+    "vipune-semantic",  # the vipune binary: search --hybrid / --no-hybrid
+    agreement=("vipune_vs_hybrid", "vipune_semantic_vs_dense"),
+    latency="per query, subprocess included",
+)
 LIB = Lane("vipune-lib", "vipune-lib-semantic", ranks_as=BINARY)  # vipune-lane, beside the binary (issue 37)
 LANES = (BINARY, LIB)  # the report's order: first in the headline and in every table of retrievers
 RUNS = tuple(run for lane in LANES for run in lane.runs)  # every run of vipune's own code, in that order

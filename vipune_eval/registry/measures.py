@@ -21,9 +21,9 @@ IR_MEASURES, OWN, LONGMEMEVAL = "ir-measures", "own", "longmemeval"  # what comp
 
 @dataclass(frozen=True)
 class Measure:
-    name: str              # the key prefix: recall → recall@5
-    binary: bool           # per-pair values are 0/1 (Wilson intervals, McNemar tests)
-    at_k: bool             # one value per cut-off k
+    name: str  # the key prefix: recall → recall@5
+    binary: bool  # per-pair values are 0/1 (Wilson intervals, McNemar tests)
+    at_k: bool  # one value per cut-off k
     definition: str
     ir_measures: str | None = None  # its ir-measures (trec_eval) form, where ir-measures computes it
     compute: Compute | None = None  # its own formula, where ir-measures lacks it
@@ -33,8 +33,9 @@ class Measure:
         if self.ir_measures and self.compute:
             raise ValueError(f"measure {self.name}: ir-measures computes it, or its own compute does, not both")
         if not (self.ir_measures or self.compute or self.longmemeval):
-            raise ValueError(f"measure {self.name}: nothing computes it (an ir-measures form, a compute, "
-                             "or longmemeval)")
+            raise ValueError(
+                f"measure {self.name}: nothing computes it (an ir-measures form, a compute, or longmemeval)"
+            )
 
     def computed_by(self, official: bool) -> str:
         """What computes it under the official protocol (``official``) or the seed protocol:
@@ -52,24 +53,45 @@ def _all_in_top_k(ranked: Sequence[str], gold: Sequence[str], k: int | None) -> 
 
 
 MEASURES: tuple[Measure, ...] = (
-    Measure("recall", False, True,
-            "|gold ∩ top-k| / |gold| per pair, averaged over pairs (the primary number; trec_eval R@k)",
-            ir_measures="R@{k}"),
-    Measure("recall_any", True, True,
-            "1 if at least one gold session is in the top k (trec_eval Success@k)",
-            ir_measures="Success@{k}", longmemeval=True),
-    Measure("recall_all", True, True,
-            "1 if every gold session is in the top k (R@k = 1; LongMemEval's recall_all@k)",
-            compute=_all_in_top_k, longmemeval=True),
-    Measure("ndcg", False, True,
-            "trec_eval nDCG@k: DCG = Σ rel_i / log2(i + 1), ideal DCG from the gold sessions",
-            ir_measures="nDCG@{k}"),
-    Measure("ndcg_any", False, True,
-            "LongMemEval's ndcg_any@k (src/retrieval/eval_utils.py): DCG = rel_1 + Σ_{i≥2} rel_i / "
-            "log2 i (ranks 1 and 2 undiscounted), ideal DCG from the corpus's relevances cut to k",
-            longmemeval=True),
-    Measure("mrr", False, False, "1 / rank of the first gold session, 0 if none (trec_eval RR)",
-            ir_measures="RR"),
+    Measure(
+        "recall",
+        False,
+        True,
+        "|gold ∩ top-k| / |gold| per pair, averaged over pairs (the primary number; trec_eval R@k)",
+        ir_measures="R@{k}",
+    ),
+    Measure(
+        "recall_any",
+        True,
+        True,
+        "1 if at least one gold session is in the top k (trec_eval Success@k)",
+        ir_measures="Success@{k}",
+        longmemeval=True,
+    ),
+    Measure(
+        "recall_all",
+        True,
+        True,
+        "1 if every gold session is in the top k (R@k = 1; LongMemEval's recall_all@k)",
+        compute=_all_in_top_k,
+        longmemeval=True,
+    ),
+    Measure(
+        "ndcg",
+        False,
+        True,
+        "trec_eval nDCG@k: DCG = Σ rel_i / log2(i + 1), ideal DCG from the gold sessions",
+        ir_measures="nDCG@{k}",
+    ),
+    Measure(
+        "ndcg_any",
+        False,
+        True,
+        "LongMemEval's ndcg_any@k (src/retrieval/eval_utils.py): DCG = rel_1 + Σ_{i≥2} rel_i / "
+        "log2 i (ranks 1 and 2 undiscounted), ideal DCG from the corpus's relevances cut to k",
+        longmemeval=True,
+    ),
+    Measure("mrr", False, False, "1 / rank of the first gold session, 0 if none (trec_eval RR)", ir_measures="RR"),
 )
 BY_NAME = {m.name: m for m in MEASURES}
 

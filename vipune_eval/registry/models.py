@@ -23,7 +23,9 @@ def pins(repo_id: str, revision: str) -> dict[str, str]:
     return dict(PINS.get((repo_id, revision), {}))
 
 
-def against_pins(repo_id: str, revision: str, onnx: str, files: dict[str, str]) -> dict[str, dict[str, str | None]] | None:
+def against_pins(
+    repo_id: str, revision: str, onnx: str, files: dict[str, str]
+) -> dict[str, dict[str, str | None]] | None:
     """A model's files (``files``: name → sha256, as its fingerprint holds them) against the pins
     of ``repo_id`` at ``revision``: each pinned file with its ``pinned`` sha256 and the one
     ``found`` (None: not among the files); None where nothing is pinned. ``onnx``, the ONNX file
@@ -31,5 +33,7 @@ def against_pins(repo_id: str, revision: str, onnx: str, files: dict[str, str]) 
     pinned = pins(repo_id, revision)
     if not pinned:
         return None
-    return {name: {"pinned": sha, "found": files.get(onnx if name.endswith(".onnx") else name)}
-            for name, sha in pinned.items()}
+    return {
+        name: {"pinned": sha, "found": files.get(onnx if name.endswith(".onnx") else name)}
+        for name, sha in pinned.items()
+    }

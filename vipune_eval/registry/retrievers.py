@@ -34,6 +34,7 @@ def _int(low: int, high: int) -> Callable[[Any], int]:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ValueError(f"an integer in {low}..{high}")
         return value
+
     return check
 
 
@@ -42,6 +43,7 @@ def _choice(*options: str) -> Callable[[Any], str]:
         if not isinstance(value, str) or value not in options:
             raise ValueError("one of " + " | ".join(options))
         return value
+
     return check
 
 
@@ -54,9 +56,14 @@ MAX_WEIGHT = 1_000_000
 
 
 def _weights(value: Any) -> tuple[float, float]:
-    if (not isinstance(value, (list, tuple)) or len(value) != 2
-            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w)
-                       and 0 <= w <= MAX_WEIGHT for w in value)):
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and 0 <= w <= MAX_WEIGHT
+            for w in value
+        )
+    ):
         raise ValueError(f"[dense, bm25]: two finite numbers from 0 to {MAX_WEIGHT}")
     return (float(value[0]), float(value[1]))
 
@@ -68,12 +75,12 @@ class Kind(Enum):
     """What a configured retriever is; it decides the search rule that runs it
     (vipune_eval.plan.workspace.SEARCHES)."""
 
-    ARMS = "arms"        # a family setting ranked from a persona's shared arms, fused per run
+    ARMS = "arms"  # a family setting ranked from a persona's shared arms, fused per run
     PERSONA = "persona"  # a family that ranks from the persona's own texts, per shard
-    PLUGIN = "plugin"    # a user's function, called per persona
+    PLUGIN = "plugin"  # a user's function, called per persona
     # vipune's own code, named as its hybrid run (registry.lanes), a preset's ``use``:
     VIPUNE = BINARY.hybrid  # the binary
-    LIB = LIB_RUNS.hybrid   # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
+    LIB = LIB_RUNS.hybrid  # vipune's own search code on the cached vectors (vipune-lane, beside the binary)
 
 
 VIPUNE_CODE = (Kind.VIPUNE, Kind.LIB)  # the kinds that run vipune's own code and mirror a family setting
@@ -97,20 +104,40 @@ class Family:
     kind: Kind = Kind.ARMS  # ARMS (fused from the arms files) or PERSONA (searched per shard)
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("dense", "cosine over the cached vectors, vipune's semantic arm"),
-    Family("bm25", "SQLite FTS5 bm25, one index per persona", {
-        "query": Param(_choice(*BM25_QUERIES), "and",
-                       "and: every word quoted, vipune's implicit AND; or: the words OR-ed")}),
-    Family("hybrid", "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid", {
-        "k": Param(_int(1, MAX_RRF_K), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
-        "query": Param(_choice(*BM25_QUERIES), "and", "the bm25 arm's query"),
-        "pool": Param(_int(1, MAX_SEARCH_LIMIT), None,
-                      f"candidates per arm; null: vipune's clamp(10 x limit, 50, {MAX_SEARCH_LIMIT})"),
-        "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion")}),
-    Family("bm25-lme", "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its "
-                       "run_retrieval.py flat-bm25)", kind=Kind.PERSONA),
-)}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("dense", "cosine over the cached vectors, vipune's semantic arm"),
+        Family(
+            "bm25",
+            "SQLite FTS5 bm25, one index per persona",
+            {
+                "query": Param(
+                    _choice(*BM25_QUERIES), "and", "and: every word quoted, vipune's implicit AND; or: the words OR-ed"
+                )
+            },
+        ),
+        Family(
+            "hybrid",
+            "weighted reciprocal rank fusion of the dense and bm25 arms, vipune's hybrid",
+            {
+                "k": Param(_int(1, MAX_RRF_K), RRF_K, "RRF constant: score = sum of w / (k + rank)"),
+                "query": Param(_choice(*BM25_QUERIES), "and", "the bm25 arm's query"),
+                "pool": Param(
+                    _int(1, MAX_SEARCH_LIMIT),
+                    None,
+                    f"candidates per arm; null: vipune's clamp(10 x limit, 50, {MAX_SEARCH_LIMIT})",
+                ),
+                "weights": Param(_weights, (1.0, 1.0), "[dense, bm25] weights of the fusion"),
+            },
+        ),
+        Family(
+            "bm25-lme",
+            "LongMemEval's own BM25 (rank_bm25 BM25Okapi over space-split text, its run_retrieval.py flat-bm25)",
+            kind=Kind.PERSONA,
+        ),
+    )
+}
 
 
 # ------------------------------------------------------------------ presets and specs
@@ -122,7 +149,7 @@ class Spec:
 
     name: str
     kind: Kind
-    use: str                        # a family name, a plugin "target:function", or "vipune"
+    use: str  # a family name, a plugin "target:function", or "vipune"
     params: dict[str, Any] = field(default_factory=dict)  # every family parameter, defaults filled
     description: str = ""
     mirror: dict[str, Any] | None = None  # the family setting a vipune-lane retriever must agree with
@@ -139,8 +166,9 @@ class Spec:
 
     def canonical(self) -> str:
         """What the search job runs, as canonical JSON (a rule param: a change reruns this run only)."""
-        return json.dumps({"name": self.name, "use": self.use, **self.params}, sort_keys=True, allow_nan=False,
-                          separators=(",", ":"))
+        return json.dumps(
+            {"name": self.name, "use": self.use, **self.params}, sort_keys=True, allow_nan=False, separators=(",", ":")
+        )
 
     def setting(self) -> dict[str, Any]:
         """The family setting alone (no name): equal settings give equal rankings."""
@@ -156,23 +184,44 @@ class Preset:
     kind: Kind = Kind.VIPUNE  # of vipune's code: the binary lane (VIPUNE) or the lib lane (LIB)
 
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    Preset(BINARY.hybrid, True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
-    Preset(BINARY.semantic, True,
-           "the vipune binary on the same database: search --no-hybrid (its dense arm alone)", {"use": "dense"}),
-    Preset(LIB_RUNS.hybrid, True, "vipune's own search code on the cached vectors (vipune-lane: "
-                                  "MemoryStore::search_hybrid, its pool and fusion compiled from the build's source)",
-           {"use": "hybrid"}, Kind.LIB),
-    Preset(LIB_RUNS.semantic, True, "vipune's own search code on the cached vectors: MemoryStore::search",
-           {"use": "dense"}, Kind.LIB),
-    Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
-    Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
-    Preset("bm25-or", False, "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
-    Preset("hybrid", False, f"RRF (k = {RRF_K:g}) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
-    Preset("hybrid-or", False, f"RRF (k = {RRF_K:g}) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
-    Preset("bm25-lme", False, "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
-           {"use": "bm25-lme"}),
-)}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(BINARY.hybrid, True, "the vipune binary: search --hybrid --recency 0 --no-touch", {"use": "hybrid"}),
+        Preset(
+            BINARY.semantic,
+            True,
+            "the vipune binary on the same database: search --no-hybrid (its dense arm alone)",
+            {"use": "dense"},
+        ),
+        Preset(
+            LIB_RUNS.hybrid,
+            True,
+            "vipune's own search code on the cached vectors (vipune-lane: "
+            "MemoryStore::search_hybrid, its pool and fusion compiled from the build's source)",
+            {"use": "hybrid"},
+            Kind.LIB,
+        ),
+        Preset(
+            LIB_RUNS.semantic,
+            True,
+            "vipune's own search code on the cached vectors: MemoryStore::search",
+            {"use": "dense"},
+            Kind.LIB,
+        ),
+        Preset("dense", False, "cosine over the cached vectors, vipune's semantic arm", {"use": "dense"}),
+        Preset("bm25", False, "SQLite FTS5 bm25 with vipune's AND-of-every-word query", {"use": "bm25"}),
+        Preset("bm25-or", False, "SQLite FTS5 bm25 with an OR of the words", {"use": "bm25", "query": "or"}),
+        Preset("hybrid", False, f"RRF (k = {RRF_K:g}) of dense and bm25: vipune's hybrid algorithm", {"use": "hybrid"}),
+        Preset("hybrid-or", False, f"RRF (k = {RRF_K:g}) of dense and bm25-or", {"use": "hybrid", "query": "or"}),
+        Preset(
+            "bm25-lme",
+            False,
+            "LongMemEval's own BM25: rank_bm25 over space-split text, its flat-bm25",
+            {"use": "bm25-lme"},
+        ),
+    )
+}
 NAMES = tuple(PRESETS)
 DEFAULT = tuple(n for n in NAMES if n != "bm25-lme")  # the schema's default list
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -184,13 +233,17 @@ VARIANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(~[A-Za-z0-9_]+=[A-Za-
 def family_params(family: str, given: dict[str, Any], where: str) -> dict[str, Any]:
     """Every parameter of ``family``, checked, defaults filled in."""
     if family not in FAMILIES:
-        raise EvalError(f"{where}: unknown family {family!r} (families: {', '.join(FAMILIES)}; "
-                        "a plugin is 'path/to/file.py:function' or 'package.module:function')")
+        raise EvalError(
+            f"{where}: unknown family {family!r} (families: {', '.join(FAMILIES)}; "
+            "a plugin is 'path/to/file.py:function' or 'package.module:function')"
+        )
     known = FAMILIES[family].params
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise EvalError(f"{where}: family {family!r} has no parameter {', '.join(map(repr, unknown))} "
-                        f"(its parameters: {', '.join(known) or 'none'})")
+        raise EvalError(
+            f"{where}: family {family!r} has no parameter {', '.join(map(repr, unknown))} "
+            f"(its parameters: {', '.join(known) or 'none'})"
+        )
     out = {}
     for key, param in known.items():
         if key not in given or (given[key] is None and param.default is None):
@@ -199,8 +252,9 @@ def family_params(family: str, given: dict[str, Any], where: str) -> dict[str, A
         try:
             out[key] = param.check(given[key])
         except ValueError as exc:
-            raise EvalError(f"{where}: {family}.{key} must be {exc}, got {given[key]!r} "
-                            f"({family}'s parameters: {', '.join(known)})") from None
+            raise EvalError(
+                f"{where}: {family}.{key} must be {exc}, got {given[key]!r} ({family}'s parameters: {', '.join(known)})"
+            ) from None
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
@@ -220,23 +274,31 @@ def spec(entry: Any, index: int = 0) -> Spec:
     where = f"retrievers[{index}]"
     if isinstance(entry, str):
         if entry not in PRESETS:
-            raise EvalError(f"{where}: unknown retriever {entry!r} (presets: {', '.join(PRESETS)}; "
-                            f"or a mapping {{name, use: {' | '.join(FAMILIES)} | file.py:function, ...}})")
+            raise EvalError(
+                f"{where}: unknown retriever {entry!r} (presets: {', '.join(PRESETS)}; "
+                f"or a mapping {{name, use: {' | '.join(FAMILIES)} | file.py:function, ...}})"
+            )
         return _preset(entry)
     if not isinstance(entry, dict):
         raise EvalError(f"{where}: a preset name or a mapping {{name, use, ...}}, got {entry!r}")
     entry = dict(entry)
     name, use = entry.pop("name", None), entry.pop("use", None)
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise EvalError(f"{where}: 'name' must be a label of letters, digits, '.', '_', '+' or '-' "
-                        f"(it names the run and its files), got {name!r}")
+        raise EvalError(
+            f"{where}: 'name' must be a label of letters, digits, '.', '_', '+' or '-' "
+            f"(it names the run and its files), got {name!r}"
+        )
     where = f"retrievers[{index}] ({name})"
     if name in PRESETS or name.startswith("vipune"):
-        raise EvalError(f"{where}: the name {name!r} is taken by a preset or reserved for vipune's own runs "
-                        f"(presets: {', '.join(PRESETS)})")
+        raise EvalError(
+            f"{where}: the name {name!r} is taken by a preset or reserved for vipune's own runs "
+            f"(presets: {', '.join(PRESETS)})"
+        )
     if not isinstance(use, str) or not use:
-        raise EvalError(f"{where}: 'use' must name a family ({', '.join(FAMILIES)}) or a plugin "
-                        f"'path/to/file.py:function' / 'package.module:function', got {use!r}")
+        raise EvalError(
+            f"{where}: 'use' must name a family ({', '.join(FAMILIES)}) or a plugin "
+            f"'path/to/file.py:function' / 'package.module:function', got {use!r}"
+        )
     if ":" in use:
         if entry:
             raise EvalError(f"{where}: a plugin takes no parameters, got {', '.join(sorted(entry))}")

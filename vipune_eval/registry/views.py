@@ -29,8 +29,11 @@ OFFICIAL_GRANULARITIES = granularities.OFFICIAL  # LongMemEval has no chunk keys
 OFFICIAL_LIMIT = max(measures.OFFICIAL_KS)  # LongMemEval scores up to its largest cut-off
 # What a row is at each granularity, in the report's words (a test holds its keys to the
 # granularities).
-ROWS = {"session": "one row per session", "turn": "one row per turn",
-        "chunk": "rows of consecutive turns, at most 512 tokens each"}
+ROWS = {
+    "session": "one row per session",
+    "turn": "one row per turn",
+    "chunk": "rows of consecutive turns, at most 512 tokens each",
+}
 
 
 @dataclass(frozen=True)
@@ -86,17 +89,22 @@ class View:
         rows collapse to their sessions."""
         sessions = OFFICIAL_LIMIT if self.official else config["search_limit"]
         rows = config["search"]["row_limit"]
-        return RankingSettings(limit=rows if granularities.get(self.granularity).collapses else sessions,
-                               depth=rows if self.turn_level_run else sessions, collapse=not self.turn_level_run)
+        return RankingSettings(
+            limit=rows if granularities.get(self.granularity).collapses else sessions,
+            depth=rows if self.turn_level_run else sessions,
+            collapse=not self.turn_level_run,
+        )
 
     def description(self) -> str:
         rows = ROWS[self.granularity]
         if self.official:
-            return (f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
-                    f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "
-                    f"rule; every non-abstention pair is searched: `metrics` average the pairs "
-                    f"run_retrieval.py keeps (it skips pairs without user-side evidence), "
-                    f"`metrics_all` every pair (print_retrieval_metrics.py)")
+            return (
+                f"LongMemEval's own retrieval protocol (run_retrieval.py, eval_utils.py at "
+                f"9e0b455), {rows}: rows hold user turns only; gold is LongMemEval's answer-id "
+                f"rule; every non-abstention pair is searched: `metrics` average the pairs "
+                f"run_retrieval.py keeps (it skips pairs without user-side evidence), "
+                f"`metrics_all` every pair (print_retrieval_metrics.py)"
+            )
         return f"the seed protocol, {rows} (role: content text), scored per session"
 
 
@@ -113,5 +121,3 @@ def configured(config: dict[str, Any]) -> list[View]:
     if config["protocol"] == "official":
         views += [View("official", g) for g in OFFICIAL_GRANULARITIES if g in asked]
     return views
-
-

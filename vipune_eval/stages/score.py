@@ -28,10 +28,15 @@ from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
 
 
-def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int],
-              names: Sequence[str] = measures.SEED, official: bool = False,
-              turn_to_session: bool = False, gold: dict[str, list[str]] | None = None
-              ) -> dict[str, dict[str, float]]:
+def per_query(
+    qrels: dict[str, dict[str, int]],
+    run: trec.Run,
+    ks: Sequence[int],
+    names: Sequence[str] = measures.SEED,
+    official: bool = False,
+    turn_to_session: bool = False,
+    gold: dict[str, list[str]] | None = None,
+) -> dict[str, dict[str, float]]:
     """Every measure of ``names`` for every pair of ``gold`` (default: the qrels' pairs).
 
     ``official``: the measures LongMemEval's code defines follow it (a pair without gold then
@@ -62,10 +67,18 @@ def per_query(qrels: dict[str, dict[str, int]], run: trec.Run, ks: Sequence[int]
             assert compute is not None  # computed_by says OWN for a measure with its own compute only
             row[key] = compute(ranked, gold[qid], measures.cutoff(key))
         for k in lme_ks:
-            scores = (longmemeval.evaluate_turn_to_session(ranked, gold[qid], k) if turn_to_session
-                      else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid])))
-            row.update({key: scores[measures.measure_of(key).name] for key in by[measures.LONGMEMEVAL]
-                        if measures.cutoff(key) == k})
+            scores = (
+                longmemeval.evaluate_turn_to_session(ranked, gold[qid], k)
+                if turn_to_session
+                else longmemeval.evaluate(ranked, gold[qid], k, len(gold[qid]))
+            )
+            row.update(
+                {
+                    key: scores[measures.measure_of(key).name]
+                    for key in by[measures.LONGMEMEVAL]
+                    if measures.cutoff(key) == k
+                }
+            )
     return values
 
 
@@ -124,7 +137,9 @@ def read_status(paths: Sequence[Path]) -> tuple[dict[str, FailedPair], dict[str,
         if shard["searched"]["settings"] not in settings:
             settings.append(shard["searched"]["settings"])
         personas.update(shard["searched"]["personas"])
-    searched = {"settings": settings, "personas": dict(sorted(personas.items()))} if paths and personas is not None else None
+    searched = (
+        {"settings": settings, "personas": dict(sorted(personas.items()))} if paths and personas is not None else None
+    )
     return failed, seconds, searched
 
 
@@ -152,16 +167,16 @@ class Summary(TypedDict):
 
 class _Scored(TypedDict):
     retriever: str
-    pairs: int                           # pairs averaged (failed pairs left out)
-    run: str                             # the merged run file
-    failed: dict[str, FailedPair]        # question id → why a lane failed it
-    metrics: dict[str, float]            # metric key → mean over the averaged pairs
+    pairs: int  # pairs averaged (failed pairs left out)
+    run: str  # the merged run file
+    failed: dict[str, FailedPair]  # question id → why a lane failed it
+    metrics: dict[str, float]  # metric key → mean over the averaged pairs
     intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
     per_category: dict[str, Summary]
     per_split: dict[str, Summary]
-    short_lists: int                     # pairs whose run lists fewer documents than the largest k
+    short_lists: int  # pairs whose run lists fewer documents than the largest k
     per_query: dict[str, dict[str, Any]]  # metric values, question_type, split, ranked documents
-    scored_with: dict[str, Any]          # the Scoring it was made with (core.report_inputs.ScoredWith; the report checks it)
+    scored_with: dict[str, Any]  # the Scoring it was made with (core.report_inputs.ScoredWith; the report checks it)
 
 
 class Metrics(_Scored, total=False):
@@ -173,18 +188,27 @@ class Metrics(_Scored, total=False):
     metrics_all: dict[str, float]
     intervals_all: dict[str, list[float] | None]
     search_seconds: dict[str, float]  # p50, p95, max, calls
-    searched: dict[str, Any]          # the lanes': what their searches were made from (read_status)
+    searched: dict[str, Any]  # the lanes': what their searches were made from (read_status)
 
 
-def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name: str, run_out: Path,
-              metrics_out: Path, status: list[Path] | None = None) -> Metrics:
+def run_score(
+    qrels: Path,
+    pairs: Path,
+    runs: list[Path],
+    scoring: Scoring,
+    name: str,
+    run_out: Path,
+    metrics_out: Path,
+    status: list[Path] | None = None,
+) -> Metrics:
     """Metrics of one run, and the ``scoring`` they were made with. Pairs that failed in a lane
     (status files) are left out of every average and listed, never scored as 0."""
     ks, names, turn_to_session = scoring.ks, tuple(scoring.measure_names), scoring.turn_to_session
     keys = measures.keys(ks, names)
     failed, search_seconds, searched = read_status(status or [])
-    table = read_parquet(pairs, columns=["question_id", "question_type", "split", "gold",
-                                         "gold_source", "user_side_evidence"]).to_pylist()
+    table = read_parquet(
+        pairs, columns=["question_id", "question_type", "split", "gold", "gold_source", "user_side_evidence"]
+    ).to_pylist()
     official = any(p["gold_source"].startswith("official") for p in table)
     info = {p["question_id"]: p for p in table if p["question_id"] not in failed}
     judged = {qid: docs for qid, docs in trec.read_qrels(qrels).items() if qid in info}
@@ -197,29 +221,40 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
         raise EvalError(f"run {name} has pairs that are not in {pairs}: {unknown[:5]}")
     if not info:
         raise EvalError(f"run {name}: every pair failed ({len(failed)}); see its status files")
-    values = per_query(judged, run, ks, names, official, turn_to_session,
-                       gold={q: p["gold"] for q, p in info.items()})
+    values = per_query(judged, run, ks, names, official, turn_to_session, gold={q: p["gold"] for q, p in info.items()})
     # The official protocol's two question sets: `metrics` over the pairs run_retrieval.py
     # averages (its skip rule), `metrics_all` over every pair (print_retrieval_metrics.py's).
     averaged = {q: row for q, row in values.items() if not official or info[q]["user_side_evidence"]}
     if not averaged:
         raise EvalError(f"run {name}: no pair of {pairs} passes run_retrieval.py's skip rule")
-    groups: dict[str, dict[str, list[dict[str, float]]]] = {"per_category": defaultdict(list),
-                                                            "per_split": defaultdict(list)}
+    groups: dict[str, dict[str, list[dict[str, float]]]] = {
+        "per_category": defaultdict(list),
+        "per_split": defaultdict(list),
+    }
     for qid, row in averaged.items():
         groups["per_category"][info[qid]["question_type"]].append(row)
         groups["per_split"][info[qid]["split"]].append(row)
     rows = list(averaged.values())
     result: Metrics = {
-        "retriever": name, "pairs": len(averaged), "run": str(run_out), "failed": failed,
-        "metrics": mean_metrics(rows, keys), "intervals": metric_intervals(rows, keys),
+        "retriever": name,
+        "pairs": len(averaged),
+        "run": str(run_out),
+        "failed": failed,
+        "metrics": mean_metrics(rows, keys),
+        "intervals": metric_intervals(rows, keys),
         "per_category": {g: summarise(r, keys) for g, r in sorted(groups["per_category"].items())},
         "per_split": {g: summarise(r, keys) for g, r in sorted(groups["per_split"].items())},
         "short_lists": sum(len(run.get(q, [])) < max(ks) for q in averaged),
-        "per_query": {qid: {**row, "question_type": info[qid]["question_type"], "split": info[qid]["split"],
-                            **({"averaged": qid in averaged} if official else {}),
-                            "ranked": [d for d, _, _ in run.get(qid, [])]}
-                      for qid, row in sorted(values.items())},
+        "per_query": {
+            qid: {
+                **row,
+                "question_type": info[qid]["question_type"],
+                "split": info[qid]["split"],
+                **({"averaged": qid in averaged} if official else {}),
+                "ranked": [d for d, _, _ in run.get(qid, [])],
+            }
+            for qid, row in sorted(values.items())
+        },
         "scored_with": asdict(scoring),
     }
     if official:  # the official protocol's second question set (print_retrieval_metrics.py's)
@@ -230,10 +265,12 @@ def run_score(qrels: Path, pairs: Path, runs: list[Path], scoring: Scoring, name
         result["searched"] = searched
     if search_seconds:
         times = np.array(list(search_seconds.values()))
-        result["search_seconds"] = {"p50": float(np.percentile(times, 50)),
-                                    "p95": float(np.percentile(times, 95)),
-                                    "max": float(times.max()), "calls": len(times)}
+        result["search_seconds"] = {
+            "p50": float(np.percentile(times, 50)),
+            "p95": float(np.percentile(times, 95)),
+            "max": float(times.max()),
+            "calls": len(times),
+        }
     trec.write_run(run_out, ((qid, [d for d, _, _ in run[qid]]) for qid in sorted(run)), name)
     write_json(metrics_out, result)
     return result
-

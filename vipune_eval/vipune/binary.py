@@ -32,10 +32,11 @@ def resolve_binary(binary: str) -> Path:
         raise BinaryNotFound(
             f"vipune binary {binary!r} not found or not executable",
             fix="build vipune and its vipune-lane with `.ci/vipune/build.sh` (cargo, crates.io and PyPI) "
-                "and set vipune.binary to the path it prints, or put its folder on PATH (a `cargo "
-                "install vipune` has no lane: then drop 'vipune-lib' and 'vipune-lib-semantic'). To "
-                "run only the reference retrievers, drop 'vipune', 'vipune-semantic', 'vipune-lib' "
-                "and 'vipune-lib-semantic' from `retrievers`.")
+            "and set vipune.binary to the path it prints, or put its folder on PATH (a `cargo "
+            "install vipune` has no lane: then drop 'vipune-lib' and 'vipune-lib-semantic'). To "
+            "run only the reference retrievers, drop 'vipune', 'vipune-semantic', 'vipune-lib' "
+            "and 'vipune-lib-semantic' from `retrievers`.",
+        )
     return Path(found).resolve()
 
 
@@ -82,7 +83,8 @@ class PlannedBinary:
                     f"while this job ran: sha256 {planned[:12]} planned, {now[:12] if now else 'gone'} now; "
                     "nothing searched after the change is kept",
                     fix="rerun snakemake: the personas searched before the change are kept and the new bytes "
-                        "are planned as a build of their own (restore the file to finish the planned build)")
+                    "are planned as a build of their own (restore the file to finish the planned build)",
+                )
 
 
 def wrapped_record(fingerprint: Path) -> Path:
@@ -98,33 +100,40 @@ def planned_binary(vipune: VipuneSettings, folder: Path) -> PlannedBinary:
     (evaluated here before, not configured now): refused, saying how to name it; a planned path
     that is gone (its build replaced since) is refused naming the fix."""
     if not vipune.binary:
-        raise EvalError(f"{vipune.fingerprint}: no vipune binary is configured for this build, known "
-                        "here by its fingerprint id alone, so its results cannot be computed again",
-                        fix="set vipune.binary to the build's path, or list its path (not its id) in "
-                            "vipune.compare")
+        raise EvalError(
+            f"{vipune.fingerprint}: no vipune binary is configured for this build, known "
+            "here by its fingerprint id alone, so its results cannot be computed again",
+            fix="set vipune.binary to the build's path, or list its path (not its id) in vipune.compare",
+        )
     try:
         path = resolve_binary(vipune.binary)
     except BinaryNotFound as exc:
         if not os.path.isabs(vipune.binary):
             raise
-        raise EvalError(f"{vipune.binary}, the vipune binary this job was planned for, is gone",
-                        fix="rerun snakemake so it re-plans (build.sh keeps a few earlier builds of a "
-                            "checkout; this one was replaced since)") from exc
+        raise EvalError(
+            f"{vipune.binary}, the vipune binary this job was planned for, is gone",
+            fix="rerun snakemake so it re-plans (build.sh keeps a few earlier builds of a "
+            "checkout; this one was replaced since)",
+        ) from exc
     copy, fingerprint = planned_copy(path, vipune.fingerprint, "binary", folder)
     wrapped: dict[str, str] = {}
     if fingerprint.get("files"):
         record = wrapped_record(vipune.fingerprint)
         if not record.is_file():
-            raise EvalError(f"{vipune.fingerprint} names files a wrapper script runs, but {record}, which says "
-                            "where they are, is missing", fix="rerun snakemake so it re-plans")
+            raise EvalError(
+                f"{vipune.fingerprint} names files a wrapper script runs, but {record}, which says "
+                "where they are, is missing",
+                fix="rerun snakemake so it re-plans",
+            )
         wrapped = read_json(record)["files"]
     planned = PlannedBinary(copy, path, fingerprint, wrapped)
     planned.check_wrapped()
     return planned
 
 
-def binary_fingerprint(path: Path, timeout: float, extra_files: list[Path] | None = None,
-                       versions: dict[str, str] | None = None) -> dict[str, Any]:
+def binary_fingerprint(
+    path: Path, timeout: float, extra_files: list[Path] | None = None, versions: dict[str, str] | None = None
+) -> dict[str, Any]:
     """sha256 of the binary's bytes (and of ``extra_files``, e.g. the build a wrapper script
     runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder.
 
@@ -133,14 +142,17 @@ def binary_fingerprint(path: Path, timeout: float, extra_files: list[Path] | Non
     the Snakefile). Else vipune runs in a throwaway HOME: parsing writes nothing anywhere."""
     sha = sha256_file(path)
     files = {str(f): sha256_file(f) for f in extra_files or []}
-    content = sha if not files else hashlib.sha256(
-        "\n".join([sha, *files.values()]).encode()).hexdigest()
+    content = sha if not files else hashlib.sha256("\n".join([sha, *files.values()]).encode()).hexdigest()
     version = (versions or {}).get(content)
     if version is None:
         with tempfile.TemporaryDirectory(prefix="vipune-eval-version-") as home:
             version = Vipune(path, Path(home), timeout).version(f"vipune.binary {path}")
-    fingerprint: dict[str, Any] = {"kind": "vipune", "sha256": sha, "version": version,
-                   "id": f"{version}-{content[:12]}"}
+    fingerprint: dict[str, Any] = {
+        "kind": "vipune",
+        "sha256": sha,
+        "version": version,
+        "id": f"{version}-{content[:12]}",
+    }
     if files:
         fingerprint["files"] = {Path(name).name: digest for name, digest in files.items()}
         fingerprint["content_sha256"] = content

@@ -30,8 +30,14 @@ class VipuneError(EvalError):
     seconds it was given where it was killed for taking longer. A failed pair records them as
     fields (core.failed_pair)."""
 
-    def __init__(self, message: str, fix: str | None = None, exit_code: int | None = None,
-                 error: str | None = None, timeout: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        fix: str | None = None,
+        exit_code: int | None = None,
+        error: str | None = None,
+        timeout: float | None = None,
+    ):
         super().__init__(message, fix)
         self.exit_code, self.error, self.timeout = exit_code, error, timeout
 
@@ -47,13 +53,16 @@ def isolated_env(home: Path, hf_home: Path | None = None) -> dict[str, str]:
     """vipune's environment: a private HOME and XDG folders, no VIPUNE_* variables, and with
     ``hf_home`` the model cache where every release looks (``$HF_HOME`` from 0.20.2, and
     ``$HOME/.cache/huggingface`` before it, linked to the same folder) and no network."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("VIPUNE_") and k not in ("NO_PROXY", "no_proxy")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIPUNE_") and k not in ("NO_PROXY", "no_proxy")}
     home = home.resolve()
     home.mkdir(parents=True, exist_ok=True)
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
-               XDG_STATE_HOME=str(home / ".local" / "state"))
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+    )
     if hf_home is not None:
         hf_home = hf_home.resolve()
         legacy = home / ".cache" / "huggingface"
@@ -80,8 +89,9 @@ class Vipune:
     """One binary, run with an isolated environment rooted at ``home``. ``shown``: the path its
     messages name where ``binary`` is a job's private copy of it (vipune.binary.planned_binary)."""
 
-    def __init__(self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None,
-                 shown: Path | None = None) -> None:
+    def __init__(
+        self, binary: Path, home: Path, timeout: float, hf_home: Path | None = None, shown: Path | None = None
+    ) -> None:
         self.binary, self.home, self.timeout, self.hf_home = Path(binary), Path(home), timeout, hf_home
         self.shown = Path(shown or binary)
         self.env = isolated_env(self.home, hf_home)
@@ -96,10 +106,20 @@ class Vipune:
         cmd = [str(self.shown), *args]  # as the messages show it; the run is of self.binary
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen([str(self.binary), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            proc = subprocess.Popen(
+                [str(self.binary), *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
         except (OSError, ValueError) as exc:  # ValueError: an argument holds a NUL byte
-            copy = f" (the job's copy of it, {self.binary}: is its folder on a noexec mount?)" if self.shown != self.binary else ""
+            copy = (
+                f" (the job's copy of it, {self.binary}: is its folder on a noexec mount?)"
+                if self.shown != self.binary
+                else ""
+            )
             raise VipuneError(f"{where}: cannot run `{shown(cmd)}`{copy}: {exc}") from exc
         try:
             out, err = proc.communicate(timeout=self.timeout)
@@ -109,7 +129,9 @@ class Vipune:
             raise VipuneError(
                 f"{where}: `{shown(cmd)}` did not finish within {self.timeout:g} s (vipune.timeout) "
                 f"and was killed with its children; stdout: {_text(out)[:300]!r} stderr: "
-                f"{_text(err)[-300:]!r}", timeout=self.timeout) from None
+                f"{_text(err)[-300:]!r}",
+                timeout=self.timeout,
+            ) from None
         return Completed(cmd, proc.returncode, _text(out), _text(err), time.perf_counter() - start)
 
     def call(self, args: list[str], where: str) -> Any:
@@ -118,8 +140,7 @@ class Vipune:
         head = f"{where}: `{shown(proc.args)}` exited {proc.returncode}"
         stderr = proc.stderr.strip()[-2000:]
         if proc.returncode < 0:
-            raise VipuneError(f"{head} (killed by signal {-proc.returncode}); stderr: {stderr}",
-                              error=stderr or None)
+            raise VipuneError(f"{head} (killed by signal {-proc.returncode}); stderr: {stderr}", error=stderr or None)
         try:
             out = json.loads(proc.stdout)
         except json.JSONDecodeError:
@@ -131,15 +152,15 @@ class Vipune:
                 message, error = f"stdout: {proc.stdout.strip()[:500]!r}", stderr or None
             fix = None
             if self.hf_home is not None and "download" in message.lower():
-                fix = (f"vipune did not find its model where the harness laid it out ({self.hf_home}, "
-                       "also linked as HOME/.cache/huggingface) and went to the hub, which every "
-                       "evaluation call is kept from: does this vipune embed with another model or "
-                       "revision than model.repo_id / model.revision name? (docs/vipune-contract.md)")
-            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix, exit_code=proc.returncode,
-                              error=error)
+                fix = (
+                    f"vipune did not find its model where the harness laid it out ({self.hf_home}, "
+                    "also linked as HOME/.cache/huggingface) and went to the hub, which every "
+                    "evaluation call is kept from: does this vipune embed with another model or "
+                    "revision than model.repo_id / model.revision name? (docs/vipune-contract.md)"
+                )
+            raise VipuneError(f"{head}: {message}; stderr: {stderr}", fix=fix, exit_code=proc.returncode, error=error)
         if not isinstance(out, dict):
-            raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; "
-                              f"stderr: {stderr}")
+            raise VipuneError(f"{head} but its stdout is not a JSON object: {proc.stdout[:300]!r}; stderr: {stderr}")
         return out
 
     # ------------------------------------------------------------ commands
@@ -156,7 +177,8 @@ class Vipune:
                 f"{where}: `{shown(proc.args)}` did not print vipune's version JSON "
                 f"(exit code {proc.returncode} after {proc.seconds:.1f} s); stdout: "
                 f"{proc.stdout.strip()[:300]!r} stderr: {proc.stderr.strip()[-300:]!r}. Is "
-                f"vipune.binary a working vipune? Try it by hand: `{shown(proc.args)}`")
+                f"vipune.binary a working vipune? Try it by hand: `{shown(proc.args)}`"
+            )
         return version
 
     def has_command(self, name: str, where: str) -> bool:
@@ -170,8 +192,9 @@ class Vipune:
         read as a flag; '--' before the query."""
         return ["--db-path", str(db), f"--project={project}", "--json", "search", *flags, "--", query]
 
-    def search(self, db: Path, project: str, query: str, flags: list[str], limit: int,
-               where: str) -> tuple[list[dict[str, Any]], float]:
+    def search(
+        self, db: Path, project: str, query: str, flags: list[str], limit: int, where: str
+    ) -> tuple[list[dict[str, Any]], float]:
         """One search; the hits (checked for shape and against ``limit``, the ``--limit`` the flags
         give) and the call's seconds."""
         args = self.search_args(db, project, query, flags)
@@ -181,16 +204,15 @@ class Vipune:
         hits = out.get("results")
         command = shown([str(self.shown), *args])
         if not isinstance(hits, list) or not all(isinstance(h, dict) for h in hits):
-            raise VipuneError(f"{where}: `{command}`: the output has no 'results' list of objects: "
-                              f"{str(out)[:300]}")
+            raise VipuneError(f"{where}: `{command}`: the output has no 'results' list of objects: {str(out)[:300]}")
         if len(hits) > limit:
-            raise VipuneError(f"{where}: `{command}` returned {len(hits)} results, more than "
-                              f"--limit {limit} (a contract violation)")
+            raise VipuneError(
+                f"{where}: `{command}` returned {len(hits)} results, more than --limit {limit} (a contract violation)"
+            )
         return hits, seconds
 
     def add(self, db: Path, project: str, text: str, where: str) -> dict[str, Any]:
-        return self.call(["--db-path", str(db), f"--project={project}", "--json", "add", "--force",
-                          "--", text], where)
+        return self.call(["--db-path", str(db), f"--project={project}", "--json", "add", "--force", "--", text], where)
 
     def export(self, db: Path, out: Path, where: str) -> dict[str, Any]:
         return self.call(["--db-path", str(db), "--json", "export", str(out)], where)

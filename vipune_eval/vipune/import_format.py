@@ -25,10 +25,21 @@ def embedding_b64(vector: np.ndarray) -> str:
 
 def import_row(rid: str, project_id: str, content: str, embedding: str, created: str) -> dict:
     """One memory of the import JSONL (``embedding``: :func:`embedding_b64` of its vector)."""
-    return {"id": rid, "project_id": project_id, "content": content, "metadata": None,
-            "embedding": embedding, "created_at": created, "updated_at": created,
-            "memory_type": "fact", "status": "active", "superseded_by": None,
-            "retrieval_count": 0, "last_retrieved_at": None, "importance": "medium"}
+    return {
+        "id": rid,
+        "project_id": project_id,
+        "content": content,
+        "metadata": None,
+        "embedding": embedding,
+        "created_at": created,
+        "updated_at": created,
+        "memory_type": "fact",
+        "status": "active",
+        "superseded_by": None,
+        "retrieval_count": 0,
+        "last_retrieved_at": None,
+        "importance": "medium",
+    }
 
 
 def _row_template() -> str:
@@ -49,16 +60,29 @@ _ROW = _row_template()
 def import_lines(persona: Persona) -> list[str]:
     """The import JSONL: a header (both ``version`` and ``format_version``), then one row each."""
     dims = persona.vectors.shape[1]
-    header = {"type": "export", "version": 1, "format_version": 1, "embedding_dims": dims,
-              "model_id": EMBED_MODEL_ID, "model_revision": EMBED_MODEL_REVISION,
-              "exported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "rows": len(persona.row_ids)}
+    header = {
+        "type": "export",
+        "version": 1,
+        "format_version": 1,
+        "embedding_dims": dims,
+        "model_id": EMBED_MODEL_ID,
+        "model_revision": EMBED_MODEL_REVISION,
+        "exported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "rows": len(persona.row_ids),
+    }
     lines = [json.dumps(header)]
     project_id = quoted(persona.question_id)
     matrix = np.ascontiguousarray(persona.vectors, "<f4")
     flat, width = matrix.data.cast("B"), 4 * dims  # .data: the array's memoryview
-    vectors = [flat[i * width:(i + 1) * width] for i in range(len(matrix))]
+    vectors = [flat[i * width : (i + 1) * width] for i in range(len(matrix))]
     for rid, text, vector, created in zip(persona.row_ids, persona.texts, vectors, persona.created_at):
-        lines.append(_ROW.format(rid=quoted(rid), project_id=project_id, content=quoted(text),
-                                 embedding=base64.b64encode(vector).decode("ascii"), created=quoted(created)))
+        lines.append(
+            _ROW.format(
+                rid=quoted(rid),
+                project_id=project_id,
+                content=quoted(text),
+                embedding=base64.b64encode(vector).decode("ascii"),
+                created=quoted(created),
+            )
+        )
     return lines

@@ -58,7 +58,7 @@ def rust_item(text: str, item: str) -> str | None:
         if char in "{}":
             depth += 1 if char == "{" else -1
             if depth == 0:
-                return text[found.start():i + 1]
+                return text[found.start() : i + 1]
             i += 1
             continue
         m = literal.match(text, i)
@@ -155,18 +155,33 @@ def vipune_sources(source: Path, lane: Path = LANE) -> dict:
     for file in sources["compiled"]:
         path = source / file
         if not path.is_file():
-            raise SystemExit(f"lane_source.py: {path} is missing: the vipune-lane compiles vipune's {file} "
-                             f"(lane/vipune_sources.json, \"compiled\") and cannot be built against {source}; "
-                             "where your edit moved or renamed it, list its new path there instead")
+            raise SystemExit(
+                f"lane_source.py: {path} is missing: the vipune-lane compiles vipune's {file} "
+                f'(lane/vipune_sources.json, "compiled") and cannot be built against {source}; '
+                "where your edit moved or renamed it, list its new path there instead"
+            )
         compiled.append({"file": file, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     copies = []
     for copy in sources["copies"]:
         pinned = [copy["sha256"]] if isinstance(copy["sha256"], str) else copy["sha256"]
         mine = item_sha256(source, copy["file"], copy.get("item"))
-        copies.append({"file": copy["file"], "item": copy.get("item"), "copied_to": copy["copied_to"],
-                       "what": copy["what"], "pinned": pinned, "source": mine, "same": mine in pinned})
-    return {"compiled": compiled, "copies": copies, "vipune_source_sha256": library_sha256(source),
-            "seeding": seeding(source, lane)}
+        copies.append(
+            {
+                "file": copy["file"],
+                "item": copy.get("item"),
+                "copied_to": copy["copied_to"],
+                "what": copy["what"],
+                "pinned": pinned,
+                "source": mine,
+                "same": mine in pinned,
+            }
+        )
+    return {
+        "compiled": compiled,
+        "copies": copies,
+        "vipune_source_sha256": library_sha256(source),
+        "seeding": seeding(source, lane),
+    }
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ class VipuneSettings:
     """How a job calls one vipune build: built by the CLI from the options every vipune command
     shares."""
 
-    binary: str                 # as configured: a name on PATH or a path ("" for a build not configured now)
-    fingerprint: Path           # the fingerprint file the binary's bytes must match
-    hf_home: Path | None        # the hf-hub cache holding the model where vipune looks for it (None: the lib lane)
-    tmp: Path                   # the job's scratch folder (private HOME, throwaway databases)
-    timeout: float              # seconds per call
+    binary: str  # as configured: a name on PATH or a path ("" for a build not configured now)
+    fingerprint: Path  # the fingerprint file the binary's bytes must match
+    hf_home: Path | None  # the hf-hub cache holding the model where vipune looks for it (None: the lib lane)
+    tmp: Path  # the job's scratch folder (private HOME, throwaway databases)
+    timeout: float  # seconds per call
 
     def search_flags(self, limit: int, hybrid: bool) -> list[str]:
         """Every option of the harness's ``vipune search`` but the database, project and query:

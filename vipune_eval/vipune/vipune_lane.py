@@ -56,12 +56,12 @@ def find_lane(binary: Path, version: str, files: Iterable[Path] = ()) -> Path:
             f"same source: {_none_of(places)} (a lane is named after the "
             "sha256 of lane/, so an edit of lane/ needs a new build)",
             fix=f"`{build_command(version)}` builds vipune {version} and its vipune-lane and prints the "
-                "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
-                "DIR`); where vipune.binary is a wrapper script, list the binary it runs in "
-                "vipune.fingerprint_files (its vipune-lane is looked for beside each); or drop vipune-lib and "
-                "vipune-lib-semantic from `retrievers`")
+            "binary's path: set vipune.binary to it (a checkout: `.ci/vipune/build.sh --checkout "
+            "DIR`); where vipune.binary is a wrapper script, list the binary it runs in "
+            "vipune.fingerprint_files (its vipune-lane is looked for beside each); or drop vipune-lib and "
+            "vipune-lib-semantic from `retrievers`",
+        )
     return found
-
 
 
 def is_lane(path: Path) -> bool:
@@ -77,15 +77,24 @@ def lane_only_fingerprint(path: Path, timeout: float) -> dict[str, Any]:
     A lane built beside a binary is refused: that binary is the build."""
     said = _version(path, timeout)
     if said.get("binary_sha256"):
-        raise LaneError(f"{path} was built beside a vipune binary (sha256 {str(said['binary_sha256'])[:12]}), "
-                        "so that binary is its build: name the binary, not its vipune-lane",
-                        fix=f"set vipune.binary (or the vipune.compare entry) to the vipune beside it ({path.parent / 'vipune'})")
+        raise LaneError(
+            f"{path} was built beside a vipune binary (sha256 {str(said['binary_sha256'])[:12]}), "
+            "so that binary is its build: name the binary, not its vipune-lane",
+            fix=f"set vipune.binary (or the vipune.compare entry) to the vipune beside it ({path.parent / 'vipune'})",
+        )
     _check_source(path, said)
     sha = sha256_file(path)
     version = said.get("vipune") or "unknown"
     build = f"{version}-{sha[:12]}"
-    return {"kind": "vipune-lane", "lane_only": True, "sha256": sha, "version": version, "binary": build,
-            "built": said, "id": build}
+    return {
+        "kind": "vipune-lane",
+        "lane_only": True,
+        "sha256": sha,
+        "version": version,
+        "binary": build,
+        "built": said,
+        "id": build,
+    }
 
 
 def _none_of(places: list[Path]) -> str:
@@ -106,18 +115,29 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
         raise LaneError(
             f"{path} was built beside a vipune binary with sha256 {str(said.get('binary_sha256'))[:12]}, "
             f"not beside vipune.binary {binary['id']} (sha256 {binary['sha256'][:12]})"
-            + (f" nor any of vipune.fingerprint_files ({', '.join(f'{n} {d[:12]}' for n, d in files.items())})"
-               if files else "") + ": its search code may not be that binary's",
+            + (
+                f" nor any of vipune.fingerprint_files ({', '.join(f'{n} {d[:12]}' for n, d in files.items())})"
+                if files
+                else ""
+            )
+            + ": its search code may not be that binary's",
             fix=f"build both again from one source: `{build_command(binary['version'])}` (a checkout: "
-                "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
-                "the binary it runs, the one built beside the vipune-lane, in vipune.fingerprint_files")
+            "`.ci/vipune/build.sh --checkout DIR`); where vipune.binary is a wrapper script, list "
+            "the binary it runs, the one built beside the vipune-lane, in vipune.fingerprint_files",
+        )
     _check_source(path, said)
     sha = sha256_file(path)
     # The id names the pair (these lane bytes, that binary): results are filed under it.
     pair = hashlib.sha256(f"{sha}\n{binary['id']}".encode()).hexdigest()
     version = said.get("vipune") or binary["version"]
-    return {"kind": "vipune-lane", "sha256": sha, "version": version, "binary": binary["id"], "built": said,
-            "id": f"{version}-{pair[:12]}"}
+    return {
+        "kind": "vipune-lane",
+        "sha256": sha,
+        "version": version,
+        "binary": binary["id"],
+        "built": said,
+        "id": f"{version}-{pair[:12]}",
+    }
 
 
 def _check_source(path: Path, said: dict[str, Any]) -> None:
@@ -140,11 +160,15 @@ def _check_source(path: Path, said: dict[str, Any]) -> None:
     raise LaneError(
         f"{path} compiled the vipune source with sha256 {compiled[:12]}, but the binary it was built beside "
         f"(sha256 {str(binary)[:12]}) "
-        + (f"was built from the source with sha256 {str(source)[:12]} ({record})" if built.get("binary_sha256") == binary
-           else f"is not the binary {record} records")
+        + (
+            f"was built from the source with sha256 {str(source)[:12]} ({record})"
+            if built.get("binary_sha256") == binary
+            else f"is not the binary {record} records"
+        )
         + ": the vipune-lane's search code is not that binary's",
         fix="build both again from one source: `.ci/vipune/build.sh --checkout DIR` for a checkout (its "
-            "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release")
+        "binary and lane come from the same bytes), `.ci/vipune/build.sh VERSION` for a release",
+    )
 
 
 def _version(path: Path, timeout: float) -> dict[str, Any]:
@@ -153,17 +177,22 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         said = json.loads(proc.stdout)
     except subprocess.TimeoutExpired:
-        raise LaneError(f"`{shown(cmd)}` did not print its build within {timeout:g} s (vipune.timeout) "
-                        "and was killed",
-                        fix=f"raise vipune.timeout (now {timeout:g} s; the vipune-lane's version check takes "
-                            "milliseconds), or see whether the vipune-lane hangs") from None
+        raise LaneError(
+            f"`{shown(cmd)}` did not print its build within {timeout:g} s (vipune.timeout) and was killed",
+            fix=f"raise vipune.timeout (now {timeout:g} s; the vipune-lane's version check takes "
+            "milliseconds), or see whether the vipune-lane hangs",
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise LaneError(f"`{shown(cmd)}` did not print its build as JSON: {exc}",
-                        fix=f"build it again: `{build_command('VERSION')}`") from None
+        raise LaneError(
+            f"`{shown(cmd)}` did not print its build as JSON: {exc}",
+            fix=f"build it again: `{build_command('VERSION')}`",
+        ) from None
     if proc.returncode != 0 or not isinstance(said, dict) or said.get("name") != "vipune-lane":
-        raise LaneError(f"`{shown(cmd)}` exited {proc.returncode} saying {proc.stdout[:200]!r} "
-                        f"{proc.stderr[-300:]!r}: not a vipune-lane",
-                        fix=f"build it again: `{build_command('VERSION')}`")
+        raise LaneError(
+            f"`{shown(cmd)}` exited {proc.returncode} saying {proc.stdout[:200]!r} "
+            f"{proc.stderr[-300:]!r}: not a vipune-lane",
+            fix=f"build it again: `{build_command('VERSION')}`",
+        )
     return said
 
 
@@ -186,13 +215,22 @@ def frame(persona: Persona, flags: list[str], store: dict[str, str] | None = Non
     store = store or {}
     seeded = "seeded" in store
     if not seeded and len(persona.texts) != len(persona.row_ids):  # made without its rows: a kept store's
-        raise LaneError(f"persona {persona.question_id} was made without its rows' texts, and no kept store "
-                        "holds them (a protocol violation of the harness itself)")
+        raise LaneError(
+            f"persona {persona.question_id} was made without its rows' texts, and no kept store "
+            "holds them (a protocol violation of the harness itself)"
+        )
     vectors = np.vstack([persona.query_vector[None, :]] if seeded else [persona.vectors, persona.query_vector[None, :]])
-    header = {"question_id": persona.question_id, "question": persona.question,
-              "question_tokens": persona.query_tokens, "flags": flags, "dims": int(vectors.shape[1]),
-              "ids": [] if seeded else persona.row_ids, "contents": [] if seeded else persona.texts,
-              "created_at": [] if seeded else persona.created_at, **store}
+    header = {
+        "question_id": persona.question_id,
+        "question": persona.question,
+        "question_tokens": persona.query_tokens,
+        "flags": flags,
+        "dims": int(vectors.shape[1]),
+        "ids": [] if seeded else persona.row_ids,
+        "contents": [] if seeded else persona.texts,
+        "created_at": [] if seeded else persona.created_at,
+        **store,
+    }
     vectors = vectors.astype("<f4", copy=False)
     return json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n" + vectors.tobytes()
 
@@ -202,13 +240,14 @@ class VipuneLane:
     """How a job runs one lane over a stream of personas."""
 
     lane: Path
-    tmp: Path          # the per-persona databases (created and removed by the vipune-lane)
-    timeout: float     # seconds the vipune-lane may take for one persona
+    tmp: Path  # the per-persona databases (created and removed by the vipune-lane)
+    timeout: float  # seconds the vipune-lane may take for one persona
     arms: bool = False  # answer the lists each hybrid search fused too (``fusions``, lane/src/arms.rs)
     store: Callable[[Persona], dict[str, str]] | None = None  # a persona's kept-store keys (``frame``)
 
-    def search(self, personas: Iterable[Persona], flags: list[str],
-               record: bool = False) -> Generator[tuple[Persona, dict[str, Any]], None, None]:
+    def search(
+        self, personas: Iterable[Persona], flags: list[str], record: bool = False
+    ) -> Generator[tuple[Persona, dict[str, Any]], None, None]:
         """Each persona with the vipune-lane's answer, in order: its rankings and timings, or ``error``:
         vipune's own message where it refuses the persona. One process for all of them. A lane
         that dies, hangs or answers out of turn on a persona is a LanePersonaError naming the
@@ -225,11 +264,13 @@ class VipuneLane:
                 if not record:
                     raise
                 unanswered = process.stop()
-                yield exc.persona, {"question_id": exc.persona.question_id, "broken": exc.detail,
-                                    "timeout": exc.timeout}
+                yield (
+                    exc.persona,
+                    {"question_id": exc.persona.question_id, "broken": exc.detail, "timeout": exc.timeout},
+                )
                 rest = itertools.chain(unanswered, rest)
                 following = next(rest, None)  # a new lane only for a persona left: one stuck at
-                if following is None:         # start would be waited on for none
+                if following is None:  # start would be waited on for none
                     return
                 rest = itertools.chain([following], rest)
             finally:
@@ -265,12 +306,14 @@ class _VipuneLaneProcess:
         self.timeout = run.timeout
         self.stderr = (run.tmp / "lane.stderr").open("w+b")
         try:  # a session of its own, so a kill reaches a wrapper script's children too
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self.stderr, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True
+            )
         except OSError as exc:
             self.stderr.close()
-            raise LaneError(f"cannot run `{shown(self.cmd)}`: {exc}",
-                            fix=f"build it again: `{build_command('VERSION')}`") from None
+            raise LaneError(
+                f"cannot run `{shown(self.cmd)}`: {exc}", fix=f"build it again: `{build_command('VERSION')}`"
+            ) from None
         try:
             self.watchdog = _watch(self.proc, self.cmd, run.tmp)
         except LaneError:
@@ -321,38 +364,48 @@ class _VipuneLaneProcess:
             try:
                 line = self.lines.get(timeout=self.timeout)
             except queue.Empty:
-                raise LanePersonaError(persona, f"`{shown_cmd}` gave no answer within {self.timeout:g} s "
-                                       "(vipune.timeout); it was killed",
-                                       fix="raise vipune.timeout, or see whether the vipune-lane hangs on this persona",
-                                       timeout=self.timeout) from None
+                raise LanePersonaError(
+                    persona,
+                    f"`{shown_cmd}` gave no answer within {self.timeout:g} s (vipune.timeout); it was killed",
+                    fix="raise vipune.timeout, or see whether the vipune-lane hangs on this persona",
+                    timeout=self.timeout,
+                ) from None
             if not line:
                 if self.failure:
                     raise self.failure[0]
                 self.proc.wait()
-                raise LanePersonaError(persona, f"`{shown_cmd}` ended (exit {self.proc.returncode}) before "
-                                       f"answering; stderr: {self._stderr()!r}",
-                                       fix="a malformed persona or a crash of vipune's code: rerun this shard "
-                                           "alone to see it, and report a crash to vipune")
+                raise LanePersonaError(
+                    persona,
+                    f"`{shown_cmd}` ended (exit {self.proc.returncode}) before answering; stderr: {self._stderr()!r}",
+                    fix="a malformed persona or a crash of vipune's code: rerun this shard "
+                    "alone to see it, and report a crash to vipune",
+                )
             try:
                 answer = json.loads(line)
             except json.JSONDecodeError:
                 answer = None
             if not isinstance(answer, dict) or answer.get("question_id") != persona.question_id:
-                raise LanePersonaError(persona, f"`{shown_cmd}` answered {line[:200]!r}, not this persona's "
-                                       "JSON line (a protocol violation)",
-                                       fix="build the vipune-lane again from this checkout's lane/ (`.ci/vipune/build.sh`)")
+                raise LanePersonaError(
+                    persona,
+                    f"`{shown_cmd}` answered {line[:200]!r}, not this persona's JSON line (a protocol violation)",
+                    fix="build the vipune-lane again from this checkout's lane/ (`.ci/vipune/build.sh`)",
+                )
             yield persona, answer
         if self.failure:
             raise self.failure[0]
         try:
             code = self.proc.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise LaneError(f"`{shown_cmd}` did not exit within {self.timeout:g} s (vipune.timeout) after "
-                            "answering the last persona; it was killed",
-                            fix="see whether the vipune-lane hangs at the end of its input") from None
+            raise LaneError(
+                f"`{shown_cmd}` did not exit within {self.timeout:g} s (vipune.timeout) after "
+                "answering the last persona; it was killed",
+                fix="see whether the vipune-lane hangs at the end of its input",
+            ) from None
         if code != 0:
-            raise LaneError(f"`{shown_cmd}` exited {code} after the last persona; stderr: {self._stderr()!r}",
-                            fix="report it to vipune with the vipune-lane's stderr")
+            raise LaneError(
+                f"`{shown_cmd}` exited {code} after the last persona; stderr: {self._stderr()!r}",
+                fix="report it to vipune with the vipune-lane's stderr",
+            )
 
     def stop(self) -> list[Persona]:
         """End the process (killed, with its children, where it still runs) and return the personas

@@ -14,8 +14,12 @@ from vipune_eval.errors import EvalError
 
 def test_model_fingerprint_tracks_bytes_and_pooling_not_location(tmp_path):
     model = build_tiny_model(tmp_path / "a")
-    kwargs = dict(repo_id="BAAI/bge-small-en-v1.5", revision="r", file="model.onnx",
-                  cache=fingerprints.Sha256Cache(tmp_path / "cache.json"))
+    kwargs = dict(
+        repo_id="BAAI/bge-small-en-v1.5",
+        revision="r",
+        file="model.onnx",
+        cache=fingerprints.Sha256Cache(tmp_path / "cache.json"),
+    )
     first = fingerprints.model_fingerprint(model, pooling="mean", **kwargs)
     shutil.copytree(model, tmp_path / "b")
     assert fingerprints.model_fingerprint(tmp_path / "b", pooling="mean", **kwargs) == first

@@ -28,8 +28,9 @@ def test_wilson_known_values():
         wilson_interval(11, 10)
 
 
-@pytest.mark.parametrize("k,n,conf", [(8, 10, 0.95), (0, 10, 0.95), (3, 470, 0.95),
-                                      (333, 470, 0.9), (469, 470, 0.99), (1, 1, 0.95)])
+@pytest.mark.parametrize(
+    "k,n,conf", [(8, 10, 0.95), (0, 10, 0.95), (3, 470, 0.95), (333, 470, 0.9), (469, 470, 0.99), (1, 1, 0.95)]
+)
 def test_wilson_matches_scipy(k, n, conf):
     ci = sps.binomtest(k, n).proportion_ci(confidence_level=conf, method="wilson")
     assert wilson_interval(k, n, conf) == pytest.approx((ci.low, ci.high), abs=1e-12)

@@ -23,8 +23,10 @@ def test_progress_is_logged_often_and_shown_on_stdout_every_minute(monkeypatch, 
     assert len(logged) == 3  # at 12, 61 and 125 s: not at 5 or 70 (under 10 s since the last)
     shown = capsys.readouterr().out.splitlines()
     # on stdout (Snakemake's terminal) at 61 s and 125 s, not at 12 s
-    assert shown == ["vipune-eval: embed shard-0-of-2: texts: 30 / 100 (0.5/s, ETA 2.4 min)",
-                     "vipune-eval: embed shard-0-of-2: texts: 50 / 100 (0.4/s, ETA 2.1 min)"]
+    assert shown == [
+        "vipune-eval: embed shard-0-of-2: texts: 30 / 100 (0.5/s, ETA 2.4 min)",
+        "vipune-eval: embed shard-0-of-2: texts: 50 / 100 (0.4/s, ETA 2.1 min)",
+    ]
 
 
 @pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
@@ -52,10 +54,15 @@ def test_a_parquet_file_is_read_in_the_columns_order_without_loading_pandas(tmp_
     pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5]}), path)
     assert io.read_parquet(path, ["c", "a"]).equals(pq.read_table(path, columns=["c", "a"]))
     assert io.read_parquet(path).equals(pq.read_table(path))
-    code = (f"{RECORDER}from vipune_eval.core.io import read_parquet\n"
-            f"read_parquet({str(path)!r}, ['b'])\nprint({asked(('pandas',))})")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"
+    code = (
+        f"{RECORDER}from vipune_eval.core.io import read_parquet\n"
+        f"read_parquet({str(path)!r}, ['b'])\nprint({asked(('pandas',))})"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )
     slow = f"{RECORDER}import pyarrow.parquet as pq\npq.read_table({str(path)!r})\nprint({asked(('pandas',))})"
-    assert subprocess.run([sys.executable, "-c", slow], capture_output=True, text=True,
-                          check=True).stdout.strip() == "['pandas']"  # what the check would see
+    assert (
+        subprocess.run([sys.executable, "-c", slow], capture_output=True, text=True, check=True).stdout.strip()
+        == "['pandas']"
+    )  # what the check would see

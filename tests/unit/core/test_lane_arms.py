@@ -18,8 +18,13 @@ BM25 = [["q::s4", -3.0], ["q::s2", -1.0]]
 
 
 def answer(lists, semantic=VECTOR[:3], **more) -> dict:
-    return {"question_id": "q", "semantic": semantic, "hybrid": [["q::s2", 0.08], ["q::s4", 0.07]],
-            "fusions": [{"k": 25.0, "lists": lists}], **more}
+    return {
+        "question_id": "q",
+        "semantic": semantic,
+        "hybrid": [["q::s2", 0.08], ["q::s4", 0.07]],
+        "fusions": [{"k": 25.0, "lists": lists}],
+        **more,
+    }
 
 
 @pytest.mark.parametrize("lists", [[VECTOR, BM25], [BM25, VECTOR]])
@@ -38,13 +43,16 @@ def test_a_semantic_search_shorter_than_its_limit_must_be_the_whole_arm():
     assert whole.note is None and len(whole.semantic) == 6
 
 
-@pytest.mark.parametrize("changed, note", [
-    ({"fusions": []}, "called rrf_fusion 0 times"),
-    ({"fusions": [{"k": 25.0, "lists": [VECTOR, BM25]}] * 2}, "called rrf_fusion 2 times"),
-    ({"fusions": [{"k": 25.0, "lists": [VECTOR, BM25, BM25]}]}, "fused 3 lists"),
-    ({"fusions": [{"k": 25.0, "lists": [BM25, BM25[::-1]]}]}, "begins neither or both"),
-    ({"unrecorded_arms": "src/rrf.rs: another signature"}, "src/rrf.rs: another signature"),
-])
+@pytest.mark.parametrize(
+    "changed, note",
+    [
+        ({"fusions": []}, "called rrf_fusion 0 times"),
+        ({"fusions": [{"k": 25.0, "lists": [VECTOR, BM25]}] * 2}, "called rrf_fusion 2 times"),
+        ({"fusions": [{"k": 25.0, "lists": [VECTOR, BM25, BM25]}]}, "fused 3 lists"),
+        ({"fusions": [{"k": 25.0, "lists": [BM25, BM25[::-1]]}]}, "begins neither or both"),
+        ({"unrecorded_arms": "src/rrf.rs: another signature"}, "src/rrf.rs: another signature"),
+    ],
+)
 def test_a_persona_whose_arms_cannot_be_told_keeps_its_list_and_says_why(changed, note):
     arms = lane_arms.from_answer(ROWS, {**answer([VECTOR, BM25]), **changed}, limit=3, source="lane")
     assert note in arms.note and arms.k is None and arms.semantic == arms.bm25 == []
@@ -61,8 +69,10 @@ def test_an_answer_without_its_arms_or_with_foreign_rows_breaks_the_protocol():
 
 
 def test_the_file_round_trips_and_reads_the_questions_asked(tmp_path):
-    kept = [lane_arms.from_answer(ROWS, {**answer([VECTOR, BM25]), "question_id": qid}, limit=3, source="lane")
-            for qid in ("q1", "q2")]
+    kept = [
+        lane_arms.from_answer(ROWS, {**answer([VECTOR, BM25]), "question_id": qid}, limit=3, source="lane")
+        for qid in ("q1", "q2")
+    ]
     noted = lane_arms.PersonaArms("q3", None, "why not", [], [], [(1, None)])
     lane_arms.write(tmp_path / "a.arms.parquet", [*kept, noted])
     assert lane_arms.read([tmp_path / "a.arms.parquet"]) == {a.question_id: a for a in [*kept, noted]}

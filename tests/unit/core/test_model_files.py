@@ -9,11 +9,48 @@ from vipune_eval.core.model_files import ModelFiles
 
 def test_the_cli_builds_it_for_both_commands_that_load_the_model():
     model = ["--model-dir", "m", "--file", "onnx/model.onnx", "--pooling", "mean"]
-    _, _, embed = cli.stage_call(["embed", "--texts", "t", *model, "--shard", "0", "--shards", "1", "--out", "e",
-                                  "--model-fingerprint", "fp", "--store", "v", "--threads", "1",
-                                  "--batch-tokens", "auto"])
-    _, _, preflight = cli.stage_call(["preflight", "--binary", "vipune", "--fingerprint", "fp", "--timeout", "1",
-                                      "--tmp", "t", "--hf-home", "h", *model, "--out", "p", "--mode", "record"])
+    _, _, embed = cli.stage_call(
+        [
+            "embed",
+            "--texts",
+            "t",
+            *model,
+            "--shard",
+            "0",
+            "--shards",
+            "1",
+            "--out",
+            "e",
+            "--model-fingerprint",
+            "fp",
+            "--store",
+            "v",
+            "--threads",
+            "1",
+            "--batch-tokens",
+            "auto",
+        ]
+    )
+    _, _, preflight = cli.stage_call(
+        [
+            "preflight",
+            "--binary",
+            "vipune",
+            "--fingerprint",
+            "fp",
+            "--timeout",
+            "1",
+            "--tmp",
+            "t",
+            "--hf-home",
+            "h",
+            *model,
+            "--out",
+            "p",
+            "--mode",
+            "record",
+        ]
+    )
     assert embed["model"] == preflight["model"] == ModelFiles(Path("m"), "onnx/model.onnx", "mean")
 
 

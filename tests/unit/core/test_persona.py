@@ -62,14 +62,34 @@ def test_a_shards_personas_are_read_without_importing_pandas(tmp_path):
     ids = [f"t{i}" for i in range(9)]
     vectors = rng.standard_normal((9, 4)).astype(np.float32)
     pq.write_table(pa.table({"text_id": ids, "text": [f"text {i}" for i in range(9)]}), tmp_path / "texts.parquet")
-    pq.write_table(pa.table({"text_id": ids[::-1], "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(vectors[::-1].ravel()), 4), "tokens": pa.array(range(9), pa.int32())}), tmp_path / "embeddings.parquet")
-    pq.write_table(pa.table({
-        "question_id": ["q0", "q1", "q2"], "question": ["a?", "b?", "c?"], "question_text_id": ["t8", "t7", "t6"],
-        "row_keys": [["k0", "k1"], ["k2"], ["k3", "k4"]], "row_sessions": [["s0", "s1"], ["s2"], ["s3", "s4"]],
-        "row_created_at": [["d"] * 2, ["d"], ["d"] * 2], "row_docs": [["s0", "s1"], ["s2"], ["s3", "s4"]],
-        "row_text_ids": [["t0", "t1"], ["t2"], ["t3", "t5"]]}), tmp_path / "rows.parquet")
-    script = RECORDER + f"""
+    pq.write_table(
+        pa.table(
+            {
+                "text_id": ids[::-1],
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors[::-1].ravel()), 4),
+                "tokens": pa.array(range(9), pa.int32()),
+            }
+        ),
+        tmp_path / "embeddings.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "question_id": ["q0", "q1", "q2"],
+                "question": ["a?", "b?", "c?"],
+                "question_text_id": ["t8", "t7", "t6"],
+                "row_keys": [["k0", "k1"], ["k2"], ["k3", "k4"]],
+                "row_sessions": [["s0", "s1"], ["s2"], ["s3", "s4"]],
+                "row_created_at": [["d"] * 2, ["d"], ["d"] * 2],
+                "row_docs": [["s0", "s1"], ["s2"], ["s3", "s4"]],
+                "row_text_ids": [["t0", "t1"], ["t2"], ["t3", "t5"]],
+            }
+        ),
+        tmp_path / "rows.parquet",
+    )
+    script = (
+        RECORDER
+        + f"""
 import json
 from pathlib import Path
 from vipune_eval.core.persona import personas_of_shard
@@ -78,10 +98,12 @@ got = [(p.question_id, p.texts, p.vectors.tolist(), p.query_vector.tolist())
        for p in personas_of_shard(d / "rows.parquet", d / "texts.parquet", [d / "embeddings.parquet"], 0, 2)]
 print(json.dumps({{"pandas": {asked(("pandas",))}, "personas": got}}))
 """
-    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                    check=True).stdout)
-    assert out["personas"] == [["q0", ["text 0", "text 1"], vectors[[0, 1]].tolist(), vectors[8].tolist()],
-                               ["q2", ["text 3", "text 5"], vectors[[3, 5]].tolist(), vectors[6].tolist()]]
+    )
+    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    assert out["personas"] == [
+        ["q0", ["text 0", "text 1"], vectors[[0, 1]].tolist(), vectors[8].tolist()],
+        ["q2", ["text 3", "text 5"], vectors[[3, 5]].tolist(), vectors[6].tolist()],
+    ]
     assert not out["pandas"], "reading a shard's personas imported pandas"
 
 
@@ -94,9 +116,16 @@ def test_a_personas_digests_follow_its_data_and_its_vectors_apart():
 
     from vipune_eval.core.persona import Persona
 
-    p = Persona(question_id="q1", question="where?", row_ids=["q1::a", "q1::b"], session_ids=["a", "b"],
-                created_at=["2023-01-01T00:00:00Z"] * 2, texts=["one", "two"],
-                vectors=np.eye(2, 4, dtype=np.float32), query_vector=np.ones(4, np.float32))
+    p = Persona(
+        question_id="q1",
+        question="where?",
+        row_ids=["q1::a", "q1::b"],
+        session_ids=["a", "b"],
+        created_at=["2023-01-01T00:00:00Z"] * 2,
+        texts=["one", "two"],
+        vectors=np.eye(2, 4, dtype=np.float32),
+        query_vector=np.ones(4, np.float32),
+    )
     data, vectors = p.digests()
     assert len(data) == len(vectors) == 16 and p.digests() == dataclasses.replace(p).digests()
     other_text = dataclasses.replace(p, texts=["one", "three"]).digests()

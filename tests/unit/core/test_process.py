@@ -49,8 +49,12 @@ def test_a_watchdog_kills_the_child_and_removes_its_folder_when_the_job_dies_and
     for end in ("kill", "release"):
         folder = tmp_path / end
         folder.mkdir()
-        job = subprocess.Popen([sys.executable, "-c", WATCHED_JOB, str(folder), end], stdout=subprocess.PIPE,
-                               text=True, start_new_session=True)
+        job = subprocess.Popen(
+            [sys.executable, "-c", WATCHED_JOB, str(folder), end],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         child = int(job.stdout.readline())
         if end == "release":
             assert job.stdout.readline().strip() == "released"
@@ -84,8 +88,9 @@ def test_a_watchdog_without_a_child_removes_the_folder_a_killed_job_made(tmp_pat
     """The lib lane's job guards its /dev/shm folder before its vipune-lane starts: CI killed a job in
     that window, and its folder stayed in RAM until the next run."""
     folder = tmp_path / "ram"
-    job = subprocess.Popen([sys.executable, "-c", GUARDED_JOB, str(folder)], stdout=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", GUARDED_JOB, str(folder)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert job.stdout.readline().strip() == "made" and folder.exists()
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()

@@ -10,8 +10,10 @@ from vipune_eval.errors import EvalError
 def test_a_run_reads_back_in_rank_order_with_strictly_decreasing_scores(tmp_path):
     trec.write_run(tmp_path / "a.run", [("q1", ["s3", "s1", "s2"]), ("q2", ["s9"])], "hybrid")
     assert (tmp_path / "a.run").read_text().splitlines()[0] == "q1 Q0 s3 1 3 hybrid"
-    assert trec.read_run([tmp_path / "a.run"]) == {"q1": [("s3", 1, 3.0), ("s1", 2, 2.0), ("s2", 3, 1.0)],
-                                                    "q2": [("s9", 1, 1.0)]}
+    assert trec.read_run([tmp_path / "a.run"]) == {
+        "q1": [("s3", 1, 3.0), ("s1", 2, 2.0), ("s2", 3, 1.0)],
+        "q2": [("s9", 1, 1.0)],
+    }
 
 
 def test_shards_merge_into_one_run(tmp_path):
@@ -25,11 +27,14 @@ def test_qrels_read_back(tmp_path):
     assert trec.read_qrels(tmp_path / "qrels.txt") == {"q1": {"s1": 1, "s2": 1}, "q2": {"s3": 1}}
 
 
-@pytest.mark.parametrize("text,message", [
-    ("q1 Q0 s1 1 hybrid\n", r"a\.run:1: a run line is 'qid Q0 docid rank score tag'"),
-    ("q1 Q0 s1 1 2 t\nq1 Q0 s2 2 2 t\n", "q1 does not have strictly decreasing scores"),
-    ("q1 Q0 s1 1 2 t\nq1 Q0 s1 2 1 t\n", "q1 lists a document twice"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("q1 Q0 s1 1 hybrid\n", r"a\.run:1: a run line is 'qid Q0 docid rank score tag'"),
+        ("q1 Q0 s1 1 2 t\nq1 Q0 s2 2 2 t\n", "q1 does not have strictly decreasing scores"),
+        ("q1 Q0 s1 1 2 t\nq1 Q0 s1 2 1 t\n", "q1 lists a document twice"),
+    ],
+)
 def test_a_malformed_run_is_refused(tmp_path, text, message):
     (tmp_path / "a.run").write_text(text)
     with pytest.raises(EvalError, match=message):

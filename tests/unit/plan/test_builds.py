@@ -35,12 +35,14 @@ def test_a_build_whose_lock_was_moved_says_so_where_it_came_from(tmp_path, monke
     (issue 38); the report's build row ("from") names them."""
     binary = fake_build(tmp_path / "build")[0]
     (tmp_path / "build" / "lock-deviations.txt").write_text(
-        "    Updating crates.io index\n Downgrading webpki-roots v1.0.11 -> v1.0.10\n")
+        "    Updating crates.io index\n Downgrading webpki-roots v1.0.11 -> v1.0.10\n"
+    )
     monkeypatch.chdir(tmp_path)
     cfg = local_config(tmp_path, binary=str(binary))
     builds = workspace.prepare(cfg, SCHEMA).builds
     assert builds.sources[builds.primary].endswith(
-        "built with its Cargo.lock moved where the registry lacks a pin (webpki-roots 1.0.11 → 1.0.10)")
+        "built with its Cargo.lock moved where the registry lacks a pin (webpki-roots 1.0.11 → 1.0.10)"
+    )
     (tmp_path / "build" / "lock-deviations.txt").unlink()
     assert "Cargo.lock" not in workspace.prepare(cfg, SCHEMA).builds.sources[builds.primary]
 
@@ -58,7 +60,8 @@ def test_a_prepared_workspace_cannot_be_changed(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("beside", [False, True], ids=["own-folder", "in-the-build"])
 def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through_fingerprint_files(
-        any_lane, tmp_path, monkeypatch, beside):
+    any_lane, tmp_path, monkeypatch, beside
+):
     """Issue 44 item 6: vipune.binary a wrapper script (docs/configuration.md), its build in
     vipune.fingerprint_files: the vipune-lane is looked for beside each of them and checked against
     their bytes (a wrapper in the build's folder finds the vipune-lane beside itself, built beside the
@@ -82,7 +85,9 @@ def test_a_wrapper_script_finds_and_checks_the_lane_of_the_build_it_runs_through
     ws = workspace.prepare(cfg, SCHEMA)
     builds = ws.builds
     assert builds.lane_paths[builds.lane] == str(binary.resolve().parent / lane.name)  # bin/ may be a link
-    assert builds.fingerprints[builds.primary]["files"] == {binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()}
+    assert builds.fingerprints[builds.primary]["files"] == {
+        binary.name: hashlib.sha256(binary.read_bytes()).hexdigest()
+    }
     # where they are, planned beside the fingerprint (no path in it), for the jobs to check them
     # (issue 51 item 1); parsing writes nothing (issue 53): a real run's planned_file job writes it
     record = ws.files[str(wrapped_record(Path(paths.binary_fingerprint_file(builds.primary))))]
@@ -107,9 +112,11 @@ def test_a_lane_that_compiled_another_source_than_its_binarys_is_refused_naming_
     record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": binary_source}))
     with pytest.raises(EvalError) as caught:
         workspace.prepare(copy.deepcopy(cfg), SCHEMA)
-    assert re.search(rf"{lane.name} compiled the vipune source with sha256 aaaaaaaaaaaa, but the binary it was "
-                     rf"built beside \(sha256 {sha[:12]}\) was built from the source with sha256 bbbbbbbbbbbb",
-                     caught.value.message)
+    assert re.search(
+        rf"{lane.name} compiled the vipune source with sha256 aaaaaaaaaaaa, but the binary it was "
+        rf"built beside \(sha256 {sha[:12]}\) was built from the source with sha256 bbbbbbbbbbbb",
+        caught.value.message,
+    )
     assert "build both again" in caught.value.fix
     record.write_text(json.dumps({"binary_sha256": sha, "vipune_source_sha256": lane_source}))
     builds = workspace.prepare(copy.deepcopy(cfg), SCHEMA).builds
@@ -133,7 +140,9 @@ def test_a_lane_built_alone_is_a_build_of_its_own_for_the_lib_lane(tmp_path, mon
     builds = ws.builds
     primary = builds.fingerprints[builds.primary]
     assert primary["lane_only"] and primary["sha256"] == hashlib.sha256(lane.read_bytes()).hexdigest()
-    assert builds.primary == f"{primary['version']}-{primary['sha256'][:12]}" and primary["built"]["binary_sha256"] is None
+    assert (
+        builds.primary == f"{primary['version']}-{primary['sha256'][:12]}" and primary["built"]["binary_sha256"] is None
+    )
     assert builds.lanes[builds.primary] == builds.primary and builds.lane_paths[builds.primary] == str(lane.resolve())
     assert builds.fingerprint_file(builds.primary) == paths.lane_fingerprint_file(builds.primary)
     # planned for the run to write (a NameError at parse before: the planning found by mypy, issue 53)
@@ -160,7 +169,10 @@ def test_a_lane_built_alone_is_refused_where_a_run_needs_the_binary(tmp_path, mo
     cfg["retrievers"] = ["vipune", "vipune-lib"]  # the binary's searches (and preflight) for vipune.binary
     with pytest.raises(EvalError) as caught:
         workspace.prepare(cfg, SCHEMA)
-    assert "a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and vipune run the binary" in caught.value.message
+    assert (
+        "a vipune-lane built alone (build.sh --lane-only) has no vipune binary, and vipune run the binary"
+        in caught.value.message
+    )
     assert "without --lane-only" in caught.value.fix
 
 

@@ -33,14 +33,23 @@ CLUSTER = {
     "scontrol -o show partition debug": SCONTROL,
     "sinfo -h -N -p big -o %N|%c|%m": "n1|64|256000\nn2|128|512000\n",
     "scontrol -o show partition big": "PartitionName=big MaxTime=2-00:00:00 MaxCPUsPerNode=96 "
-                                      "MaxMemPerNode=UNLIMITED\n",
+    "MaxMemPerNode=UNLIMITED\n",
 }
 
 
-@pytest.mark.parametrize("text, minutes", [
-    ("infinite", None), ("UNLIMITED", None), ("30", 30), ("30:59", 30), ("2:00:00", 120),
-    ("1-00:00:00", 1440), ("2-12", 3600), ("1-01:30", 1530),
-])
+@pytest.mark.parametrize(
+    "text, minutes",
+    [
+        ("infinite", None),
+        ("UNLIMITED", None),
+        ("30", 30),
+        ("30:59", 30),
+        ("2:00:00", 120),
+        ("1-00:00:00", 1440),
+        ("2-12", 3600),
+        ("1-01:30", 1530),
+    ],
+)
 def test_slurm_time_limits_in_minutes(text, minutes):
     assert cluster.parse_minutes(text) == minutes
 
@@ -64,9 +73,17 @@ def rule(name, threads=1, mem_mb=1000, runtime=30, partition=None):
 
 
 def group(name, rule_name, members, threads, mem_mb, runtime=60):
-    return Request(rules=(rule_name,), threads=members * threads, mem_mb=members * mem_mb,
-                   runtime=runtime, partition=None, group=name, members=members,
-                   member_threads=threads, member_mem_mb=mem_mb)
+    return Request(
+        rules=(rule_name,),
+        threads=members * threads,
+        mem_mb=members * mem_mb,
+        runtime=runtime,
+        partition=None,
+        group=name,
+        members=members,
+        member_threads=threads,
+        member_mem_mb=mem_mb,
+    )
 
 
 def test_requests_that_fit_raise_nothing():
@@ -88,8 +105,7 @@ def test_an_oversized_rule_names_the_resource_and_the_option_that_lowers_it():
 
 
 def test_a_group_job_adds_up_its_jobs_and_suggests_fewer_components():
-    [threads, memory] = cluster.find_problems([group("search-vipune", "search_vipune", 4, 1, 1500)],
-                                              {None: SMALL})
+    [threads, memory] = cluster.find_problems([group("search-vipune", "search_vipune", 4, 1, 1500)], {None: SMALL})
     assert threads.startswith("group search-vipune (4 search_vipune jobs side by side)")
     assert "threads 4 > 2 CPUs" in threads and "--group-components search-vipune=2" in threads
     assert "--cores 2" in threads and "--set-threads" not in threads  # 1 thread each already
@@ -103,8 +119,9 @@ def test_a_group_job_adds_up_its_jobs_and_suggests_fewer_components():
 def test_check_requests_reads_each_partition_once_and_says_what_it_has():
     run = runner(CLUSTER)
     with pytest.raises(ClusterFitError) as error:
-        cluster.check_requests([rule("filter", mem_mb=64000), rule("embed", 8),
-                                rule("embed", 100, partition="big")], run)
+        cluster.check_requests(
+            [rule("filter", mem_mb=64000), rule("embed", 8), rule("embed", 100, partition="big")], run
+        )
     message = str(error.value)
     assert "'debug': largest node 2 CPUs, 24105 MB; no time limit" in message
     assert "'big': largest node 96 CPUs, 512000 MB; time limit 2880 min" in message
@@ -117,15 +134,21 @@ def test_check_requests_reads_each_partition_once_and_says_what_it_has():
 
 def fake_job(name, threads=1, mem_mb=1000, runtime=30, local=False, norun=False, **extra):
     resources = {"_cores": threads, "mem_mb": mem_mb, "runtime": runtime, "tmpdir": "<TBD>", **extra}
-    return SimpleNamespace(rule=SimpleNamespace(name=name), threads=threads, resources=resources,
-                           is_local=local, is_norun=norun)
+    return SimpleNamespace(
+        rule=SimpleNamespace(name=name), threads=threads, resources=resources, is_local=local, is_norun=norun
+    )
 
 
 def fake_dag(jobs, groups=()):
     membership = {}
     for members, groupid, threads, mem_mb in groups:
-        unit = SimpleNamespace(jobs=members, groupid=groupid, threads=threads, is_local=False,
-                               resources={"_cores": threads, "mem_mb": mem_mb, "runtime": 120})
+        unit = SimpleNamespace(
+            jobs=members,
+            groupid=groupid,
+            threads=threads,
+            is_local=False,
+            resources={"_cores": threads, "mem_mb": mem_mb, "runtime": 120},
+        )
         membership.update({id(job): unit for job in members})
     return SimpleNamespace(needrun_jobs=lambda: jobs, get_job_group=lambda job: membership.get(id(job)))
 
@@ -133,17 +156,28 @@ def fake_dag(jobs, groups=()):
 def test_requests_come_from_jobs_and_group_jobs_not_local_rules():
     embed = [fake_job("embed", 2, 3500), fake_job("embed", 2, 3500)]
     search = [fake_job("search_vipune", 1, 1500) for _ in range(3)]
-    jobs = [fake_job("vipune_home", local=True), fake_job("all", norun=True), *embed, *search,
-            fake_job("filter", mem_mb_per_cpu=700)]
-    dag = fake_dag(jobs, groups=[(search[:2], "search-vipune", 2, 3000),
-                                 (search[2:], "search-vipune", 1, 1500)])
+    jobs = [
+        fake_job("vipune_home", local=True),
+        fake_job("all", norun=True),
+        *embed,
+        *search,
+        fake_job("filter", mem_mb_per_cpu=700),
+    ]
+    dag = fake_dag(jobs, groups=[(search[:2], "search-vipune", 2, 3000), (search[2:], "search-vipune", 1, 1500)])
     requests = cluster.requests_from_dag(dag)
-    assert [r.rules for r in requests] == [("embed",), ("embed",), ("search_vipune",), ("search_vipune",),
-                                           ("filter",)]
+    assert [r.rules for r in requests] == [("embed",), ("embed",), ("search_vipune",), ("search_vipune",), ("filter",)]
     assert requests[0] == rule("embed", 2, 3500)
-    assert requests[2] == Request(rules=("search_vipune",), threads=2, mem_mb=3000, runtime=120,
-                                  partition=None, group="search-vipune", members=2,
-                                  member_threads=1, member_mem_mb=1500)
+    assert requests[2] == Request(
+        rules=("search_vipune",),
+        threads=2,
+        mem_mb=3000,
+        runtime=120,
+        partition=None,
+        group="search-vipune",
+        members=2,
+        member_threads=1,
+        member_mem_mb=1500,
+    )
     assert requests[4].mem_mb == 700  # --mem-per-cpu × 1 CPU
 
 

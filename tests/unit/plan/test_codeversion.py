@@ -27,18 +27,58 @@ PACKAGE = REPO / "vipune_eval"
 # What every command runs: the entry, the errors, the file helpers (and the packages' __init__s).
 ENTRY = {"__init__", "__main__", "cli", "errors", "core.io"}
 FILTER_COMMON = {"stages.filter.reader", "stages.filter.official", "registry.granularities", "core.longmemeval"}
-EMBED = {"stages.embed.embed", "stages.embed.store", "stages.embed.onnx_graph", "stages.embed.tally",
-         "stages.embed.provider", "core.tokens", "core.model_files"}
-SHARD = {"core.persona", "core.ranking_settings", "core.trec"}  # a shard of personas in (ranked to a view's settings), TREC run files out
+EMBED = {
+    "stages.embed.embed",
+    "stages.embed.store",
+    "stages.embed.onnx_graph",
+    "stages.embed.tally",
+    "stages.embed.provider",
+    "core.tokens",
+    "core.model_files",
+}
+SHARD = {
+    "core.persona",
+    "core.ranking_settings",
+    "core.trec",
+}  # a shard of personas in (ranked to a view's settings), TREC run files out
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
 # The report's words: report.json's shape and the document's sections, one module per thing drawn
-SECTIONS = {"stages.report.report_json", "core.failed_pair", "core.report_inputs", "core.ranking_settings",
-            *(f"stages.report.sections.{m}" for m in (
-    "agreement", "by_view", "contents", "explanations", "lab", "misses", "orders", "overall", "provenance", "tables",
-    "throughput", "vipune_builds", "warnings"))}
+SECTIONS = {
+    "stages.report.report_json",
+    "core.failed_pair",
+    "core.report_inputs",
+    "core.ranking_settings",
+    *(
+        f"stages.report.sections.{m}"
+        for m in (
+            "agreement",
+            "by_view",
+            "contents",
+            "explanations",
+            "lab",
+            "misses",
+            "orders",
+            "overall",
+            "provenance",
+            "tables",
+            "throughput",
+            "vipune_builds",
+            "warnings",
+        )
+    ),
+}
 # An explanation: the lib lane's arms file, the row ids (the fusion's tie-break), the report's words
-EXPLAIN = {"stages.report.explain", "core.lane_arms", "core.persona", "stages.report.summary",
-           "stages.report.document", "core.report_inputs", "core.paths", "registry.measures", "registry.lanes"}
+EXPLAIN = {
+    "stages.report.explain",
+    "core.lane_arms",
+    "core.persona",
+    "stages.report.summary",
+    "stages.report.document",
+    "core.report_inputs",
+    "core.paths",
+    "registry.measures",
+    "registry.lanes",
+}
 BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it does
     # the downloads fetch and fingerprint files: no vipune code, no registry, no later stage
     "download-dataset": {"stages.download", "core.fingerprints"},
@@ -58,61 +98,175 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "search-arms": SHARD | {"stages.search.arms", "registry.shared_arms"},
     # family settings and plugins: the registry (to read the spec), the ranking functions and
     # vipune's contract constants, never the client
-    "fuse-reference": SHARD | {"stages.search.fuse_reference", "stages.search.arms", "stages.search.rankers",
-                               "registry.retrievers", "registry.shared_arms", "registry.lanes", "vipune.contract"},
-    "search-family": SHARD | {"stages.search.family", "stages.search.rankers", "registry.retrievers",
-                              "registry.shared_arms", "registry.lanes", "vipune.contract"},
+    "fuse-reference": SHARD
+    | {
+        "stages.search.fuse_reference",
+        "stages.search.arms",
+        "stages.search.rankers",
+        "registry.retrievers",
+        "registry.shared_arms",
+        "registry.lanes",
+        "vipune.contract",
+    },
+    "search-family": SHARD
+    | {
+        "stages.search.family",
+        "stages.search.rankers",
+        "registry.retrievers",
+        "registry.shared_arms",
+        "registry.lanes",
+        "vipune.contract",
+    },
     # the plugin loader is here, where the job's code version sees it
-    "search-plugin": SHARD | {"stages.search.plugin", "registry.retrievers", "registry.shared_arms", "registry.lanes",
-                              "vipune.contract"},
+    "search-plugin": SHARD
+    | {"stages.search.plugin", "registry.retrievers", "registry.shared_arms", "registry.lanes", "vipune.contract"},
     # the binary: its client, import format, fingerprint check and contract
-    "search-vipune": SHARD | FAILED | {"stages.search.vipune", "vipune.client", "vipune.binary", "core.process",
-                              "vipune.import_format", "vipune.contract", "registry.lanes", "vipune.settings"},
+    "search-vipune": SHARD
+    | FAILED
+    | {
+        "stages.search.vipune",
+        "vipune.client",
+        "vipune.binary",
+        "core.process",
+        "vipune.import_format",
+        "vipune.contract",
+        "registry.lanes",
+        "vipune.settings",
+    },
     # vipune's own search code through the vipune-lane, with the binary's settings (its search flags):
     # never the binary's client, import format or model
-    "search-vipune-lib": SHARD | FAILED | {"stages.search.vipune_lib", "vipune.vipune_lane", "vipune.lane_source",
-                                  "registry.lanes", "core.process", "vipune.settings", "core.lane_arms",
-                                  "stages.search.kept_stores"},
+    "search-vipune-lib": SHARD
+    | FAILED
+    | {
+        "stages.search.vipune_lib",
+        "vipune.vipune_lane",
+        "vipune.lane_source",
+        "registry.lanes",
+        "core.process",
+        "vipune.settings",
+        "core.lane_arms",
+        "stages.search.kept_stores",
+    },
     # the contract checks and the embedding parity (the embed recipe), not the vipune-lane itself
-    "preflight": SHARD | EMBED | {"stages.search.preflight", "vipune.client", "vipune.binary", "core.process",
-                                  "vipune.import_format", "vipune.contract", "vipune.settings"},
+    "preflight": SHARD
+    | EMBED
+    | {
+        "stages.search.preflight",
+        "vipune.client",
+        "vipune.binary",
+        "core.process",
+        "vipune.import_format",
+        "vipune.contract",
+        "vipune.settings",
+    },
     # the intervals of the metrics; never the report's comparisons or their wording
-    "score": FAILED | {"stages.score", "core.ranking_settings", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
+    "score": FAILED
+    | {"stages.score", "core.ranking_settings", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
-    "report": SECTIONS | EXPLAIN | {"stages.report.report", "stages.report.markdown", "stages.report.published",
-                          "stages.report.diagnostics", "stages.report.whatif", "stages.embed.projection",
-                          "stages.report.summary", "stages.report.document",
-                          "stages.report.compare", "stages.embed.tally", "registry.measures", "registry.models",
-                          "registry.views", "registry.granularities", "core.paths", "core.intervals", "core.trec",
-                          "core.report_inputs", "registry.lanes", "vipune.contract", "vipune.release"},
-    "plots": {"stages.report.plots", "stages.report.report_json", "core.failed_pair", "core.report_inputs",
-              "core.ranking_settings", "registry.measures",
-              "registry.views", "registry.granularities", "core.paths"},
+    "report": SECTIONS
+    | EXPLAIN
+    | {
+        "stages.report.report",
+        "stages.report.markdown",
+        "stages.report.published",
+        "stages.report.diagnostics",
+        "stages.report.whatif",
+        "stages.embed.projection",
+        "stages.report.summary",
+        "stages.report.document",
+        "stages.report.compare",
+        "stages.embed.tally",
+        "registry.measures",
+        "registry.models",
+        "registry.views",
+        "registry.granularities",
+        "core.paths",
+        "core.intervals",
+        "core.trec",
+        "core.report_inputs",
+        "registry.lanes",
+        "vipune.contract",
+        "vipune.release",
+    },
+    "plots": {
+        "stages.report.plots",
+        "stages.report.report_json",
+        "core.failed_pair",
+        "core.report_inputs",
+        "core.ranking_settings",
+        "registry.measures",
+        "registry.views",
+        "registry.granularities",
+        "core.paths",
+    },
     # the report's document in HTML, each plot beside its section: rendering only, nothing read
     # but report.json and the plots
-    "report-page": SECTIONS | {"stages.report.report_page", "stages.report.document",
-                               "stages.report.plots", "stages.report.whatif", "stages.report.compare",
-                               "registry.measures", "registry.views", "registry.granularities", "core.paths",
-                               "core.intervals", "registry.lanes"},
+    "report-page": SECTIONS
+    | {
+        "stages.report.report_page",
+        "stages.report.document",
+        "stages.report.plots",
+        "stages.report.whatif",
+        "stages.report.compare",
+        "registry.measures",
+        "registry.views",
+        "registry.granularities",
+        "core.paths",
+        "core.intervals",
+        "registry.lanes",
+    },
     # a question explained from a finished run's files (no rule runs it: a person does), in the report's words
-    "explain": SECTIONS | EXPLAIN | {"stages.report.compare", "stages.report.whatif",
-                                     "registry.views", "registry.granularities", "core.intervals"},
+    "explain": SECTIONS
+    | EXPLAIN
+    | {"stages.report.compare", "stages.report.whatif", "registry.views", "registry.granularities", "core.intervals"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.report_html", "core.paths"},
     # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,
     # the report's paired statistics, and the report's own words for what else changes the reading
-    "gate": SECTIONS | {"stages.report.gate", "stages.report.compare", "stages.report.document",
-                        "registry.measures", "registry.views", "registry.granularities", "registry.lanes",
-                        "core.paths", "core.intervals"},
+    "gate": SECTIONS
+    | {
+        "stages.report.gate",
+        "stages.report.compare",
+        "stages.report.document",
+        "registry.measures",
+        "registry.views",
+        "registry.granularities",
+        "registry.lanes",
+        "core.paths",
+        "core.intervals",
+    },
     # the docs generated from the registries and the modules (a developer's command, no rule runs it)
-    "generated-docs": {"generated_docs", "registry.datasets", "registry.granularities", "registry.lanes",
-                       "registry.measures", "registry.retrievers", "registry.shared_arms", "registry.views",
-                       "core.ranking_settings", "vipune.contract"},
+    "generated-docs": {
+        "generated_docs",
+        "registry.datasets",
+        "registry.granularities",
+        "registry.lanes",
+        "registry.measures",
+        "registry.retrievers",
+        "registry.shared_arms",
+        "registry.views",
+        "core.ranking_settings",
+        "vipune.contract",
+    },
 }
-EARLY = ("download-dataset", "download-model", "vipune-home", "filter-pairs", "filter-rows", "embed",
-         "search-arms", "fuse-reference", "search-family", "search-plugin", "search-vipune", "search-vipune-lib", "preflight", "score")
+EARLY = (
+    "download-dataset",
+    "download-model",
+    "vipune-home",
+    "filter-pairs",
+    "filter-rows",
+    "embed",
+    "search-arms",
+    "fuse-reference",
+    "search-family",
+    "search-plugin",
+    "search-vipune",
+    "search-vipune-lib",
+    "preflight",
+    "score",
+)
 
 
 def modules(command: str) -> set[str]:
@@ -151,8 +305,11 @@ def test_the_pairs_and_the_rows_do_not_reach_each_other():
 def test_core_is_the_ground_floor():
     """core/ is shared by every stage: it imports nothing from registry/, plan/ or stages/, so an
     edit there cannot reach core's users through it (issue 36)."""
-    above = {m: sorted(i for i in imports if i.split(".")[0] in ("registry", "plan", "stages"))
-             for m, imports in import_graph().items() if m.startswith("core.")}
+    above = {
+        m: sorted(i for i in imports if i.split(".")[0] in ("registry", "plan", "stages"))
+        for m, imports in import_graph().items()
+        if m.startswith("core.")
+    }
     assert not {m: i for m, i in above.items() if i}
 
 
@@ -164,7 +321,7 @@ def test_the_registry_imports_no_stage_and_no_plan():
         if module.startswith("registry."):
             assert not {i for i in imports if i.split(".")[0] in ("stages", "plan")}, module
     sources = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
-    assert "import_module(\"vipune_eval" not in sources and "import_module('vipune_eval" not in sources
+    assert 'import_module("vipune_eval' not in sources and "import_module('vipune_eval" not in sources
 
 
 @pytest.mark.parametrize("command", ("search-arms", "filter-pairs", "filter-rows", "embed"))
@@ -203,7 +360,9 @@ def test_code_version_follows_a_new_import(tmp_path):
     intervals.write_text(intervals.read_text() + "\n# changed\n")
     assert code_version("plots", package) == before
     plots = package / "stages" / "report" / "plots.py"
-    plots.write_text(plots.read_text() + "\n\ndef _later():\n    from ...core.intervals import MIN_BOOTSTRAP_PAIRS  # noqa: F401\n")
+    plots.write_text(
+        plots.read_text() + "\n\ndef _later():\n    from ...core.intervals import MIN_BOOTSTRAP_PAIRS  # noqa: F401\n"
+    )
     import_graph.cache_clear()
     assert "core.intervals" in command_modules("plots", package)
     assert code_version("plots", package) != before

@@ -58,16 +58,18 @@ def test_a_nan_dev_fraction_is_refused_with_the_other_bad_values():
     assert "search_limit (3) must be at least the largest k (10)" in message
 
 
-@pytest.mark.parametrize("fraction, select_on, empty", [(1, "test", "test"), (1.0, "dev", "test"),
-                                                      (0, "dev", "dev"), (0.0, "test", "dev")])
+@pytest.mark.parametrize(
+    "fraction, select_on, empty", [(1, "test", "test"), (1.0, "dev", "test"), (0, "dev", "dev"), (0.0, "test", "dev")]
+)
 def test_a_whatif_lab_on_a_split_the_dev_fraction_leaves_empty_is_refused(fraction, select_on, empty):
     """Issue 32 item 2: the lab selects on one split and confirms on the other: both need pairs."""
-    bad = config(split__dev_fraction=fraction, whatif={"base": "hybrid", "grid": {"k": [10]},
-                                                       "select_on": select_on})
+    bad = config(split__dev_fraction=fraction, whatif={"base": "hybrid", "grid": {"k": [10]}, "select_on": select_on})
     with pytest.raises(EvalError) as info:
         check(bad)
-    assert (f"split.dev_fraction {fraction} leaves the {empty} split empty" in info.value.message
-            and "whatif" in info.value.message)
+    assert (
+        f"split.dev_fraction {fraction} leaves the {empty} split empty" in info.value.message
+        and "whatif" in info.value.message
+    )
     check(config(split__dev_fraction=fraction))  # without the lab: allowed
 
 
@@ -113,9 +115,13 @@ def test_every_problem_of_the_config_is_in_one_message_the_renames_last():
         check(bad)
     message, fix = info.value.message, info.value.fix
     assert message.startswith("bad configuration, 5 problems:")
-    for part in ("embed.shards: 0 is less than the minimum of 1", "search_limit (3) must be at least the largest k",
-                 "split.dev_fraction must be a number from 0 to 1, got nan",
-                 "granularites: not a config key; did you mean granularities?", "zzz: not a config key"):
+    for part in (
+        "embed.shards: 0 is less than the minimum of 1",
+        "search_limit (3) must be at least the largest k",
+        "split.dev_fraction must be a number from 0 to 1, got nan",
+        "granularites: not a config key; did you mean granularities?",
+        "zzz: not a config key",
+    ):
         assert part in message
     assert message.splitlines()[-1] == "  - zzz: not a config key"
     assert fix.startswith("remove zzz") and fix.endswith("rename granularites → granularities")
@@ -123,8 +129,11 @@ def test_every_problem_of_the_config_is_in_one_message_the_renames_last():
 
 def test_a_wrong_dataset_path_and_model_path_are_named_in_one_message(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    cfg = config(dataset={**DEFAULTS["dataset"], "path": str(tmp_path / "nothere.json")},
-                 model={**DEFAULTS["model"], "path": str(tmp_path / "nomodel")}, search_limit=3)
+    cfg = config(
+        dataset={**DEFAULTS["dataset"], "path": str(tmp_path / "nothere.json")},
+        model={**DEFAULTS["model"], "path": str(tmp_path / "nomodel")},
+        search_limit=3,
+    )
     with pytest.raises(EvalError) as info:
         workspace.prepare(cfg, SCHEMA)
     message = info.value.message
@@ -181,8 +190,15 @@ NUMERIC = numeric_keys(SCHEMA)
 
 def test_the_walk_finds_the_numbers_of_the_schema():
     keys = {key for key, _ in NUMERIC}
-    assert {"vipune.timeout", "ks.0", "embed.batch_tokens", "dataset.size", "dataset.expected.pairs",
-            "split.seed", "search.plugin_timeout"} <= keys
+    assert {
+        "vipune.timeout",
+        "ks.0",
+        "embed.batch_tokens",
+        "dataset.size",
+        "dataset.expected.pairs",
+        "split.seed",
+        "search.plugin_timeout",
+    } <= keys
 
 
 @pytest.mark.parametrize("key, number", NUMERIC, ids=[key for key, _ in NUMERIC])
@@ -236,9 +252,14 @@ def test_a_timeout_of_3000000_seconds_is_refused_before_any_vipune_call():
 # ---------------------------------------------------------------- numbers YAML reads as text (item 8)
 
 
-@pytest.mark.parametrize("text, written", [("vipune: {timeout: 1e-9}", "1.0e-9"),
-                                           ("search: {plugin_timeout: 1.0e3}", "1000"),
-                                           ("retrievers: [{name: h, use: hybrid, k: 6e1}]", "60")])
+@pytest.mark.parametrize(
+    "text, written",
+    [
+        ("vipune: {timeout: 1e-9}", "1.0e-9"),
+        ("search: {plugin_timeout: 1.0e3}", "1000"),
+        ("retrievers: [{name: h, use: hybrid, k: 6e1}]", "60"),
+    ],
+)
 def test_a_number_yaml_reads_as_text_is_named_with_the_way_to_write_it(text, written):
     """YAML 1.1 (a config file, --config) reads 1e-9 as the text '1e-9': the problem says what to write."""
     bad = copy.deepcopy(DEFAULTS)
@@ -255,13 +276,17 @@ def test_a_number_yaml_reads_as_text_is_named_with_the_way_to_write_it(text, wri
 # ---------------------------------------------------------------- integers, an empty build, keys given twice (issue 51 item 5)
 
 
-INTEGERS = [(key, number) for key, number in NUMERIC
-            if "integer" in ([number["type"]] if isinstance(number["type"], str) else number["type"])]
+INTEGERS = [
+    (key, number)
+    for key, number in NUMERIC
+    if "integer" in ([number["type"]] if isinstance(number["type"], str) else number["type"])
+]
 
 
 def test_the_walk_finds_the_integer_settings():
     assert {"search.shards", "embed.shards", "ks.0", "search_limit", "split.seed", "embed.batch_tokens"} <= {
-        key for key, _ in INTEGERS}
+        key for key, _ in INTEGERS
+    }
 
 
 @pytest.mark.parametrize("key, number", INTEGERS, ids=[key for key, _ in INTEGERS])
@@ -271,7 +296,8 @@ def test_an_integer_setting_refuses_a_float_saying_what_to_write(key, number):
     with pytest.raises(EvalError) as info:
         check(with_value(key, 10.0))
     assert f"{key}: " in info.value.message and (
-        "10.0 is not a whole number: an integer setting takes no decimal point (write 10)" in info.value.message)
+        "10.0 is not a whole number: an integer setting takes no decimal point (write 10)" in info.value.message
+    )
     check(with_value(key, 10))
 
 
@@ -287,15 +313,18 @@ def test_an_empty_vipune_binary_asks_whether_the_build_failed(binary):
 def test_a_key_given_twice_in_a_config_file_is_named_with_both_lines(tmp_path):
     """YAML keeps the last of two keys: a second `search:` block silently dropped the first."""
     path = tmp_path / "config.yaml"
-    path.write_text("search: {shards: 2}\nks: [1, 5]\nsearch: {threads: 1}\nvipune:\n  timeout: 5\n"
-                    "  timeout: 6\nretrievers: [{name: a, use: hybrid, k: 5, k: 6}]\n")
+    path.write_text(
+        "search: {shards: 2}\nks: [1, 5]\nsearch: {threads: 1}\nvipune:\n  timeout: 5\n"
+        "  timeout: 6\nretrievers: [{name: a, use: hybrid, k: 5, k: 6}]\n"
+    )
     assert config_check.duplicated_keys(path) == [
         f"{path}:3: search is given twice (also at line 1): YAML keeps the last and silently drops the first; "
         "merge the two into one",
         f"{path}:6: vipune.timeout is given twice (also at line 5): YAML keeps the last and silently drops the "
         "first; merge the two into one",
         f"{path}:7: retrievers.0.k is given twice (also at line 7): YAML keeps the last and silently drops the "
-        "first; merge the two into one"]
+        "first; merge the two into one",
+    ]
     with pytest.raises(EvalError, match=r"3 problems:\n  - .*config.yaml:3: search is given twice"):
         config_check.check(config(), SCHEMA, [path, path]).problems.raise_any()  # a file named twice, named once
     (tmp_path / "good.yaml").write_text("search: {shards: 2}\nks: [1, 5]\n")

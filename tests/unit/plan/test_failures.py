@@ -27,13 +27,19 @@ def test_an_error_carries_its_fix_and_the_cli_prints_it_on_a_line_of_its_own(cap
 
 def test_read_log_takes_the_first_harness_error_and_its_fix(tmp_path):
     log = tmp_path / "a.log"
-    log.write_text("2026-12-03 INFO downloading\n"
-                   "vipune-eval: download-model: cannot download the model\n"
-                   "vipune-eval: fix: set model.path\n"
-                   "vipune-eval: download-model: a second message\n")
+    log.write_text(
+        "2026-12-03 INFO downloading\n"
+        "vipune-eval: download-model: cannot download the model\n"
+        "vipune-eval: fix: set model.path\n"
+        "vipune-eval: download-model: a second message\n"
+    )
     found = failures.read_log("download_model", [str(log)])
     assert (found.rule, found.error, found.fix, found.where) == (
-        "download_model", "cannot download the model", "set model.path", str(log))
+        "download_model",
+        "cannot download the model",
+        "set model.path",
+        str(log),
+    )
 
 
 def test_the_fix_is_the_fix_line_alone(tmp_path):
@@ -56,8 +62,9 @@ def test_no_error_of_the_package_folds_its_fix_into_its_message():
             name = getattr(node, "func", None)
             name = getattr(name, "id", None) or getattr(name, "attr", "")
             if isinstance(node, ast.Call) and name.endswith(("Error", "Failed")) and node.args:
-                texts = [n.value for n in ast.walk(node.args[0]) if isinstance(n, ast.Constant)
-                         and isinstance(n.value, str)]
+                texts = [
+                    n.value for n in ast.walk(node.args[0]) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                ]
                 if any(" — " in t for t in texts):
                     folded.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not folded, folded
@@ -65,7 +72,7 @@ def test_no_error_of_the_package_folds_its_fix_into_its_message():
 
 def test_read_log_of_a_traceback_gives_the_exception_and_points_to_the_log(tmp_path):
     log = tmp_path / "a.log"
-    log.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad value\n\n")
+    log.write_text('Traceback (most recent call last):\n  File "x.py", line 1\nValueError: bad value\n\n')
     found = failures.read_log("filter", [str(log)])
     assert found.error == "ValueError: bad value" and str(log) in found.fix
     empty = failures.read_log("score", [str(tmp_path / "missing.log")])
@@ -104,8 +111,12 @@ def test_the_summary_ends_with_one_error_and_one_fix_per_job(tmp_path):
     local = {**CONFIG, "dataset": {"path": "data.json"}, "model": {"path": "model"}}
     lines = failures.closing_lines(logs, local, None)
     assert lines[0].startswith("vipune-eval: 2 job(s) failed")
-    assert lines[1:] == [f"  rule_a (log: {tmp_path / 'a.log'}): a: broke", "    fix: fix a",
-                         f"  rule_b (log: {tmp_path / 'b.log'}): b: broke", "    fix: fix b"]
+    assert lines[1:] == [
+        f"  rule_a (log: {tmp_path / 'a.log'}): a: broke",
+        "    fix: fix a",
+        f"  rule_b (log: {tmp_path / 'b.log'}): b: broke",
+        "    fix: fix b",
+    ]
     assert failures.closing_lines([], local, None) == []
 
 
@@ -116,12 +127,16 @@ def test_a_log_that_ends_on_a_progress_line_names_a_killed_job_not_that_line(tmp
     """A job killed mid-way (SIGTERM, out of memory) left a log whose last line is an INFO line:
     the summary quoted it as the job's error."""
     log = tmp_path / "a.log"
-    log.write_text("2026-12-07 12:19:07,894 INFO embed shard 0/2: 14 texts\n"
-                   "2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: 7 / 14 (1281.7/s, ETA 0.0 min)\n")
+    log.write_text(
+        "2026-12-07 12:19:07,894 INFO embed shard 0/2: 14 texts\n"
+        "2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: 7 / 14 (1281.7/s, ETA 0.0 min)\n"
+    )
     found = failures.read_log("embed", [str(log)])
-    assert found.error == ("its log ends without an error, on '2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: "
-                           "7 / 14 (1281.7/s, ETA 0.0 min)': the job was killed mid-way (a signal, out of memory, "
-                           "a cluster's time limit)")
+    assert found.error == (
+        "its log ends without an error, on '2026-12-07 12:19:09,436 INFO embed shard 0/2: texts: "
+        "7 / 14 (1281.7/s, ETA 0.0 min)': the job was killed mid-way (a signal, out of memory, "
+        "a cluster's time limit)"
+    )
 
 
 def test_a_stopped_run_says_so_names_the_jobs_it_cut_off_and_how_to_go_on():
@@ -129,8 +144,12 @@ def test_a_stopped_run_says_so_names_the_jobs_it_cut_off_and_how_to_go_on():
     assert failures.stopped_lines(["SIGTERM", "SIGTERM"], jobs, "results/report.json") == [
         "vipune-eval: the run was stopped (SIGTERM) before it finished; 3 job(s) were cut off (score, search_vipune "
         "×2), their unfinished outputs removed; results/report.json is the previous run's report, not this one's",
-        "vipune-eval: fix: run the same command again to go on: every finished job is kept"]
-    assert failures.stopped_lines(["SIGINT"], [], None)[0] == "vipune-eval: the run was stopped (SIGINT) before it finished"
+        "vipune-eval: fix: run the same command again to go on: every finished job is kept",
+    ]
+    assert (
+        failures.stopped_lines(["SIGINT"], [], None)[0]
+        == "vipune-eval: the run was stopped (SIGINT) before it finished"
+    )
 
 
 def test_a_stop_is_noted_and_handed_to_the_handler_snakemake_set(monkeypatch):

@@ -12,8 +12,14 @@ def test_vipune_presets_name_the_reference_run_they_mirror():
 
 
 def test_the_report_roles_are_found_by_setting_not_by_name():
-    specs = registry.resolve([{"name": "b", "use": "bm25"}, {"name": "h", "use": "hybrid", "k": 25},
-                              "hybrid-or", {"name": "h60", "use": "hybrid", "k": 60}])
+    specs = registry.resolve(
+        [
+            {"name": "b", "use": "bm25"},
+            {"name": "h", "use": "hybrid", "k": 25},
+            "hybrid-or",
+            {"name": "h60", "use": "hybrid", "k": 60},
+        ]
+    )
     assert manifest.roles(specs) == {"bm25_and": "b", "hybrid_and": "h", "hybrid_or": "hybrid-or"}
     assert manifest.roles(registry.resolve(["dense"])) == dict.fromkeys(manifest.ROLES)
 
@@ -36,10 +42,32 @@ def test_each_views_settings_are_what_its_score_jobs_are_given_and_record(tmp_pa
     ws = workspace.prepare(cfg, SCHEMA)
     m = manifest.report_manifest(ws)
     for view, entry in zip(ws.views, m["views"]):
-        options = ["--ks", *map(str, view.ks(cfg)), "--measures", *view.measure_names(), *view.ranking_settings(cfg).options(),
-                   *(["--turn-to-session"] if view.turn_level_run else [])]  # as common.smk's score_options
-        _, _, kwargs = cli.stage_call(["score", "--qrels", "q", "--pairs", "p", "--runs", "r", "--name", "n",
-                                       "--run-out", "o", "--metrics-out", "m", *options])
+        options = [
+            "--ks",
+            *map(str, view.ks(cfg)),
+            "--measures",
+            *view.measure_names(),
+            *view.ranking_settings(cfg).options(),
+            *(["--turn-to-session"] if view.turn_level_run else []),
+        ]  # as common.smk's score_options
+        _, _, kwargs = cli.stage_call(
+            [
+                "score",
+                "--qrels",
+                "q",
+                "--pairs",
+                "p",
+                "--runs",
+                "r",
+                "--name",
+                "n",
+                "--run-out",
+                "o",
+                "--metrics-out",
+                "m",
+                *options,
+            ]
+        )
         assert entry["scored_with"] == dataclasses.asdict(kwargs["scoring"]), view
     assert [e["scored_with"]["ranking_settings"]["limit"] for e in m["views"]] == [20, 1000, 50, 1000]
     assert m["searched_by"]["hybrid"] == ["search_arms", "fuse_reference"]

@@ -11,8 +11,12 @@ from vipune_eval.plan import planned_file
 @pytest.fixture
 def planned(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    return planned_file.texts({"results/fingerprints/dataset.json": {"kind": "dataset", "sha256": "a" * 64},
-                               "results/report-inputs.json": {"views": []}})
+    return planned_file.texts(
+        {
+            "results/fingerprints/dataset.json": {"kind": "dataset", "sha256": "a" * 64},
+            "results/report-inputs.json": {"views": []},
+        }
+    )
 
 
 def test_the_job_puts_the_staged_text_in_place(planned):

@@ -29,7 +29,6 @@ def test_clear_tmp_removes_scratch_and_half_written_files_only(tmp_path):
     assert done.read_text() == "done"
 
 
-
 def test_clear_tmp_removes_the_lib_lanes_ram_folders_its_killed_jobs_left(tmp_path, monkeypatch):
     """Issue 44 item 4: /dev/shm folders of killed jobs stayed until those shards ran again."""
     ram, results = tmp_path / "shm", tmp_path / "results"
@@ -40,9 +39,14 @@ def test_clear_tmp_removes_the_lib_lanes_ram_folders_its_killed_jobs_left(tmp_pa
     clear_tmp(results)
     assert not left.exists()
 
+
 def test_the_lock_is_refused_while_held_and_free_when_the_holder_dies(tmp_path):
     results = tmp_path / "results"
-    holder = subprocess.Popen([sys.executable, "-c", f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import sys, time
 sys.path.insert(0, {str(sys.path[0])!r})
 from pathlib import Path
@@ -50,7 +54,11 @@ from vipune_eval.plan.rundir import hold_lock
 lock = hold_lock(Path({str(results)!r}))
 print("held", flush=True)
 time.sleep(60)
-"""], stdout=subprocess.PIPE, text=True)
+""",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(EvalError, match=f"another run \\(PID {holder.pid}\\) is working in this directory"):
         hold_lock(results)
@@ -67,8 +75,9 @@ def read_only(tmp_path):
 
     def mount(folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        out = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)], capture_output=True, text=True
+        )
         if out.returncode:
             pytest.skip(f"cannot mount a read-only tmpfs here (it needs root): {out.stderr.strip()}")
         mounted.append(folder)
@@ -105,8 +114,9 @@ def test_start_takes_the_lock_and_writes_the_record_stages_the_plan_and_saves_th
         assert json.loads(Path("results/config.json").read_text()) == {"ks": [1, 5, 10]}
         assert not Path("results/tmp/left-by-a-killed-run").exists()
         assert cache.file.exists() and not Path("results/report-inputs.json").exists()  # the job's to write
-        planned_file.run_planned_file(planned_file.digest(planned["results/report-inputs.json"]),
-                                      Path("results/report-inputs.json"))
+        planned_file.run_planned_file(
+            planned_file.digest(planned["results/report-inputs.json"]), Path("results/report-inputs.json")
+        )
         assert Path("results/report-inputs.json").read_text() == planned["results/report-inputs.json"]
         with pytest.raises(EvalError, match="another run"):
             hold_lock()

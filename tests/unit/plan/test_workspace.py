@@ -47,8 +47,9 @@ def test_rule_alls_search_files_are_every_shard_the_reports_scores_read(tmp_path
         assert set(ws.run_shards(view, run)) <= files and set(ws.status_shards(view, run)) <= files
     lib, compared = ws.run_of("vipune-lib"), paths.vipune_run(ws.builds.compared[0])
     for view in ("", "turn/"):
-        assert {f"results/{view}search/{lib}/shard-{i}-of-8.{kind}" for i in range(8)
-                for kind in ("run", "status.json")} <= files
+        assert {
+            f"results/{view}search/{lib}/shard-{i}-of-8.{kind}" for i in range(8) for kind in ("run", "status.json")
+        } <= files
         assert set(ws.arms_shards(ws.view(view))) <= files
     assert f"results/search/{compared}/shard-7-of-8.status.json" in files
     assert f"results/turn/search/{compared}/shard-7-of-8.status.json" not in files  # scored in the primary view only
@@ -69,8 +70,11 @@ def test_prepare_writes_nothing_and_hands_the_run_what_to_write(tmp_path, monkey
     ws = workspace.prepare(local_config(tmp_path, binary=str(binary)), SCHEMA)
     assert list(work.iterdir()) == []
     kinds = {path: content["kind"] for path, content in ws.files.items()}
-    assert kinds == {paths.DATASET_FINGERPRINT: "dataset", paths.MODEL_FINGERPRINT: "model",
-                     paths.binary_fingerprint_file(ws.builds.primary): "vipune",
-                     paths.lane_fingerprint_file(ws.builds.lane): "vipune-lane"}
+    assert kinds == {
+        paths.DATASET_FINGERPRINT: "dataset",
+        paths.MODEL_FINGERPRINT: "model",
+        paths.binary_fingerprint_file(ws.builds.primary): "vipune",
+        paths.lane_fingerprint_file(ws.builds.lane): "vipune-lane",
+    }
     assert ws.record == {paths.CONFIG_JSON: ws.config, paths.BUILD_SOURCES: ws.builds.sources}
     assert ws.sha256_cache.learned  # the dataset and the model, hashed once: the run saves them

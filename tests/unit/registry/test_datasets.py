@@ -1,7 +1,6 @@
 """Datasets as presets (issue 21): one key chooses the release and file, each preset carries its
 expected counts, the report names the corpus, and the download says how to pin it."""
 
-
 import pytest
 import yaml
 
@@ -10,14 +9,17 @@ from vipune_eval.errors import EvalError
 from vipune_eval.registry import datasets
 
 
-@pytest.mark.parametrize("preset,repo,filename,release", [
-    ("m", "xiaowu0162/longmemeval", "longmemeval_m", "original"),
-    ("s", "xiaowu0162/longmemeval", "longmemeval_s", "original"),
-    ("oracle", "xiaowu0162/longmemeval", "longmemeval_oracle", "original"),
-    ("m-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_m_cleaned.json", "cleaned"),
-    ("s-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_s_cleaned.json", "cleaned"),
-    ("oracle-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_oracle.json", "cleaned"),
-])
+@pytest.mark.parametrize(
+    "preset,repo,filename,release",
+    [
+        ("m", "xiaowu0162/longmemeval", "longmemeval_m", "original"),
+        ("s", "xiaowu0162/longmemeval", "longmemeval_s", "original"),
+        ("oracle", "xiaowu0162/longmemeval", "longmemeval_oracle", "original"),
+        ("m-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_m_cleaned.json", "cleaned"),
+        ("s-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_s_cleaned.json", "cleaned"),
+        ("oracle-cleaned", "xiaowu0162/longmemeval-cleaned", "longmemeval_oracle.json", "cleaned"),
+    ],
+)
 def test_a_preset_names_its_release_and_file(preset, repo, filename, release):
     block = datasets.resolve({"preset": preset, "repo_id": None, "filename": None, "path": None})
     assert (block["repo_id"], block["filename"]) == (repo, filename)
@@ -50,8 +52,9 @@ def test_an_unknown_preset_is_refused_listing_the_known():
 
 
 def test_a_custom_file_of_a_known_release_is_recognised():
-    block = datasets.resolve({"preset": "m", "filename": "longmemeval_s_cleaned.json",
-                              "repo_id": "xiaowu0162/longmemeval-cleaned"})
+    block = datasets.resolve(
+        {"preset": "m", "filename": "longmemeval_s_cleaned.json", "repo_id": "xiaowu0162/longmemeval-cleaned"}
+    )
     assert datasets.corpus(block)["preset"] == "s-cleaned"
     other = datasets.resolve({"preset": "m", "repo_id": "me/mirror"})
     assert datasets.corpus(other)["release"] == "custom"
@@ -62,11 +65,17 @@ def test_prepare_resolves_the_block_the_rules_read(tmp_path, monkeypatch):
     from vipune_eval.plan import manifest, workspace
 
     monkeypatch.chdir(tmp_path)
-    config = {"retrievers": ["dense"], "ks": [1], "search_limit": 10,
-              "dataset": {"preset": "oracle-cleaned", "path": None, "sha256": None},
-              "model": {"path": None}, "granularities": ["session"], "embed": {"shards": 1},
-              "search": {"row_limit": 100, "shards": 1},
-              "split": {"seed": 0, "dev_fraction": 0.2}}
+    config = {
+        "retrievers": ["dense"],
+        "ks": [1],
+        "search_limit": 10,
+        "dataset": {"preset": "oracle-cleaned", "path": None, "sha256": None},
+        "model": {"path": None},
+        "granularities": ["session"],
+        "embed": {"shards": 1},
+        "search": {"row_limit": 100, "shards": 1},
+        "split": {"seed": 0, "dev_fraction": 0.2},
+    }
     ws = workspace.prepare(config, SCHEMA)
     assert config["dataset"]["filename"] == "longmemeval_oracle.json"
     assert ws.dataset_file.endswith("/download/longmemeval_oracle.json")
@@ -79,8 +88,11 @@ def test_each_preset_is_pinned_to_a_commit_and_its_bytes():
     are the same bytes."""
     m = datasets.resolve({"preset": "m"})
     assert (m["filename"], m["revision"], m["sha256"], m["size"]) == (
-        "longmemeval_m", "2ec2a557f339b6c0369619b1ed5793734cc87533",
-        "fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9", 2_745_274_681)
+        "longmemeval_m",
+        "2ec2a557f339b6c0369619b1ed5793734cc87533",
+        "fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9",
+        2_745_274_681,
+    )
     for name, preset in datasets.PRESETS.items():
         assert len(preset.revision) == 40 and len(preset.sha256) == 64, name
         assert preset.filename.endswith(".json") == (preset.repo_id == datasets.CLEANED), name
@@ -115,8 +127,7 @@ def test_a_local_file_is_identified_by_its_bytes_not_by_the_preset(tmp_path):
 def test_only_the_papers_corpus_is_set_beside_its_published_figures():
     from vipune_eval.stages.report.published import beside_published
 
-    entry = {"metrics": {"recall_all@5": 0.5, "recall_all@10": 0.6, "ndcg_any@5": 0.4, "ndcg_any@10": 0.45},
-             "pairs": 8}
+    entry = {"metrics": {"recall_all@5": 0.5, "recall_all@10": 0.6, "ndcg_any@5": 0.4, "ndcg_any@10": 0.45}, "pairs": 8}
     local = datasets.corpus(datasets.resolve({"preset": "m", "path": "x"}, local_sha256="00" * 32), "00" * 32)
     assert beside_published({"bm25-lme": entry}, local) == {}
     paper = datasets.corpus(datasets.resolve({"preset": "m"}))

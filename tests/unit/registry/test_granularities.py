@@ -13,8 +13,11 @@ from vipune_eval.stages.filter.reader import Instance
 from vipune_eval.stages.filter.rows import seed_rows
 
 PACKAGE = REPO / "vipune_eval"
-SESSION = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
-           {"role": "user", "content": "bye"}]
+SESSION = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "hello"},
+    {"role": "user", "content": "bye"},
+]
 
 
 def instance():
@@ -22,8 +25,10 @@ def instance():
 
 
 def test_each_granularity_makes_its_rows_and_keys():
-    by = {g: seed_rows(instance(), g, lambda turns: ["\n".join(turns[:2]), "\n".join(turns[2:])])
-          for g in granularities.NAMES}
+    by = {
+        g: seed_rows(instance(), g, lambda turns: ["\n".join(turns[:2]), "\n".join(turns[2:])])
+        for g in granularities.NAMES
+    }
     assert [r.key for r in by["session"]] == ["s1", "s2"]
     assert by["session"][0].text == "user: hi\nassistant: hello\nuser: bye"
     assert [r.key for r in by["turn"]] == ["s1::1", "s1::2", "s1::3", "s2::1"]
@@ -35,7 +40,9 @@ def test_properties_drive_the_views():
     for name, g in granularities.GRANULARITIES.items():
         view = views.View("seed", name)
         assert view.rank_all == g.collapses and view.needs_tokenizer == g.needs_tokenizer
-        assert view.ranking_settings({"search": {"row_limit": 999}, "search_limit": 7}).limit == (999 if g.collapses else 7)
+        assert view.ranking_settings({"search": {"row_limit": 999}, "search_limit": 7}).limit == (
+            999 if g.collapses else 7
+        )
         assert views.ROWS[name] in view.description()
     assert set(views.ROWS) == set(granularities.GRANULARITIES)  # the report's words for each one's rows
     assert views.OFFICIAL_GRANULARITIES == tuple(n for n, g in granularities.GRANULARITIES.items() if g.official)
@@ -47,7 +54,10 @@ def test_the_config_is_checked_by_the_owner():
         views.configured({"granularities": ["session", "sentence"], "protocol": "seed"})
     with pytest.raises(EvalError, match=r"has no session: session is required"):
         views.configured({"granularities": ["turn"], "protocol": "seed"})
-    assert [v.granularity for v in views.configured({"granularities": ["chunk", "session"], "protocol": "seed"})] == ["session", "chunk"]
+    assert [v.granularity for v in views.configured({"granularities": ["chunk", "session"], "protocol": "seed"})] == [
+        "session",
+        "chunk",
+    ]
 
 
 def test_the_cli_names_no_granularity():

@@ -18,9 +18,14 @@ def test_the_presets_are_the_tables_runs():
 
 def test_no_other_module_types_a_run_name():
     names = [lanes.BINARY.semantic, lanes.LIB.hybrid, lanes.LIB.semantic]
-    typed = [f"{path.relative_to(PACKAGE)}: {name}" for folder in ("stages", "plan", "registry")
-             for path in (PACKAGE / folder).rglob("*.py") if path.name != "lanes.py"
-             for name in names if re.search(rf"[\"']{name}[\"']", path.read_text())]
+    typed = [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for folder in ("stages", "plan", "registry")
+        for path in (PACKAGE / folder).rglob("*.py")
+        if path.name != "lanes.py"
+        for name in names
+        if re.search(rf"[\"']{name}[\"']", path.read_text())
+    ]
     assert not typed, typed
 
 

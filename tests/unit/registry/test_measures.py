@@ -19,7 +19,9 @@ def test_every_measure_of_a_protocol_has_something_that_computes_it():
 
 def test_what_longmemevals_code_computes_is_what_the_table_says_it_defines():
     """The official protocol reads a measure's value from core.longmemeval under its name."""
-    said = set(longmemeval.evaluate(["a"], ["a"], 1, 1)) | set(longmemeval.evaluate_turn_to_session(["a_1"], ["a_1"], 1))
+    said = set(longmemeval.evaluate(["a"], ["a"], 1, 1)) | set(
+        longmemeval.evaluate_turn_to_session(["a_1"], ["a_1"], 1)
+    )
     assert said == {m.name for m in measures.MEASURES if m.longmemeval}
     assert set(measures.OFFICIAL_TURN) == {m.name for m in measures.MEASURES if m.longmemeval}
 

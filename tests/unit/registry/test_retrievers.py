@@ -36,10 +36,16 @@ def random_persona(seed=0, rows=40, repeats=8):
     vectors = rng.normal(size=(rows, 8)).astype(np.float32)
     vectors[-repeats:] = vectors[rng.integers(0, rows - repeats, repeats)]
     keys = [f"s{i:03d}" for i in rng.permutation(rows)]
-    return Persona(question_id="q", question=" ".join(rng.choice(WORDS, size=2)),
-                   row_ids=[f"q::{k}" for k in keys], session_ids=keys,
-                   created_at=[f"2023-01-{1 + i % 3:02d}T00:00:00Z" for i in range(rows)],
-                   texts=texts, vectors=vectors, query_vector=rng.normal(size=8).astype(np.float32))
+    return Persona(
+        question_id="q",
+        question=" ".join(rng.choice(WORDS, size=2)),
+        row_ids=[f"q::{k}" for k in keys],
+        session_ids=keys,
+        created_at=[f"2023-01-{1 + i % 3:02d}T00:00:00Z" for i in range(rows)],
+        texts=texts,
+        vectors=vectors,
+        query_vector=rng.normal(size=8).astype(np.float32),
+    )
 
 
 def old_reference(persona, name, limit, rank_all=False):
@@ -48,9 +54,11 @@ def old_reference(persona, name, limit, rank_all=False):
     pool = candidate_pool(limit)
     depth = max(pool, len(persona.row_ids)) if rank_all else pool
     index = Bm25Index(persona)
-    arms = {"dense": dense(persona, depth),
-            "bm25": index.search(fts_and_query(persona.question), depth),
-            "bm25-or": index.search(fts_or_query(persona.question), depth)}
+    arms = {
+        "dense": dense(persona, depth),
+        "bm25": index.search(fts_and_query(persona.question), depth),
+        "bm25-or": index.search(fts_or_query(persona.question), depth),
+    }
     index.close()
     if name == "hybrid":
         return rrf([arms["dense"][:pool], arms["bm25"][:pool]], limit)
@@ -73,9 +81,16 @@ def test_presets_rank_exactly_as_before(seed, limit, rank_all):
 
 def test_presets_are_family_settings():
     persona = random_persona(3)
-    specs = registry.resolve(["hybrid", "hybrid-or", "bm25-or", {"name": "h", "use": "hybrid"},
-                              {"name": "ho", "use": "hybrid", "query": "or"},
-                              {"name": "bo", "use": "bm25", "query": "or"}])
+    specs = registry.resolve(
+        [
+            "hybrid",
+            "hybrid-or",
+            "bm25-or",
+            {"name": "h", "use": "hybrid"},
+            {"name": "ho", "use": "hybrid", "query": "or"},
+            {"name": "bo", "use": "bm25", "query": "or"},
+        ]
+    )
     out = search_persona(persona, specs, 10)
     assert out["h"] == out["hybrid"] and out["ho"] == out["hybrid-or"] and out["bo"] == out["bm25-or"]
     assert specs[0].setting() == specs[3].setting()
@@ -116,8 +131,10 @@ def test_fused_ties_go_to_the_smaller_row_id():
     from vipune_eval.stages.search.arms import Arms
 
     def first(row_ids):
-        crossed = {"dense": (np.array([0, 1], np.int32), np.zeros(2)),
-                   "bm25-and": (np.array([1, 0], np.int32), np.zeros(2))}
+        crossed = {
+            "dense": (np.array([0, 1], np.int32), np.zeros(2)),
+            "bm25-and": (np.array([1, 0], np.int32), np.zeros(2)),
+        }
         arms = Arms("q", row_ids, row_ids, {**crossed, "bm25-or": crossed["bm25-and"]})
         indices, scores = rankers.rank(arms, registry.spec("hybrid"), 10)
         assert scores[0] == scores[1] == pytest.approx(1 / 26 + 1 / 27)
@@ -136,9 +153,9 @@ def test_arms_file_round_trip_gives_the_same_runs(tmp_path):
     for spec in registry.resolve(REFERENCE_PRESETS + [{"name": "x", "use": "hybrid", "k": 3}]):
         for a, b in zip(arms, back):
             assert np.array_equal(rankers.rank(a, spec, 10)[0], rankers.rank(b, spec, 10)[0])
-            assert a.documents(rankers.rank(a, spec, 10)[0], RankingSettings(10, 10)) == \
-                b.documents(rankers.rank(b, spec, 10)[0], RankingSettings(10, 10))
-
+            assert a.documents(rankers.rank(a, spec, 10)[0], RankingSettings(10, 10)) == b.documents(
+                rankers.rank(b, spec, 10)[0], RankingSettings(10, 10)
+            )
 
 
 def test_a_parquet_file_of_other_columns_is_no_arms_file(tmp_path):
@@ -146,35 +163,42 @@ def test_a_parquet_file_of_other_columns_is_no_arms_file(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"question_id": ["q"], "dense": [[0]]}), tmp_path / "old.parquet")
-    with pytest.raises(EvalError, match=r"old.parquet is not an arms file of this version: its columns "
-                                        r"are \['question_id', 'dense'\] \(rerun search_arms\)"):
+    with pytest.raises(
+        EvalError,
+        match=r"old.parquet is not an arms file of this version: its columns "
+        r"are \['question_id', 'dense'\] \(rerun search_arms\)",
+    ):
         list(read_arms(tmp_path / "old.parquet"))
+
 
 # ------------------------------------------------------------------ refusals
 
 
-@pytest.mark.parametrize("entry,words", [
-    ("hybrid-and", ["unknown retriever 'hybrid-and'", "vipune-semantic", "hybrid-or"]),
-    ({"name": "x", "use": "splade"}, ["unknown family 'splade'", "dense, bm25, hybrid"]),
-    ({"name": "x", "use": "hybrid", "kk": 3}, ["no parameter 'kk'", "k, query, pool, weights"]),
-    ({"name": "x", "use": "dense", "query": "or"}, ["no parameter 'query'", "none"]),
-    ({"name": "x", "use": "hybrid", "k": 0}, ["hybrid.k", "got 0"]),
-    ({"name": "x", "use": "hybrid", "k": "25"}, ["hybrid.k", "'25'"]),
-    ({"name": "x", "use": "hybrid", "k": True}, ["hybrid.k"]),
-    ({"name": "x", "use": "bm25", "query": "xor"}, ["bm25.query", "and | or", "'xor'"]),
-    ({"name": "x", "use": "hybrid", "weights": [1]}, ["hybrid.weights", "[1]"]),
-    ({"name": "x", "use": "hybrid", "weights": [-1, 1]}, ["hybrid.weights"]),
-    ({"name": "x", "use": "hybrid", "weights": [float("inf"), 1]}, ["hybrid.weights", "finite", "inf"]),
-    ({"name": "x", "use": "hybrid", "weights": [1, float("nan")]}, ["hybrid.weights", "finite", "nan"]),
-    ({"name": "x", "use": "hybrid", "pool": 20000}, ["hybrid.pool", "1..10000"]),
-    ({"use": "hybrid"}, ["'name'"]),
-    ({"name": "a/b", "use": "hybrid"}, ["'name'"]),
-    ({"name": "hybrid", "use": "hybrid", "k": 60}, ["taken by a preset"]),
-    ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or reserved for vipune's own runs"]),
-    ({"name": "x"}, ["'use'"]),
-    ({"name": "x", "use": "p.py:f", "k": 3}, ["a plugin takes no parameters"]),
-    (3, ["a preset name or a mapping"]),
-])
+@pytest.mark.parametrize(
+    "entry,words",
+    [
+        ("hybrid-and", ["unknown retriever 'hybrid-and'", "vipune-semantic", "hybrid-or"]),
+        ({"name": "x", "use": "splade"}, ["unknown family 'splade'", "dense, bm25, hybrid"]),
+        ({"name": "x", "use": "hybrid", "kk": 3}, ["no parameter 'kk'", "k, query, pool, weights"]),
+        ({"name": "x", "use": "dense", "query": "or"}, ["no parameter 'query'", "none"]),
+        ({"name": "x", "use": "hybrid", "k": 0}, ["hybrid.k", "got 0"]),
+        ({"name": "x", "use": "hybrid", "k": "25"}, ["hybrid.k", "'25'"]),
+        ({"name": "x", "use": "hybrid", "k": True}, ["hybrid.k"]),
+        ({"name": "x", "use": "bm25", "query": "xor"}, ["bm25.query", "and | or", "'xor'"]),
+        ({"name": "x", "use": "hybrid", "weights": [1]}, ["hybrid.weights", "[1]"]),
+        ({"name": "x", "use": "hybrid", "weights": [-1, 1]}, ["hybrid.weights"]),
+        ({"name": "x", "use": "hybrid", "weights": [float("inf"), 1]}, ["hybrid.weights", "finite", "inf"]),
+        ({"name": "x", "use": "hybrid", "weights": [1, float("nan")]}, ["hybrid.weights", "finite", "nan"]),
+        ({"name": "x", "use": "hybrid", "pool": 20000}, ["hybrid.pool", "1..10000"]),
+        ({"use": "hybrid"}, ["'name'"]),
+        ({"name": "a/b", "use": "hybrid"}, ["'name'"]),
+        ({"name": "hybrid", "use": "hybrid", "k": 60}, ["taken by a preset"]),
+        ({"name": "vipune-x", "use": "dense"}, ["taken by a preset or reserved for vipune's own runs"]),
+        ({"name": "x"}, ["'use'"]),
+        ({"name": "x", "use": "p.py:f", "k": 3}, ["a plugin takes no parameters"]),
+        (3, ["a preset name or a mapping"]),
+    ],
+)
 def test_the_registry_refuses_with_the_known_names(entry, words):
     with pytest.raises(EvalError) as info:
         registry.resolve(["dense", entry])
@@ -189,7 +213,7 @@ def numeric_params():
     out = []
     for family in registry.FAMILIES.values():
         for name, param in family.params.items():
-            for value, huge in ((1, 2 ** 64), ([1, 1], [2 ** 64, 1])):
+            for value, huge in ((1, 2**64), ([1, 1], [2**64, 1])):
                 try:
                     param.check(value)
                 except ValueError:
@@ -214,8 +238,9 @@ def test_the_walk_finds_k_pool_and_weights():
 def test_the_highest_k_and_weights_rank_as_equal_weights_do():
     """At the highest values the fusion still runs (no overflow) and ranks as any equal weights."""
     arms = persona_arms(random_persona(1))
-    highest = registry.spec({"name": "x", "use": "hybrid", "k": registry.MAX_RRF_K,
-                             "weights": [registry.MAX_WEIGHT, registry.MAX_WEIGHT]})
+    highest = registry.spec(
+        {"name": "x", "use": "hybrid", "k": registry.MAX_RRF_K, "weights": [registry.MAX_WEIGHT, registry.MAX_WEIGHT]}
+    )
     plain = registry.spec({"name": "y", "use": "hybrid", "k": registry.MAX_RRF_K})
     assert rankers.rank(arms, highest, 10)[0].tolist() == rankers.rank(arms, plain, 10)[0].tolist()
 
@@ -246,9 +271,14 @@ def test_prepare_refuses_before_writing_anything(tmp_path, monkeypatch):
     from vipune_eval.plan import workspace
 
     monkeypatch.chdir(tmp_path)
-    config = {"retrievers": ["dense", {"name": "x", "use": "hybird"}], "ks": [1], "search_limit": 10,
-              "search": {"row_limit": 100}, "dataset": {"path": str(tmp_path / "none.json")},
-              "model": {"path": None}}
+    config = {
+        "retrievers": ["dense", {"name": "x", "use": "hybird"}],
+        "ks": [1],
+        "search_limit": 10,
+        "search": {"row_limit": 100},
+        "dataset": {"path": str(tmp_path / "none.json")},
+        "model": {"path": None},
+    }
     with pytest.raises(EvalError, match="unknown family 'hybird'"):
         workspace.prepare(config, SCHEMA)
     assert not os.listdir(tmp_path)

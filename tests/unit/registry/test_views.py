@@ -16,16 +16,34 @@ def test_the_search_commands_read_what_the_view_says(view):
     config = defaults()
     config["search"]["row_limit"] = 900
     settings = view.ranking_settings(config)
-    argv = ["search-family", "--rows", "r", "--texts", "t", "--embeddings", "e", "--shard", "0", "--shards", "1",
-            *settings.options(), "--retriever", "bm25-lme", "--out", "o"]
+    argv = [
+        "search-family",
+        "--rows",
+        "r",
+        "--texts",
+        "t",
+        "--embeddings",
+        "e",
+        "--shard",
+        "0",
+        "--shards",
+        "1",
+        *settings.options(),
+        "--retriever",
+        "bm25-lme",
+        "--out",
+        "o",
+    ]
     assert cli.stage_call(argv)[2]["shard"].ranking_settings == settings  # the value the view built, typed again
-    _, _, fuse = cli.stage_call(["fuse-reference", "--arms", "a", "--retriever", "hybrid", "--outputs", "o",
-                                 *settings.options()])
+    _, _, fuse = cli.stage_call(
+        ["fuse-reference", "--arms", "a", "--retriever", "hybrid", "--outputs", "o", *settings.options()]
+    )
     assert fuse["ranking_settings"] == settings
     assert settings.collapse == (not view.turn_level_run)
     rows = config["search"]["row_limit"]
-    assert settings.limit == (rows if view.rank_all else max(measures.OFFICIAL_KS) if view.official
-                              else config["search_limit"])
+    assert settings.limit == (
+        rows if view.rank_all else max(measures.OFFICIAL_KS) if view.official else config["search_limit"]
+    )
 
 
 def test_the_official_turn_view_keeps_its_rows():

@@ -42,20 +42,41 @@ def hub():
 
 
 def run(hub: Hub, tmp_path: Path, command: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home"),
-           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": hub.endpoint,
+        "HF_HOME": str(tmp_path / "hf-home"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
     env.pop("HF_HUB_OFFLINE", None)
-    return subprocess.run([sys.executable, "-m", "vipune_eval", command, *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "vipune_eval", command, *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def download_dataset(hub, tmp_path, block: dict, dest: str = "dl", limits=LIMITS) -> subprocess.CompletedProcess:
     """The download-dataset command as the workflow's rule builds it from a resolved block."""
     pins = [a for key in ("sha256", "size") if block[key] for a in (f"--{key}", str(block[key]))]
-    return run(hub, tmp_path, "download-dataset", "--repo-id", block["repo_id"], "--filename",
-               block["filename"], "--revision", block["revision"], *pins, "--timeout", limits[0],
-               "--stall-timeout", limits[1], "--dest", str(tmp_path / dest),
-               "--fingerprint-out", str(tmp_path / "fingerprint.json"))
+    return run(
+        hub,
+        tmp_path,
+        "download-dataset",
+        "--repo-id",
+        block["repo_id"],
+        "--filename",
+        block["filename"],
+        "--revision",
+        block["revision"],
+        *pins,
+        "--timeout",
+        limits[0],
+        "--stall-timeout",
+        limits[1],
+        "--dest",
+        str(tmp_path / dest),
+        "--fingerprint-out",
+        str(tmp_path / "fingerprint.json"),
+    )
 
 
 def fetched(hub: Hub, name: str) -> list[tuple[str, str, str | None]]:
@@ -71,7 +92,10 @@ def test_the_default_config_asks_for_the_served_name_at_the_pinned_commit_and_ch
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert fetched(hub, "longmemeval_m")[0][1] == f"/datasets/xiaowu0162/longmemeval/resolve/{PAPER_AT}/longmemeval_m"
     assert ("GET", f"/api/datasets/xiaowu0162/longmemeval/revision/{PAPER_AT}", None) in hub.requests
-    assert f"pinned fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9, the hub announces {sha(DATA)}" in proc.stderr
+    assert (
+        f"pinned fb5413e3b077c62927daab794836991a2fcfa61ceacab57dc679fb02daaff2d9, the hub announces {sha(DATA)}"
+        in proc.stderr
+    )
     assert not list((tmp_path / "dl").glob("*"))
     assert not (tmp_path / "fingerprint.json").exists()
 
@@ -83,7 +107,9 @@ def test_a_file_the_hub_announces_as_other_bytes_is_not_downloaded(hub, tmp_path
     hub.add("datasets", "xiaowu0162/longmemeval", PAPER_AT, {"longmemeval_m": DATA})
     proc = download_dataset(hub, tmp_path, block)
     assert proc.returncode == 1
-    assert f"pinned {datasets.PRESETS['m'].sha256}, the hub announces {sha(DATA)}; nothing was downloaded" in proc.stderr
+    assert (
+        f"pinned {datasets.PRESETS['m'].sha256}, the hub announces {sha(DATA)}; nothing was downloaded" in proc.stderr
+    )
     assert not list((tmp_path / "dl").glob("*"))
 
 
@@ -209,7 +235,10 @@ def test_a_verified_file_already_there_is_not_fetched_again(hub, tmp_path):
 def test_the_cleaned_release_is_served_with_its_json_names(hub, tmp_path):
     block = {**datasets.resolve({"preset": "s-cleaned"}), "sha256": sha(DATA), "size": len(DATA)}
     assert (block["repo_id"], block["filename"], block["revision"]) == (
-        "xiaowu0162/longmemeval-cleaned", "longmemeval_s_cleaned.json", datasets.CLEANED_AT)
+        "xiaowu0162/longmemeval-cleaned",
+        "longmemeval_s_cleaned.json",
+        datasets.CLEANED_AT,
+    )
     hub.add("datasets", block["repo_id"], datasets.CLEANED_AT, {"longmemeval_s_cleaned.json": DATA})
     assert download_dataset(hub, tmp_path, block).returncode == 0
 
@@ -255,8 +284,10 @@ def test_a_transfer_that_trickles_stops_at_the_stall_limit_and_the_rerun_resumes
     part = tmp_path / "dl/longmemeval_m.part"
     kept = part.stat().st_size
     assert 50_000 < kept < len(DATA)
-    assert (f"the transfer of dataset xiaowu0162/longmemeval/longmemeval_m at {PAPER_AT} from {url} stalled: "
-            f"less than 1 MB in 1 s; the {kept} bytes received are kept in {part}") in proc.stderr
+    assert (
+        f"the transfer of dataset xiaowu0162/longmemeval/longmemeval_m at {PAPER_AT} from {url} stalled: "
+        f"less than 1 MB in 1 s; the {kept} bytes received are kept in {part}"
+    ) in proc.stderr
     assert "the transfer resumes where it stopped" in proc.stderr and "raise download.stall_timeout" in proc.stderr
     del hub.trickle["longmemeval_m"]
     assert download_dataset(hub, tmp_path, block).returncode == 0
@@ -268,16 +299,37 @@ def test_a_transfer_that_trickles_stops_at_the_stall_limit_and_the_rerun_resumes
 
 
 def model_files(tiny_model: Path) -> dict[str, bytes]:
-    return {("onnx/model.onnx" if p.name == "model.onnx" else p.name): p.read_bytes()
-            for p in tiny_model.iterdir() if p.is_file() and not p.name.startswith(".")}
+    return {
+        ("onnx/model.onnx" if p.name == "model.onnx" else p.name): p.read_bytes()
+        for p in tiny_model.iterdir()
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def download_model(hub, tmp_path, repo_id, revision, limits=LIMITS) -> subprocess.CompletedProcess:
     pins = [a for name, h in models.pins(repo_id, revision).items() for a in ("--sha256", f"{name}={h}")]
-    return run(hub, tmp_path, "download-model", "--repo-id", repo_id, "--revision", revision,
-               "--file", "onnx/model.onnx", "--pooling", "mean", *pins, "--timeout", limits[0],
-               "--stall-timeout", limits[1], "--dest", str(tmp_path / "model"),
-               "--fingerprint-out", str(tmp_path / "model.json"))
+    return run(
+        hub,
+        tmp_path,
+        "download-model",
+        "--repo-id",
+        repo_id,
+        "--revision",
+        revision,
+        "--file",
+        "onnx/model.onnx",
+        "--pooling",
+        "mean",
+        *pins,
+        "--timeout",
+        limits[0],
+        "--stall-timeout",
+        limits[1],
+        "--dest",
+        str(tmp_path / "model"),
+        "--fingerprint-out",
+        str(tmp_path / "model.json"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +367,9 @@ def test_the_models_revision_lookup_never_answered_is_named_within_the_timeout(h
     hub.silent.add("/api/")
     proc = download_model(hub, tmp_path, *BGE, limits=("1", "60"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert f"no answer from {hub.endpoint}/api/models/{BGE[0]}/revision/{BGE[1]} within 1 s (model {BGE[0]}" in proc.stderr
+    assert (
+        f"no answer from {hub.endpoint}/api/models/{BGE[0]}/revision/{BGE[1]} within 1 s (model {BGE[0]}" in proc.stderr
+    )
     assert "set model.path" in proc.stderr
 
 
@@ -324,9 +378,25 @@ def test_download_without_network_says_what_to_do(tmp_path, monkeypatch):
     from vipune_eval.stages import download as download_stage
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"):
-        download_stage.download_dataset("xiaowu0162/longmemeval", "x.json", "main", None, tmp_path / "d", tmp_path / "fp",
-                                         limits=download_stage.HubLimits(60, 120))
+    with pytest.raises(
+        EvalError, match=r"cannot download the dataset xiaowu0162/longmemeval/x.json at main.*set dataset.path"
+    ):
+        download_stage.download_dataset(
+            "xiaowu0162/longmemeval",
+            "x.json",
+            "main",
+            None,
+            tmp_path / "d",
+            tmp_path / "fp",
+            limits=download_stage.HubLimits(60, 120),
+        )
     with pytest.raises(EvalError, match=r"cannot download the model BAAI/bge-small-en-v1.5 at abc.*set model.path"):
-        download_stage.download_model("BAAI/bge-small-en-v1.5", "abc", "onnx/model.onnx", "mean", tmp_path / "m", tmp_path / "fp",
-                                       limits=download_stage.HubLimits(60, 120))
+        download_stage.download_model(
+            "BAAI/bge-small-en-v1.5",
+            "abc",
+            "onnx/model.onnx",
+            "mean",
+            tmp_path / "m",
+            tmp_path / "fp",
+            limits=download_stage.HubLimits(60, 120),
+        )

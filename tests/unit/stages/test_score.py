@@ -58,7 +58,8 @@ def test_longmemevals_ndcg_leaves_ranks_1_and_2_undiscounted():
     # an example worked in LongMemEval's own code: ids [a, answer_x, b, answer_y], ranking
     # [a, b, answer_x, answer_y], k = 5 → (1/log2 3 + 1/2) / 2
     assert longmemeval.evaluate(["a", "b", "answer_x", "answer_y"], ["answer_x", "answer_y"], 5, 2)[
-        "ndcg_any"] == pytest.approx((1 / math.log2(3) + 0.5) / 2)
+        "ndcg_any"
+    ] == pytest.approx((1 / math.log2(3) + 0.5) / 2)
 
 
 def test_longmemevals_recall_all_is_one_for_a_pair_without_gold():
@@ -76,9 +77,19 @@ def test_turn_to_session_grows_k_and_keeps_noans_turns_apart():
 
 
 def pairs_file(tmp_path, categories, gold, source="answer_session_ids"):
-    rows = [{"question_id": q, "question_type": c, "question": "?", "question_date": "",
-             "split": "dev" if i % 2 else "test", "gold": gold[q], "gold_source": source, "session_ids": gold[q]}
-            for i, (q, c) in enumerate(categories.items())]
+    rows = [
+        {
+            "question_id": q,
+            "question_type": c,
+            "question": "?",
+            "question_date": "",
+            "split": "dev" if i % 2 else "test",
+            "gold": gold[q],
+            "gold_source": source,
+            "session_ids": gold[q],
+        }
+        for i, (q, c) in enumerate(categories.items())
+    ]
     path = tmp_path / "pairs.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=PAIRS_SCHEMA), path)
     return path
@@ -102,10 +113,13 @@ def test_run_score_averages_over_all_pairs_per_category_and_split(tmp_path):
     assert (tmp_path / "out.run").read_text().splitlines()[0] == "q1 Q0 x 1 3 t"
     assert result["short_lists"] == 2  # q2 and q3 hold fewer documents than the largest k
     # what it was scored with, and the ranking its searches were made with, as the report checks them
-    assert result["scored_with"] == {"ks": [1, 3], "measure_names": ["recall", "recall_any", "recall_all", "ndcg",
-                                                                       "mrr"],
-                                     "ranking_settings": {"limit": 10, "depth": 10, "collapse": True},
-                                     "turn_to_session": False}
+    assert result["scored_with"] == {
+        "ks": [1, 3],
+        "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"],
+        "ranking_settings": {"limit": 10, "depth": 10, "collapse": True},
+        "turn_to_session": False,
+    }
+
 
 def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     tied = write(tmp_path / "tied", ["q1 Q0 a 1 1 t", "q1 Q0 b 2 1 t"])
@@ -118,7 +132,15 @@ def test_run_with_ties_repeats_or_unknown_pairs_is_refused(tmp_path):
     pairs = pairs_file(tmp_path, {"q1": "c"}, {"q1": ["a"]})
     other = write(tmp_path / "other", ["zz Q0 a 1 1 t"])
     with pytest.raises(EvalError, match="not in"):
-        run_score(qrels, pairs, [other], Scoring([1], ["recall"], RankingSettings(10, 10)), "t", tmp_path / "o", tmp_path / "m")
+        run_score(
+            qrels,
+            pairs,
+            [other],
+            Scoring([1], ["recall"], RankingSettings(10, 10)),
+            "t",
+            tmp_path / "o",
+            tmp_path / "m",
+        )
 
 
 def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():
@@ -130,8 +152,14 @@ def test_a_repeated_session_counts_twice_in_the_ranking_as_in_longmemeval():
     assert v["recall_any@2"] == 0.0 and v["recall_any@3"] == 1.0
     # turn level: both listings' turns are session f, so k grows past them
     turns = {"q": [("f_1", 1, 3.0), ("f_1#copy2", 2, 2.0), ("answer_a_1", 3, 1.0)]}
-    at2 = per_query({"q": {"answer_a_1": 1}}, turns, [2], ("recall_any", "recall_all", "ndcg_any"),
-                    official=True, turn_to_session=True)["q"]
+    at2 = per_query(
+        {"q": {"answer_a_1": 1}},
+        turns,
+        [2],
+        ("recall_any", "recall_all", "ndcg_any"),
+        official=True,
+        turn_to_session=True,
+    )["q"]
     assert at2 == {"recall_any@2": 1.0, "recall_all@2": 1.0, "ndcg_any@2": pytest.approx(1 / math.log2(3))}
     assert longmemeval.base_id("x_3#copy12") == "x_3" and longmemeval.base_id("x#copyright") == "x#copyright"
 
@@ -141,8 +169,13 @@ def test_a_measure_ir_measures_lacks_is_scored_by_its_own_compute(monkeypatch):
     the ir-measures ones."""
     from vipune_eval.registry import measures
 
-    hits = measures.Measure("hits", False, True, "gold documents in the top k",
-                            compute=lambda ranked, gold, k: float(len(set(gold) & set(ranked[:k]))))
+    hits = measures.Measure(
+        "hits",
+        False,
+        True,
+        "gold documents in the top k",
+        compute=lambda ranked, gold, k: float(len(set(gold) & set(ranked[:k]))),
+    )
     monkeypatch.setitem(measures.BY_NAME, "hits", hits)
     v = per_query(QRELS, RUN, [2, 3], ("recall", "hits"))
     assert (v["q1"]["hits@2"], v["q1"]["hits@3"], v["q1"]["recall@3"]) == (1.0, 2.0, 1.0)
@@ -158,9 +191,20 @@ def test_what_the_lanes_searched_reaches_the_metrics_and_an_older_shard_says_not
     settings = {"flags": ["--recency", "0", "--limit", "10", "--no-touch"], "depth": 10, "collapse": True}
     shards = []
     for i, (qid, digests) in enumerate([("q1", ["a" * 16, "b" * 16]), ("q2", ["c" * 16, "d" * 16])]):
-        shards.append(write(tmp_path / f"s{i}.json", [json.dumps(
-            {"failed": {}, "search_seconds": {qid: 0.1}, "searched": {"settings": settings,
-                                                                      "personas": {qid: digests}}})]))
+        shards.append(
+            write(
+                tmp_path / f"s{i}.json",
+                [
+                    json.dumps(
+                        {
+                            "failed": {},
+                            "search_seconds": {qid: 0.1},
+                            "searched": {"settings": settings, "personas": {qid: digests}},
+                        }
+                    )
+                ],
+            )
+        )
     _, _, searched = read_status(shards)
     assert searched == {"settings": [settings], "personas": {"q1": ["a" * 16, "b" * 16], "q2": ["c" * 16, "d" * 16]}}
     older = write(tmp_path / "old.json", [json.dumps({"failed": {}, "search_seconds": {"q3": 0.1}})])

@@ -30,11 +30,14 @@ def test_the_planned_bytes_are_checked(fake_vipune_bin, tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps({"kind": "vipune", "sha256": "0" * 64}))
     with pytest.raises(EvalError, match="is not the binary this result belongs to"):
-        planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, tmp_path, tmp_path / "tmp", 5.0),
-                       tmp_path / "job")
+        planned_binary(
+            VipuneSettings(str(fake_vipune_bin), fingerprint, tmp_path, tmp_path / "tmp", 5.0), tmp_path / "job"
+        )
     with pytest.raises(EvalError, match="the vipune binary this job was planned for, is gone") as info:
-        planned_binary(VipuneSettings(str(tmp_path / "gone" / "vipune"), fingerprint, tmp_path, tmp_path / "tmp", 5.0),
-                       tmp_path / "job")
+        planned_binary(
+            VipuneSettings(str(tmp_path / "gone" / "vipune"), fingerprint, tmp_path, tmp_path / "tmp", 5.0),
+            tmp_path / "job",
+        )
     assert "re-plans" in info.value.fix
 
 
@@ -44,7 +47,10 @@ def test_only_vipune_binary_finds_a_binary_or_checks_its_bytes():
     sources = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")}
     assert [f for f, text in sources.items() if "shutil.which(" in text] == ["vipune/binary.py"]
     assert sorted(f for f, text in sources.items() if re.search(r"\bplanned_copy\(", text)) == [
-        "core/io.py", "vipune/binary.py", "vipune/vipune_lane.py"]
+        "core/io.py",
+        "vipune/binary.py",
+        "vipune/vipune_lane.py",
+    ]
     assert not [f for f, text in sources.items() if re.search(r"Path\(\w+\.binary\)", text)]
     jobs = {f for f, text in sources.items() if "planned_binary(" in text} - {"vipune/binary.py"}
     assert jobs == {"stages/search/preflight.py", "stages/search/vipune.py"}
@@ -95,14 +101,21 @@ def test_binary_that_does_not_print_version_json_is_named(tmp_path):
         binary.binary_fingerprint(liar, 30)
 
 
-@pytest.mark.parametrize("fault, message", [
-    ("version-garbage", r"did not print vipune's version JSON \(exit code 0 after [\d.]+ s\); "
-                        r"stdout: 'vipune: something went wrong \{'"),
-    ("version-fail", r"did not print vipune's version JSON \(exit code 1 after [\d.]+ s\).*cannot initialise"),
-    ("version-hang", r"did not finish within 2 s \(vipune.timeout\) and was killed"),
-])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        (
+            "version-garbage",
+            r"did not print vipune's version JSON \(exit code 0 after [\d.]+ s\); "
+            r"stdout: 'vipune: something went wrong \{'",
+        ),
+        ("version-fail", r"did not print vipune's version JSON \(exit code 1 after [\d.]+ s\).*cannot initialise"),
+        ("version-hang", r"did not finish within 2 s \(vipune.timeout\) and was killed"),
+    ],
+)
 def test_a_version_call_that_fails_says_what_it_printed_its_exit_code_and_the_wait(
-        tmp_path, fake_binary, monkeypatch, fault, message):
+    tmp_path, fake_binary, monkeypatch, fault, message
+):
     """Regression: these read `MissingOutputException … vipune-missing.json` after a fixed 60 s."""
     monkeypatch.setenv("FAKE_VIPUNE_FAULT", fault)
     with pytest.raises(EvalError, match=message):
@@ -137,8 +150,9 @@ def test_a_version_this_folder_recorded_is_not_asked_again(tmp_path, fake_binary
 def test_a_job_runs_a_private_copy_of_the_planned_bytes(fake_vipune_bin, tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text(json.dumps(binary_fingerprint(fake_vipune_bin, 30)))
-    planned = planned_binary(VipuneSettings(str(fake_vipune_bin), fingerprint, None, tmp_path / "tmp", 5.0),
-                             tmp_path / "job")
+    planned = planned_binary(
+        VipuneSettings(str(fake_vipune_bin), fingerprint, None, tmp_path / "tmp", 5.0), tmp_path / "job"
+    )
     assert planned.path == tmp_path / "job" / "vipune" and planned.shown == fake_vipune_bin.resolve()
     assert sha256_file(planned.path) == sha256_file(fake_vipune_bin) and os.access(planned.path, os.X_OK)
     rebuilt = tmp_path / "vipune"

@@ -13,8 +13,16 @@ from vipune_eval.vipune.import_format import embedding_b64, import_lines, import
 
 def test_import_lines_carry_both_header_keys_and_exact_vectors():
     vectors = np.random.default_rng(0).standard_normal((3, 384)).astype(np.float32)
-    persona = Persona("q1", "?", [f"q1::s{i}" for i in range(3)], [f"s{i}" for i in range(3)],
-                      ["2023-01-01T00:00:00Z"] * 3, ["a", "b", "c"], vectors, np.zeros(384, np.float32))
+    persona = Persona(
+        "q1",
+        "?",
+        [f"q1::s{i}" for i in range(3)],
+        [f"s{i}" for i in range(3)],
+        ["2023-01-01T00:00:00Z"] * 3,
+        ["a", "b", "c"],
+        vectors,
+        np.zeros(384, np.float32),
+    )
     lines = import_lines(persona)
     header = json.loads(lines[0])
     assert header["version"] == header["format_version"] == 1 and header["rows"] == 3
@@ -32,10 +40,14 @@ def test_import_rows_are_json_dumps_of_the_row_whatever_the_strings():
     texts = ['{rid} {{x}} "q" \\ \n\t\x00', "naïve ☃ \u2028 😀", "", "}{"]
     qid = '-{0}"q\\'
     vectors = np.random.default_rng(3).standard_normal((8, 6))[::2]  # float64, not contiguous
-    persona = Persona(qid, "?", [f"{qid}::{t}" for t in texts], ["s"] * 4, ['2023-"{}"'] * 4, texts, vectors,
-                      np.zeros(6, np.float32))
+    persona = Persona(
+        qid, "?", [f"{qid}::{t}" for t in texts], ["s"] * 4, ['2023-"{}"'] * 4, texts, vectors, np.zeros(6, np.float32)
+    )
     lines = import_lines(persona)
-    assert lines[1:] == [json.dumps(import_row(rid, qid, text, embedding_b64(v), created), ensure_ascii=False)
-                         for rid, text, v, created in zip(persona.row_ids, texts, vectors, persona.created_at)]
-    assert np.array_equal(np.frombuffer(base64.b64decode(json.loads(lines[2])["embedding"]), "<f4"),
-                          vectors[1].astype(np.float32))
+    assert lines[1:] == [
+        json.dumps(import_row(rid, qid, text, embedding_b64(v), created), ensure_ascii=False)
+        for rid, text, v, created in zip(persona.row_ids, texts, vectors, persona.created_at)
+    ]
+    assert np.array_equal(
+        np.frombuffer(base64.b64decode(json.loads(lines[2])["embedding"]), "<f4"), vectors[1].astype(np.float32)
+    )

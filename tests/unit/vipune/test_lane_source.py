@@ -19,7 +19,7 @@ import pytest
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.vipune import lane_source
 
-RUST = r'''
+RUST = r"""
 /// doc with a } brace
 pub(crate) fn get_embedding(&mut self, content: &str) -> Result<Vec<f32>, Error> {
     let s = "a { brace in a string \" still";
@@ -32,7 +32,7 @@ pub(crate) fn get_embedding(&mut self, content: &str) -> Result<Vec<f32>, Error>
 }
 
 fn after() {}
-'''
+"""
 
 
 def test_an_item_is_cut_at_its_own_closing_brace_whatever_its_strings_and_comments_hold():
@@ -64,8 +64,10 @@ def fake_source(folder: Path) -> Path:
 
 def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsewhere_is_not(tmp_path):
     source = fake_source(tmp_path / "vipune")
-    pinned = {(c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item"))
-              for c in lane_source.listed()["copies"]}
+    pinned = {
+        (c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item"))
+        for c in lane_source.listed()["copies"]
+    }
     lane = tmp_path / "lane"
     shutil.copytree(lane_source.LANE, lane)
     listed = lane_source.listed(lane)
@@ -77,14 +79,16 @@ def test_a_source_that_changes_a_copied_item_is_named_and_one_that_changes_elsew
     handlers = source / "src/commands/handlers.rs"
     handlers.write_text(handlers.read_text() + "fn handle_add() { edited(); }\n")  # outside the copied item
     assert all(c["same"] for c in lane_source.vipune_sources(source, lane)["copies"])
-    handlers.write_text(handlers.read_text().replace("fn handle_search() { original(); }",
-                                                     "fn handle_search() { edited(); }"))
+    handlers.write_text(
+        handlers.read_text().replace("fn handle_search() { original(); }", "fn handle_search() { edited(); }")
+    )
     found = lane_source.vipune_sources(source, lane)
     changed = [c for c in found["copies"] if not c["same"]]
     assert [(c["file"], c["item"]) for c in changed] == [("src/commands/handlers.rs", "fn handle_search")]
     [sentence] = stale_copies(lane_report(found))
-    assert sentence.startswith("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this "
-                               "source changes (") and sentence.endswith("its numbers do not follow that edit")
+    assert sentence.startswith(
+        "vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes ("
+    ) and sentence.endswith("its numbers do not follow that edit")
 
     (source / "src/main.rs").write_text("// no main any more\n")
     gone = stale_copies(lane_report(lane_source.vipune_sources(source, lane)))
@@ -100,7 +104,9 @@ def test_a_struct_an_enum_and_a_whole_file_are_pinned_by_their_own_bytes(tmp_pat
     assert lane_source.item_sha256(tmp_path, "src/import.rs", None) is None  # the file is gone
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "import.rs").write_bytes(b"fn run_import() {}\n")
-    assert lane_source.item_sha256(tmp_path, "src/import.rs", None) == hashlib.sha256(b"fn run_import() {}\n").hexdigest()
+    assert (
+        lane_source.item_sha256(tmp_path, "src/import.rs", None) == hashlib.sha256(b"fn run_import() {}\n").hexdigest()
+    )
 
 
 def test_a_copy_follows_each_release_it_lists(tmp_path):
@@ -110,8 +116,9 @@ def test_a_copy_follows_each_release_it_lists(tmp_path):
     lane = tmp_path / "lane"
     shutil.copytree(lane_source.LANE, lane)
     listed = lane_source.listed(lane)
-    mine = {(c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item"))
-            for c in listed["copies"]}
+    mine = {
+        (c["file"], c.get("item")): lane_source.item_sha256(source, c["file"], c.get("item")) for c in listed["copies"]
+    }
     for copy in listed["copies"]:
         copy["sha256"] = ["0" * 64, mine[(copy["file"], copy.get("item"))]]
     (lane / lane_source.SOURCES).write_text(json.dumps(listed))
@@ -131,8 +138,12 @@ def test_a_source_without_a_file_the_lane_compiles_cannot_build_it(tmp_path):
 
 def test_build_sh_reads_the_record_on_one_line(tmp_path):
     source = fake_source(tmp_path / "vipune")
-    said = subprocess.run([sys.executable, str(Path(lane_source.__file__)), "--sources", str(source)],
-                          capture_output=True, text=True, check=True).stdout
+    said = subprocess.run(
+        [sys.executable, str(Path(lane_source.__file__)), "--sources", str(source)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "\n" not in said.strip() and json.loads(said) == lane_source.vipune_sources(source)
 
 
@@ -173,41 +184,66 @@ def seeding_tree(folder: Path) -> tuple[Path, Path]:
     """(a vipune source, a lane whose seeding list holds it): a search-only file, two seeding
     files pinned to their bytes, another file of the library, the manifest and lock, and files
     cargo never builds the library from."""
-    files = {"src/lib.rs": "mod rrf;\nmod sqlite;\n",
-             "src/rrf.rs": "pub struct RrfConfig { pub k: f64 }\nimpl Default for RrfConfig {\n"
-                           "    fn default() -> Self { Self { k: 25.0 } }\n}\n",
-             "src/sqlite/mod.rs": "fn create_schema() { \"tokenize='porter unicode61'\"; }\n",
-             "src/sqlite/import.rs": "fn insert_with_id() {}\n",
-             "src/commands/mod.rs": "fn execute() {}\n",
-             "Cargo.toml": "[package]\nname = \"vipune\"\n", "Cargo.lock": "version = 4\n",
-             "README.md": "# vipune\n", "tests/lib_integration.rs": "#[test] fn t() {}\n", "docs/search.md": "x\n"}
+    files = {
+        "src/lib.rs": "mod rrf;\nmod sqlite;\n",
+        "src/rrf.rs": "pub struct RrfConfig { pub k: f64 }\nimpl Default for RrfConfig {\n"
+        "    fn default() -> Self { Self { k: 25.0 } }\n}\n",
+        "src/sqlite/mod.rs": "fn create_schema() { \"tokenize='porter unicode61'\"; }\n",
+        "src/sqlite/import.rs": "fn insert_with_id() {}\n",
+        "src/commands/mod.rs": "fn execute() {}\n",
+        "Cargo.toml": '[package]\nname = "vipune"\n',
+        "Cargo.lock": "version = 4\n",
+        "README.md": "# vipune\n",
+        "tests/lib_integration.rs": "#[test] fn t() {}\n",
+        "docs/search.md": "x\n",
+    }
     source = folder / "vipune"
     for name, text in files.items():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text(text)
     lane = folder / "lane"
     lane.mkdir()
-    pinned = [{"file": f, "why": "seeding", "sha256": [hashlib.sha256((source / f).read_bytes()).hexdigest()]}
-              for f in ("src/sqlite/mod.rs", "src/sqlite/import.rs")]
-    (lane / lane_source.SOURCES).write_text(json.dumps({"compiled": [], "copies": [], "seeding": {
-        "what": "", "seeding_files": pinned, "search_only": [{"file": "src/rrf.rs", "why": "the fusion"}]}}))
+    pinned = [
+        {"file": f, "why": "seeding", "sha256": [hashlib.sha256((source / f).read_bytes()).hexdigest()]}
+        for f in ("src/sqlite/mod.rs", "src/sqlite/import.rs")
+    ]
+    (lane / lane_source.SOURCES).write_text(
+        json.dumps(
+            {
+                "compiled": [],
+                "copies": [],
+                "seeding": {
+                    "what": "",
+                    "seeding_files": pinned,
+                    "search_only": [{"file": "src/rrf.rs", "why": "the fusion"}],
+                },
+            }
+        )
+    )
     return source, lane
 
 
-@pytest.mark.parametrize("file, edit, reseeds", [
-    ("src/rrf.rs", lambda t: t.replace("25.0", "60.0"), False),  # a search-only file: its body
-    ("src/rrf.rs", lambda t: "// a comment\n" + t, False),
-    ("src/rrf.rs", lambda t: t + "impl Drop for Database {\n    fn drop(&mut self) {}\n}\n", True),  # could run while seeding
-    ("src/sqlite/mod.rs", lambda t: t.replace("porter unicode61", "unicode61"), True),  # the FTS5 schema
-    ("src/sqlite/import.rs", lambda t: t.replace("{}", "{ let _ = 1; }"), True),  # the insert
-    ("src/commands/mod.rs", lambda t: t + "// a comment\n", True),  # any other file of the library
-    ("src/new_module.rs", lambda t: "pub fn added() {}\n", True),
-    ("Cargo.lock", lambda t: t + "[[package]]\nname = \"uuid\"\nversion = \"1.26.1\"\n", True),
-    ("Cargo.toml", lambda t: t + "[features]\n", True),
-    ("README.md", lambda t: t + "more\n", False),  # never compiled
-    ("tests/lib_integration.rs", lambda t: t + "// more\n", False),
-    ("docs/search.md", lambda t: t + "more\n", False),
-])
+@pytest.mark.parametrize(
+    "file, edit, reseeds",
+    [
+        ("src/rrf.rs", lambda t: t.replace("25.0", "60.0"), False),  # a search-only file: its body
+        ("src/rrf.rs", lambda t: "// a comment\n" + t, False),
+        (
+            "src/rrf.rs",
+            lambda t: t + "impl Drop for Database {\n    fn drop(&mut self) {}\n}\n",
+            True,
+        ),  # could run while seeding
+        ("src/sqlite/mod.rs", lambda t: t.replace("porter unicode61", "unicode61"), True),  # the FTS5 schema
+        ("src/sqlite/import.rs", lambda t: t.replace("{}", "{ let _ = 1; }"), True),  # the insert
+        ("src/commands/mod.rs", lambda t: t + "// a comment\n", True),  # any other file of the library
+        ("src/new_module.rs", lambda t: "pub fn added() {}\n", True),
+        ("Cargo.lock", lambda t: t + '[[package]]\nname = "uuid"\nversion = "1.26.1"\n', True),
+        ("Cargo.toml", lambda t: t + "[features]\n", True),
+        ("README.md", lambda t: t + "more\n", False),  # never compiled
+        ("tests/lib_integration.rs", lambda t: t + "// more\n", False),
+        ("docs/search.md", lambda t: t + "more\n", False),
+    ],
+)
 def test_the_seeding_digest_follows_every_file_that_can_write_a_store_and_no_other(tmp_path, file, edit, reseeds):
     source, lane = seeding_tree(tmp_path)
     before = lane_source.seeding(source, lane)
@@ -245,7 +281,8 @@ def release_source() -> Path:
 def test_the_pinned_release_leaves_out_every_search_only_file():
     found = lane_source.seeding(release_source())
     assert found["changed"] == [] and found["search_only"] == sorted(
-        f["file"] for f in lane_source.listed()["seeding"]["search_only"])
+        f["file"] for f in lane_source.listed()["seeding"]["search_only"]
+    )
 
 
 # Names a seeding item shares with a search-only file that are not that file's: each module's
@@ -260,9 +297,13 @@ def test_no_item_the_seeding_runs_names_an_item_of_a_search_only_file():
     search-only file defines (src/sqlite/mod.rs re-exports sqlite/embedding.rs's blob conversions
     for add's and update's inserts, items the seeding does not run)."""
     source = release_source()
-    seeding = {"src/sqlite/mod.rs": ["fn open", "fn create_schema", "fn conn", "impl From<rusqlite::Error> for Error"],
-               "src/sqlite/import.rs": ["fn insert_with_id"], "src/sqlite/migrations.rs": [None],
-               "src/sqlite/hash.rs": [None], "src/sqlite/db_error.rs": [None]}
+    seeding = {
+        "src/sqlite/mod.rs": ["fn open", "fn create_schema", "fn conn", "impl From<rusqlite::Error> for Error"],
+        "src/sqlite/import.rs": ["fn insert_with_id"],
+        "src/sqlite/migrations.rs": [None],
+        "src/sqlite/hash.rs": [None],
+        "src/sqlite/db_error.rs": [None],
+    }
     assert sorted(seeding) == sorted(f["file"] for f in lane_source.listed()["seeding"]["seeding_files"])
 
     def code(text: str) -> str:
@@ -278,6 +319,13 @@ def test_no_item_the_seeding_runs_names_an_item_of_a_search_only_file():
             assert found, (file, item)
             ran += code(found)
     for entry in lane_source.listed()["seeding"]["search_only"]:
-        defined = set(re.findall(r"\b(?:fn|struct|enum|const|static|type|trait|macro_rules!)\s+([A-Za-z_]\w*)",
-                                 code((source / entry["file"]).read_text()))) - NOT_THEIRS
+        defined = (
+            set(
+                re.findall(
+                    r"\b(?:fn|struct|enum|const|static|type|trait|macro_rules!)\s+([A-Za-z_]\w*)",
+                    code((source / entry["file"]).read_text()),
+                )
+            )
+            - NOT_THEIRS
+        )
         assert not [name for name in defined if re.search(rf"\b{name}\b", ran)], entry["file"]

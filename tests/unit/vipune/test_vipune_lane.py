@@ -58,12 +58,16 @@ def random_persona(seed: int, rows: int, dims: int = 384) -> Persona:
     days = rng.integers(1, 4, rows)
     qid = f"q{seed}"
     return Persona(
-        question_id=qid, question=" " + " ".join(rng.choice(WORDS, 3)) + "? ",
-        row_ids=[f"{qid}::s{i}" for i in range(rows)], session_ids=[f"s{i}" for i in range(rows)],
+        question_id=qid,
+        question=" " + " ".join(rng.choice(WORDS, 3)) + "? ",
+        row_ids=[f"{qid}::s{i}" for i in range(rows)],
+        session_ids=[f"s{i}" for i in range(rows)],
         created_at=[f"2023-01-0{d}T00:00:00Z" for d in days],
         texts=["user: " + " ".join(rng.choice(WORDS, rng.integers(3, 12))) for _ in range(rows)],
-        vectors=vectors, query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32),
-        query_tokens=6)
+        vectors=vectors,
+        query_vector=vectors[0] + rng.normal(scale=0.5, size=dims).astype(np.float32),
+        query_tokens=6,
+    )
 
 
 PERSONAS = [random_persona(seed, rows) for seed, rows in enumerate([5, 40, 120, 60, 1, 300])]
@@ -78,11 +82,13 @@ def test_the_lane_ranks_exactly_as_vipunes_mirrors(build, tmp_path):
     for persona, answer in answers:
         mirror = search_persona(persona, ["dense", "hybrid"], limit=10)
         for lane_ranking, name in (("semantic", "dense"), ("hybrid", "hybrid")):
-            assert [rid for rid, _ in answer[lane_ranking]] == [rid for rid, _ in mirror[name]], (persona.question_id, name)
+            assert [rid for rid, _ in answer[lane_ranking]] == [rid for rid, _ in mirror[name]], (
+                persona.question_id,
+                name,
+            )
             assert [s for _, s in answer[lane_ranking]] == pytest.approx([s for _, s in mirror[name]], rel=1e-6)
         assert set(answer["seconds"]) == {"open", "insert", "semantic", "hybrid"}
     assert not list((tmp_path / "dbs").glob("*.db"))  # every throwaway database removed
-
 
 
 def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build, tmp_path):
@@ -100,7 +106,7 @@ def test_with_arms_the_lane_answers_the_two_lists_its_hybrid_search_fused(build,
         for hits, name, sign in zip(fusion["lists"], ("dense", "bm25"), (1, -1)):  # the mirror's bm25 is -bm25()
             assert [rid for rid, _ in hits] == [rid for rid, _ in mirror[name]], (persona.question_id, name)
             assert [s for _, s in hits] == pytest.approx([sign * s for _, s in mirror[name]], rel=1e-6)
-        assert fusion["lists"][0][:len(answer["semantic"])] == answer["semantic"]  # how the arms are told apart
+        assert fusion["lists"][0][: len(answer["semantic"])] == answer["semantic"]  # how the arms are told apart
 
 
 def test_the_lane_and_the_mirror_rank_a_haystack_of_repeated_sessions_alike(build, tmp_path):
@@ -125,7 +131,8 @@ REFUSALS = [
 
 @pytest.mark.parametrize("question, tokens, message, code", REFUSALS)
 def test_the_lane_refuses_what_vipunes_search_refuses_with_its_message_and_exit_code(
-        build, tmp_path, question, tokens, message, code):
+    build, tmp_path, question, tokens, message, code
+):
     binary, lane = build
     refused = dataclasses.replace(PERSONAS[1], question=question, query_tokens=tokens)
     answers = list(VipuneLane(lane, tmp_path / "dbs", timeout=60).search([PERSONAS[0], refused, PERSONAS[2]], FLAGS))
@@ -156,14 +163,20 @@ def test_a_lane_slower_than_the_timeout_at_its_version_check_is_named_as_a_timeo
         lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, timeout=1e-6)
     assert "raise vipune.timeout" in caught.value.fix and "build.sh" not in caught.value.fix
 
+
 def test_the_real_lane_was_built_from_this_checkouts_lane_sources(build):
     binary, lane = build
     said = json.loads(subprocess.run([str(lane), "version"], capture_output=True, text=True, check=True).stdout)
     if "fake" in said["vipune_source"]:
         pytest.skip("the fake lane has no sources of its own")
     assert said["lane_source"] == lane_source.source_sha256()
-    assert said["calls"] == ["Database::open", "Database::insert_with_id", "MemoryStore::new",
-                             "MemoryStore::search", "MemoryStore::search_hybrid"]
+    assert said["calls"] == [
+        "Database::open",
+        "Database::insert_with_id",
+        "MemoryStore::new",
+        "MemoryStore::search",
+        "MemoryStore::search_hybrid",
+    ]
     assert [c["file"] for c in said["sources"]["compiled"]] == lane_source.listed()["compiled"]
     assert all(copy["same"] for copy in said["sources"]["copies"])  # a release: every copy as pinned
     assert said["vipune"] in (real_vipune.RELEASE, real_vipune.OLDER)
@@ -178,16 +191,26 @@ def test_a_kept_store_is_the_database_as_seeded_and_searching_a_copy_of_it_ranks
     kept = tmp_path / "kept"
     kept.mkdir()
     stores = {p.question_id: {"keep": str(kept / f"{p.question_id}.db")} for p in PERSONAS}
-    seeding = {p.question_id: answer for p, answer in
-               VipuneLane(lane, tmp_path / "dbs", 60, store=lambda p: stores[p.question_id]).search(PERSONAS, FLAGS)}
+    seeding = {
+        p.question_id: answer
+        for p, answer in VipuneLane(lane, tmp_path / "dbs", 60, store=lambda p: stores[p.question_id]).search(
+            PERSONAS, FLAGS
+        )
+    }
     before = {path.name: _sha(path) for path in kept.iterdir()}
     assert sorted(before) == sorted(f"{p.question_id}.db" for p in PERSONAS)
-    reused = {p.question_id: answer for p, answer in VipuneLane(
-        lane, tmp_path / "dbs", 60, store=lambda p: {"seeded": str(kept / f"{p.question_id}.db")}).search(PERSONAS, FLAGS)}
+    reused = {
+        p.question_id: answer
+        for p, answer in VipuneLane(
+            lane, tmp_path / "dbs", 60, store=lambda p: {"seeded": str(kept / f"{p.question_id}.db")}
+        ).search(PERSONAS, FLAGS)
+    }
     for persona in PERSONAS:
         a, b = seeding[persona.question_id], reused[persona.question_id]
         assert (a["semantic"], a["hybrid"]) == (b["semantic"], b["hybrid"]), persona.question_id
-        assert {"open", "insert", "keep"} <= set(a["seconds"]) and "copy" in b["seconds"] and "insert" not in b["seconds"]
+        assert (
+            {"open", "insert", "keep"} <= set(a["seconds"]) and "copy" in b["seconds"] and "insert" not in b["seconds"]
+        )
     assert {path.name: _sha(path) for path in kept.iterdir()} == before
     assert not list((tmp_path / "dbs").glob("*.db"))  # every copy removed
 
@@ -201,14 +224,17 @@ def test_a_copy_that_cannot_be_kept_is_named_and_the_persona_still_searched(buil
     header["seeded"] = str(tmp_path / "any.db")  # a kept store comes without rows
     bad = json.dumps(header).encode() + b"\n" + frame(PERSONAS[0], FLAGS).split(b"\n", 1)[1]
     out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=bad, capture_output=True)
-    assert out.returncode == 2 and "a kept store" in out.stderr.decode() and PERSONAS[0].question_id in out.stderr.decode()
+    assert (
+        out.returncode == 2 and "a kept store" in out.stderr.decode() and PERSONAS[0].question_id in out.stderr.decode()
+    )
 
 
 def test_a_malformed_stream_stops_the_lane_naming_the_persona(build, tmp_path):
     binary, lane = build
     cut = frame(PERSONAS[1], FLAGS)[:-100]  # its vectors end early
-    out = subprocess.run([str(lane), "search", "--tmp", str(tmp_path)], input=frame(PERSONAS[0], FLAGS) + cut,
-                         capture_output=True)
+    out = subprocess.run(
+        [str(lane), "search", "--tmp", str(tmp_path)], input=frame(PERSONAS[0], FLAGS) + cut, capture_output=True
+    )
     assert out.returncode == 2 and PERSONAS[1].question_id in out.stderr.decode()
     assert json.loads(out.stdout.splitlines()[0])["question_id"] == PERSONAS[0].question_id
 
@@ -227,10 +253,13 @@ def fake(tmp_path) -> tuple[Path, Path]:
     return fake_build(tmp_path / "build")
 
 
-@pytest.mark.parametrize("fault, expected", [
-    ("crash", r"ended \(exit 1\) before answering; stderr: .*injected crash"),
-    ("garbage", "not this persona's JSON line"),
-])
+@pytest.mark.parametrize(
+    "fault, expected",
+    [
+        ("crash", r"ended \(exit 1\) before answering; stderr: .*injected crash"),
+        ("garbage", "not this persona's JSON line"),
+    ],
+)
 def test_a_lane_that_breaks_off_is_named_with_its_persona(fake, tmp_path, monkeypatch, fault, expected):
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[2].question)
@@ -248,13 +277,17 @@ def test_a_lane_that_hangs_is_killed_after_the_timeout(fake, tmp_path, monkeypat
         list(VipuneLane(fake[1], tmp_path / "dbs", timeout=2).search(PERSONAS, FLAGS))
 
 
-@pytest.mark.parametrize("fault, timeout, expected", [
-    ("crash", 60, r"ended \(exit 1\) before answering; stderr: .*injected crash"),
-    ("hang", 2, "gave no answer within 2 s"),
-    ("garbage", 60, "not this persona's JSON line"),
-])
+@pytest.mark.parametrize(
+    "fault, timeout, expected",
+    [
+        ("crash", 60, r"ended \(exit 1\) before answering; stderr: .*injected crash"),
+        ("hang", 2, "gave no answer within 2 s"),
+        ("garbage", 60, "not this persona's JSON line"),
+    ],
+)
 def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_new_lane_goes_on(
-        fake, tmp_path, monkeypatch, fault, timeout, expected):
+    fake, tmp_path, monkeypatch, fault, timeout, expected
+):
     """vipune.on_error: record: the persona it crashed, hung or broke the protocol on carries the
     error, and every persona after it (those already sent to the dead lane too) is answered."""
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
@@ -268,7 +301,8 @@ def test_under_record_a_persona_the_lane_breaks_on_is_answered_with_why_and_a_ne
 
 
 def test_under_record_a_lane_that_hangs_at_start_is_started_once_per_persona_never_for_none(
-        fake, tmp_path, monkeypatch):
+    fake, tmp_path, monkeypatch
+):
     """Issue 51 item 6: after the last persona's timeout a new lane was started for zero personas,
     and waited on: it hung too, and the job failed with "did not exit within 1 s after answering
     the last persona" (it had answered none)."""
@@ -278,7 +312,6 @@ def test_under_record_a_lane_that_hangs_at_start_is_started_once_per_persona_nev
     assert [(p.question_id, a["timeout"]) for p, a in answers] == [(p.question_id, 1) for p in PERSONAS[:2]]
     assert all("gave no answer within 1 s (vipune.timeout)" in a["broken"] for _, a in answers)
     assert (tmp_path / "starts").read_text().splitlines() == ["search", "search"]
-
 
 
 JOB = """
@@ -314,8 +347,11 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
     binary, lane = build
     monkeypatch.setenv("FAKE_LANE_FAULT", "hang")  # the fake lane hangs; the real one works on
     folder = tmp_path / "dbs-of-this-job"
-    job = subprocess.Popen([sys.executable, "-c", JOB, str(lane), str(folder), str(Path(__file__).parents[2])],
-                           stdout=subprocess.PIPE, start_new_session=True)
+    job = subprocess.Popen(
+        [sys.executable, "-c", JOB, str(lane), str(folder), str(Path(__file__).parents[2])],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while not [pid for pid in processes_naming(str(folder)) if pid != job.pid]:
         assert job.poll() is None and time.monotonic() < deadline, "the vipune-lane never started"
@@ -329,6 +365,7 @@ def test_a_job_killed_with_its_process_group_leaves_no_lane_and_no_databases(bui
     assert processes_naming(str(folder)) == [], "the vipune-lane outlived its job"
     assert not folder.exists(), "its databases outlived its job"
 
+
 def test_a_persona_that_cannot_be_framed_raises_its_own_error_not_a_lane_crash(fake, tmp_path):
     broken = dataclasses.replace(PERSONAS[1], vectors=PERSONAS[1].vectors[:, :10])  # 10 dims, its query 384
     with pytest.raises(ValueError, match="dimension"):
@@ -339,8 +376,11 @@ def test_a_persona_the_lane_refuses_is_answered_with_its_error(fake, tmp_path, m
     monkeypatch.setenv("FAKE_LANE_FAULT", "refuse")
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", PERSONAS[1].question)
     answers = dict((p.question_id, a) for p, a in VipuneLane(fake[1], tmp_path / "dbs", 60).search(PERSONAS, FLAGS))
-    assert answers[PERSONAS[1].question_id] == {"question_id": PERSONAS[1].question_id, "error": "injected refusal",
-                                                "exit_code": 1}
+    assert answers[PERSONAS[1].question_id] == {
+        "question_id": PERSONAS[1].question_id,
+        "error": "injected refusal",
+        "exit_code": 1,
+    }
     assert all("hybrid" in answers[p.question_id] for p in PERSONAS if p is not PERSONAS[1])
 
 
@@ -355,7 +395,9 @@ def test_a_missing_lane_is_refused_with_the_command_that_builds_it(fake):
 def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake, tmp_path):
     binary, lane = fake
     fingerprint = tmp_path / "lane.json"
-    fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, 30)))
+    fingerprint.write_text(
+        json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": _sha(binary)}, 30))
+    )
     copy = planned_lane(lane, fingerprint, tmp_path / "job")
     assert copy.parent == tmp_path / "job" and copy.name == lane.name and _sha(copy) == _sha(lane)
     lane.write_text(lane.read_text() + "\n")
@@ -367,8 +409,9 @@ def test_a_lane_whose_bytes_changed_is_not_the_one_a_result_was_planned_for(fake
 
 
 def test_the_lane_is_named_after_its_sources_as_build_sh_names_it(tmp_path):
-    said = subprocess.run([sys.executable, str(Path(lane_source.__file__))], capture_output=True, text=True,
-                          check=True).stdout.split()
+    said = subprocess.run(
+        [sys.executable, str(Path(lane_source.__file__))], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert said == [lane_source.source_sha256(), lane_source.lane_name(lane_source.source_sha256())]
     copy = tmp_path / "lane"
     (copy / "src").mkdir(parents=True)

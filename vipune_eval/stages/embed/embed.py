@@ -47,9 +47,15 @@ RECIPE_VERSION = 1
 
 
 def embeddings_schema(dim: int, model_hash: str = "", tally: Tally | None = None) -> pa.Schema:
-    return pa.schema([("text_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim)),
-                      ("tokens", pa.int32()), ("truncated", pa.bool_())],
-                     metadata={MODEL_KEY: model_hash.encode(), **(tally.metadata() if tally else {})})
+    return pa.schema(
+        [
+            ("text_id", pa.string()),
+            ("embedding", pa.list_(pa.float32(), dim)),
+            ("tokens", pa.int32()),
+            ("truncated", pa.bool_()),
+        ],
+        metadata={MODEL_KEY: model_hash.encode(), **(tally.metadata() if tally else {})},
+    )
 
 
 def shard_of(text_id: str, shards: int) -> int:
@@ -61,8 +67,9 @@ def _json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise EvalError(f"{path}: cannot read the model's JSON file ({exc}); the model folder is "
-                        "damaged: copy or download it again") from exc
+        raise EvalError(
+            f"{path}: cannot read the model's JSON file ({exc}); the model folder is damaged: copy or download it again"
+        ) from exc
 
 
 def model_dim(model_dir: Path) -> int:
@@ -100,13 +107,17 @@ def load_model(model_dir: Path, file: str, pooling: str, threads: int | None, cu
     # The registry is process-global and add_custom_model refuses a name twice.
     if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
         TextEmbedding.add_custom_model(
-            model=name, pooling=getattr(PoolingType, POOLINGS[pooling]), normalization=True,
-            sources=ModelSource(hf=name), dim=dim, model_file=file)
+            model=name,
+            pooling=getattr(PoolingType, POOLINGS[pooling]),
+            normalization=True,
+            sources=ModelSource(hf=name),
+            dim=dim,
+            model_file=file,
+        )
     providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"]
     try:
         with runnable_folder(model_dir, file) as folder:
-            model = TextEmbedding(name, specific_model_path=str(folder), threads=threads,
-                                  providers=providers)
+            model = TextEmbedding(name, specific_model_path=str(folder), threads=threads, providers=providers)
     except EvalError:
         raise
     except Exception as exc:  # fastembed raises assorted types for a broken model folder
@@ -129,7 +140,7 @@ def token_batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
     for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
         if len(group):
             size = batch_rows(lengths[group[0]], budget)
-            batches += [group[i:i + size] for i in range(0, len(group), size)]
+            batches += [group[i : i + size] for i in range(0, len(group), size)]
     return batches
 
 
@@ -159,8 +170,17 @@ def rows_alike(model, texts: list[str], lengths: np.ndarray, budget: int) -> boo
     return bool(np.array_equal(np.roll(first, -1, axis=0), rotated))
 
 
-def embed_batched(model, texts: list[str], lengths: np.ndarray, budget: int, progress: Progress,
-                  flush, every: int = 2048, tally: Tally | None = None, fixed_shapes: bool = False) -> None:
+def embed_batched(
+    model,
+    texts: list[str],
+    lengths: np.ndarray,
+    budget: int,
+    progress: Progress,
+    flush,
+    every: int = 2048,
+    tally: Tally | None = None,
+    fixed_shapes: bool = False,
+) -> None:
     """Embed ``texts`` in token-budget batches (with ``fixed_shapes``, each of the full shape for
     its length: ``call_texts``); ``flush(indices, vectors)`` receives them in groups of about
     ``every`` texts (so a killed job keeps what it finished); ``tally`` times the model calls."""
@@ -171,7 +191,7 @@ def embed_batched(model, texts: list[str], lengths: np.ndarray, budget: int, pro
         length = int(lengths[batch[0]])
         call = call_texts([texts[i] for i in batch], length, budget, fixed_shapes)
         with tally.timed(lengths[batch], filler=len(call) - len(batch)):
-            vectors = np.stack(list(model.embed(call, batch_size=len(call))))[:len(batch)]
+            vectors = np.stack(list(model.embed(call, batch_size=len(call))))[: len(batch)]
         done_rows.append(batch)
         done_vectors.append(vectors.astype(np.float32, copy=False))
         progress.advance(len(batch))
@@ -187,8 +207,18 @@ def model_hash(fingerprint: Path) -> str:
     return hashlib.sha256(Path(fingerprint).read_bytes()).hexdigest()[:16]
 
 
-def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str], texts: dict[str, str],
-                   budget: int, limit: int, what: str, tally: Tally, provider: Provider) -> None:
+def _embed_claimed(
+    store: VectorStore,
+    model,
+    model_dir: Path,
+    claimed: list[str],
+    texts: dict[str, str],
+    budget: int,
+    limit: int,
+    what: str,
+    tally: Tally,
+    provider: Provider,
+) -> None:
     """Embed the texts this job claimed and store them; ``limit``: the model's token limit."""
     strings = [texts[t] for t in claimed]
     tokens = count_tokens(model_dir, strings)
@@ -197,13 +227,19 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
     if provider.fixed_shapes and tally.rows_alike is None:
         tally.rows_alike = rows_alike(model, strings, seen, budget)
         if tally.rows_alike is False:
-            log.warning("embed on %s: a text's vector changed with its position in a batch of fixed shape "
-                        "(probe: one batch against itself rotated by a row): two runs can differ in the "
-                        "last bits; embed.batch_tokens: 1 (one text per call) gives the same bytes every "
-                        "run, at a fraction of the speed", provider.device)
+            log.warning(
+                "embed on %s: a text's vector changed with its position in a batch of fixed shape "
+                "(probe: one batch against itself rotated by a row): two runs can differ in the "
+                "last bits; embed.batch_tokens: 1 (one text per call) gives the same bytes every "
+                "run, at a fraction of the speed",
+                provider.device,
+            )
         elif tally.rows_alike:
-            log.info("embed on %s: a text's vector does not depend on its position or neighbours in a batch "
-                     "of fixed shape (probe): the same bytes whichever job embeds it", provider.device)
+            log.info(
+                "embed on %s: a text's vector does not depend on its position or neighbours in a batch "
+                "of fixed shape (probe): the same bytes whichever job embeds it",
+                provider.device,
+            )
 
     def flush(rows: np.ndarray, vectors: np.ndarray) -> None:
         if vectors.shape[1] != dim:
@@ -214,8 +250,18 @@ def _embed_claimed(store: VectorStore, model, model_dir: Path, claimed: list[str
     embed_batched(model, strings, seen, budget, progress, flush, tally=tally, fixed_shapes=provider.fixed_shapes)
 
 
-def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path, threads: int,
-              batch_tokens: int | str, model_fingerprint: Path, store: Path, cuda: bool = False) -> int:
+def run_embed(
+    texts: Path,
+    model: ModelFiles,
+    shard: int,
+    shards: int,
+    out: Path,
+    threads: int,
+    batch_tokens: int | str,
+    model_fingerprint: Path,
+    store: Path,
+    cuda: bool = False,
+) -> int:
     """Embed shard ``shard`` of ``shards`` of a view's texts through the vector store at ``store``
     and write its vectors to ``out``; returns how many texts this job embedded itself (texts
     stored already or claimed by a concurrent job are read from the store). ``batch_tokens``: a
@@ -232,12 +278,27 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     key, dim, limit = model_hash(model_fingerprint), model_dim(model.model_dir), max_tokens(model.model_dir)
     vectors_store = VectorStore(store, provider.store_key(f"{key}-r{RECIPE_VERSION}", budget), dim)
     wanted = {t for t, s in by_id.items() if s}  # empty texts keep the zero vector
-    log.info("embed shard %d/%d: %d texts (%d empty) on %s (%s), %d threads, batches of at most %d tokens "
-             "(%s)%s", shard, shards, len(ids), len(ids) - len(wanted), provider.name.upper(), provider.device,
-             threads, budget, source, ", each of the full shape for its text length" if provider.fixed_shapes else "")
+    log.info(
+        "embed shard %d/%d: %d texts (%d empty) on %s (%s), %d threads, batches of at most %d tokens (%s)%s",
+        shard,
+        shards,
+        len(ids),
+        len(ids) - len(wanted),
+        provider.name.upper(),
+        provider.device,
+        threads,
+        budget,
+        source,
+        ", each of the full shape for its text length" if provider.fixed_shapes else "",
+    )
     loaded, computed, already, pending = None, 0, None, set(wanted)
-    tally = Tally(threads=threads, shape=encoder_shape(model.model_dir), provider=provider.name,
-                  device=provider.device, batch_tokens=budget)
+    tally = Tally(
+        threads=threads,
+        shape=encoder_shape(model.model_dir),
+        provider=provider.name,
+        device=provider.device,
+        batch_tokens=budget,
+    )
     order = [t for t in ids if t in wanted]
     found, counted = np.zeros((0, dim), np.float32), np.zeros(0, np.int32)
     while pending:
@@ -248,8 +309,18 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
                 if loaded is None:
                     with tally.loading():
                         loaded = load_model(model.model_dir, model.file, model.pooling, threads, cuda)
-                _embed_claimed(vectors_store, loaded, model.model_dir, sorted(mine), by_id, budget,
-                               limit, f"embed shard {shard}/{shards}: texts", tally, provider)
+                _embed_claimed(
+                    vectors_store,
+                    loaded,
+                    model.model_dir,
+                    sorted(mine),
+                    by_id,
+                    budget,
+                    limit,
+                    f"embed shard {shard}/{shards}: texts",
+                    tally,
+                    provider,
+                )
                 computed += len(mine)
         finally:
             vectors_store.release()
@@ -267,10 +338,17 @@ def run_embed(texts: Path, model: ModelFiles, shard: int, shards: int, out: Path
     rows = [i for i, t in enumerate(ids) if t in wanted]
     vectors[rows], tokens[rows] = found, counted
     with atomic_path(out) as tmp:
-        pq.write_table(pa.table({
-            "text_id": ids,
-            "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
-            "tokens": tokens,
-            "truncated": tokens > limit,
-        }, schema=embeddings_schema(dim, key, tally)), tmp, row_group_size=4096)  # readers take a group at a time
+        pq.write_table(
+            pa.table(
+                {
+                    "text_id": ids,
+                    "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+                    "tokens": tokens,
+                    "truncated": tokens > limit,
+                },
+                schema=embeddings_schema(dim, key, tally),
+            ),
+            tmp,
+            row_group_size=4096,
+        )  # readers take a group at a time
     return computed

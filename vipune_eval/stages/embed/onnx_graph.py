@@ -36,8 +36,14 @@ def drop_nan_guards(model) -> int:
             continue
         condition, _, probabilities = node.input
         isnan, softmax = producer.get(condition), producer.get(probabilities)
-        if (isnan is not None and isnan.op_type == "IsNaN" and list(isnan.input) == [probabilities]
-                and softmax is not None and softmax.op_type == "Softmax" and node.output[0] not in outputs):
+        if (
+            isnan is not None
+            and isnan.op_type == "IsNaN"
+            and list(isnan.input) == [probabilities]
+            and softmax is not None
+            and softmax.op_type == "Softmax"
+            and node.output[0] not in outputs
+        ):
             replaced[node.output[0]] = probabilities
             orphans.update(node.input[:2])  # its IsNaN and its constant, unless read elsewhere
             dead.add(id(node))
@@ -71,8 +77,10 @@ def runnable_folder(model_dir: Path, file: str) -> Iterator[Path]:
     try:
         model = onnx.load(str(source))
     except Exception as exc:  # onnx raises DecodeError, ValidationError, OSError...
-        raise EvalError(f"{source}: not a readable ONNX file ({str(exc)[:200]}); the model folder is "
-                        "damaged: copy or download it again") from exc
+        raise EvalError(
+            f"{source}: not a readable ONNX file ({str(exc)[:200]}); the model folder is "
+            "damaged: copy or download it again"
+        ) from exc
     dropped = drop_nan_guards(model)
     if not dropped:
         yield model_dir

@@ -42,19 +42,27 @@ def workload_flops(shape: dict[str, int], tokens: float, squares: float) -> floa
 def reproducibility(provider: str, tallies: list[Tally]) -> str:
     """What the provider's batching guarantees about the bytes of a vector (stages.embed.provider)."""
     if provider == "cpu":
-        return ("the same bytes whichever job embeds a text: onnxruntime's CPU kernels compute a row alike at "
-                "any batch size")
+        return (
+            "the same bytes whichever job embeds a text: onnxruntime's CPU kernels compute a row alike at "
+            "any batch size"
+        )
     computed = sum(t.tokens + t.filler_tokens for t in tallies)
-    shape = (f"every call for a text length has one shape (budget // length rows; copies filling short "
-             f"batches: {sum(t.filler_tokens for t in tallies) / max(computed, 1):.0%} of the tokens computed)")
+    shape = (
+        f"every call for a text length has one shape (budget // length rows; copies filling short "
+        f"batches: {sum(t.filler_tokens for t in tallies) / max(computed, 1):.0%} of the tokens computed)"
+    )
     probes = {t.rows_alike for t in tallies}
     if False in probes:
-        return (f"{shape}, but a job's probe found a row computed differently by its place in such a batch: "
-                "vectors can differ in their last bits between runs; embed.batch_tokens: 1 (one text per call) "
-                "gives the same bytes every run, at a fraction of the speed")
+        return (
+            f"{shape}, but a job's probe found a row computed differently by its place in such a batch: "
+            "vectors can differ in their last bits between runs; embed.batch_tokens: 1 (one text per call) "
+            "gives the same bytes every run, at a fraction of the speed"
+        )
     if probes == {True}:
-        return (f"{shape}, and each job's probe found a row computed alike wherever it sits in such a batch: "
-                "the same bytes whichever job embeds a text, on this GPU model, budget and onnxruntime")
+        return (
+            f"{shape}, and each job's probe found a row computed alike wherever it sits in such a batch: "
+            "the same bytes whichever job embeds a text, on this GPU model, budget and onnxruntime"
+        )
     return f"{shape}; not probed (no job had two texts of one length)"
 
 
@@ -63,21 +71,28 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
     the vectors' bytes and, from the rate, bge-small's time on LongMemEval_M per granularity;
     ``workload``: each granularity's texts of M (``LONGMEMEVAL_M``)."""
     computing = [t for t in tallies if t.texts]
-    out = {"definition": "model calls only (load and waits on other jobs' texts excluded), summed over "
-                         "the embed jobs that computed texts; useful FLOPs = unpadded tokens (cut at the "
-                         "model's limit) x the encoder's layer shapes, attention at each text's length",
-           "jobs": len(computing), "texts": sum(t.texts for t in tallies),
-           "tokens": sum(t.tokens for t in tallies), "seconds": round(sum(t.seconds for t in tallies), 3),
-           # every job, those that found all their texts stored included: what else the stage cost
-           "job_seconds": round(sum(t.job_seconds for t in tallies), 3),
-           "load_seconds": round(sum(t.load_seconds for t in tallies), 3)}
+    out = {
+        "definition": "model calls only (load and waits on other jobs' texts excluded), summed over "
+        "the embed jobs that computed texts; useful FLOPs = unpadded tokens (cut at the "
+        "model's limit) x the encoder's layer shapes, attention at each text's length",
+        "jobs": len(computing),
+        "texts": sum(t.texts for t in tallies),
+        "tokens": sum(t.tokens for t in tallies),
+        "seconds": round(sum(t.seconds for t in tallies), 3),
+        # every job, those that found all their texts stored included: what else the stage cost
+        "job_seconds": round(sum(t.job_seconds for t in tallies), 3),
+        "load_seconds": round(sum(t.load_seconds for t in tallies), 3),
+    }
     groups: dict[tuple[str, str], list[Tally]] = {}
     for t in computing:
         groups.setdefault((t.provider, t.device), []).append(t)
-    out["providers"] = [provider_summary(name, device, group, workload) for (name, device), group in sorted(groups.items())]
+    out["providers"] = [
+        provider_summary(name, device, group, workload) for (name, device), group in sorted(groups.items())
+    ]
     if not out["providers"]:
-        out["why"] = ("no embed job timed a text: every text was in the vector store already, or the shards "
-                      "predate the tally")
+        out["why"] = (
+            "no embed job timed a text: every text was in the vector store already, or the shards predate the tally"
+        )
     return out
 
 
@@ -85,10 +100,17 @@ def provider_summary(name: str, device: str, tallies: list[Tally], workload: dic
     """One provider's (and device's) share of the embed jobs: see ``summary``."""
     texts, seconds = sum(t.texts for t in tallies), sum(t.seconds for t in tallies)
     threads = sorted({t.threads for t in tallies})
-    out = {"provider": name, "device": device or "not recorded", "jobs": len(tallies), "texts": texts,
-           "tokens": sum(t.tokens for t in tallies), "seconds": round(seconds, 3), "threads": threads,
-           "batch_tokens": sorted({t.batch_tokens for t in tallies if t.batch_tokens}),
-           "reproducibility": reproducibility(name, tallies)}
+    out = {
+        "provider": name,
+        "device": device or "not recorded",
+        "jobs": len(tallies),
+        "texts": texts,
+        "tokens": sum(t.tokens for t in tallies),
+        "seconds": round(seconds, 3),
+        "threads": threads,
+        "batch_tokens": sorted({t.batch_tokens for t in tallies if t.batch_tokens}),
+        "reproducibility": reproducibility(name, tallies),
+    }
     if seconds <= 0:
         return {**out, "projection": None, "why": "the model calls took no measurable time"}
     out["texts_per_s"] = texts / seconds
@@ -96,15 +118,16 @@ def provider_summary(name: str, device: str, tallies: list[Tally], workload: dic
         return {**out, "projection": None, "why": "the model's config.json names no BERT layer shapes"}
     rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies if t.shape is not None) / seconds
     out["useful_gflops_per_s"] = rate / 1e9
-    job = (f"one embed job of {'/'.join(map(str, threads))} thread(s) on {out['device']}; jobs running at once "
-           "divide it" if name == "cpu" else f"one embed job on {out['device']} (CUDA)")
+    job = (
+        f"one embed job of {'/'.join(map(str, threads))} thread(s) on {out['device']}; jobs running at once divide it"
+        if name == "cpu"
+        else f"one embed job on {out['device']} (CUDA)"
+    )
     out["projection"] = {
         "what": f"bge-small-en-v1.5 ({BGE_SMALL['layers']} layers, hidden {BGE_SMALL['hidden']}) over "
-                f"LongMemEval_M's texts at this run's useful FLOP/s, {job} (an estimate: the rate depends on "
-                "text lengths)",
+        f"LongMemEval_M's texts at this run's useful FLOP/s, {job} (an estimate: the rate depends on "
+        "text lengths)",
         "workload": {"source": "a generated file of M's shape (projection.LONGMEMEVAL_M)", **workload},
-        "minutes": {g: workload_flops(BGE_SMALL, w["tokens"], w["squares"]) / rate / 60
-                    for g, w in workload.items()}}
+        "minutes": {g: workload_flops(BGE_SMALL, w["tokens"], w["squares"]) / rate / 60 for g, w in workload.items()},
+    }
     return out
-
-

@@ -35,8 +35,10 @@ AUTO = "auto"
 # docs/performance.md). CUDA: on an H200 (onnxruntime-gpu 1.31.1, ~500-token texts, issue 33)
 # 211 texts/s at 512, 641 at 4096, 757 at 16384 (the best), 711 at 65536.
 AUTO_BUDGET = {"cpu": 512, "cuda": 16384}
-CUDA_FIX = ("install the GPU build (`pip install -e '.[gpu]'`: onnxruntime-gpu, matching your CUDA) on a "
-            "machine with an NVIDIA GPU and its driver, or set embed.cuda: false to embed on the CPU")
+CUDA_FIX = (
+    "install the GPU build (`pip install -e '.[gpu]'`: onnxruntime-gpu, matching your CUDA) on a "
+    "machine with an NVIDIA GPU and its driver, or set embed.cuda: false to embed on the CPU"
+)
 
 
 def no_cuda(what: str) -> EvalError:
@@ -95,9 +97,11 @@ def cuda_device_name(device_id: int = 0) -> str:
     else:
         raise no_cuda("there is no NVIDIA driver here (libcuda not found)")
     device, name = ctypes.c_int(), ctypes.create_string_buffer(256)
-    for step, status in (("cuInit", lambda: cuda.cuInit(0)),
-                         ("cuDeviceGet", lambda: cuda.cuDeviceGet(ctypes.byref(device), device_id)),
-                         ("cuDeviceGetName", lambda: cuda.cuDeviceGetName(name, 256, device))):
+    for step, status in (
+        ("cuInit", lambda: cuda.cuInit(0)),
+        ("cuDeviceGet", lambda: cuda.cuDeviceGet(ctypes.byref(device), device_id)),
+        ("cuDeviceGetName", lambda: cuda.cuDeviceGetName(name, 256, device)),
+    ):
         code = status()
         if code != 0:
             raise no_cuda(f"the NVIDIA driver finds no CUDA device {device_id} ({step} returned CUDA error {code})")

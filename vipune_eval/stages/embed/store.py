@@ -54,8 +54,7 @@ class DamagedPart(Exception):
 
 
 def part_schema(dim: int) -> pa.Schema:
-    return pa.schema([("text_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim)),
-                      ("tokens", pa.int32())])
+    return pa.schema([("text_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim)), ("tokens", pa.int32())])
 
 
 @contextlib.contextmanager
@@ -67,8 +66,10 @@ def _flocked(path: Path, blocking: bool = True) -> Iterator[bool]:
             yield False
             return
         except OSError as exc:
-            raise EvalError(f"cannot lock {path} ({exc}): the vector store needs a file system with "
-                            "locks (flock); put it on a local or NFS disk") from exc
+            raise EvalError(
+                f"cannot lock {path} ({exc}): the vector store needs a file system with "
+                "locks (flock); put it on a local or NFS disk"
+            ) from exc
         try:
             yield True
         finally:
@@ -103,8 +104,13 @@ class VectorStore:
             opened = pq.ParquetFile(part, page_checksum_verification=True)
             schema = opened.schema_arrow
             vectors = schema.field("embedding").type if "embedding" in schema.names else None
-            fits = (schema.names == PART_COLUMNS and vectors is not None and pa.types.is_fixed_size_list(vectors)
-                    and vectors.list_size == self.dim and vectors.value_type == pa.float32())
+            fits = (
+                schema.names == PART_COLUMNS
+                and vectors is not None
+                and pa.types.is_fixed_size_list(vectors)
+                and vectors.list_size == self.dim
+                and vectors.value_type == pa.float32()
+            )
             if fits:
                 return set(opened.read(columns=["text_id"]).column("text_id").to_pylist())
             problem = f"its columns are not the store's: {schema.remove_metadata()}"
@@ -120,8 +126,13 @@ class VectorStore:
         aside.parent.mkdir(exist_ok=True)
         with contextlib.suppress(FileNotFoundError):  # another job was first
             part.replace(aside)
-        log.warning("vector store %s: part %s is damaged (%s); set aside as %s, its texts are embedded "
-                    "again", self.folder, part.name, problem, aside)
+        log.warning(
+            "vector store %s: part %s is damaged (%s); set aside as %s, its texts are embedded again",
+            self.folder,
+            part.name,
+            problem,
+            aside,
+        )
 
     def _live_claims(self) -> dict[Path, set[str]]:
         """Claims of running jobs; a claim whose job died (its flock free) is removed."""
@@ -180,12 +191,20 @@ class VectorStore:
         out = self.parts / f"{self.job}-{self._written:05d}.parquet"
         self._written += 1
         with atomic_path(out) as tmp:
-            pq.write_table(pa.table({
-                "text_id": ids,
-                "embedding": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.asarray(vectors, np.float32).ravel()), self.dim),
-                "tokens": pa.array(np.asarray(tokens), pa.int32()),
-            }, schema=part_schema(self.dim)), tmp, write_page_checksum=True)
+            pq.write_table(
+                pa.table(
+                    {
+                        "text_id": ids,
+                        "embedding": pa.FixedSizeListArray.from_arrays(
+                            pa.array(np.asarray(vectors, np.float32).ravel()), self.dim
+                        ),
+                        "tokens": pa.array(np.asarray(tokens), pa.int32()),
+                    },
+                    schema=part_schema(self.dim),
+                ),
+                tmp,
+                write_page_checksum=True,
+            )
 
     def get(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(vectors, tokens) of ``ids``, in their order; every id must be stored. Raises
@@ -218,10 +237,17 @@ class VectorStore:
             raise DamagedPart(damaged)
         if not found.all():
             missing = [ids[i] for i in np.flatnonzero(~found)[:3]]
-            raise EvalError(f"vector store {self.folder}: no vector for text(s) {missing}; a job that "
-                            "claimed them failed: rerun the embed stage")
+            raise EvalError(
+                f"vector store {self.folder}: no vector for text(s) {missing}; a job that "
+                "claimed them failed: rerun the embed stage"
+            )
         return vectors, tokens
 
     def report(self, computed: int, stored: int, waited: int) -> None:
-        log.info("vector store %s: %d texts embedded here, %d already stored, %d embedded by "
-                 "concurrent jobs", self.folder, computed, stored, waited)
+        log.info(
+            "vector store %s: %d texts embedded here, %d already stored, %d embedded by concurrent jobs",
+            self.folder,
+            computed,
+            stored,
+            waited,
+        )

@@ -25,8 +25,11 @@ def encoder_shape(model_dir: Path) -> dict[str, int] | None:
     """A BERT encoder's layer shapes from its config.json; None when it names none."""
     try:
         c = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-        return {"layers": int(c["num_hidden_layers"]), "hidden": int(c["hidden_size"]),
-                "intermediate": int(c["intermediate_size"])}
+        return {
+            "layers": int(c["num_hidden_layers"]),
+            "hidden": int(c["hidden_size"]),
+            "intermediate": int(c["intermediate_size"]),
+        }
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
@@ -78,5 +81,3 @@ def read_tallies(paths: Sequence[str | Path]) -> list[Tally]:
         if COMPUTE_KEY in meta:
             out.append(Tally(**json.loads(meta[COMPUTE_KEY])))
     return out
-
-

@@ -98,8 +98,9 @@ class Chunker:
         """Tokens (without special tokens) of each line; None when a token straddles a line
         break (the counts would not add up)."""
         if self.counts_lines_alone:
-            return np.fromiter((len(e) for e in self._encode_lines(lines, add_special_tokens=False)),
-                               np.int64, len(lines))
+            return np.fromiter(
+                (len(e) for e in self._encode_lines(lines, add_special_tokens=False)), np.int64, len(lines)
+            )
         starts = np.cumsum([0] + [len(line) + 1 for line in lines])  # each line's first character
         spans = self.tokenizer.encode("\n".join(lines), add_special_tokens=False).offsets
         offsets = np.fromiter(chain.from_iterable(spans), np.int64, 2 * len(spans)).reshape(-1, 2)

@@ -19,11 +19,15 @@ def _has_answer(turn: dict[str, Any], where: str, session: str, strict: bool) ->
     """LongMemEval's reading of ``has_answer`` on a user turn of an ``answer`` session: truthy
     at session level (a missing key raises KeyError there), exactly true/false at turn level."""
     if "has_answer" not in turn:
-        raise EvalError(f"{where}, session {session}: a user turn has no has_answer; LongMemEval's "
-                        f"run_retrieval.py fails on it (KeyError), so the official view cannot be scored")
+        raise EvalError(
+            f"{where}, session {session}: a user turn has no has_answer; LongMemEval's "
+            f"run_retrieval.py fails on it (KeyError), so the official view cannot be scored"
+        )
     if strict and turn["has_answer"] not in [True, False]:  # its assert: so 1 and 0 pass
-        raise EvalError(f"{where}, session {session}: has_answer = {turn['has_answer']!r}; LongMemEval's "
-                        "turn-level code asserts true or false, so the official turn view cannot be scored")
+        raise EvalError(
+            f"{where}, session {session}: has_answer = {turn['has_answer']!r}; LongMemEval's "
+            "turn-level code asserts true or false, so the official turn view cannot be scored"
+        )
     return bool(turn["has_answer"])
 
 
@@ -51,7 +55,9 @@ def official_rows(instance: Instance, granularity: str) -> list[Row]:
             rows.append(Row(doc + mark, session_key, doc + mark, turn["content"]))
     for row in rows:
         if row.doc != base_id(row.doc) and "answer" in row.doc:
-            raise EvalError(f"{instance.where}: evidence session {base_id(row.session)} is listed twice; "
-                            "LongMemEval counts both copies under one correct id, which a run file cannot "
-                            "hold, so the official view cannot score this pair")
+            raise EvalError(
+                f"{instance.where}: evidence session {base_id(row.session)} is listed twice; "
+                "LongMemEval counts both copies under one correct id, which a run file cannot "
+                "hold, so the official view cannot score this pair"
+            )
     return rows

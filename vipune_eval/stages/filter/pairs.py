@@ -18,23 +18,27 @@ from vipune_eval.stages.filter import split as splits
 from vipune_eval.stages.filter.official import official_rows
 from vipune_eval.stages.filter.reader import Instance, Row, has_user_side_evidence, usable_instances
 
-PAIRS_SCHEMA = pa.schema([
-    ("question_id", pa.string()),
-    ("question_type", pa.string()),
-    ("question", pa.string()),
-    ("question_date", pa.string()),
-    ("split", pa.string()),
-    ("gold", pa.list_(pa.string())),
-    ("gold_source", pa.string()),
-    ("session_ids", pa.list_(pa.string())),
-    # run_retrieval.py's skip rule keeps the pair (some user turn has a truthy has_answer): the
-    # official view's `metrics` average these, its `metrics_all` every pair
-    ("user_side_evidence", pa.bool_()),
-])
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("question_type", pa.string()),
+        ("question", pa.string()),
+        ("question_date", pa.string()),
+        ("split", pa.string()),
+        ("gold", pa.list_(pa.string())),
+        ("gold_source", pa.string()),
+        ("session_ids", pa.list_(pa.string())),
+        # run_retrieval.py's skip rule keeps the pair (some user turn has a truthy has_answer): the
+        # official view's `metrics` average these, its `metrics_all` every pair
+        ("user_side_evidence", pa.bool_()),
+    ]
+)
 
 
-SKIP_RULE = ("LongMemEval's run_retrieval.py: a pair is skipped when no user turn of its haystack "
-             "has a truthy has_answer (after the 30 _abs abstention questions)")
+SKIP_RULE = (
+    "LongMemEval's run_retrieval.py: a pair is skipped when no user turn of its haystack "
+    "has a truthy has_answer (after the 30 _abs abstention questions)"
+)
 
 
 def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
@@ -44,9 +48,17 @@ def gold_of(instance: Instance, protocol: str, rows: list[Row]) -> list[str]:
     return list(dict.fromkeys(r.doc for r in rows if "answer" in r.doc))
 
 
-def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, qrels_out: Path,
-              summary_out: Path, expected: dict[str, int] | None, split_seed: int,
-              dev_fraction: float) -> dict[str, Any]:
+def run_pairs(
+    dataset: Path,
+    protocol: str,
+    granularity: str,
+    pairs_out: Path,
+    qrels_out: Path,
+    summary_out: Path,
+    expected: dict[str, int] | None,
+    split_seed: int,
+    dev_fraction: float,
+) -> dict[str, Any]:
     """The view's pairs (category, gold, split), its qrels and its counts per category."""
     granularity = granularities.get(granularity).name
     official = protocol == "official"
@@ -65,22 +77,42 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
             empty_gold += not gold and pair["user_side_evidence"]  # in run_retrieval.py's set
             empty_gold_all += not gold
             pair = {**pair, "gold": gold, "gold_source": "official: ids holding 'answer'"}
-        pairs.append({k: pair[k] for k in ("question_id", "question_type", "question", "question_date",
-                                           "gold", "gold_source", "session_ids", "user_side_evidence")})
+        pairs.append(
+            {
+                k: pair[k]
+                for k in (
+                    "question_id",
+                    "question_type",
+                    "question",
+                    "question_date",
+                    "gold",
+                    "gold_source",
+                    "session_ids",
+                    "user_side_evidence",
+                )
+            }
+        )
         gold_sources[pair["gold_source"]] += 1
         counts["session_slots"] += len(pair["session_ids"])
     labels = splits.assign(all_pairs, split_seed, dev_fraction)
     for pair in pairs:
         pair["split"] = labels[pair["question_id"]]
     summary: dict[str, Any] = {
-        "protocol": protocol, "granularity": granularity,
-        "instances": counts["instances"], "abstention": counts["abstention"], "pairs": len(pairs),
+        "protocol": protocol,
+        "granularity": granularity,
+        "instances": counts["instances"],
+        "abstention": counts["abstention"],
+        "pairs": len(pairs),
         "per_category": dict(sorted(Counter(p["question_type"] for p in pairs).items())),
-        "gold_source": dict(gold_sources), "session_slots": counts["session_slots"],
+        "gold_source": dict(gold_sources),
+        "session_slots": counts["session_slots"],
         "created_at_policy": "haystack_dates of the session (UTC); 2000-01-01 + index minutes when absent",
-        "split": {"seed": split_seed, "dev_fraction": dev_fraction,
-                  "dev": sum(p["split"] == "dev" for p in pairs),
-                  "test": sum(p["split"] == "test" for p in pairs)},
+        "split": {
+            "seed": split_seed,
+            "dev_fraction": dev_fraction,
+            "dev": sum(p["split"] == "dev" for p in pairs),
+            "test": sum(p["split"] == "test" for p in pairs),
+        },
     }
     if official:
         summary["skip_rule"] = SKIP_RULE
@@ -96,25 +128,30 @@ def run_pairs(dataset: Path, protocol: str, granularity: str, pairs_out: Path, q
         pq.write_table(pa.Table.from_pylist(pairs, schema=PAIRS_SCHEMA), tmp)
     trec.write_qrels(qrels_out, {p["question_id"]: p["gold"] for p in pairs})
     write_json(summary_out, summary)
-    log.info("filter (%s, %s): %d instances, %d abstention, %d pairs", protocol, granularity, summary["instances"],
-             summary["abstention"], summary["pairs"])
+    log.info(
+        "filter (%s, %s): %d instances, %d abstention, %d pairs",
+        protocol,
+        granularity,
+        summary["instances"],
+        summary["abstention"],
+        summary["pairs"],
+    )
     return summary
 
 
-def check_expected(dataset: Path, summary: dict[str, Any], usable: int,
-                   expected: dict[str, int] | None) -> None:
+def check_expected(dataset: Path, summary: dict[str, Any], usable: int, expected: dict[str, int] | None) -> None:
     if usable == 0:
-        raise EvalError(f"{dataset}: zero usable pairs ({summary['instances']} instances, "
-                        f"{summary['abstention']} abstention)")
+        raise EvalError(
+            f"{dataset}: zero usable pairs ({summary['instances']} instances, {summary['abstention']} abstention)"
+        )
     if expected is None:
         return
     found = {"instances": summary["instances"], "abstention": summary["abstention"], "pairs": usable}
     wrong = {k: (v, found[k]) for k, v in expected.items() if found[k] != v}
     if wrong:
         detail = ", ".join(f"{k}: expected {want}, found {got}" for k, (want, got) in wrong.items())
-        raise EvalError(f"{dataset}: counts differ from dataset.expected ({detail}); per category: "
-                        f"{summary['per_category']}",
-                        fix="wrong file? Fix dataset.filename or dataset.path; for another file on "
-                            "purpose, set dataset.expected to its counts, or to null to skip the check")
-
-
+        raise EvalError(
+            f"{dataset}: counts differ from dataset.expected ({detail}); per category: {summary['per_category']}",
+            fix="wrong file? Fix dataset.filename or dataset.path; for another file on "
+            "purpose, set dataset.expected to its counts, or to null to skip the check",
+        )

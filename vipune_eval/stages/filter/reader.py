@@ -22,6 +22,8 @@ from vipune_eval.registry.granularities import session_text
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 FALLBACK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
 @dataclass
 class Row:
     key: str
@@ -66,18 +68,20 @@ def iter_instances(path: Path) -> Iterator[dict[str, Any]]:
             head = handle.read(4096)
             bom = len(BOM) if head.startswith(BOM) else 0  # accepted, as JSON parsers may (RFC 8259 §8.1)
             if not head[bom:].lstrip(b" \t\r\n").startswith(b"["):
-                raise EvalError(f"{path}: LongMemEval data is one JSON list of instances, but the "
-                                f"file starts with {head[:40]!r}")
+                raise EvalError(
+                    f"{path}: LongMemEval data is one JSON list of instances, but the file starts with {head[:40]!r}"
+                )
             handle.seek(bom)
             for item in ijson.items(handle, "item", use_float=True):
                 yield item
                 done += 1
     except (ijson.JSONError, UnicodeDecodeError) as exc:
         kind = "not UTF-8 text" if _is_encoding_error(exc) else "not a valid LongMemEval JSON array"
-        raise EvalError(f"{path}: instance {done} (after {done} complete instances): {kind} "
-                        f"({_short(exc)})",
-                        fix="point dataset.path at the LongMemEval file, complete and undamaged (a copy "
-                            "cut short, or another format, fails here)") from exc
+        raise EvalError(
+            f"{path}: instance {done} (after {done} complete instances): {kind} ({_short(exc)})",
+            fix="point dataset.path at the LongMemEval file, complete and undamaged (a copy "
+            "cut short, or another format, fails here)",
+        ) from exc
 
 
 def _is_encoding_error(exc: Exception) -> bool:
@@ -103,10 +107,11 @@ def _require(instance: dict[str, Any], key: str, kind: type, where: str) -> Any:
 def check_id(value: Any, what: str, where: str) -> str:
     """Ids go into whitespace-separated TREC files and vipune's arguments: non-empty strings
     without whitespace or control characters (a NUL cannot travel in an argument)."""
-    if not isinstance(value, str) or not value or any(c.isspace() or ord(c) < 32 or c == "\x7f"
-                                                      for c in value):
-        raise EvalError(f"{where}: {what} should be a non-empty string without whitespace or "
-                        f"control characters (TREC files are whitespace-separated), got {value!r:.80}")
+    if not isinstance(value, str) or not value or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in value):
+        raise EvalError(
+            f"{where}: {what} should be a non-empty string without whitespace or "
+            f"control characters (TREC files are whitespace-separated), got {value!r:.80}"
+        )
     return value
 
 
@@ -114,8 +119,7 @@ def _check_session(session: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(session, list):
         raise EvalError(f"{where}: a session should be a list of turns, got {type(session).__name__}")
     for turn in session:
-        if not (isinstance(turn, dict) and isinstance(turn.get("role"), str)
-                and isinstance(turn.get("content"), str)):
+        if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
             raise EvalError(f"{where}: every turn needs string 'role' and 'content', got {turn!r:.120}")
     return session
 
@@ -137,8 +141,10 @@ def read_instance(instance: Any, where: str) -> Instance:
     if not question:
         raise EvalError(f"{where}: empty question")
     if dates is not None and not isinstance(dates, list):
-        raise EvalError(f"{where}: field 'haystack_dates' should be a list of dates like "
-                        f"'2023/05/20 (Sat) 02:21', got {type(dates).__name__} {dates!r:.60}")
+        raise EvalError(
+            f"{where}: field 'haystack_dates' should be a list of dates like "
+            f"'2023/05/20 (Sat) 02:21', got {type(dates).__name__} {dates!r:.60}"
+        )
     if dates is not None and len(dates) != len(sessions):
         raise EvalError(f"{where}: {len(dates)} haystack_dates for {len(sessions)} sessions")
 
@@ -148,8 +154,10 @@ def read_instance(instance: Any, where: str) -> Instance:
     for i, (sid, session) in enumerate(zip(session_ids, sessions)):
         check_id(sid, f"haystack_session_ids[{i}]", where)
         if base_id(sid) != sid:
-            raise EvalError(f"{where}: haystack_session_ids[{i}] = {sid!r} ends like the ids the harness "
-                            "gives a session listed twice (#copyN); rename it")
+            raise EvalError(
+                f"{where}: haystack_session_ids[{i}] = {sid!r} ends like the ids the harness "
+                "gives a session listed twice (#copyN); rename it"
+            )
         session = _check_session(session, f"{where}, session {sid}")
         tid = text_id(session_text(session))
         if seen.setdefault(sid, tid) != tid:
@@ -159,8 +167,9 @@ def read_instance(instance: Any, where: str) -> Instance:
             try:
                 stamp = rfc3339(dates[i])
             except (TypeError, ValueError) as exc:
-                raise EvalError(f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like "
-                                f"'2023/05/20 (Sat) 02:21'") from exc
+                raise EvalError(
+                    f"{where}: haystack_dates[{i}] = {dates[i]!r} is not like '2023/05/20 (Sat) 02:21'"
+                ) from exc
         stamp = stamp or (FALLBACK_EPOCH + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
         listed[sid] += 1
         listing.append((sid, session, listed[sid], stamp))
@@ -181,9 +190,15 @@ def read_instance(instance: Any, where: str) -> Instance:
     if missing:
         # Stop rather than drop: a gold session that cannot be retrieved would quietly lower recall.
         raise EvalError(f"{where}: gold session(s) {missing} are not in the haystack")
-    pair = {"question_id": qid, "question_type": qtype, "question": question,
-            "question_date": str(instance.get("question_date", "")), "gold": gold,
-            "gold_source": source, "session_ids": [sid for sid, _, _ in kept]}
+    pair = {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": question,
+        "question_date": str(instance.get("question_date", "")),
+        "gold": gold,
+        "gold_source": source,
+        "session_ids": [sid for sid, _, _ in kept],
+    }
     return Instance(pair, kept, where, listing)
 
 
@@ -192,8 +207,7 @@ def read_instance(instance: Any, where: str) -> Instance:
 
 def has_user_side_evidence(instance: Instance) -> bool:
     """run_retrieval.py's skip rule: some user turn of the haystack has a truthy has_answer."""
-    return any(bool(t.get("has_answer")) for _, session, _ in instance.sessions
-               for t in session if t["role"] == "user")
+    return any(bool(t.get("has_answer")) for _, session, _ in instance.sessions for t in session if t["role"] == "user")
 
 
 def created_at_of(instance: Instance) -> dict[str, str]:
@@ -227,5 +241,3 @@ def usable_instances(dataset: Path, counts: Counter, expected_instances: int | N
         yield read_instance(raw, where)
     if counts["instances"] == 0:
         raise EvalError(f"{dataset}: the JSON array holds no instances")
-
-

@@ -21,16 +21,18 @@ from vipune_eval.stages.filter.chunking import Chunker
 from vipune_eval.stages.filter.official import official_rows
 from vipune_eval.stages.filter.reader import Instance, Row, created_at_of, usable_instances
 
-ROWS_SCHEMA = pa.schema([
-    ("question_id", pa.string()),
-    ("question", pa.string()),
-    ("question_text_id", pa.string()),
-    ("row_keys", pa.list_(pa.string())),      # unique within the pair: the vipune row id's tail
-    ("row_sessions", pa.list_(pa.string())),  # the session each row belongs to
-    ("row_docs", pa.list_(pa.string())),      # the document a row stands for in the run file
-    ("row_text_ids", pa.list_(pa.string())),
-    ("row_created_at", pa.list_(pa.string())),
-])
+ROWS_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("question_text_id", pa.string()),
+        ("row_keys", pa.list_(pa.string())),  # unique within the pair: the vipune row id's tail
+        ("row_sessions", pa.list_(pa.string())),  # the session each row belongs to
+        ("row_docs", pa.list_(pa.string())),  # the document a row stands for in the run file
+        ("row_text_ids", pa.list_(pa.string())),
+        ("row_created_at", pa.list_(pa.string())),
+    ]
+)
 
 
 TEXTS_SCHEMA = pa.schema([("text_id", pa.string()), ("text", pa.string())])
@@ -39,12 +41,12 @@ TEXTS_SCHEMA = pa.schema([("text_id", pa.string()), ("text", pa.string())])
 def seed_rows(instance: Instance, granularity: str, chunker: Callable | None) -> list[Row]:
     """The rows the granularity makes of each session (registry.granularities)."""
     make = granularities.get(granularity).seed_rows
-    return [Row(key, sid, sid, text) for sid, session, _ in instance.sessions
-            for key, text in make(sid, session, chunker)]
+    return [
+        Row(key, sid, sid, text) for sid, session, _ in instance.sessions for key, text in make(sid, session, chunker)
+    ]
 
 
-def rows_of(instance: Instance, protocol: str, granularity: str,
-            chunker: Callable | None) -> list[Row] | None:
+def rows_of(instance: Instance, protocol: str, granularity: str, chunker: Callable | None) -> list[Row] | None:
     """The view's rows of an instance (the official view keeps every non-abstention pair:
     print_retrieval_metrics.py averages them all; its skip rule is a column of the pairs)."""
     if protocol == "official":
@@ -80,8 +82,15 @@ class _TextWriter:
         self.writer.close()
 
 
-def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, texts_out: Path,
-             tokenizer: Path | None = None, batch_pairs: int = 64) -> dict[str, int]:
+def run_rows(
+    dataset: Path,
+    protocol: str,
+    granularity: str,
+    rows_out: Path,
+    texts_out: Path,
+    tokenizer: Path | None = None,
+    batch_pairs: int = 64,
+) -> dict[str, int]:
     """Each pair's memory rows (the view's granularity) and the unique texts they and the
     questions hold. Returns counts (pairs, row slots, unique texts)."""
     kind = granularities.get(granularity)
@@ -102,12 +111,18 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
                 continue
             stamps = created_at_of(instance)
             pair = instance.pair
-            batch.append({
-                "question_id": pair["question_id"], "question": pair["question"],
-                "question_text_id": texts.add(pair["question"]),
-                "row_keys": [r.key for r in rows], "row_sessions": [r.session for r in rows],
-                "row_docs": [r.doc for r in rows], "row_text_ids": [texts.add(r.text) for r in rows],
-                "row_created_at": [stamps[r.session] for r in rows]})
+            batch.append(
+                {
+                    "question_id": pair["question_id"],
+                    "question": pair["question"],
+                    "question_text_id": texts.add(pair["question"]),
+                    "row_keys": [r.key for r in rows],
+                    "row_sessions": [r.session for r in rows],
+                    "row_docs": [r.doc for r in rows],
+                    "row_text_ids": [texts.add(r.text) for r in rows],
+                    "row_created_at": [stamps[r.session] for r in rows],
+                }
+            )
             counts["pairs"] += 1
             counts["row_slots"] += len(rows)
             if len(batch) >= batch_pairs:
@@ -120,6 +135,12 @@ def run_rows(dataset: Path, protocol: str, granularity: str, rows_out: Path, tex
         if counts["pairs"] == 0:
             raise EvalError(f"{dataset}: zero usable pairs under the {protocol} protocol")
         counts["unique_texts"] = len(texts.seen)
-    log.info("filter rows (%s, %s): %d pairs, %d rows, %d unique texts", protocol, granularity, counts["pairs"],
-             counts["row_slots"], counts["unique_texts"])
+    log.info(
+        "filter rows (%s, %s): %d pairs, %d rows, %d unique texts",
+        protocol,
+        granularity,
+        counts["pairs"],
+        counts["row_slots"],
+        counts["unique_texts"],
+    )
     return {k: counts[k] for k in ("pairs", "row_slots", "unique_texts")}

@@ -81,19 +81,19 @@ def mcnemar_exact(b: int, c: int) -> float:
     # P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), summed exactly in integers: scipy.stats's
     # binom.cdf gives the same to a few ulps, but importing scipy.stats cost each report ~0.9 s
     n = b + c
-    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2 ** n)
+    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
     return float(min(Fraction(1), 2 * tail))
 
 
-def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000,
-                         seed: int = 0) -> float:
+def paired_randomization(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0) -> float:
     """Two-sided paired sign-flip randomization test of mean(a - b); p = (count + 1) / (R + 1)."""
     check_resamples(resamples)
     return float(_sign_flip_pvalues(_pair(a, b)[:, None], resamples, seed)[0])
 
 
-def paired_bootstrap_interval(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95,
-                              resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap_interval(
+    a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of mean(a - b), resampling pairs."""
     check_settings(confidence, resamples)
     lo, hi = bootstrap_intervals(_pair(a, b)[:, None], confidence=confidence, resamples=resamples, seed=seed)[0]
@@ -117,8 +117,10 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
 def _same_ids(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
     if only_a or only_b:
+
         def show(ids: list[str]) -> str:
             return ", ".join(ids[:10]) + (f" … ({len(ids)} in all)" if len(ids) > 10 else "")
+
         parts = []
         if only_a:
             parts.append(f"missing from b: {show(only_a)}")
@@ -128,8 +130,9 @@ def _same_ids(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return sorted(a)
 
 
-def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confidence: float,
-                    resamples: int, seed: int) -> list[dict[str, Any]]:
+def _compare_matrix(
+    x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confidence: float, resamples: int, seed: int
+) -> list[dict[str, Any]]:
     """Paired comparison of each column of x (n, m) against the same column of y."""
     n, m = x.shape
     if n == 0:
@@ -151,22 +154,23 @@ def _compare_matrix(x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confid
         if is_binary[j]:
             p[j] = mcnemar_exact(int(a_better[j]), int(b_better[j]))
         mean_a, mean_b = float(x[:, j].mean()), float(y[:, j].mean())
-        out.append({
-            "a": mean_a,
-            "b": mean_b,
-            "difference": float(d[:, j].mean()),
-            "interval": [float(intervals[j, 0]), float(intervals[j, 1])],
-            "pairs": int(n),
-            "a_better": int(a_better[j]),
-            "b_better": int(b_better[j]),
-            "test": "mcnemar-exact" if is_binary[j] else "paired-randomization",
-            "p": float(p[j]),
-        })
+        out.append(
+            {
+                "a": mean_a,
+                "b": mean_b,
+                "difference": float(d[:, j].mean()),
+                "interval": [float(intervals[j, 0]), float(intervals[j, 1])],
+                "pairs": int(n),
+                "a_better": int(a_better[j]),
+                "b_better": int(b_better[j]),
+                "test": "mcnemar-exact" if is_binary[j] else "paired-randomization",
+                "p": float(p[j]),
+            }
+        )
     return out
 
 
-def _matrix(rows: Mapping[str, Mapping[str, float]], qids: list[str], metrics: Sequence[str],
-            name: str) -> np.ndarray:
+def _matrix(rows: Mapping[str, Mapping[str, float]], qids: list[str], metrics: Sequence[str], name: str) -> np.ndarray:
     out = np.empty((len(qids), len(metrics)))
     for i, q in enumerate(qids):
         row = rows[q]
@@ -185,15 +189,26 @@ def _p_text(p: float) -> str:
 
 def _sentence(label: str, r: Mapping[str, Any], name_a: str, name_b: str, confidence: float) -> str:
     lo, hi = r["interval"]
-    return (f"{label}: {name_a} {r['a']:.3f} vs {name_b} {r['b']:.3f} "
-            f"({100 * r['difference']:+.1f} points, unadjusted {100 * confidence:g}% CI "
-            f"{100 * lo:+.1f} to {100 * hi:+.1f}, {_p_text(r['p_holm'])})")
+    return (
+        f"{label}: {name_a} {r['a']:.3f} vs {name_b} {r['b']:.3f} "
+        f"({100 * r['difference']:+.1f} points, unadjusted {100 * confidence:g}% CI "
+        f"{100 * lo:+.1f} to {100 * hi:+.1f}, {_p_text(r['p_holm'])})"
+    )
 
 
-def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[str, float]],
-                 metrics: Sequence[str], categories: Mapping[str, str], *, alpha: float = 0.05,
-                 confidence: float = 0.95, resamples: int = 10_000, seed: int = 0,
-                 name_a: str = "a", name_b: str = "b") -> dict[str, Any]:
+def compare_runs(
+    a: Mapping[str, Mapping[str, float]],
+    b: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str],
+    categories: Mapping[str, str],
+    *,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+    name_a: str = "a",
+    name_b: str = "b",
+) -> dict[str, Any]:
     """Compare two runs metric by metric, overall and within each category.
 
     ``a`` and ``b`` map pair id → {metric key → value}; ``categories`` maps pair id → category
@@ -209,8 +224,10 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
     qids = _same_ids(a, b)
     uncategorised = [q for q in qids if q not in categories]
     if uncategorised:
-        raise ValueError(f"pairs without a category: {', '.join(uncategorised[:10])}"
-                         + (f" … ({len(uncategorised)} in all)" if len(uncategorised) > 10 else ""))
+        raise ValueError(
+            f"pairs without a category: {', '.join(uncategorised[:10])}"
+            + (f" … ({len(uncategorised)} in all)" if len(uncategorised) > 10 else "")
+        )
     x, y = _matrix(a, qids, metrics, name_a), _matrix(b, qids, metrics, name_b)
     binary = [metric_is_binary(k) for k in metrics]
 
@@ -231,18 +248,17 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
     for i, k in enumerate(order):
         results[k]["p_holm"] = adjusted[str(i)]
         results[k]["significant"] = bool(adjusted[str(i)] < alpha)
-    labels = {(cat, key): key if cat is None else f"{key} ({cat}, {len(by_category[cat])} pairs)"
-              for cat, key in order}
+    labels = {(cat, key): key if cat is None else f"{key} ({cat}, {len(by_category[cat])} pairs)" for cat, key in order}
 
-    summary = [_sentence(labels[k], r, name_a, name_b, confidence)
-               for k, r in results.items() if r["significant"]]
+    summary = [_sentence(labels[k], r, name_a, name_b, confidence) for k, r in results.items() if r["significant"]]
     if not summary:
-        summary = [f"No significant difference between {name_a} and {name_b} in any of the "
-                   f"{len(results)} comparisons (Holm-adjusted, alpha = {alpha:g})."]
+        summary = [
+            f"No significant difference between {name_a} and {name_b} in any of the "
+            f"{len(results)} comparisons (Holm-adjusted, alpha = {alpha:g})."
+        ]
     return {
         "overall": {key: results[(None, key)] for key in metrics},
-        "per_category": {cat: {key: results[(cat, key)] for key in metrics}
-                         for cat, _ in groups if cat is not None},
+        "per_category": {cat: {key: results[(cat, key)] for key in metrics} for cat, _ in groups if cat is not None},
         "alpha": alpha,
         "confidence": confidence,
         "names": [name_a, name_b],
@@ -254,8 +270,11 @@ def compare_runs(a: Mapping[str, Mapping[str, float]], b: Mapping[str, Mapping[s
 
 def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = [(key, r) for key, r in result["overall"].items()]
-    out += [(f"{key} ({cat}, {r['pairs']} pairs)", r) for cat, rows in result["per_category"].items()
-            for key, r in rows.items()]
+    out += [
+        (f"{key} ({cat}, {r['pairs']} pairs)", r)
+        for cat, rows in result["per_category"].items()
+        for key, r in rows.items()
+    ]
     return out
 
 
@@ -271,8 +290,12 @@ def adjust_family(results: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, 
         for _, r in _entries(result):
             r["significant"] = bool(r["p_holm"] < alpha)
         result["correction"] = f"holm over {len(family)} comparisons of {len(results)} runs"
-        result["summary"] = [_sentence(label, r, name_a, name_b, result["confidence"])
-                             for label, r in _entries(result) if r["significant"]] or [
+        result["summary"] = [
+            _sentence(label, r, name_a, name_b, result["confidence"])
+            for label, r in _entries(result)
+            if r["significant"]
+        ] or [
             f"No significant difference between {name_a} and {name_b} in any of the "
-            f"{len(family)} comparisons (Holm-adjusted over {len(results)} runs, alpha = {alpha:g})."]
+            f"{len(family)} comparisons (Holm-adjusted over {len(results)} runs, alpha = {alpha:g})."
+        ]
     return dict(results)

@@ -11,16 +11,20 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics: dict[str, dict[str, Any]],
-               k: int) -> dict[str, Any]:
+def truncation(
+    pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics: dict[str, dict[str, Any]], k: int
+) -> dict[str, Any]:
     """Share of row texts over the model's 512 tokens, and recall@k with and without them.
 
     ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``);
     ``truncated``: text id → cut at the model's limit when embedded."""
     key = measures.key(measures.PRIMARY, k)
     rows = {t for p in pairs for t in p["row_text_ids"]}
-    hit = {p["question_id"] for p in pairs
-           if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])}
+    hit = {
+        p["question_id"]
+        for p in pairs
+        if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])
+    }
     out: dict[str, Any] = {
         "session_texts": len(rows),
         "truncated_share": sum(truncated[t] for t in rows) / len(rows),
@@ -36,8 +40,7 @@ def truncation(pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics:
     return out
 
 
-def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
-                    roles: dict[str, str | None]) -> dict[str, Any] | None:
+def empty_and_query(metrics: dict[str, dict[str, Any]], k: int, roles: dict[str, str | None]) -> dict[str, Any] | None:
     """How often vipune's AND query finds nothing, and what an OR query changes in the fusion.
     ``roles`` names the configured runs with the settings compared (plan.manifest.roles):
     ``bm25_and``, ``hybrid_and``, ``hybrid_or``."""
@@ -55,12 +58,14 @@ def empty_and_query(metrics: dict[str, dict[str, Any]], k: int,
         key = measures.key(measures.PRIMARY, k)
         out[f"{key}_on_empty_and_pairs"] = {
             hybrid_name: _mean([hybrid[q][key] for q in empty]),
-            or_name: _mean([hybrid_or[q][key] for q in empty])}
+            or_name: _mean([hybrid_or[q][key] for q in empty]),
+        }
     return out
 
 
-def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
-              mirror: str | None) -> dict[str, Any] | None:
+def agreement(
+    metrics: dict[str, dict[str, Any]], ks: list[int], binary: str, mirror: str | None
+) -> dict[str, Any] | None:
     """Per pair, does the binary's top k equal its reference mirror's? It should: `vipune` mirrors
     `hybrid`, `vipune-semantic` mirrors `dense` (a disagreement of the first pair but not of the
     second sits in the fusion, not in the dense arm); the mirror is the configured reference run
@@ -71,10 +76,15 @@ def agreement(metrics: dict[str, dict[str, Any]], ks: list[int], binary: str,
         return None
     vipune, hybrid = metrics[binary]["per_query"], metrics[mirror]["per_query"]
     shared = sorted(set(vipune) & set(hybrid))
-    out: dict[str, Any] = {"run": binary, "pairs": len(shared), "mirror": mirror,
-                           "run_pairs": len(vipune), "mirror_pairs": len(hybrid),
-                           "only_run": sorted(set(vipune) - set(hybrid)),
-                           "only_mirror": sorted(set(hybrid) - set(vipune))}
+    out: dict[str, Any] = {
+        "run": binary,
+        "pairs": len(shared),
+        "mirror": mirror,
+        "run_pairs": len(vipune),
+        "mirror_pairs": len(hybrid),
+        "only_run": sorted(set(vipune) - set(hybrid)),
+        "only_mirror": sorted(set(hybrid) - set(vipune)),
+    }
     for k in ks:
         same = [q for q in shared if vipune[q]["ranked"][:k] == hybrid[q]["ranked"][:k]]
         out[f"same_top{k}_share"] = len(same) / len(shared) if shared else None
@@ -90,7 +100,14 @@ def gold_ranks(entry: dict[str, Any], gold: dict[str, set[str]], k: int) -> list
     for qid, row in entry["per_query"].items():
         ranked = row["ranked"]
         ranks = {g: (ranked.index(g) + 1 if g in ranked else None) for g in sorted(gold[qid])}
-        rows.append({"question_id": qid, "question_type": row["question_type"],
-                     recall: row[recall], mrr: row[mrr], "gold_ranks": ranks})
+        rows.append(
+            {
+                "question_id": qid,
+                "question_type": row["question_type"],
+                recall: row[recall],
+                mrr: row[mrr],
+                "gold_ranks": ranks,
+            }
+        )
     rows.sort(key=lambda r: (r[recall], r[mrr], r["question_id"]))
     return rows

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS
 
 NO_INTERVAL = "no CI"
-NO_INTERVAL_NOTE = (f"`{NO_INTERVAL}`: fewer than {MIN_BOOTSTRAP_PAIRS} pairs, too few for a bootstrap interval "
-                    "(resampling so few values gives none worth the name; recall_any and recall_all keep "
-                    "their Wilson intervals).")
+NO_INTERVAL_NOTE = (
+    f"`{NO_INTERVAL}`: fewer than {MIN_BOOTSTRAP_PAIRS} pairs, too few for a bootstrap interval "
+    "(resampling so few values gives none worth the name; recall_any and recall_all keep "
+    "their Wilson intervals)."
+)
 
 
 def cell(value: float, interval: list[float] | None) -> str:
@@ -101,7 +103,7 @@ class Document:
     identity: list[str]
     warnings: list[str]
     headline: Table
-    primary_build: str | None   # the build the others are compared with, and where it came from
+    primary_build: str | None  # the build the others are compared with, and where it came from
     primary_source: str | None
     builds: list[str]
     sections: list[Section]

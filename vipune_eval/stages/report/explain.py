@@ -60,12 +60,16 @@ def mismatch(arms: PersonaArms, row_ids: list[str], docs: list[str], ranked: lis
         got = fused[rank - 1] if rank <= len(fused) else None
         if got is None or got[0] != want[0] or want[1] is None or not math.isclose(got[1], want[1], rel_tol=1e-12):
             fusion = f"{docs[got[0]]} ({got[1]:.6f})" if got else "nothing"
-            return (f"the RRF fusion (k = {arms.k:g}) of the recorded arms gives {fusion} at rank {rank}, where "
-                    f"vipune's hybrid search returned {docs[want[0]]} ({_score(want[1])})")
+            return (
+                f"the RRF fusion (k = {arms.k:g}) of the recorded arms gives {fusion} at rank {rank}, where "
+                f"vipune's hybrid search returned {docs[want[0]]} ({_score(want[1])})"
+            )
     collapsed = first_documents((docs[row] for row, _ in arms.hybrid), len(ranked))
     if collapsed != ranked:
-        return (f"the recorded hybrid list ({', '.join(collapsed[:TOP])}) is not the run's "
-                f"({', '.join(ranked[:TOP])}): the arms file and the run file come from different searches")
+        return (
+            f"the recorded hybrid list ({', '.join(collapsed[:TOP])}) is not the run's "
+            f"({', '.join(ranked[:TOP])}): the arms file and the run file come from different searches"
+        )
     return None
 
 
@@ -113,9 +117,17 @@ def _positions(hits: Hits, docs: list[str]) -> dict[str, list[Any]]:
 def explain_build(pair: Pair, lists: BuildLists) -> ExplainedColumn:
     """One build's column of an explanation."""
     ranked = lists.lib if lists.lib is not None else lists.binary
-    out: ExplainedColumn = {"build": lists.build, "retriever": LIB.hybrid if lists.lib is not None else BINARY.hybrid,
-                           "k": None, "arms": lists.missing, "mismatch": None, "failed": ranked is None,
-                           "binary": None, "top": [], "gold_outside": []}
+    out: ExplainedColumn = {
+        "build": lists.build,
+        "retriever": LIB.hybrid if lists.lib is not None else BINARY.hybrid,
+        "k": None,
+        "arms": lists.missing,
+        "mismatch": None,
+        "failed": ranked is None,
+        "binary": None,
+        "top": [],
+        "gold_outside": [],
+    }
     if ranked is None:
         return out
     arms = lists.arms if lists.lib is not None else None
@@ -128,10 +140,15 @@ def explain_build(pair: Pair, lists: BuildLists) -> ExplainedColumn:
     bm25 = _positions(arms.bm25, pair.docs) if arms else {}
     fused = {doc: score for doc, (_, score) in _positions(arms.hybrid, pair.docs).items()} if arms else {}
     gold = set(pair.gold)
-    out["top"] = [{"doc": doc, "gold": doc in gold, "semantic": semantic.get(doc), "bm25": bm25.get(doc),
-                   "fused": fused.get(doc)} for doc in ranked[:TOP]]
-    out["gold_outside"] = [{"doc": doc, "semantic": semantic.get(doc), "bm25": bm25.get(doc)}
-                           for doc in pair.gold if doc not in ranked[:TOP]]
+    out["top"] = [
+        {"doc": doc, "gold": doc in gold, "semantic": semantic.get(doc), "bm25": bm25.get(doc), "fused": fused.get(doc)}
+        for doc in ranked[:TOP]
+    ]
+    out["gold_outside"] = [
+        {"doc": doc, "semantic": semantic.get(doc), "bm25": bm25.get(doc)}
+        for doc in pair.gold
+        if doc not in ranked[:TOP]
+    ]
     if lists.lib is not None and lists.binary is not None and lists.binary[:TOP] != lists.lib[:TOP]:
         out["binary"] = lists.binary[:TOP]
     return out
@@ -145,15 +162,20 @@ def explain(pair: Pair, builds: list[BuildLists], texts: dict[str, str]) -> Expl
     first_text: dict[str, str] = {}
     for doc, text_id in zip(pair.docs, pair.text_ids):
         first_text.setdefault(doc, text_id)
-    return {"question_id": pair.question_id, "question": pair.question, "question_type": pair.question_type,
-            "gold": pair.gold, "builds": columns,
-            "texts": {doc: snippet(texts.get(first_text.get(doc, ""), "")) for doc in shown}}
+    return {
+        "question_id": pair.question_id,
+        "question": pair.question,
+        "question_type": pair.question_type,
+        "gold": pair.gold,
+        "builds": columns,
+        "texts": {doc: snippet(texts.get(first_text.get(doc, ""), "")) for doc in shown},
+    }
 
 
 def snippet(text: str) -> str:
     """The first SNIPPET characters of a text, on one line."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET else flat[:SNIPPET - 1] + "…"
+    return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
 # ---------------------------------------------------------------- reading a finished run
@@ -167,8 +189,12 @@ def _rows_of(table: Any, question_ids: set[str]) -> dict[str, dict[str, Any]]:
     return {row["question_id"]: row for row in wanted.to_pylist()}
 
 
-def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str], Path],
-                 metrics: dict[str, dict[str, Any]] | None = None) -> dict[str, Explanation]:
+def explanations(
+    manifest: Manifest,
+    question_ids: list[str],
+    at: Callable[[str], Path],
+    metrics: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Explanation]:
     """The explanations of ``question_ids`` (pairs of the primary view) from a run's files, named
     by its manifest; ``at``: where a path of the manifest is; ``metrics``: the metrics files
     already read, by their manifest path."""
@@ -179,9 +205,19 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
     view, wanted = manifest["views"][0], set(question_ids)
     pairs = _rows_of(read_parquet(at(view["pairs"]), ["question_id", "question", "question_type", "gold"]), wanted)
     rows = _rows_of(read_parquet(at(view["rows"]), ["question_id", "row_keys", "row_docs", "row_text_ids"]), wanted)
-    known = {qid: Pair(qid, pairs[qid]["question"], pairs[qid]["question_type"], pairs[qid]["gold"],
-                       [row_id(qid, key) for key in rows[qid]["row_keys"]], rows[qid]["row_docs"],
-                       rows[qid]["row_text_ids"]) for qid in question_ids if qid in pairs and qid in rows}
+    known = {
+        qid: Pair(
+            qid,
+            pairs[qid]["question"],
+            pairs[qid]["question_type"],
+            pairs[qid]["gold"],
+            [row_id(qid, key) for key in rows[qid]["row_keys"]],
+            rows[qid]["row_docs"],
+            rows[qid]["row_text_ids"],
+        )
+        for qid in question_ids
+        if qid in pairs and qid in rows
+    }
     read = dict(metrics or {})
 
     def ranked(path: str | None) -> dict[str, list[str]] | None:
@@ -202,11 +238,17 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
     texts = dict(zip(table.column("text_id").to_pylist(), table.column("text").to_pylist()))
     out = {}
     for qid, pair in known.items():
-        builds = [BuildLists(build, lib.get(qid) if lib is not None else None,
-                             binary.get(qid) if binary is not None else None,
-                             arms.get(qid), missing or (None if qid in arms or lib is None or qid not in lib
-                                                        else f"the arms file has no entry for {qid}"))
-                  for build, lib, binary, arms, missing in columns]
+        builds = [
+            BuildLists(
+                build,
+                lib.get(qid) if lib is not None else None,
+                binary.get(qid) if binary is not None else None,
+                arms.get(qid),
+                missing
+                or (None if qid in arms or lib is None or qid not in lib else f"the arms file has no entry for {qid}"),
+            )
+            for build, lib, binary, arms, missing in columns
+        ]
         out[qid] = explain(pair, builds, texts)
     return out
 
@@ -214,12 +256,16 @@ def explanations(manifest: Manifest, question_ids: list[str], at: Callable[[str]
 def _without_arms(entry: ExplainedBuild, files: list[Path]) -> str | None:
     """Why a build has no arms at all, or None."""
     if entry["lib"] is None:
-        return (f"no arms: {entry['build']} has no lib-lane run here (the arms come from {LIB.hybrid}: add it to "
-                f"`retrievers`; a vipune.compare build runs it only where {BINARY.hybrid} is not configured)")
+        return (
+            f"no arms: {entry['build']} has no lib-lane run here (the arms come from {LIB.hybrid}: add it to "
+            f"`retrievers`; a vipune.compare build runs it only where {BINARY.hybrid} is not configured)"
+        )
     absent = [str(f) for f in files if not f.is_file()]
     if absent:
-        return (f"no arms: {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not there (a run made before "
-                "vipune-eval recorded them: run the workflow again and its search_vipune_lib jobs record them)")
+        return (
+            f"no arms: {', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not there (a run made before "
+            "vipune-eval recorded them: run the workflow again and its search_vipune_lib jobs record them)"
+        )
     return None
 
 
@@ -236,8 +282,11 @@ def report_explanations(report: Report, manifest: Manifest, metrics: dict[str, d
     worst = [r["question_id"] for r in ranks if r[recall] < 1][:WORST_PAIRS]
     if not manifest.get("explained"):
         return {"moved": [], "worst": [], "questions": {}}
-    return {"moved": moved, "worst": worst,
-            "questions": explanations(manifest, list(dict.fromkeys(moved + worst)), Path, metrics)}
+    return {
+        "moved": moved,
+        "worst": worst,
+        "questions": explanations(manifest, list(dict.fromkeys(moved + worst)), Path, metrics),
+    }
 
 
 # ---------------------------------------------------------------- the command
@@ -247,29 +296,37 @@ def run_explain(question_id: str, run: Path) -> None:
     """Print why ``question_id`` ranked as it did in the finished run whose results folder is ``run``."""
     manifest_file = _relocated(run, paths.REPORT_MANIFEST)
     if not manifest_file.is_file():
-        raise EvalError(f"{run} holds no finished run: {manifest_file} is not there",
-                        fix="give --run the results folder of a run (the folder a workflow run writes; "
-                            "default: results/ of the current folder)")
+        raise EvalError(
+            f"{run} holds no finished run: {manifest_file} is not there",
+            fix="give --run the results folder of a run (the folder a workflow run writes; "
+            "default: results/ of the current folder)",
+        )
     manifest: Manifest = read_json(manifest_file)
     if not manifest.get("explained"):
-        raise EvalError(f"the run in {run} has no arms of vipune's hybrid search to explain a question with "
-                        "(it searched with no vipune build, or was made before vipune-eval recorded them)",
-                        fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
-                            "search_vipune_lib jobs record the arms each hybrid search fused")
+        raise EvalError(
+            f"the run in {run} has no arms of vipune's hybrid search to explain a question with "
+            "(it searched with no vipune build, or was made before vipune-eval recorded them)",
+            fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
+            "search_vipune_lib jobs record the arms each hybrid search fused",
+        )
     questions = read_parquet(_relocated(run, manifest["views"][0]["pairs"]), ["question_id"])
     known = questions.column("question_id").to_pylist()
     if question_id not in known:
         near = difflib.get_close_matches(question_id, known, n=5, cutoff=0.5)
-        raise EvalError(f"{question_id} is not a question of the run in {run} "
-                        f"({len(known)} questions, in {_relocated(run, manifest['views'][0]['pairs'])})",
-                        fix=(f"did you mean {' or '.join(near)}?" if near else "give one of its question ids")
-                        + f" (`vipune-eval explain QUESTION_ID --run {run}`)")
+        raise EvalError(
+            f"{question_id} is not a question of the run in {run} "
+            f"({len(known)} questions, in {_relocated(run, manifest['views'][0]['pairs'])})",
+            fix=(f"did you mean {' or '.join(near)}?" if near else "give one of its question ids")
+            + f" (`vipune-eval explain QUESTION_ID --run {run}`)",
+        )
     found = explanations(manifest, [question_id], lambda path: _relocated(run, path))
     if all(column["arms"] for column in found[question_id]["builds"]):
-        raise EvalError(f"the run in {run} recorded no arms of vipune's hybrid search for {question_id}: "
-                        + "; ".join(str(column["arms"]) for column in found[question_id]["builds"]),
-                        fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
-                            "search_vipune_lib jobs record the arms each hybrid search fused")
+        raise EvalError(
+            f"the run in {run} recorded no arms of vipune's hybrid search for {question_id}: "
+            + "; ".join(str(column["arms"]) for column in found[question_id]["builds"]),
+            fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
+            "search_vipune_lib jobs record the arms each hybrid search fused",
+        )
     print(text(found[question_id]), end="")
 
 

@@ -36,8 +36,8 @@ from vipune_eval.stages.report.sections.warnings import failure_reason
 PASS, FAIL, CANNOT = 0, 1, 2
 WORDS = {PASS: "pass", FAIL: "fail", CANNOT: "cannot judge"}
 MOVED_SHOWN = 30  # gate.md lists this many moved pairs (report.md and `vipune-eval explain` have them all)
-LOST_SHOWN = 5    # the verdict names this many of the pairs that lost most
-NAMED = 5         # a reason names this many pairs
+LOST_SHOWN = 5  # the verdict names this many of the pairs that lost most
+NAMED = 5  # a reason names this many pairs
 
 
 class CannotJudge(Exception):
@@ -53,7 +53,7 @@ class MeasureChange:
     pairs: int
     before: float
     after: float
-    difference: float              # after − before
+    difference: float  # after − before
     interval: tuple[float, float]  # of the difference
     p_holm: float
     failing: bool
@@ -64,8 +64,10 @@ class MeasureChange:
 
     def words(self) -> str:
         lo, hi = self.interval
-        return (f"{self.label}: {self.before:.3f} → {self.after:.3f} ({100 * self.difference:+.1f} points, 95% CI "
-                f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {self.p_holm:.3g})")
+        return (
+            f"{self.label}: {self.before:.3f} → {self.after:.3f} ({100 * self.difference:+.1f} points, 95% CI "
+            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {self.p_holm:.3g})"
+        )
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Verdict:
     code: int
     headline: str
     reasons: list[str] = field(default_factory=list)
-    setting: str = ""                  # what was judged against what, and by which rule
+    setting: str = ""  # what was judged against what, and by which rule
     rows: list[MeasureChange] = field(default_factory=list)
     moved: list[dict[str, Any]] = field(default_factory=list)  # report.json's changes: before → after
     notes: list[str] = field(default_factory=list)  # what else changes the reading (the report's words)
@@ -99,14 +101,18 @@ def _shown(qids: list[str]) -> str:
 def _baseline(report: Report) -> BuildEntry:
     builds = report.get("builds") or []
     if len(builds) < 2:
-        raise CannotJudge("no comparison: the run evaluates no build but vipune.binary (vipune.compare names none), "
-                          "so there is no baseline to judge it against")
+        raise CannotJudge(
+            "no comparison: the run evaluates no build but vipune.binary (vipune.compare names none), "
+            "so there is no baseline to judge it against"
+        )
     wanted = (report.get("baseline") or {}).get("id")
     if wanted:
         return next(b for b in builds if b["id"] == wanted)
     if len(builds) > 2:
-        raise CannotJudge(f"{len(builds) - 1} builds are compared with vipune.binary "
-                          f"({', '.join(b['id'] for b in builds[1:])}): set vipune.baseline to the one to judge against")
+        raise CannotJudge(
+            f"{len(builds) - 1} builds are compared with vipune.binary "
+            f"({', '.join(b['id'] for b in builds[1:])}): set vipune.baseline to the one to judge against"
+        )
     return builds[1]
 
 
@@ -114,9 +120,11 @@ def _failed(build: BuildEntry, role: str, on: str) -> None:
     failed = build.get("failed") or {}
     if failed:
         qids = sorted(failed)
-        raise CannotJudge(f"the {role} {build['id']} failed {len(qids)} pair{'s' if len(qids) > 1 else ''} on {on} "
-                          f"({failure_reason(failed[qids[0]])}: {_shown(qids)}): its averages leave them out, so the "
-                          "two builds would be compared on other pairs; fix the failure, or judge a run without it")
+        raise CannotJudge(
+            f"the {role} {build['id']} failed {len(qids)} pair{'s' if len(qids) > 1 else ''} on {on} "
+            f"({failure_reason(failed[qids[0]])}: {_shown(qids)}): its averages leave them out, so the "
+            "two builds would be compared on other pairs; fix the failure, or judge a run without it"
+        )
 
 
 def _same_searches(after: dict[str, Any], before: dict[str, Any], baseline: str) -> None:
@@ -125,19 +133,28 @@ def _same_searches(after: dict[str, Any], before: dict[str, Any], baseline: str)
     mine, theirs = after.get("searched"), before.get("searched")
     if mine is None or theirs is None:
         which = "the baseline's" if theirs is None else "the checkout's"
-        raise CannotJudge(f"{which} metrics record nothing of what its search was made from (scored by a "
-                          "vipune-eval older than the gate): run the workflow again, so that both are scored anew")
+        raise CannotJudge(
+            f"{which} metrics record nothing of what its search was made from (scored by a "
+            "vipune-eval older than the gate): run the workflow again, so that both are scored anew"
+        )
     if mine["settings"] != theirs["settings"]:
-        raise CannotJudge(f"a stale baseline: {baseline} was searched with other settings ({theirs['settings']}) "
-                          f"than the checkout ({mine['settings']}); run its search again (--forcerun)")
-    for index, what in ((0, "other data (the question, the haystack's sessions or their times: another dataset)"),
-                        (1, "other vectors (another model or embedding)")):
-        differ = sorted(q for q in mine["personas"] if theirs["personas"].get(q, [None, None])[index]
-                        != mine["personas"][q][index])
+        raise CannotJudge(
+            f"a stale baseline: {baseline} was searched with other settings ({theirs['settings']}) "
+            f"than the checkout ({mine['settings']}); run its search again (--forcerun)"
+        )
+    for index, what in (
+        (0, "other data (the question, the haystack's sessions or their times: another dataset)"),
+        (1, "other vectors (another model or embedding)"),
+    ):
+        differ = sorted(
+            q for q in mine["personas"] if theirs["personas"].get(q, [None, None])[index] != mine["personas"][q][index]
+        )
         if differ:
-            raise CannotJudge(f"a stale baseline: {baseline} was searched with {what} on {len(differ)} of "
-                              f"{len(mine['personas'])} pairs ({_shown(differ)}) than the checkout: the two are not "
-                              "comparable; search the baseline again on this run's data")
+            raise CannotJudge(
+                f"a stale baseline: {baseline} was searched with {what} on {len(differ)} of "
+                f"{len(mine['personas'])} pairs ({_shown(differ)}) than the checkout: the two are not "
+                "comparable; search the baseline again on this run's data"
+            )
 
 
 def _runs_all_of_it(report: Report, on: str) -> None:
@@ -147,10 +164,12 @@ def _runs_all_of_it(report: Report, on: str) -> None:
         return
     stale = [copied(c) for c in lane_copies(report["provenance"].get("lane")) if not c.get("same")]
     if stale:
-        raise CannotJudge(f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "
-                          "(a stale copy: the binary runs that edit, vipune-lib the code it copied), so its numbers "
-                          "do not measure the whole change; judge it on the binary (retrievers vipune and "
-                          "vipune-semantic, with vipune.preflight: record)")
+        raise CannotJudge(
+            f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "
+            "(a stale copy: the binary runs that edit, vipune-lib the code it copied), so its numbers "
+            "do not measure the whole change; judge it on the binary (retrievers vipune and "
+            "vipune-semantic, with vipune.preflight: record)"
+        )
 
 
 def _notes(report: Report) -> list[str]:
@@ -177,8 +196,10 @@ def _judge(run: Path) -> Verdict:
     on = report.get("builds_compared_on") or "vipune"
     gate = _read(run, paths.CONFIG_JSON, "the run's config").get("gate")
     if not gate:
-        raise CannotJudge(f"{under(run, paths.CONFIG_JSON)} has no gate settings (a run made before vipune-eval "
-                          "had the gate): run the workflow again")
+        raise CannotJudge(
+            f"{under(run, paths.CONFIG_JSON)} has no gate settings (a run made before vipune-eval "
+            "had the gate): run the workflow again"
+        )
     margin, alpha = gate["margin"], gate["alpha"]
     _failed(checkout, "checkout", on)
     _failed(baseline, "baseline", on)
@@ -189,10 +210,15 @@ def _judge(run: Path) -> Verdict:
     only_after = sorted(set(after["per_query"]) - set(before["per_query"]))
     only_before = sorted(set(before["per_query"]) - set(after["per_query"]))
     if only_after or only_before:
-        raise CannotJudge("the two builds scored different pairs ("
-                          + "; ".join(f"{len(q)} only in the {who}: {_shown(q)}" for q, who in
-                                      ((only_after, "checkout"), (only_before, "baseline")) if q)
-                          + "): a baseline made on another dataset or split; search it again on this run's data")
+        raise CannotJudge(
+            "the two builds scored different pairs ("
+            + "; ".join(
+                f"{len(q)} only in the {who}: {_shown(q)}"
+                for q, who in ((only_after, "checkout"), (only_before, "baseline"))
+                if q
+            )
+            + "): a baseline made on another dataset or split; search it again on this run's data"
+        )
     _same_searches(after, before, baseline["id"])
     _runs_all_of_it(report, on)
 
@@ -201,18 +227,33 @@ def _judge(run: Path) -> Verdict:
     rows_after = {q: {k: after["per_query"][q][k] for k in keys} for q in qids}
     rows_before = {q: {k: before["per_query"][q][k] for k in keys} for q in qids}
     categories = {q: after["per_query"][q]["question_type"] for q in qids}
-    compared = compare_runs(rows_after, rows_before, keys, categories, alpha=alpha,
-                            name_a=checkout["id"], name_b=baseline["id"])
+    compared = compare_runs(
+        rows_after, rows_before, keys, categories, alpha=alpha, name_a=checkout["id"], name_b=baseline["id"]
+    )
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
-    rows = [MeasureChange(key, category, r["pairs"], r["b"], r["a"], r["difference"], tuple(r["interval"]), r["p_holm"],
-                r["difference"] < -margin and r["p_holm"] < alpha)
-            for category, results in groups for key, r in results.items()]
+    rows = [
+        MeasureChange(
+            key,
+            category,
+            r["pairs"],
+            r["b"],
+            r["a"],
+            r["difference"],
+            tuple(r["interval"]),
+            r["p_holm"],
+            r["difference"] < -margin and r["p_holm"] < alpha,
+        )
+        for category, results in groups
+        for key, r in results.items()
+    ]
     moved = baseline.get("changes") or []
-    setting = (f"checkout {checkout['id']} ({checkout.get('source') or 'vipune.binary'}) against baseline "
-               f"{baseline['id']} ({baseline.get('source') or 'evaluated before'}), on {on}, {len(qids)} pairs; "
-               f"before → after is the baseline → the checkout. A measure fails when it is worse by more than "
-               f"gate.margin = {margin:g} with a Holm-adjusted p below gate.alpha = {alpha:g} (Holm over the "
-               f"{compared['comparisons']} comparisons below: {', '.join(keys)}, over all pairs and in each category).")
+    setting = (
+        f"checkout {checkout['id']} ({checkout.get('source') or 'vipune.binary'}) against baseline "
+        f"{baseline['id']} ({baseline.get('source') or 'evaluated before'}), on {on}, {len(qids)} pairs; "
+        f"before → after is the baseline → the checkout. A measure fails when it is worse by more than "
+        f"gate.margin = {margin:g} with a Holm-adjusted p below gate.alpha = {alpha:g} (Holm over the "
+        f"{compared['comparisons']} comparisons below: {', '.join(keys)}, over all pairs and in each category)."
+    )
     failing = [r for r in rows if r.failing]
     suite = f"vipune-eval gate: {on}, {baseline['id']} → {checkout['id']}"
     if failing:
@@ -220,16 +261,28 @@ def _judge(run: Path) -> Verdict:
         reasons = [f"worse: {r.words()}" for r in failing]
         if lost:
             reasons.append("the pairs that lost most: " + "; ".join(moved_words(c, keys) for c in lost))
-        return Verdict(FAIL, f"{len(failing)} measure{'s' if len(failing) > 1 else ''} worse than the baseline",
-                       reasons, setting, rows, moved, _notes(report), suite)
-    headline = ("no measure worse than the baseline; no pair moved" if not moved else
-                f"no measure worse than the baseline beyond the margin; {len(moved)} pair"
-                f"{'s' if len(moved) > 1 else ''} moved")
+        return Verdict(
+            FAIL,
+            f"{len(failing)} measure{'s' if len(failing) > 1 else ''} worse than the baseline",
+            reasons,
+            setting,
+            rows,
+            moved,
+            _notes(report),
+            suite,
+        )
+    headline = (
+        "no measure worse than the baseline; no pair moved"
+        if not moved
+        else f"no measure worse than the baseline beyond the margin; {len(moved)} pair"
+        f"{'s' if len(moved) > 1 else ''} moved"
+    )
     return Verdict(PASS, headline, [], setting, rows, moved, _notes(report), suite)
 
 
 def lost_most(moved: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
     """The moved pairs that lost most: the largest drop of recall summed over the cut-offs."""
+
     def loss(change: dict[str, Any]) -> float:
         total: float = sum(change[k][0] - change[k][1] for k in keys if k in change)
         return total
@@ -240,6 +293,7 @@ def lost_most(moved: list[dict[str, Any]], keys: list[str]) -> list[dict[str, An
 def moved_words(change: dict[str, Any], keys: list[str]) -> str:
     """A moved pair, before → after at each cut-off where it moved: ``q7 (multi-session): recall@5
     1.00 → 0.50`` (``other gold sessions`` where as many were found, but not the same ones)."""
+
     def moved(k: str) -> str:
         before, after = change[k]
         return f"{k} {before:.2f} → {after:.2f}" + (" (other gold sessions)" if before == after else "")
@@ -256,32 +310,46 @@ def explanation_link(qid: str) -> str:
 def markdown(verdict: Verdict) -> str:
     """gate.md: a pull-request comment, the verdict first."""
     mark = {PASS: "✅", FAIL: "❌", CANNOT: "⚠️"}[verdict.code]
-    lines = [f"## {mark} vipune-eval gate: {WORDS[verdict.code]} (exit {verdict.code})", "",
-             f"**{verdict.headline[0].upper() + verdict.headline[1:]}.**", ""]
+    lines = [
+        f"## {mark} vipune-eval gate: {WORDS[verdict.code]} (exit {verdict.code})",
+        "",
+        f"**{verdict.headline[0].upper() + verdict.headline[1:]}.**",
+        "",
+    ]
     lines += [f"- {reason}" for reason in verdict.reasons]
     if verdict.reasons:
         lines.append("")
     if verdict.setting:
         lines += [verdict.setting, ""]
     if verdict.rows:
-        lines += ["| measure | pairs | before | after | difference | 95% CI | p (Holm) | |",
-                  "|---|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            "| measure | pairs | before | after | difference | 95% CI | p (Holm) | |",
+            "|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for r in verdict.rows:
             lo, hi = r.interval
-            lines.append(f"| {r.measure} ({r.category or 'all pairs'}) | {r.pairs} | {r.before:.3f} | {r.after:.3f} | "
-                         f"{100 * r.difference:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {r.p_holm:.3g} | "
-                         f"{'**worse**' if r.failing else 'ok'} |")
+            lines.append(
+                f"| {r.measure} ({r.category or 'all pairs'}) | {r.pairs} | {r.before:.3f} | {r.after:.3f} | "
+                f"{100 * r.difference:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {r.p_holm:.3g} | "
+                f"{'**worse**' if r.failing else 'ok'} |"
+            )
         lines.append("")
     if verdict.code != CANNOT:
         keys = list(dict.fromkeys(r.measure for r in verdict.rows))
         if verdict.moved:
-            lines += [f"### The pairs that moved ({len(verdict.moved)})", "",
-                      "Each links to its explanation in the HTML report (the run's `html/report-page.html`); "
-                      "`vipune-eval explain QUESTION_ID` prints it.", ""]
+            lines += [
+                f"### The pairs that moved ({len(verdict.moved)})",
+                "",
+                "Each links to its explanation in the HTML report (the run's `html/report-page.html`); "
+                "`vipune-eval explain QUESTION_ID` prints it.",
+                "",
+            ]
             for c in verdict.moved[:MOVED_SHOWN]:
                 qid = c["question_id"]
-                lines.append(f"- [{qid}]({explanation_link(qid)}){moved_words(c, keys).removeprefix(qid)} · "
-                             f"`vipune-eval explain {qid}`")
+                lines.append(
+                    f"- [{qid}]({explanation_link(qid)}){moved_words(c, keys).removeprefix(qid)} · "
+                    f"`vipune-eval explain {qid}`"
+                )
             if len(verdict.moved) > MOVED_SHOWN:
                 lines.append(f"- … {len(verdict.moved) - MOVED_SHOWN} more in report.md")
             lines.append("")
@@ -297,8 +365,9 @@ def junit(verdict: Verdict) -> str:
     cannot be judged is one test case in error."""
     cases = []
     for r in verdict.rows:
-        case = ElementTree.Element("testcase", classname=f"vipune-eval gate.{r.category or 'all pairs'}",
-                                   name=r.label, time="0")
+        case = ElementTree.Element(
+            "testcase", classname=f"vipune-eval gate.{r.category or 'all pairs'}", name=r.label, time="0"
+        )
         if r.failing:
             failure = ElementTree.SubElement(case, "failure", message=r.words(), type="worse than the baseline")
             failure.text = r.words()
@@ -308,8 +377,13 @@ def junit(verdict: Verdict) -> str:
         error = ElementTree.SubElement(case, "error", message="; ".join(verdict.reasons), type="cannot judge")
         error.text = "\n".join(verdict.reasons)
         cases = [case]
-    counts = {"tests": str(len(cases)), "failures": str(sum(c.find("failure") is not None for c in cases)),
-              "errors": str(sum(c.find("error") is not None for c in cases)), "skipped": "0", "time": "0"}
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(c.find("failure") is not None for c in cases)),
+        "errors": str(sum(c.find("error") is not None for c in cases)),
+        "skipped": "0",
+        "time": "0",
+    }
     suites = ElementTree.Element("testsuites", {"name": "vipune-eval gate", **counts})
     suite = ElementTree.SubElement(suites, "testsuite", {"name": verdict.suite, **counts})
     properties = ElementTree.SubElement(suite, "properties")
@@ -324,8 +398,10 @@ def terminal(verdict: Verdict, run: Path) -> str:
     """What the command prints: the verdict, why, and where its files are."""
     lines = [f"vipune-eval gate: {WORDS[verdict.code]} (exit {verdict.code}): {verdict.headline}"]
     lines += [f"  {reason}" for reason in verdict.reasons]
-    lines += [f"  {under(run, paths.GATE_MD)}   the pull-request comment",
-              f"  {under(run, paths.GATE_XML)}  JUnit, one test case per measure and category"]
+    lines += [
+        f"  {under(run, paths.GATE_MD)}   the pull-request comment",
+        f"  {under(run, paths.GATE_XML)}  JUnit, one test case per measure and category",
+    ]
     return "\n".join(lines)
 
 

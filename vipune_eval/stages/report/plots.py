@@ -50,8 +50,10 @@ def retriever_order(report: Report) -> list[str]:
 
 def error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]]:
     """Matplotlib's yerr from 95% intervals; none drawn where there is none (too few pairs)."""
-    return [[v - i[0] if i else 0.0 for v, i in zip(values, intervals)],
-            [i[1] - v if i else 0.0 for v, i in zip(values, intervals)]]
+    return [
+        [v - i[0] if i else 0.0 for v, i in zip(values, intervals)],
+        [i[1] - v if i else 0.0 for v, i in zip(values, intervals)],
+    ]
 
 
 def category_label(category: str, pairs: int) -> str:
@@ -96,9 +98,11 @@ def per_category(report: Report, out: Path) -> None:
         values = [entry[c][key] if c in entry else 0.0 for c in categories]
         xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(categories))]
         ax.bar(xs, values, width, label=name)
-    ax.set_xticks(range(len(categories)),
-                  [category_label(c, report["dataset"]["per_category"].get(c, 0)) for c in categories],
-                  fontsize="small")
+    ax.set_xticks(
+        range(len(categories)),
+        [category_label(c, report["dataset"]["per_category"].get(c, 0)) for c in categories],
+        fontsize="small",
+    )
     ax.set_ylim(0, 1.05)
     ax.set_ylabel(key)
     ax.set_title(f"{key} per LongMemEval category")
@@ -154,8 +158,7 @@ def latency(report: Report, out: Path) -> None:
         if not seconds:
             continue
         y = build["metrics"][key]
-        ax.errorbar([seconds["p50"]], [y], xerr=[[0], [max(seconds["p95"] - seconds["p50"], 0)]],
-                    fmt="o", capsize=4)
+        ax.errorbar([seconds["p50"]], [y], xerr=[[0], [max(seconds["p95"] - seconds["p50"], 0)]], fmt="o", capsize=4)
         ax.annotate(build["id"], (seconds["p50"], y), textcoords="offset points", xytext=(6, 6), fontsize="small")
     ax.set_xlabel("search latency per query, s (dot: median; bar to p95)")
     ax.set_ylabel(key)
@@ -170,8 +173,9 @@ def whatif(report: Report, out: Path) -> None:
     plt = _pyplot()
     block = report["whatif"]
     grid, rows = block["grid"], block["variants"]
-    numeric = [p for p, values in grid.items()
-               if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)]
+    numeric = [
+        p for p, values in grid.items() if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    ]
     panels = numeric or [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     sel, conf = block["select_on"], block["confirm_on"]
@@ -198,8 +202,11 @@ def whatif(report: Report, out: Path) -> None:
         ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small")
-    fig.suptitle(f"what-if: {block['tried']} variants of {block['base']['name']}; chosen on {sel}: "
-                 f"{block['chosen']}; solid {sel}, dashed {conf}", fontsize="medium")
+    fig.suptitle(
+        f"what-if: {block['tried']} variants of {block['base']['name']}; chosen on {sel}: "
+        f"{block['chosen']}; solid {sel}, dashed {conf}",
+        fontsize="medium",
+    )
     _save(fig, out)
 
 
@@ -208,16 +215,16 @@ class RunShape:
     """What a run holds that decides whether a plot has something to show (plan.workspace.Workspace.plots
     fills it at parse time)."""
 
-    seed_views: int   # views of the seed protocol (one per granularity)
-    builds: bool      # vipune's lane with a primary build: the builds' search latencies
-    lab: bool         # the what-if lab
+    seed_views: int  # views of the seed protocol (one per granularity)
+    builds: bool  # vipune's lane with a primary build: the builds' search latencies
+    lab: bool  # the what-if lab
 
 
 @dataclass(frozen=True)
 class Plot:
-    name: str                                  # results/plots/<name>.png; caption workflow/report/<name>.rst
+    name: str  # results/plots/<name>.png; caption workflow/report/<name>.rst
     draw: Callable[[Report, Path], None]
-    beside: str                                # the key of the report section it stands beside (stages.report.sections)
+    beside: str  # the key of the report section it stands beside (stages.report.sections)
     shown: Callable[[RunShape], bool] = lambda run: True
 
 

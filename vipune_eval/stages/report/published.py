@@ -11,12 +11,13 @@ from typing import Any
 # `metrics_all` of the bm25-lme retriever (LongMemEval's own BM25) is the number beside them.
 PUBLISHED: dict[str, Any] = {
     "source": "LongMemEval paper (Wu et al., ICLR 2025), Table 9, LongMemEval_M, value = session, "
-              "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
-              "against the paper here; Contriever and Stella figures were not available",
+    "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
+    "against the paper here; Contriever and Stella figures were not available",
     "corpus": "the paper's: LongMemEval_M of the original release (xiaowu0162/longmemeval, "
-              "longmemeval_m), every non-abstention pair (print_retrieval_metrics.py)",
-    "retrievers": {"BM25 (rank_bm25)": {"recall_all@5": 0.634, "recall_all@10": 0.710,
-                                        "ndcg_any@5": 0.516, "ndcg_any@10": 0.540}},
+    "longmemeval_m), every non-abstention pair (print_retrieval_metrics.py)",
+    "retrievers": {
+        "BM25 (rank_bm25)": {"recall_all@5": 0.634, "recall_all@10": 0.710, "ndcg_any@5": 0.516, "ndcg_any@10": 0.540}
+    },
     "ours": {"BM25 (rank_bm25)": "bm25-lme"},  # the configured retriever that reproduces each row
 }
 
@@ -40,9 +41,14 @@ def beside_published(retrievers: dict[str, Any], corpus: dict[str, Any] | None) 
             continue
         entry = retrievers[ours]
         keys = PUBLISHED["retrievers"][paper]
-        out[paper] = {"retriever": ours, "paper": keys, "paper_corpus": PUBLISHED["corpus"],
-                      "ours_corpus": corpus_text(corpus),
-                      "ours_all": {k: entry.get("metrics_all", entry["metrics"])[k] for k in keys},
-                      "ours_all_pairs": entry.get("pairs_all", entry["pairs"]),
-                      "ours": {k: entry["metrics"][k] for k in keys}, "ours_pairs": entry["pairs"]}
+        out[paper] = {
+            "retriever": ours,
+            "paper": keys,
+            "paper_corpus": PUBLISHED["corpus"],
+            "ours_corpus": corpus_text(corpus),
+            "ours_all": {k: entry.get("metrics_all", entry["metrics"])[k] for k in keys},
+            "ours_all_pairs": entry.get("pairs_all", entry["pairs"]),
+            "ours": {k: entry["metrics"][k] for k in keys},
+            "ours_pairs": entry["pairs"],
+        }
     return out

@@ -54,8 +54,8 @@ class ViewCounts(TypedDict):
 class LoadedView:
     """One view as the report needs it: its manifest entry and what its files hold."""
 
-    entry: ManifestView                 # the manifest's entry (names, paths, ks, measures)
-    summary: dict[str, Any]             # the filter's summary.json
+    entry: ManifestView  # the manifest's entry (names, paths, ks, measures)
+    summary: dict[str, Any]  # the filter's summary.json
     metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
     counts: ViewCounts
 
@@ -65,15 +65,15 @@ class Loaded:
     """Everything the report reads, read once (``load``)."""
 
     manifest: Manifest
-    views: list[LoadedView]             # the primary first
-    gold: dict[str, set[str]]           # the primary view's qrels
+    views: list[LoadedView]  # the primary first
+    gold: dict[str, set[str]]  # the primary view's qrels
     rows_with_gold: list[dict[str, Any]]  # the primary view's rows, with each pair's gold
-    truncated: dict[str, bool]          # text id → cut at the model's limit (the primary's texts)
-    tallies: list[Tally]                # the embed jobs' tallies, every view's shards
-    builds: dict[str, dict[str, Any]]   # build id → its primary-view metrics (vipune.compare)
-    lab: dict[str, dict[str, Any]]      # what-if run name → its metrics (runs not configured)
+    truncated: dict[str, bool]  # text id → cut at the model's limit (the primary's texts)
+    tallies: list[Tally]  # the embed jobs' tallies, every view's shards
+    builds: dict[str, dict[str, Any]]  # build id → its primary-view metrics (vipune.compare)
+    lab: dict[str, dict[str, Any]]  # what-if run name → its metrics (runs not configured)
     fingerprints: dict[str, dict[str, Any]]  # build id → fingerprint
-    preflights: dict[str, dict[str, Any]]    # build id → preflight result
+    preflights: dict[str, dict[str, Any]]  # build id → preflight result
     dataset: dict[str, Any]
     model: dict[str, Any]
     config: dict[str, Any]
@@ -93,8 +93,9 @@ def _view_counts(view: ManifestView) -> ViewCounts:
 
 def _rows_with_gold(view: ManifestView) -> list[dict[str, Any]]:
     rows = read_parquet(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
-    gold = {p["question_id"]: p["gold"] for p in
-            read_parquet(view["pairs"], columns=["question_id", "gold"]).to_pylist()}
+    gold = {
+        p["question_id"]: p["gold"] for p in read_parquet(view["pairs"], columns=["question_id", "gold"]).to_pylist()
+    }
     return [{**r, "gold": gold[r["question_id"]]} for r in rows]
 
 
@@ -107,30 +108,44 @@ def _truncated(embeddings: list[str]) -> dict[str, bool]:
 
 
 def load(manifest: Manifest) -> Loaded:
-    views = [LoadedView(v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()},
-                  _view_counts(v)) for v in manifest["views"]]
+    views = [
+        LoadedView(
+            v, read_json(v["summary"]), {name: read_json(path) for name, path in v["metrics"].items()}, _view_counts(v)
+        )
+        for v in manifest["views"]
+    ]
     primary = manifest["views"][0]
     lab = manifest.get("whatif")
     lab_runs = [lab["base"], *lab["variants"]] if lab else []
     return Loaded(
-        manifest=manifest, views=views,
+        manifest=manifest,
+        views=views,
         gold={qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()},
-        rows_with_gold=_rows_with_gold(primary), truncated=_truncated(primary["embeddings"]),
+        rows_with_gold=_rows_with_gold(primary),
+        truncated=_truncated(primary["embeddings"]),
         tallies=read_tallies(list(dict.fromkeys(p for v in manifest["views"] for p in v["embeddings"]))),
         builds={b: read_json(path) for b, path in primary["builds"].items()},
         lab={e["name"]: read_json(e["metrics"]) for e in lab_runs if e["name"] not in views[0].metrics},
         fingerprints={b: read_json(path) for b, path in manifest["fingerprints"].items()},
         preflights={b: read_json(path) for b, path in manifest["preflight"].items()},
-        dataset=read_json(manifest["dataset_fp"]), model=read_json(manifest["model_fp"]),
+        dataset=read_json(manifest["dataset_fp"]),
+        model=read_json(manifest["model_fp"]),
         config=read_json(manifest["config"]),
         sources=read_json(manifest["sources"]) if Path(manifest.get("sources") or "").is_file() else {},
-        lanes={b: read_json(path) for b, path in manifest["lanes"].items()})
+        lanes={b: read_json(path) for b, path in manifest["lanes"].items()},
+    )
 
 
 # Each setting a run's metrics record (stages.score.Scoring, its ranking settings flattened: ``settings``),
 # in the words of a stale run's message.
-SETTING_WORDS = {"ks": "ks", "measure_names": "measures", "limit": "search limit", "depth": "documents kept per pair",
-                 "collapse": "rows collapsed to sessions", "turn_to_session": "LongMemEval's turn→session scoring"}
+SETTING_WORDS = {
+    "ks": "ks",
+    "measure_names": "measures",
+    "limit": "search limit",
+    "depth": "documents kept per pair",
+    "collapse": "rows collapsed to sessions",
+    "turn_to_session": "LongMemEval's turn→session scoring",
+}
 SCORE_SETTINGS = ("ks", "measure_names", "turn_to_session")  # the score's own: --forcerun score makes them again
 STALE_NAMED = 10  # a stale-run error names at most this many runs
 
@@ -162,8 +177,11 @@ def stale_runs(loaded: Loaded) -> None:
             if recorded is None:
                 said = "no settings recorded (scored by an earlier vipune-eval)"
             else:
-                said = ", ".join(f"{word} {recorded.get(key)}, not {stated.get(key)}"
-                                 for key, word in SETTING_WORDS.items() if recorded.get(key) != stated.get(key))
+                said = ", ".join(
+                    f"{word} {recorded.get(key)}, not {stated.get(key)}"
+                    for key, word in SETTING_WORDS.items()
+                    if recorded.get(key) != stated.get(key)
+                )
             run = metrics["retriever"]
             stale.append(f"{run} in the {view.entry['name']} view: {said}")
             rules.add("score")
@@ -175,12 +193,14 @@ def stale_runs(loaded: Loaded) -> None:
             f"{len(stale)} run(s) were made with other settings than this config states, and the report would "
             f"state these for them: {'; '.join(stale[:STALE_NAMED])}{more}",
             fix="these runs are stale (a changed setting reruns nothing under --rerun-triggers mtime): run the same "
-                "command without --rerun-triggers mtime, whose default triggers rerun what the setting changes, "
-                f"or force them: --forcerun {' '.join(sorted(rules))}")
+            "command without --rerun-triggers mtime, whose default triggers rerun what the setting changes, "
+            f"or force them: --forcerun {' '.join(sorted(rules))}",
+        )
 
 
-def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]],
-            ks: list[int]) -> list[dict[str, Any]]:
+def changes(
+    current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, set[str]], ks: list[int]
+) -> list[dict[str, Any]]:
     """Pairs whose gold sessions in the top k differ between the baseline and the current run:
     the gold sessions the current run gained and lost at each such k, and recall@k [before, after]
     (before: the baseline)."""
@@ -194,10 +214,12 @@ def changes(current: dict[str, Any], baseline: dict[str, Any], gold: dict[str, s
             if found_now != found_before:
                 entry[f"gained@{k}"] = sorted(found_now - found_before)
                 entry[f"lost@{k}"] = sorted(found_before - found_now)
-                entry[measures.key(measures.PRIMARY, k)] = [len(found_before) / len(relevant), len(found_now) / len(relevant)]
+                entry[measures.key(measures.PRIMARY, k)] = [
+                    len(found_before) / len(relevant),
+                    len(found_now) / len(relevant),
+                ]
         if entry:
-            out.append({"question_id": qid, "question_type": current["per_query"][qid]["question_type"],
-                        **entry})
+            out.append({"question_id": qid, "question_type": current["per_query"][qid]["question_type"], **entry})
     return out
 
 
@@ -211,11 +233,21 @@ def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: st
 
 
 def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
-    entry: RetrieverEntry = {"run": m["run"], "pairs": m["pairs"], "failed": m["failed"], "metrics": m["metrics"],
-                             "intervals": m["intervals"], "per_category": m["per_category"],
-                             "short_lists": m["short_lists"]}
+    entry: RetrieverEntry = {
+        "run": m["run"],
+        "pairs": m["pairs"],
+        "failed": m["failed"],
+        "metrics": m["metrics"],
+        "intervals": m["intervals"],
+        "per_category": m["per_category"],
+        "short_lists": m["short_lists"],
+    }
     if "metrics_all" in m:  # the official protocol's second question set
-        entry["pairs_all"], entry["metrics_all"], entry["intervals_all"] = m["pairs_all"], m["metrics_all"], m["intervals_all"]
+        entry["pairs_all"], entry["metrics_all"], entry["intervals_all"] = (
+            m["pairs_all"],
+            m["metrics_all"],
+            m["intervals_all"],
+        )
     if "search_seconds" in m:
         entry["search_seconds"] = m["search_seconds"]
     return entry
@@ -223,18 +255,28 @@ def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
 
 def _view_block(view: LoadedView) -> ViewBlock:
     e = view.entry
-    return {"protocol": e["protocol"], "granularity": e["granularity"],
-            "description": e["description"], "ks": e["ks"], "scored_with": e["scored_with"],
-            "pairs": view.summary["pairs"],
-            "qrels": e["qrels"], "summary": view.summary, "measures": measures.definitions(e["measures"]),
-            **view.counts, "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()}}
+    return {
+        "protocol": e["protocol"],
+        "granularity": e["granularity"],
+        "description": e["description"],
+        "ks": e["ks"],
+        "scored_with": e["scored_with"],
+        "pairs": view.summary["pairs"],
+        "qrels": e["qrels"],
+        "summary": view.summary,
+        "measures": measures.definitions(e["measures"]),
+        **view.counts,
+        "retrievers": {name: retriever_entry(m) for name, m in view.metrics.items()},
+    }
 
 
 def loaded_metrics(loaded: Loaded) -> dict[str, dict[str, Any]]:
     """The primary view's metrics already read, by their manifest path."""
     primary = loaded.views[0]
-    return {**{primary.entry["metrics"][name]: m for name, m in primary.metrics.items()},
-            **{primary.entry["builds"][b]: m for b, m in loaded.builds.items()}}
+    return {
+        **{primary.entry["metrics"][name]: m for name, m in primary.metrics.items()},
+        **{primary.entry["builds"][b]: m for b, m in loaded.builds.items()},
+    }
 
 
 def build(loaded: Loaded) -> Report:
@@ -249,8 +291,11 @@ def build(loaded: Loaded) -> Report:
     counts = primary.summary  # the filter's summary of the primary view
     metrics = primary.metrics
     report: Report = {
-        "pairs": counts["pairs"], "qrels": primary.entry["qrels"], "protocol": primary.entry["description"],
-        "measures": measures.definitions(primary.entry["measures"]), "dataset": counts,
+        "pairs": counts["pairs"],
+        "qrels": primary.entry["qrels"],
+        "protocol": primary.entry["description"],
+        "measures": measures.definitions(primary.entry["measures"]),
+        "dataset": counts,
         "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
@@ -258,18 +303,32 @@ def build(loaded: Loaded) -> Report:
         "corpus": manifest.get("corpus"),
     }
     subject = lanes.subject(list(metrics))
-    report["comparisons"] = {f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
-                             for other in metrics if other != subject}
+    report["comparisons"] = {
+        f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
+        for other in metrics
+        if other != subject
+    }
     report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
     report["builds"] = builds(loaded, keys, ks)
     report["builds_compared_on"] = manifest.get("compared_on") if report["builds"] else None
     entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
     if entry:
         report["baseline"] = {"vipune": loaded.fingerprints[entry["id"]], **entry}
-    report["splits"] = {name: {"pairs": counts["split"][name], "retrievers": {
-        r: {"pairs": m["per_split"][name]["pairs"], "metrics": {key: m["per_split"][name][key] for key in keys},
-            "intervals": m["per_split"][name]["intervals"]} for r, m in metrics.items() if name in m["per_split"]}}
-        for name in ("dev", "test")}
+    report["splits"] = {
+        name: {
+            "pairs": counts["split"][name],
+            "retrievers": {
+                r: {
+                    "pairs": m["per_split"][name]["pairs"],
+                    "metrics": {key: m["per_split"][name][key] for key in keys},
+                    "intervals": m["per_split"][name]["intervals"],
+                }
+                for r, m in metrics.items()
+                if name in m["per_split"]
+            },
+        }
+        for name in ("dev", "test")
+    }
     report["granularities"] = granularities(loaded.views, keys)
     if lab := manifest.get("whatif"):
         report["whatif"] = whatif_block(lab, {**loaded.lab, **metrics})
@@ -277,40 +336,60 @@ def build(loaded: Loaded) -> Report:
     if official and official[0].entry["granularity"] == PRIMARY.granularity:
         view = official[0].entry
         block = report["views"][view["name"]]
-        report["official"] = {"protocol": view["description"], "pairs": block["pairs"],
-                              "skipped_without_user_side_evidence": block["summary"]["skipped_without_user_side_evidence"],
-                              "pairs_with_empty_gold": block["summary"]["pairs_with_empty_gold"],
-                              "skip_rule": block["summary"]["skip_rule"], "qrels": view["qrels"],
-                              "pairs_all": block["summary"]["pairs_all"],
-                              "ks": view["ks"], "measures": block["measures"], "retrievers": block["retrievers"],
-                              "published": PUBLISHED,
-                              "beside_published": beside_published(block["retrievers"], report.get("corpus"))}
+        report["official"] = {
+            "protocol": view["description"],
+            "pairs": block["pairs"],
+            "skipped_without_user_side_evidence": block["summary"]["skipped_without_user_side_evidence"],
+            "pairs_with_empty_gold": block["summary"]["pairs_with_empty_gold"],
+            "skip_rule": block["summary"]["skip_rule"],
+            "qrels": view["qrels"],
+            "pairs_all": block["summary"]["pairs_all"],
+            "ks": view["ks"],
+            "measures": block["measures"],
+            "retrievers": block["retrievers"],
+            "published": PUBLISHED,
+            "beside_published": beside_published(block["retrievers"], report.get("corpus")),
+        }
     mirrors, roles = manifest["mirrors"], manifest["roles"]
     # cast: each lane's agreement with its mirror is under registry.lanes' key, not a literal here
-    report["diagnostics"] = cast(Diagnostics, {
-        "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
-        "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
-        **{key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
-           for lane in lanes.LANES for run, key in lane.agreement_keys().items()},
-        "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
-        # vipune's own search code (the vipune-lane) against the binary, in every view: they should agree
-        # on every pair, and score the same pairs
-        "lanes": [{"view": view.entry["name"], **agree} for view in loaded.views for lane in lanes.LANES
-                  for run, binary in lane.counterparts().items()
-                  if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))],
-    })
+    report["diagnostics"] = cast(
+        Diagnostics,
+        {
+            "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
+            "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
+            **{
+                key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
+                for lane in lanes.LANES
+                for run, key in lane.agreement_keys().items()
+            },
+            "gold_ranks": {"retriever": subject, "pairs": diagnostics.gold_ranks(metrics[subject], loaded.gold, k)},
+            # vipune's own search code (the vipune-lane) against the binary, in every view: they should agree
+            # on every pair, and score the same pairs
+            "lanes": [
+                {"view": view.entry["name"], **agree}
+                for view in loaded.views
+                for lane in lanes.LANES
+                for run, binary in lane.counterparts().items()
+                if (agree := diagnostics.agreement(view.metrics, view.entry["ks"], run, binary))
+            ],
+        },
+    )
     report["embed"] = cast(EmbedBlock, projection.summary(loaded.tallies, projection.LONGMEMEVAL_M))  # its shape
     primary_build = manifest.get("primary")
     report["provenance"] = {
-        "dataset": loaded.dataset, "model": model_provenance(loaded.model, loaded.config),
+        "dataset": loaded.dataset,
+        "model": model_provenance(loaded.model, loaded.config),
         "vipune": loaded.fingerprints[primary_build] if primary_build else None,
         "lane": loaded.lanes.get(primary_build) if primary_build else None,
         "preflight": loaded.preflights.get(primary_build) if primary_build else None,
         "builds": loaded.fingerprints,
         "contract_release": RELEASE,  # the vipune release docs/vipune-contract.md was checked against
-        "split": {"seed": counts["split"]["seed"], "dev_fraction": counts["split"]["dev_fraction"],
-                  "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
-                          "round(dev_fraction × n) are dev"},
+        "split": {
+            "seed": counts["split"]["seed"],
+            "dev_fraction": counts["split"]["dev_fraction"],
+            "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
+            "round(dev_fraction × n) are dev",
+        },
         "views": {view.entry["name"]: view.entry["description"] for view in loaded.views},
         "config": loaded.config,
         "package": {"name": "vipune-eval", "version": __version__},
@@ -326,20 +405,30 @@ def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProv
     path = (config.get("model") or {}).get("path")
     check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
     # cast: the fingerprint's keys are core.fingerprints.model_fingerprint's, read from its file
-    return cast(ModelProvenance, {
-        **model, "source": "local" if path else "download", "path": path,
-        "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
-        "pins": check})
+    return cast(
+        ModelProvenance,
+        {
+            **model,
+            "source": "local" if path else "download",
+            "path": path,
+            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+            "pins": check,
+        },
+    )
 
 
 def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
-    def run(entry: LabRun) -> dict[str, Any]:
-        return {"name": entry["name"], "params": entry["params"], "run": entry["run"],
-                "per_query": metrics[entry["name"]]["per_query"]}
 
-    block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]),
-                           [run(v) for v in lab["variants"]])
+    def run(entry: LabRun) -> dict[str, Any]:
+        return {
+            "name": entry["name"],
+            "params": entry["params"],
+            "run": entry["run"],
+            "per_query": metrics[entry["name"]]["per_query"],
+        }
+
+    block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]), [run(v) for v in lab["variants"]])
     return {**block, "grid": lab["grid"]}
 
 
@@ -358,9 +447,17 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     for build_id, m in runs.items():
         fingerprint = loaded.fingerprints[build_id]
         # cast: mypy cannot tell that the retriever entry holds none of BuildEntry's own keys
-        entry = cast(BuildEntry, {"id": build_id, "version": fingerprint["version"], "sha256": fingerprint["sha256"],
-                                  "source": loaded.sources.get(build_id), "lane": loaded.lanes.get(build_id),
-                                  **retriever_entry(m)})
+        entry = cast(
+            BuildEntry,
+            {
+                "id": build_id,
+                "version": fingerprint["version"],
+                "sha256": fingerprint["sha256"],
+                "source": loaded.sources.get(build_id),
+                "lane": loaded.lanes.get(build_id),
+                **retriever_entry(m),
+            },
+        )
         if build_id in loaded.preflights:
             preflight = loaded.preflights[build_id]
             entry["follows_contract"] = preflight.get("follows_contract", True)
@@ -370,8 +467,9 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     # before → after: each compared build (the baseline: a release) → vipune.binary (the checkout),
     # so a difference is after − before and a change's values are [before, after]
     primary = runs[primary_id]
-    compared = adjust_family({b: comparison(primary, m, keys, primary_id, b)
-                              for b, m in runs.items() if b != primary_id})
+    compared = adjust_family(
+        {b: comparison(primary, m, keys, primary_id, b) for b, m in runs.items() if b != primary_id}
+    )
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]
         entry["changes"] = changes(primary, runs[entry["id"]], loaded.gold, ks)
@@ -387,13 +485,19 @@ def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, Granula
     out: dict[str, GranularityBlock] = {}
     for view in seed:
         g = view.entry["granularity"]
-        out[g] = {"pairs": view.summary["pairs"], "rows": view.counts["rows"],
-                  "unique_texts": view.counts["unique_texts"], "tokens_embedded": view.counts["tokens_embedded"],
-                  "retrievers": {name: retriever_entry(e) for name, e in view.metrics.items()}}
+        out[g] = {
+            "pairs": view.summary["pairs"],
+            "rows": view.counts["rows"],
+            "unique_texts": view.counts["unique_texts"],
+            "tokens_embedded": view.counts["tokens_embedded"],
+            "retrievers": {name: retriever_entry(e) for name, e in view.metrics.items()},
+        }
         if g != PRIMARY.granularity:
             out[g]["vs_session"] = {
                 name: comparison(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
-                for name, e in view.metrics.items() if name in session}
+                for name, e in view.metrics.items()
+                if name in session
+            }
     return out
 
 

@@ -24,8 +24,19 @@ SNAKEFILE = Path(__file__).resolve().parents[3] / "workflow" / "Snakefile"  # th
 
 def command(snakefile: Path, directory: Path) -> list[str]:
     """The Snakemake command line that builds results/report.html in ``directory``."""
-    return [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--directory", str(directory),
-            "--configfile", str(directory / paths.CONFIG_JSON), "--report", paths.REPORT_HTML]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(snakefile),
+        "--directory",
+        str(directory),
+        "--configfile",
+        str(directory / paths.CONFIG_JSON),
+        "--report",
+        paths.REPORT_HTML,
+    ]
 
 
 def build(snakefile: Path, directory: Path) -> str | None:
@@ -64,9 +75,11 @@ def build_after_run(workflow: Any) -> str | None:
         handler = logging.StreamHandler(out)
         snakemake_log.handlers, snakemake_log.propagate = [handler], False
         try:
-            workflow.create_report(report_plugin=ReportPluginRegistry().get_plugin("html"),
-                                   report_settings=ReportSettings(path=Path(paths.REPORT_HTML)),
-                                   global_report_settings=GlobalReportSettings())
+            workflow.create_report(
+                report_plugin=ReportPluginRegistry().get_plugin("html"),
+                report_settings=ReportSettings(path=Path(paths.REPORT_HTML)),
+                global_report_settings=GlobalReportSettings(),
+            )
         except Exception as exc:  # Snakemake's own errors have no common base: any of them is why
             out.write(f"{type(exc).__name__}: {exc}\n")
             return f"{type(exc).__name__}: {exc} (the whole output: {log})"
@@ -82,9 +95,10 @@ def run_report_html(directory: Path, snakefile: Path | None = None) -> None:
         raise EvalError(f"no Snakefile at {snakefile}", fix="give the workflow's Snakefile with --snakefile")
     missing = [p for p in (paths.CONFIG_JSON, paths.REPORT_FRONT) if not (directory / p).is_file()]
     if missing:
-        raise EvalError(f"{directory.resolve()} holds no finished run ({', '.join(missing)} missing)",
-                        fix="run the workflow there first (snakemake --cores N), or give its folder "
-                            "with --directory")
+        raise EvalError(
+            f"{directory.resolve()} holds no finished run ({', '.join(missing)} missing)",
+            fix="run the workflow there first (snakemake --cores N), or give its folder with --directory",
+        )
     why = build(snakefile, directory)
     if why:
         raise EvalError(f"the HTML report was not built: {why}")

@@ -15,9 +15,9 @@ from vipune_eval.registry.views import PRIMARY
 
 class _Entry(TypedDict):
     run: str
-    pairs: int                           # pairs averaged (failed pairs left out)
-    failed: dict[str, FailedPair]        # question id → why the search failed it (vipune.on_error: record)
-    metrics: dict[str, float]            # metric key → mean
+    pairs: int  # pairs averaged (failed pairs left out)
+    failed: dict[str, FailedPair]  # question id → why the search failed it (vipune.on_error: record)
+    metrics: dict[str, float]  # metric key → mean
     intervals: dict[str, list[float] | None]
     per_category: dict[str, dict[str, Any]]  # category → its means, ``pairs`` and ``intervals``
     short_lists: int
@@ -31,7 +31,7 @@ class RetrieverEntry(_Entry, total=False):
     pairs_all: int
     metrics_all: dict[str, float]
     intervals_all: dict[str, list[float] | None]
-    search_seconds: dict[str, float]     # p50, p95, max, calls
+    search_seconds: dict[str, float]  # p50, p95, max, calls
 
 
 class ViewBlock(TypedDict):
@@ -41,11 +41,11 @@ class ViewBlock(TypedDict):
     granularity: str
     description: str
     ks: list[int]
-    scored_with: ScoredWith              # what every run of the view was scored with, and its searches ranked to
+    scored_with: ScoredWith  # what every run of the view was scored with, and its searches ranked to
     pairs: int
     qrels: str
-    summary: dict[str, Any]              # the filter's summary.json
-    measures: dict[str, str]             # measure → definition
+    summary: dict[str, Any]  # the filter's summary.json
+    measures: dict[str, str]  # measure → definition
     rows: int
     unique_texts: int
     tokens_embedded: int
@@ -60,17 +60,17 @@ class LaneCopy(TypedDict, total=False):
     item: str | None
     copied_to: str
     what: str
-    source: str | None                   # its sha256 in that source (None: the source no longer has it)
+    source: str | None  # its sha256 in that source (None: the source no longer has it)
     same: bool
 
 
 class LaneBuild(TypedDict, total=False):
     """What ``vipune-lane version`` says of how it was built (recorded by lane/build.rs and build.sh)."""
 
-    vipune_source: str                   # the release, or the checkout with its git description
-    profile: str                         # "fast": build.sh --fast
-    lane_source: str                     # the sha256 of lane/'s sources
-    sources: dict[str, Any]              # the sha256s of what it compiled; ``copies``: list[LaneCopy]
+    vipune_source: str  # the release, or the checkout with its git description
+    profile: str  # "fast": build.sh --fast
+    lane_source: str  # the sha256 of lane/'s sources
+    sources: dict[str, Any]  # the sha256s of what it compiled; ``copies``: list[LaneCopy]
 
 
 class VipuneLaneFingerprint(TypedDict):
@@ -80,7 +80,7 @@ class VipuneLaneFingerprint(TypedDict):
     id: str
     sha256: str
     version: str
-    binary: str                          # the build id of the binary it was built beside
+    binary: str  # the build id of the binary it was built beside
     built: LaneBuild
 
 
@@ -91,7 +91,7 @@ class BuildEntry(RetrieverEntry, total=False):
     version: str
     sha256: str
     source: str | None
-    lane: VipuneLaneFingerprint | None   # its vipune-lane's fingerprint (the lib lane's builds), as provenance.lane
+    lane: VipuneLaneFingerprint | None  # its vipune-lane's fingerprint (the lib lane's builds), as provenance.lane
     follows_contract: bool
     failed_checks: list[str]
     drift: list[str]
@@ -116,10 +116,10 @@ class GranularityBlock(_Granularity, total=False):
 class _Agreement(TypedDict):
     run: str
     mirror: str
-    pairs: int                           # the pairs both scored, on which their rankings are compared
+    pairs: int  # the pairs both scored, on which their rankings are compared
     run_pairs: int
     mirror_pairs: int
-    only_run: list[str]                  # the pairs ``run`` scored and ``mirror`` did not
+    only_run: list[str]  # the pairs ``run`` scored and ``mirror`` did not
     only_mirror: list[str]
 
 
@@ -127,7 +127,7 @@ class LaneAgreement(_Agreement, total=False):
     """A lane against the run it must rank as (stages.report.diagnostics.agreement): besides these
     keys ``same_top{k}_share`` and ``differ_top{k}`` (the largest k) for the view's ks."""
 
-    view: str                            # diagnostics.lanes: the view compared (every view is)
+    view: str  # diagnostics.lanes: the view compared (every view is)
 
 
 def same_top_share(agree: LaneAgreement, k: int) -> float | None:
@@ -149,19 +149,19 @@ class GoldRanks(TypedDict):
     worst pairs first; besides these keys each pair has its recall@k and mrr."""
 
     retriever: str
-    pairs: list[dict[str, Any]]          # question_id, question_type, gold_ranks, and the two measures
+    pairs: list[dict[str, Any]]  # question_id, question_type, gold_ranks, and the two measures
 
 
 class Diagnostics(TypedDict, total=False):
     """Why vipune misses (stages.report.diagnostics); the keys of its agreements with its mirrors
     are registry.lanes' ``agreement`` (each Lane's ``agreement_keys``)."""
 
-    truncation: dict[str, Any]           # its keys hold the headline measure's name (recall@k): not typed further
+    truncation: dict[str, Any]  # its keys hold the headline measure's name (recall@k): not typed further
     bm25_and_query: dict[str, Any] | None  # likewise (hybrid_vs_hybrid_or_top{k}_differs)
     vipune_vs_hybrid: LaneAgreement | None
     vipune_semantic_vs_dense: LaneAgreement | None
     gold_ranks: GoldRanks
-    lanes: list[LaneAgreement]           # vipune's own search code against the binary, in every view
+    lanes: list[LaneAgreement]  # vipune's own search code against the binary, in every view
 
 
 def mirror_agreement(diagnostics: Diagnostics, key: str) -> LaneAgreement | None:
@@ -182,21 +182,21 @@ class ExplainedHit(TypedDict):
 
 class TopHit(ExplainedHit):
     gold: bool
-    fused: float | None                  # vipune's hybrid score (the arms' RRF fusion, checked)
+    fused: float | None  # vipune's hybrid score (the arms' RRF fusion, checked)
 
 
 class ExplainedColumn(TypedDict):
     """One build's side of an explanation (stages.report.explain)."""
 
     build: str
-    retriever: str                       # the run shown: vipune-lib, or vipune where the build has no lib lane
-    k: float | None                      # the RRF k the arms were fused with (None: no arms)
-    arms: str | None                     # why there are no arms (None: there are)
-    mismatch: str | None                 # why the arms do not explain the list (None: they do)
-    failed: bool                         # the build's search failed the pair: no list
-    binary: list[str] | None             # the binary's top 10 where it differs from the lib lane's
+    retriever: str  # the run shown: vipune-lib, or vipune where the build has no lib lane
+    k: float | None  # the RRF k the arms were fused with (None: no arms)
+    arms: str | None  # why there are no arms (None: there are)
+    mismatch: str | None  # why the arms do not explain the list (None: they do)
+    failed: bool  # the build's search failed the pair: no list
+    binary: list[str] | None  # the binary's top 10 where it differs from the lib lane's
     top: list[TopHit]
-    gold_outside: list[ExplainedHit]     # each gold session not in the top 10
+    gold_outside: list[ExplainedHit]  # each gold session not in the top 10
 
 
 class Explanation(TypedDict):
@@ -206,24 +206,24 @@ class Explanation(TypedDict):
     question: str
     question_type: str
     gold: list[str]
-    builds: list[ExplainedColumn]        # the primary build first
-    texts: dict[str, str]                # each session shown → the first 120 characters of its text
+    builds: list[ExplainedColumn]  # the primary build first
+    texts: dict[str, str]  # each session shown → the first 120 characters of its text
 
 
 class Explanations(TypedDict):
-    moved: list[str]                     # the pairs a build of vipune.compare moved
-    worst: list[str]                     # the worst pairs of the diagnostics
+    moved: list[str]  # the pairs a build of vipune.compare moved
+    worst: list[str]  # the worst pairs of the diagnostics
     questions: dict[str, Explanation]
 
 
 class Projection(TypedDict):
     what: str
-    workload: dict[str, Any]             # ``source`` and each granularity's texts, tokens and squares
-    minutes: dict[str, float]            # granularity → bge-small's minutes on LongMemEval_M at this rate
+    workload: dict[str, Any]  # ``source`` and each granularity's texts, tokens and squares
+    minutes: dict[str, float]  # granularity → bge-small's minutes on LongMemEval_M at this rate
 
 
 class _ProviderBlock(TypedDict):
-    provider: str                        # cpu, cuda
+    provider: str  # cpu, cuda
     device: str
     jobs: int
     texts: int
@@ -231,7 +231,7 @@ class _ProviderBlock(TypedDict):
     seconds: float
     threads: list[int]
     batch_tokens: list[int]
-    reproducibility: str                 # what its batching guarantees about a vector's bytes
+    reproducibility: str  # what its batching guarantees about a vector's bytes
     projection: Projection | None
 
 
@@ -240,7 +240,7 @@ class ProviderBlock(_ProviderBlock, total=False):
 
     texts_per_s: float
     useful_gflops_per_s: float
-    why: str                             # why there is no projection
+    why: str  # why there is no projection
 
 
 class _EmbedBlock(TypedDict):
@@ -257,43 +257,43 @@ class _EmbedBlock(TypedDict):
 class EmbedBlock(_EmbedBlock, total=False):
     """report.json's ``embed``: the embed jobs' own tally (stages.embed.projection.summary)."""
 
-    why: str                             # why no provider timed a text
+    why: str  # why no provider timed a text
 
 
 class Pin(TypedDict):
     """A pinned file of the model (registry.models.against_pins)."""
 
-    pinned: str                          # the pinned sha256
-    found: str | None                    # the sha256 found (None: not among the model's files)
+    pinned: str  # the pinned sha256
+    found: str | None  # the sha256 found (None: not among the model's files)
 
 
 class ModelProvenance(TypedDict):
     """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
     files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
 
-    kind: str                            # "model"
+    kind: str  # "model"
     repo_id: str
     revision: str
     file: str
-    files: dict[str, str]                # file → sha256
+    files: dict[str, str]  # file → sha256
     pooling: str
     normalization: str
-    source: str                          # local, download
+    source: str  # local, download
     path: str | None
-    pinned: bool | None                  # None: that repository and revision have no pins
-    pins: dict[str, Pin] | None          # file → {pinned, found}; None: no pins
+    pinned: bool | None  # None: that repository and revision have no pins
+    pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
 
 
 class Provenance(TypedDict):
-    dataset: dict[str, Any]              # the dataset's fingerprint
+    dataset: dict[str, Any]  # the dataset's fingerprint
     model: ModelProvenance
-    vipune: dict[str, Any] | None        # the primary build's fingerprint
-    lane: VipuneLaneFingerprint | None   # its vipune-lane's
-    preflight: dict[str, Any] | None     # its preflight's checks
-    builds: dict[str, dict[str, Any]]    # build id → its fingerprint
+    vipune: dict[str, Any] | None  # the primary build's fingerprint
+    lane: VipuneLaneFingerprint | None  # its vipune-lane's
+    preflight: dict[str, Any] | None  # its preflight's checks
+    builds: dict[str, dict[str, Any]]  # build id → its fingerprint
     contract_release: str
     split: dict[str, Any]
-    views: dict[str, str]                # view name → its description
+    views: dict[str, str]  # view name → its description
     config: dict[str, Any]
     package: dict[str, str]
 
@@ -307,16 +307,16 @@ class Report(TypedDict, total=False):
     pairs: int
     qrels: str
     protocol: str
-    measures: dict[str, str]           # measure → definition
-    dataset: dict[str, Any]            # the primary view's filter summary
+    measures: dict[str, str]  # measure → definition
+    dataset: dict[str, Any]  # the primary view's filter summary
     retrievers: dict[str, RetrieverEntry]  # the primary view's entries
-    retriever_order: list[str]         # the order tables and plots show them: vipune's lanes first
+    retriever_order: list[str]  # the order tables and plots show them: vipune's lanes first
     retriever_settings: dict[str, dict[str, Any]]
     corpus: dict[str, Any] | None
     comparisons: dict[str, dict[str, Any]]
-    views: dict[str, ViewBlock]        # view name → its block, every view (the primary included)
+    views: dict[str, ViewBlock]  # view name → its block, every view (the primary included)
     builds: list[BuildEntry]
-    builds_compared_on: str | None     # the retriever the builds are compared by: vipune, or vipune-lib (the loop)
+    builds_compared_on: str | None  # the retriever the builds are compared by: vipune, or vipune-lib (the loop)
     baseline: dict[str, Any]
     splits: dict[str, dict[str, Any]]
     granularities: dict[str, GranularityBlock]

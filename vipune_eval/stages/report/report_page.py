@@ -78,16 +78,19 @@ def table(t: Table) -> str:
 
     def row(cells: list[str], tag: str) -> str:
         return "".join(f"<{tag}{' class=num' if r else ''}>{_inline(c)}</{tag}>" for c, r in zip(cells, right))
+
     body = "".join(f"<tr{' class=vipune' if i in t.marked else ''}>{row(r, 'td')}</tr>" for i, r in enumerate(t.rows))
-    return (f"<div class=scroll><table><thead><tr>{row(t.columns, 'th')}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>")
+    return f"<div class=scroll><table><thead><tr>{row(t.columns, 'th')}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def bullets(b: Bullets, css: str = "") -> str:
     lead = f"<p>{_inline(b.lead)}</p>\n" if b.lead else ""
-    items = "".join(f"<li{css}>{_inline(item.text)}"
-                    + ("<ul>" + "".join(f"<li>{_inline(s)}</li>" for s in item.sub) + "</ul>" if item.sub else "")
-                    + "</li>" for item in b.items)
+    items = "".join(
+        f"<li{css}>{_inline(item.text)}"
+        + ("<ul>" + "".join(f"<li>{_inline(s)}</li>" for s in item.sub) + "</ul>" if item.sub else "")
+        + "</li>"
+        for item in b.items
+    )
     return lead + (f"<ul>{items}</ul>" if b.items else "")
 
 
@@ -117,8 +120,10 @@ def section(s: Section, plot: tuple[str, Path] | None = None) -> str:
     if plot:
         body = f'<div class="beside"><div class="numbers">{body}</div>{_image(plot[1], plot[0])}</div>'
     if s.category is not None:
-        return (f'<section class=explain id="{html.escape(s.key)}" data-category="{html.escape(s.category)}">'
-                f"{heading}{body}</section>")
+        return (
+            f'<section class=explain id="{html.escape(s.key)}" data-category="{html.escape(s.category)}">'
+            f"{heading}{body}</section>"
+        )
     return heading + body
 
 
@@ -128,9 +133,11 @@ def explanation_filter(sections: list[Section]) -> str:
     if not categories:
         return ""
     options = "".join(f'<option value="{html.escape(c)}">{html.escape(c)}</option>' for c in categories)
-    return ('<p class=explain-filter><input id=explain-search type=search placeholder="question id" '
-            'aria-label="question id"><select id=explain-category aria-label=category><option value="">every '
-            f"category</option>{options}</select><span id=explain-count></span></p>")
+    return (
+        '<p class=explain-filter><input id=explain-search type=search placeholder="question id" '
+        'aria-label="question id"><select id=explain-category aria-label=category><option value="">every '
+        f"category</option>{options}</select><span id=explain-count></span></p>"
+    )
 
 
 def page(doc: Document, plots: dict[str, Path]) -> str:
@@ -144,27 +151,34 @@ def page(doc: Document, plots: dict[str, Path]) -> str:
             controls = ""
         parts.append(section(s, beside.get(s.key)))
     script = f"<script>{FILTER_SCRIPT}</script>" if any(s.category is not None for s in doc.sections) else ""
-    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>vipune-eval report</title>"
-            f"<style>{STYLE}</style></head><body><main id=vipune-eval>" + "\n".join(parts)
-            + f"</main>{script}</body></html>\n")
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>vipune-eval report</title>"
+        f"<style>{STYLE}</style></head><body><main id=vipune-eval>"
+        + "\n".join(parts)
+        + f"</main>{script}</body></html>\n"
+    )
 
 
 def front(doc: Document, plots: dict[str, Path]) -> str:
     """The HTML report's first page: the headline table beside the recall@k plot, what was
     scored, the warnings, each build's difference, where the rest is."""
     plot = _image(plots["recall_at_k"], "recall_at_k") if "recall_at_k" in plots else ""
-    parts = [f"<h2>{doc.pairs} pairs scored</h2>",
-             f"<p>{_inline(doc.protocol)}. recall@k: the share of a pair's gold sessions among the "
-             "first k results; brackets: 95% intervals.</p>",
-             f'<div class="beside"><div class="numbers">{table(doc.headline)}</div>{plot}</div>',
-             "<h3>What was scored</h3>", _list(doc.scored)]
+    parts = [
+        f"<h2>{doc.pairs} pairs scored</h2>",
+        f"<p>{_inline(doc.protocol)}. recall@k: the share of a pair's gold sessions among the "
+        "first k results; brackets: 95% intervals.</p>",
+        f'<div class="beside"><div class="numbers">{table(doc.headline)}</div>{plot}</div>',
+        "<h3>What was scored</h3>",
+        _list(doc.scored),
+    ]
     if doc.warnings:
         parts += ["<h3>Warnings</h3>", _list(doc.warnings, ' class="warning"')]
     if doc.builds:
-        parts += [f"<h3>vipune builds against {html.escape(doc.primary_build or '')}</h3>",
-                  _list(doc.builds)]
-    parts.append("<p>Every table, each plot beside its numbers: <strong>Report → report.html</strong> in the "
-                 "menu. The files: <code>results/report.md</code>, <code>results/report.json</code>.</p>")
+        parts += [f"<h3>vipune builds against {html.escape(doc.primary_build or '')}</h3>", _list(doc.builds)]
+    parts.append(
+        "<p>Every table, each plot beside its numbers: <strong>Report → report.html</strong> in the "
+        "menu. The files: <code>results/report.md</code>, <code>results/report.json</code>.</p>"
+    )
     # Snakemake shows this text in a narrow column: widen the column that holds it
     style = STYLE + ".max-w-lg:has(#vipune-eval) { max-width: none; }"
     return f"<style>{style}</style><div id=vipune-eval>" + "\n".join(parts) + "</div>\n"

@@ -18,6 +18,7 @@ def aligned(table: Table) -> list[str]:
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
     return [line(table.columns), *(line(r) for r in table.rows)]
 
 
@@ -25,12 +26,19 @@ def text(doc: Document) -> str:
     lines = [f"vipune-eval: {doc.pairs} pairs scored; {doc.protocol}.", *(f"  {plain(i)}" for i in doc.identity)]
     if doc.warnings:
         lines += ["", "warnings:", *(f"  ! {plain(w)}" for w in doc.warnings)]
-    lines += ["", "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
-              "", *aligned(doc.headline)]
+    lines += [
+        "",
+        "recall@k: the share of a pair's gold sessions among the first k results; brackets: 95% intervals.",
+        "",
+        *aligned(doc.headline),
+    ]
     if doc.builds:
-        lines += ["", f"vipune builds against {doc.primary_build} ({doc.primary_source}); each number is the "
-                      f"build's, then {doc.primary_build}'s:",
-                  *(f"  {b}" for b in doc.builds)]
+        lines += [
+            "",
+            f"vipune builds against {doc.primary_build} ({doc.primary_source}); each number is the "
+            f"build's, then {doc.primary_build}'s:",
+            *(f"  {b}" for b in doc.builds),
+        ]
     lines += ["", "files:", *(f"  {path:<22} {what}" for path, what in FILES)]
     return "\n".join(lines) + "\n"
 

@@ -48,8 +48,14 @@ def choose(scores: Sequence[float | None], base_index: int | None) -> int:
     return base_index if base_index in tied else tied[0]
 
 
-def analyse(measure: str, select_on: str, base: dict[str, Any], variants: list[dict[str, Any]],
-            resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
+def analyse(
+    measure: str,
+    select_on: str,
+    base: dict[str, Any],
+    variants: list[dict[str, Any]],
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """``base`` and each variant: {name, params, run, per_query: qid → {measure, split, ...}}.
 
     Returns report.json's ``whatif`` block (see the module docstring)."""
@@ -61,8 +67,13 @@ def analyse(measure: str, select_on: str, base: dict[str, Any], variants: list[d
         shared = sorted(set(values[confirm_on]) & set(base_values[confirm_on]))
         a = [values[confirm_on][q] for q in shared]
         b = [base_values[confirm_on][q] for q in shared]
-        row = {"name": v["name"], "params": v["params"], "run": v["run"],
-               **{s: _mean(values[s]) for s in SPLITS}, "pairs": len(shared)}
+        row = {
+            "name": v["name"],
+            "params": v["params"],
+            "run": v["run"],
+            **{s: _mean(values[s]) for s in SPLITS},
+            "pairs": len(shared),
+        }
         if shared:
             row["test_delta"] = float(np.mean(np.subtract(a, b)))
             row["p"] = paired_randomization(a, b, resamples=resamples, seed=seed)
@@ -76,16 +87,26 @@ def analyse(measure: str, select_on: str, base: dict[str, Any], variants: list[d
     base_index = next((i for i, v in enumerate(variants) if v["params"] == base["params"]), None)
     # No pairs on a split: nothing can be chosen (or confirmed, or named best) on it.
     chosen = rows[choose([r[select_on] for r in rows], base_index)] if rows and base_values[select_on] else None
-    best_confirm = (rows[choose([r[confirm_on] for r in rows], base_index)]
-                    if chosen and base_values[confirm_on] else None)
-    confirmed = bool(chosen and chosen["test_delta"] is not None and chosen["test_delta"] > 0
-                     and chosen["p_holm"] < ALPHA)
+    best_confirm = (
+        rows[choose([r[confirm_on] for r in rows], base_index)] if chosen and base_values[confirm_on] else None
+    )
+    confirmed = bool(
+        chosen and chosen["test_delta"] is not None and chosen["test_delta"] > 0 and chosen["p_holm"] < ALPHA
+    )
     return {
-        "measure": measure, "select_on": select_on, "confirm_on": confirm_on, "tried": len(rows),
-        "correction": f"holm over the {len(rows)} variants tried", "alpha": ALPHA,
-        "base": {"name": base["name"], "params": base["params"], "run": base["run"],
-                 **{s: _mean(base_values[s]) for s in SPLITS},
-                 "pairs": {s: len(base_values[s]) for s in SPLITS}},
+        "measure": measure,
+        "select_on": select_on,
+        "confirm_on": confirm_on,
+        "tried": len(rows),
+        "correction": f"holm over the {len(rows)} variants tried",
+        "alpha": ALPHA,
+        "base": {
+            "name": base["name"],
+            "params": base["params"],
+            "run": base["run"],
+            **{s: _mean(base_values[s]) for s in SPLITS},
+            "pairs": {s: len(base_values[s]) for s in SPLITS},
+        },
         "chosen": chosen["name"] if chosen else None,
         "chosen_is_base_setting": base_index is not None and chosen is rows[base_index],
         "confirmed": confirmed,
@@ -102,28 +123,41 @@ def verdict(block: dict[str, Any]) -> list[str]:
     base = block["base"]
     if not rows:
         return ["No variant was scored."]
-    out = [f"{block['tried']} variants of `{base['name']}` tried; {measure} chosen on {sel} "
-           f"({base['pairs'][sel]} pairs), confirmed on {conf} ({base['pairs'][conf]} pairs); "
-           f"{block['correction']}."]
+    out = [
+        f"{block['tried']} variants of `{base['name']}` tried; {measure} chosen on {sel} "
+        f"({base['pairs'][sel]} pairs), confirmed on {conf} ({base['pairs'][conf]} pairs); "
+        f"{block['correction']}."
+    ]
     if chosen is None:  # analyse chooses on any pairs there are
-        out.append(f"There are no pairs on the {sel} split: nothing can be chosen (set split.dev_fraction "
-                   f"so that the {sel} split holds pairs, or evaluate more pairs).")
+        out.append(
+            f"There are no pairs on the {sel} split: nothing can be chosen (set split.dev_fraction "
+            f"so that the {sel} split holds pairs, or evaluate more pairs)."
+        )
         return out
     if not base["pairs"][conf]:
-        out.append(f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base {base[sel]:.3f}); "
-                   f"no pairs on the {conf} split: nothing can be confirmed.")
+        out.append(
+            f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base {base[sel]:.3f}); "
+            f"no pairs on the {conf} split: nothing can be confirmed."
+        )
         return out
     if block["chosen_is_base_setting"]:
         out.append(f"Chosen on {sel}: `{chosen['name']}`, the base's own setting — no change is suggested.")
     else:
         delta = chosen["test_delta"]
         shown = "–" if delta is None else f"{100 * delta:+.1f} points, p_holm = {chosen['p_holm']:.3f}"
-        state = ("confirmed" if block["confirmed"] else "not confirmed (no significant gain after "
-                 f"Holm over {block['tried']} variants)")
-        out.append(f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base "
-                   f"{base[sel]:.3f}); on {conf} against the base: {shown} — {state}.")
+        state = (
+            "confirmed"
+            if block["confirmed"]
+            else f"not confirmed (no significant gain after Holm over {block['tried']} variants)"
+        )
+        out.append(
+            f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base "
+            f"{base[sel]:.3f}); on {conf} against the base: {shown} — {state}."
+        )
     best = block.get(f"best_on_{conf}")
     if best and best != block["chosen"]:
-        out.append(f"`{best}` scores best on {conf} but was not chosen on {sel}: it is not the winner "
-                   f"(picking by the {conf} score is the lucky pick the split guards against).")
+        out.append(
+            f"`{best}` scores best on {conf} but was not chosen on {sel}: it is not the winner "
+            f"(picking by the {conf} score is the lucky pick the split guards against)."
+        )
     return out

@@ -73,15 +73,16 @@ class Bm25Index:
         self.persona = persona
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize='porter unicode61')")
-        self.db.executemany("INSERT INTO memories_fts(rowid, content) VALUES (?, ?)",
-                            enumerate(persona.texts, start=1))
+        self.db.executemany("INSERT INTO memories_fts(rowid, content) VALUES (?, ?)", enumerate(persona.texts, start=1))
 
     def search(self, match: str, n: int) -> Ranking:
         if not match:
             return []
         rows = self.db.execute(
             "SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
-            "ORDER BY bm25(memories_fts) LIMIT ?", (match, n)).fetchall()
+            "ORDER BY bm25(memories_fts) LIMIT ?",
+            (match, n),
+        ).fetchall()
         return [(self.persona.row_ids[rowid - 1], -score) for rowid, score in rows]
 
     def close(self) -> None:
@@ -115,8 +116,7 @@ class Arms:
 
 def _indexed(persona: Persona, ranking: Ranking) -> tuple[np.ndarray, np.ndarray]:
     position = {rid: i for i, rid in enumerate(persona.row_ids)}
-    return (np.array([position[r] for r, _ in ranking], np.int32),
-            np.array([s for _, s in ranking], np.float64))
+    return (np.array([position[r] for r, _ in ranking], np.int32), np.array([s for _, s in ranking], np.float64))
 
 
 def persona_arms(persona: Persona) -> Arms:
@@ -129,16 +129,15 @@ def persona_arms(persona: Persona) -> Arms:
             ranked[bm25_arm(query)] = _indexed(persona, index.search(FTS_QUERY[query](persona.question), n))
     finally:
         index.close()
-    return Arms(persona.question_id, list(persona.row_ids),
-                [persona.doc_of(r) for r in persona.row_ids], ranked)
+    return Arms(persona.question_id, list(persona.row_ids), [persona.doc_of(r) for r in persona.row_ids], ranked)
 
 
 # ---------------------------------------------------------------- the arms file
 
-_ARMS_SCHEMA = pa.schema([("question_id", pa.string()), ("row_ids", pa.list_(pa.string())),
-                          ("docs", pa.list_(pa.string()))]
-                         + [(f"{arm}{part}", pa.list_(kind)) for arm in ARMS
-                            for part, kind in (("", pa.int32()), ("_score", pa.float64()))])
+_ARMS_SCHEMA = pa.schema(
+    [("question_id", pa.string()), ("row_ids", pa.list_(pa.string())), ("docs", pa.list_(pa.string()))]
+    + [(f"{arm}{part}", pa.list_(kind)) for arm in ARMS for part, kind in (("", pa.int32()), ("_score", pa.float64()))]
+)
 
 
 def write_arms(path: Path, arms: list[Arms]) -> None:
@@ -160,21 +159,24 @@ def read_arms(path: Path) -> Iterator[Arms]:
     except (OSError, pa.ArrowInvalid) as exc:
         raise EvalError(f"cannot read the arms file {path}: {exc} (rerun search_arms)") from exc
     if not table.schema.equals(_ARMS_SCHEMA):
-        raise EvalError(f"{path} is not an arms file of this version: its columns are "
-                        f"{table.schema.names} (rerun search_arms)")
+        raise EvalError(
+            f"{path} is not an arms file of this version: its columns are {table.schema.names} (rerun search_arms)"
+        )
     lists = {}
     for name in _ARMS_SCHEMA.names[1:]:
         column = table.column(name).combine_chunks()
         values = column.values
-        lists[name] = (column.offsets.to_numpy(),
-                       values.to_pylist() if pa.types.is_string(values.type) else values.to_numpy())
+        lists[name] = (
+            column.offsets.to_numpy(),
+            values.to_pylist() if pa.types.is_string(values.type) else values.to_numpy(),
+        )
     for i, qid in enumerate(table.column("question_id").to_pylist()):
+
         def part(name: str, i: int = i) -> Any:  # this question's slice, bound as it is made
             offsets, values = lists[name]
-            return values[offsets[i]:offsets[i + 1]]
+            return values[offsets[i] : offsets[i + 1]]
 
-        yield Arms(qid, part("row_ids"), part("docs"),
-                   {arm: (part(arm), part(f"{arm}_score")) for arm in ARMS})
+        yield Arms(qid, part("row_ids"), part("docs"), {arm: (part(arm), part(f"{arm}_score")) for arm in ARMS})
 
 
 def run_arms(shard: ShardSearch, arms_out: Path) -> None:

@@ -24,7 +24,11 @@ def run_family(shard: ShardSearch, retriever: str, out: Path, rank_all: bool = F
     progress = Progress(f"family {s.name} {shard.name}: personas", total=shard.pair_count())
     for persona in shard.personas():
         indices = rankers.rank(persona, s, shard.ranking_settings.limit, rank_all)[0]
-        ranked.append((persona.question_id, persona.documents(
-            [(persona.row_ids[i], 0.0) for i in indices.tolist()], shard.ranking_settings)))
+        ranked.append(
+            (
+                persona.question_id,
+                persona.documents([(persona.row_ids[i], 0.0) for i in indices.tolist()], shard.ranking_settings),
+            )
+        )
         progress.advance()
     trec.write_run(out, ranked, s.name)

@@ -52,7 +52,7 @@ DIGESTS = "digests"  # in the stores' folder: each shard's personas' digests and
 class Keeping:
     """Where a job keeps the seeded databases and how much of them (vipune.kept_stores_gb)."""
 
-    kept_stores: Path      # the folder (results/.cache/stores)
+    kept_stores: Path  # the folder (results/.cache/stores)
     kept_stores_gb: float  # GB it may hold, the least recently used removed beyond; 0: none kept
 
 
@@ -60,10 +60,10 @@ class Keeping:
 class KeptStores:
     """One job's use of the kept stores: which personas it reuses, which it keeps."""
 
-    folder: Path    # the stores: <key>.db
-    identity: str   # what seeded them: the vipune-lane's seeding digest, its own sources, its profile
-    staging: Path   # the job's: links to the stores it reuses, the stores it keeps until placed
-    limit: int      # bytes the folder may hold (the least recently used removed beyond)
+    folder: Path  # the stores: <key>.db
+    identity: str  # what seeded them: the vipune-lane's seeding digest, its own sources, its profile
+    staging: Path  # the job's: links to the stores it reuses, the stores it keeps until placed
+    limit: int  # bytes the folder may hold (the least recently used removed beyond)
     plans: dict[str, dict[str, str]] = field(default_factory=dict)  # question id → the header's keys
     # question id → (full digests, question tokens, question vector) of each persona made in full
     learned: dict[str, tuple[list[str], int, np.ndarray]] = field(default_factory=dict)
@@ -79,15 +79,27 @@ class KeptStores:
             return None
         seeding = (built.get("sources") or {}).get("seeding")
         if not seeding or not seeding.get("sha256"):
-            log.info("vipune-lib: this vipune-lane records no digest of what seeds its databases "
-                     "(`vipune-lane version`, sources.seeding): every persona is seeded afresh")
+            log.info(
+                "vipune-lib: this vipune-lane records no digest of what seeds its databases "
+                "(`vipune-lane version`, sources.seeding): every persona is seeded afresh"
+            )
             return None
         if seeding.get("changed"):
-            log.info("vipune-lib: kept stores are reused only for the same vipune source: %s differ from the "
-                     "bytes lane/vipune_sources.json's search-only list was read from (seeding.seeding_files)",
-                     ", ".join(seeding["changed"]))
-        identity = hashlib.sha256(json.dumps({"seeding": seeding["sha256"], "lane_source": built.get("lane_source"),
-                                              "profile": built.get("profile")}, sort_keys=True).encode()).hexdigest()
+            log.info(
+                "vipune-lib: kept stores are reused only for the same vipune source: %s differ from the "
+                "bytes lane/vipune_sources.json's search-only list was read from (seeding.seeding_files)",
+                ", ".join(seeding["changed"]),
+            )
+        identity = hashlib.sha256(
+            json.dumps(
+                {
+                    "seeding": seeding["sha256"],
+                    "lane_source": built.get("lane_source"),
+                    "profile": built.get("profile"),
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
         keeping.kept_stores.mkdir(parents=True, exist_ok=True)
         staging.mkdir(parents=True, exist_ok=True)
         return cls(keeping.kept_stores, identity, staging, int(keeping.kept_stores_gb * 1e9))
@@ -107,8 +119,9 @@ class KeptStores:
                     light[persona.question_id] = persona
         order = pairs.column("question_id").to_pylist()
         rest = [pairs.slice(i, 1) for i, qid in enumerate(order) if qid not in light]
-        full = personas_of_pairs(pa.concat_tables(rest) if rest else pairs.slice(0, 0), shard.texts,
-                                 list(shard.embeddings))
+        full = personas_of_pairs(
+            pa.concat_tables(rest) if rest else pairs.slice(0, 0), shard.texts, list(shard.embeddings)
+        )
         for qid in order:
             yield light[qid] if qid in light else next(full)
         if any(qid not in known for qid in self.learned):
@@ -133,8 +146,9 @@ class KeptStores:
                 self.learned[qid] = (persona.full_digests(), int(persona.query_tokens or 0), persona.query_vector)
             key = self.key(persona)
             staged = self.staging / f"{key}{SUFFIX}"
-            self.plans[qid] = {"seeded": str(staged)} if _pin(self.folder / f"{key}{SUFFIX}", staged) \
-                else {"keep": str(staged)}
+            self.plans[qid] = (
+                {"seeded": str(staged)} if _pin(self.folder / f"{key}{SUFFIX}", staged) else {"keep": str(staged)}
+            )
             self.reused += "seeded" in self.plans[qid]
         return self.plans[qid]
 
@@ -150,17 +164,27 @@ class KeptStores:
             _place(Path(staged), self.folder / Path(staged).name)
             self.kept += 1
         except OSError as exc:  # a full disk: the search itself is done
-            log.warning("vipune-lib: persona %s's database is not kept (%s): %s", persona.question_id,
-                        self.folder, exc.strerror or exc)
+            log.warning(
+                "vipune-lib: persona %s's database is not kept (%s): %s",
+                persona.question_id,
+                self.folder,
+                exc.strerror or exc,
+            )
 
     def close(self) -> None:
         """The job's staging folder removed, and the folder held to its limit."""
         shutil.rmtree(self.staging, ignore_errors=True)
         removed, freed = evict(self.folder, self.limit)
-        log.info("vipune-lib: kept stores: %d reused, %d kept; %s holds %.2f GB%s", self.reused, self.kept,
-                 self.folder, size(self.folder) / 1e9,
-                 f" ({removed} least recently used removed: {freed / 1e9:.2f} GB over vipune.kept_stores_gb)"
-                 if removed else "")
+        log.info(
+            "vipune-lib: kept stores: %d reused, %d kept; %s holds %.2f GB%s",
+            self.reused,
+            self.kept,
+            self.folder,
+            size(self.folder) / 1e9,
+            f" ({removed} least recently used removed: {freed / 1e9:.2f} GB over vipune.kept_stores_gb)"
+            if removed
+            else "",
+        )
 
 
 def _inputs(shard: ShardSearch) -> str:
@@ -177,8 +201,10 @@ def _read_digests(path: Path, inputs: str) -> dict[str, tuple[list[str], int, np
         with np.load(path, allow_pickle=False) as kept:
             if str(kept["inputs"]) != inputs:
                 return {}
-            return {str(q): ([str(d), str(v)], int(t), kept["queries"][i]) for i, (q, d, v, t)
-                    in enumerate(zip(kept["qids"], kept["data"], kept["vectors"], kept["tokens"]))}
+            return {
+                str(q): ([str(d), str(v)], int(t), kept["queries"][i])
+                for i, (q, d, v, t) in enumerate(zip(kept["qids"], kept["data"], kept["vectors"], kept["tokens"]))
+            }
     except (OSError, KeyError, ValueError):
         return {}
 
@@ -190,9 +216,15 @@ def _write_digests(path: Path, inputs: str, rows: dict[str, tuple[list[str], int
     part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         with open(part, "wb") as out:
-            np.savez(out, inputs=np.array(inputs), qids=np.array(qids), data=np.array([rows[q][0][0] for q in qids]),
-                     vectors=np.array([rows[q][0][1] for q in qids]), tokens=np.array([rows[q][1] for q in qids]),
-                     queries=np.stack([np.asarray(rows[q][2], "<f4") for q in qids]))
+            np.savez(
+                out,
+                inputs=np.array(inputs),
+                qids=np.array(qids),
+                data=np.array([rows[q][0][0] for q in qids]),
+                vectors=np.array([rows[q][0][1] for q in qids]),
+                tokens=np.array([rows[q][1] for q in qids]),
+                queries=np.stack([np.asarray(rows[q][2], "<f4") for q in qids]),
+            )
         os.replace(part, path)
     except OSError as exc:  # a full disk: the next search reads the texts again
         part.unlink(missing_ok=True)
@@ -203,10 +235,18 @@ def _without_rows(pair: dict[str, Any], digests: list[str], tokens: int, query: 
     """A persona made without its rows' texts and vectors (its kept store holds them): what a
     search of it needs, and the digests its rows had."""
     qid = pair["question_id"]
-    persona = Persona(question_id=qid, question=pair["question"], row_ids=[row_id(qid, k) for k in pair["row_keys"]],
-                      session_ids=pair["row_sessions"], created_at=pair["row_created_at"], texts=[],
-                      vectors=np.empty((0, len(query)), np.float32), query_vector=query, docs=pair["row_docs"],
-                      query_tokens=tokens)
+    persona = Persona(
+        question_id=qid,
+        question=pair["question"],
+        row_ids=[row_id(qid, k) for k in pair["row_keys"]],
+        session_ids=pair["row_sessions"],
+        created_at=pair["row_created_at"],
+        texts=[],
+        vectors=np.empty((0, len(query)), np.float32),
+        query_vector=query,
+        docs=pair["row_docs"],
+        query_tokens=tokens,
+    )
     persona.known_digests = digests
     return persona
 

@@ -52,11 +52,11 @@ class Haystack:
 
     question_id: str
     question: str
-    question_vector: np.ndarray      # float32 [d]
+    question_vector: np.ndarray  # float32 [d]
     row_ids: tuple[str, ...]
     row_sessions: tuple[str, ...]
     texts: tuple[str, ...]
-    vectors: np.ndarray              # float32 [n, d]
+    vectors: np.ndarray  # float32 [n, d]
     created_at: tuple[str, ...]
 
     @classmethod
@@ -67,9 +67,16 @@ class Haystack:
             a = np.ascontiguousarray(a, dtype=np.float32)
             return np.frombuffer(a.tobytes(), dtype=np.float32).reshape(a.shape)
 
-        return cls(persona.question_id, persona.question, frozen(persona.query_vector),
-                   tuple(persona.row_ids), tuple(persona.session_ids), tuple(persona.texts),
-                   frozen(persona.vectors), tuple(persona.created_at))
+        return cls(
+            persona.question_id,
+            persona.question,
+            frozen(persona.query_vector),
+            tuple(persona.row_ids),
+            tuple(persona.session_ids),
+            tuple(persona.texts),
+            frozen(persona.vectors),
+            tuple(persona.created_at),
+        )
 
 
 def _split(use: str) -> tuple[str, str, bool]:
@@ -89,8 +96,7 @@ def source_file(use: str) -> Path:
     except (ImportError, ValueError) as exc:
         raise EvalError(f"plugin {use!r}: module {target!r} cannot be found: {exc}") from None
     if found is None or not found.origin or not Path(found.origin).is_file():
-        raise EvalError(f"plugin {use!r}: module {target!r} cannot be found (is it installed or on "
-                        "PYTHONPATH?)")
+        raise EvalError(f"plugin {use!r}: module {target!r} cannot be found (is it installed or on PYTHONPATH?)")
     return Path(found.origin)
 
 
@@ -178,19 +184,20 @@ def load(use: str) -> Callable[..., Any]:
     """The plugin's function, imported; every failure is an EvalError naming the plugin."""
     target, function, is_file = _split(use)
     if not target or not function.isidentifier():
-        raise EvalError(f"plugin {use!r}: write 'path/to/file.py:function' or "
-                        "'package.module:function'")
+        raise EvalError(f"plugin {use!r}: write 'path/to/file.py:function' or 'package.module:function'")
     try:
         if is_file:
             path = Path(target)
             if not path.is_file():
-                raise EvalError(f"plugin {use!r}: file {path.resolve()} not found (paths are relative "
-                                "to the working directory)")
+                raise EvalError(
+                    f"plugin {use!r}: file {path.resolve()} not found (paths are relative to the working directory)"
+                )
             name = "vipune_eval_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
             found = importlib.util.spec_from_file_location(name, path)
             if found is None or found.loader is None:
-                raise EvalError(f"plugin {use!r}: {path.resolve()} cannot be imported as a Python module "
-                                "(a file ending in .py can)")
+                raise EvalError(
+                    f"plugin {use!r}: {path.resolve()} cannot be imported as a Python module (a file ending in .py can)"
+                )
             module = importlib.util.module_from_spec(found)
             sys.modules[name] = module
             with _folder_on_path(use), _no_exit():
@@ -201,8 +208,10 @@ def load(use: str) -> Callable[..., Any]:
     except EvalError:
         raise
     except (SystemExit, _Exited) as exc:
-        raise EvalError(f"plugin {use!r} called {_exit_code(exc)} while it was imported",
-                        fix="a plugin must not exit: raise an exception instead") from None
+        raise EvalError(
+            f"plugin {use!r} called {_exit_code(exc)} while it was imported",
+            fix="a plugin must not exit: raise an exception instead",
+        ) from None
     except BaseException as exc:  # a plugin may raise anything while importing
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -218,6 +227,7 @@ def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
 
     Checked against the persona's own ids, never the Haystack the plugin was given: a plugin
     can get round its freezing (``object.__setattr__``) and add ids of its own."""
+
     def refuse(problem: str, value: Any) -> EvalError:
         return EvalError(f"plugin {use!r}, question {persona.question_id}: {problem}: {value!r:.200}")
 
@@ -231,8 +241,13 @@ def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
     for rank, item in enumerate(answer, start=1):
         if isinstance(item, str):
             rid, score = item, float(len(answer) - rank + 1)
-        elif (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
-              and isinstance(item[1], (int, float, np.number)) and not isinstance(item[1], bool)):
+        elif (
+            isinstance(item, (list, tuple))
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], (int, float, np.number))
+            and not isinstance(item[1], bool)
+        ):
             rid, score = item[0], float(item[1])
         else:
             raise refuse(f"item {rank} is neither a row id nor a (row id, score) pair", item)
@@ -245,8 +260,7 @@ def check_answer(answer: Any, persona: Persona, k: int, use: str) -> Ranking:
     return ranking
 
 
-def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
-           timeout: float | None = None) -> Ranking:
+def search(fn: Callable[..., Any], persona: Persona, k: int, use: str, timeout: float | None = None) -> Ranking:
     """The plugin's checked ranking of one persona, called with at most ``timeout`` seconds (no
     limit: None)."""
     haystack = Haystack.of(persona)
@@ -255,15 +269,18 @@ def search(fn: Callable[..., Any], persona: Persona, k: int, use: str,
         with _folder_on_path(use), _no_exit(), _time_limit(timeout):
             answer = fn(haystack, k)
     except _OutOfTime:
-        raise EvalError(f"{where}: no answer within {timeout:g} s (search.plugin_timeout)",
-                        fix="make the plugin faster, or raise search.plugin_timeout (seconds per question)") from None
+        raise EvalError(
+            f"{where}: no answer within {timeout:g} s (search.plugin_timeout)",
+            fix="make the plugin faster, or raise search.plugin_timeout (seconds per question)",
+        ) from None
     except (SystemExit, _Exited) as exc:
-        raise EvalError(f"plugin {use!r} called {_exit_code(exc)} on question {persona.question_id}",
-                        fix="a plugin must not exit: return a ranking, or raise an exception") from None
+        raise EvalError(
+            f"plugin {use!r} called {_exit_code(exc)} on question {persona.question_id}",
+            fix="a plugin must not exit: return a ranking, or raise an exception",
+        ) from None
     except Exception as exc:
         log.error("%s", traceback.format_exc())
-        raise EvalError(f"plugin {use!r}, question {persona.question_id}: raised "
-                        f"{type(exc).__name__}: {exc}") from None
+        raise EvalError(f"plugin {use!r}, question {persona.question_id}: raised {type(exc).__name__}: {exc}") from None
     return check_answer(answer, persona, k, use)
 
 
@@ -277,7 +294,13 @@ def run_plugin(shard: ShardSearch, retriever: str, out: Path, timeout: float) ->
     runs: list[tuple[str, list[str]]] = []
     progress = Progress(f"plugin {spec.name} {shard.name}: personas", total=shard.pair_count())
     for persona in shard.personas():
-        runs.append((persona.question_id, persona.documents(search(fn, persona, shard.ranking_settings.limit, spec.use, timeout),
-                                                            shard.ranking_settings)))
+        runs.append(
+            (
+                persona.question_id,
+                persona.documents(
+                    search(fn, persona, shard.ranking_settings.limit, spec.use, timeout), shard.ranking_settings
+                ),
+            )
+        )
         progress.advance()
     trec.write_run(out, runs, spec.name)

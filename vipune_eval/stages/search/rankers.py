@@ -22,12 +22,11 @@ if TYPE_CHECKING:
     from vipune_eval.registry.retrievers import Spec
 
 
-
-
 def _arm(name: Callable[[dict], str]) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     def rank(arms: Any, params: dict, limit: int, rank_all: bool) -> tuple[np.ndarray, np.ndarray]:
         indices, scores = arms.ranked[name(params)]
         return (indices, scores) if rank_all else (indices[:limit], scores[:limit])
+
     return rank
 
 

@@ -47,12 +47,16 @@ def ranking_of(persona: Persona, hits: list[dict[str, Any]], command: str) -> Ra
     for rank, hit in enumerate(hits, start=1):
         rid = hit.get("id")
         if not isinstance(rid, str) or not persona.knows(rid):
-            raise VipuneError(f"persona {persona.question_id}: `{command}` returned id {rid!r} at "
-                              f"rank {rank}, not a row of this persona (a contract violation)")
+            raise VipuneError(
+                f"persona {persona.question_id}: `{command}` returned id {rid!r} at "
+                f"rank {rank}, not a row of this persona (a contract violation)"
+            )
         if rid in seen:
             repeated = [h.get("id") for h in hits]
-            raise VipuneError(f"persona {persona.question_id}: `{command}` returned id {rid!r} twice "
-                              f"(ranks {repeated.index(rid) + 1} and {rank}; a contract violation)")
+            raise VipuneError(
+                f"persona {persona.question_id}: `{command}` returned id {rid!r} twice "
+                f"(ranks {repeated.index(rid) + 1} and {rank}; a contract violation)"
+            )
         seen.add(rid)
         score = hit.get("similarity")
         ranking.append((rid, float(score) if isinstance(score, (int, float)) else 0.0))
@@ -65,8 +69,14 @@ def searches(vipune: VipuneSettings, limit: int) -> dict[str, list[str]]:
     return {"hybrid": vipune.search_flags(limit, True), "semantic": vipune.search_flags(limit, False)}
 
 
-def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], limit: int, workdir: Path,
-             lines: list[str] | None = None) -> dict[str, Any]:
+def evaluate(
+    client: Vipune,
+    persona: Persona,
+    flags: dict[str, list[str]],
+    limit: int,
+    workdir: Path,
+    lines: list[str] | None = None,
+) -> dict[str, Any]:
     """Import the persona into a fresh database; its rankings, one per search (``searches``, each
     told ``--limit limit``)."""
     qid = persona.question_id
@@ -76,8 +86,10 @@ def evaluate(client: Vipune, persona: Persona, flags: dict[str, list[str]], limi
         jsonl.write_text("\n".join(lines or import_lines(persona)) + "\n", encoding="utf-8")
         out = client.import_file(db, jsonl, where)
         if out.get("inserted") != len(persona.row_ids) or out.get("skipped", 0) != 0:
-            raise VipuneError(f"{where}: `{client.shown} --db-path {db} --json import {jsonl}` reported {out}, "
-                              f"but {len(persona.row_ids)} rows were written to a fresh database")
+            raise VipuneError(
+                f"{where}: `{client.shown} --db-path {db} --json import {jsonl}` reported {out}, "
+                f"but {len(persona.row_ids)} rows were written to a fresh database"
+            )
         result: dict[str, Any] = {}
         for name, search_flags in flags.items():
             hits, seconds = client.search(db, qid, persona.question, search_flags, limit, where)
@@ -95,8 +107,16 @@ def persona_key(persona: Persona, flags: dict[str, list[str]], lines: list[str])
     return digest.hexdigest()
 
 
-def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_error: str, cache: Path,
-               out: Path, semantic_out: Path, status_out: Path) -> None:
+def run_vipune(
+    shard: ShardSearch,
+    vipune: VipuneSettings,
+    threads: int,
+    on_error: str,
+    cache: Path,
+    out: Path,
+    semantic_out: Path,
+    status_out: Path,
+) -> None:
     """Run the binary lane over one shard. ``on_error``: ``stop`` fails the shard on the first
     failed persona (finished ones stay cached), ``record`` lists failed personas in the status
     file (they are left out of every average)."""
@@ -136,44 +156,62 @@ def run_vipune(shard: ShardSearch, vipune: VipuneSettings, threads: int, on_erro
                     log.error("%s", exc)
                     if on_error == "stop":
                         stopping.set()
-                    return {"question_id": qid, "error": failed_pair(str(exc), exc.exit_code, exc.error, exc.timeout),
-                            "exception": exc}
+                    return {
+                        "question_id": qid,
+                        "error": failed_pair(str(exc), exc.exit_code, exc.error, exc.timeout),
+                        "exception": exc,
+                    }
                 binary.check_wrapped()  # before the result is kept under this build's fingerprint
                 write_json(cached, result)
             progress.advance()
-            return {"question_id": qid, "digests": persona.digests(),
-                    "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
-                    "documents": {n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], shard.ranking_settings)
-                                  for n in ("hybrid", "semantic")}}
+            return {
+                "question_id": qid,
+                "digests": persona.digests(),
+                "seconds": {n: result[n]["seconds"] for n in ("hybrid", "semantic")},
+                "documents": {
+                    n: persona.documents([tuple(hit) for hit in result[n]["ranking"]], shard.ranking_settings)
+                    for n in ("hybrid", "semantic")
+                },
+            }
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             # A few personas in flight at a time, not the whole shard's rows and vectors.
-            results = list(in_order(pool, one, shard.personas(),
-                                    window=2 * max(1, threads)))
+            results = list(in_order(pool, one, shard.personas(), window=2 * max(1, threads)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     errors = [r["exception"] for r in results if "error" in r]
     if errors and on_error == "stop":
-        raise VipuneError(errors[0].message + (f" (and {len(errors) - 1} more failed personas)"
-                                               if len(errors) > 1 else ""),
-                          fix="; ".join(filter(None, [
-                              errors[0].fix, "finished personas are cached: a rerun redoes only the rest; set "
-                              "vipune.on_error: record to score the other pairs anyway"])))
+        raise VipuneError(
+            errors[0].message + (f" (and {len(errors) - 1} more failed personas)" if len(errors) > 1 else ""),
+            fix="; ".join(
+                filter(
+                    None,
+                    [
+                        errors[0].fix,
+                        "finished personas are cached: a rerun redoes only the rest; set "
+                        "vipune.on_error: record to score the other pairs anyway",
+                    ],
+                )
+            ),
+        )
     done = [r for r in results if "documents" in r]
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
-        trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done],
-                       BINARY.of(name))
-    write_json(status_out, {
-        "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
-        "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},
-        "semantic_search_seconds": {r["question_id"]: r["seconds"]["semantic"] for r in done},
-        "searched": shard.searched(vipune.query_flags(limit), {r["question_id"]: r["digests"] for r in done}),
-    })
+        trec.write_run(path, [(r["question_id"], r["documents"][name]) for r in done], BINARY.of(name))
+    write_json(
+        status_out,
+        {
+            "failed": {r["question_id"]: r["error"] for r in results if "error" in r},
+            "search_seconds": {r["question_id"]: r["seconds"]["hybrid"] for r in done},
+            "semantic_search_seconds": {r["question_id"]: r["seconds"]["semantic"] for r in done},
+            "searched": shard.searched(vipune.query_flags(limit), {r["question_id"]: r["digests"] for r in done}),
+        },
+    )
     write_json(marker, sorted(set(keys)))
     failed = len(results) - len(done)
     if failed:
-        log.warning("vipune %s: %d of %d personas failed and are recorded in %s",
-                    shard.name, failed, len(results), status_out)
+        log.warning(
+            "vipune %s: %d of %d personas failed and are recorded in %s", shard.name, failed, len(results), status_out
+        )
 
 
 def in_order(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, window: int) -> Iterator:

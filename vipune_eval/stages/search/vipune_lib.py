@@ -8,6 +8,7 @@ vector, with the binary's own search flags (VipuneSettings.query_flags). No mode
 per persona: the whole per-run phase takes seconds. Beside the run files, the arms each hybrid
 search fused (core.lane_arms), what ``vipune-eval explain`` shows.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,18 @@ OWNER = ".job"  # in a RAM folder: the scratch folder of the job it belongs to
 FULL = ("database or disk is full", "No space left on device")
 
 
-def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_fingerprint: Path, on_error: str,
-                   out: Path, semantic_out: Path, status_out: Path, arms_out: Path, keeping: Keeping | None = None) -> None:
+def run_vipune_lib(
+    shard: ShardSearch,
+    vipune: VipuneSettings,
+    lane: Path,
+    lane_fingerprint: Path,
+    on_error: str,
+    out: Path,
+    semantic_out: Path,
+    status_out: Path,
+    arms_out: Path,
+    keeping: Keeping | None = None,
+) -> None:
     """Run the lib lane over one shard: the build's vipune-lane, with the settings the binary lane
     runs the build with (its search flags, timeout and scratch folder). ``on_error``: ``stop``
     fails the shard on the first persona the vipune-lane refuses, crashes or hangs on, or answers out of
@@ -47,9 +58,11 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     while nothing that wrote them changed (stages.search.kept_stores; None or 0 GB: none kept)."""
     fingerprint, timeout, tmp = lane_fingerprint, vipune.timeout, vipune.tmp
     if not str(lane) or str(lane) == ".":
-        raise LaneError(f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
-                        "fingerprint id alone, so its vipune-lib results cannot be computed again",
-                        fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)")
+        raise LaneError(
+            f"{fingerprint}: no vipune-lane is configured for this build, known here by its "
+            "fingerprint id alone, so its vipune-lib results cannot be computed again",
+            fix="list the build by its path in vipune.compare (build.sh builds its vipune-lane beside it)",
+        )
     guard = Watchdog(None, [ram_folder(tmp)])  # a job killed before its vipune-lane (and its watchdog) starts
     databases = database_folder(tmp)
     done: dict[str, dict[str, list[str]]] = {}
@@ -69,7 +82,8 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
 
     def search(folder: Path, personas: Iterator[Persona]) -> None:
         run = VipuneLane(planned, folder, timeout, arms=True, store=stores.plan if stores else None).search(
-            personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record")
+            personas, vipune.query_flags(shard.ranking_settings.limit), record=on_error == "record"
+        )
         with closing(run) as answers:  # the vipune-lane is ended before its databases are removed
             for persona, answer in answers:
                 qid = persona.question_id
@@ -81,22 +95,37 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
                     else:
                         code = answer.get("exit_code")
                         refused = f" (`vipune search` exits {code} on it)" if code is not None else ""
-                        fail(qid, failed_pair(f"persona {qid}: vipune-lane refused it{refused}: {answer['error']}",
-                                              exit_code=code, error=str(answer["error"])))
+                        fail(
+                            qid,
+                            failed_pair(
+                                f"persona {qid}: vipune-lane refused it{refused}: {answer['error']}",
+                                exit_code=code,
+                                error=str(answer["error"]),
+                            ),
+                        )
                     continue
-                if "broken" in answer:  # the vipune-lane crashed, hung or broke its protocol on it (vipune said nothing)
-                    fail(qid, failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}",
-                                          timeout=answer.get("timeout")))
+                if (
+                    "broken" in answer
+                ):  # the vipune-lane crashed, hung or broke its protocol on it (vipune said nothing)
+                    fail(
+                        qid,
+                        failed_pair(f"persona {qid}: vipune-lane: {answer['broken']}", timeout=answer.get("timeout")),
+                    )
                     continue
                 try:
                     spent = answer.get("seconds")
                     if not isinstance(spent, dict):
-                        raise EvalError(f"persona {qid}: `{lane.name} search` answered without its seconds "
-                                        "per step (a protocol violation)")
+                        raise EvalError(
+                            f"persona {qid}: `{lane.name} search` answered without its seconds "
+                            "per step (a protocol violation)"
+                        )
                     rankings = {name: _ranking(persona, answer, name, lane) for name in SEARCHES}
-                    fused[qid] = lane_arms.from_answer(persona.row_ids, answer, shard.ranking_settings.limit, f"{lane.name} search")
-                    done[qid] = {name: persona.documents(ranking, shard.ranking_settings)
-                                 for name, ranking in rankings.items()}
+                    fused[qid] = lane_arms.from_answer(
+                        persona.row_ids, answer, shard.ranking_settings.limit, f"{lane.name} search"
+                    )
+                    done[qid] = {
+                        name: persona.documents(ranking, shard.ranking_settings) for name, ranking in rankings.items()
+                    }
                 except EvalError as exc:
                     fail(qid, failed_pair(exc.message))
                     continue
@@ -116,9 +145,15 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
         progress = Progress(f"vipune-lib {shard.name}: personas", total=shard.pair_count())
         search(databases, stores.personas(shard) if stores else shard.personas())
         if full:
-            log.warning("vipune-lib %s: %s is full (the vipune-lane said %r): %d personas searched again in the "
-                        "job's scratch folder %s", shard.name, databases.parent, next(iter(full.values())),
-                        len(full), tmp)
+            log.warning(
+                "vipune-lib %s: %s is full (the vipune-lane said %r): %d personas searched again in the "
+                "job's scratch folder %s",
+                shard.name,
+                databases.parent,
+                next(iter(full.values())),
+                len(full),
+                tmp,
+            )
             shutil.rmtree(databases, ignore_errors=True)
             tmp.mkdir(parents=True, exist_ok=True)
             search(tmp, (p for p in shard.personas() if p.question_id in full))
@@ -132,16 +167,26 @@ def run_vipune_lib(shard: ShardSearch, vipune: VipuneSettings, lane: Path, lane_
     for name, path in (("hybrid", out), ("semantic", semantic_out)):
         trec.write_run(path, [(qid, done[qid][name]) for qid in ranked], LIB.of(name))
     lane_arms.write(arms_out, (fused[qid] for qid in ranked))
-    write_json(status_out, {
-        "failed": failed,
-        "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
-        "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
-        "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
-        "searched": shard.searched(vipune.query_flags(shard.ranking_settings.limit), {qid: digests[qid] for qid in ranked}),
-    })
-    log.info("vipune-lib %s: %d personas, %d failed%s; seconds per step: %s", shard.name, len(done),
-             len(failed), f", {len(full)} searched on disk ({databases.parent} full)" if full else "",
-             ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())))
+    write_json(
+        status_out,
+        {
+            "failed": failed,
+            "search_seconds": {qid: seconds[qid]["hybrid"] for qid in ranked},
+            "semantic_search_seconds": {qid: seconds[qid]["semantic"] for qid in ranked},
+            "lane_seconds": dict(sorted(steps.items())),  # where the shard's time went, per step
+            "searched": shard.searched(
+                vipune.query_flags(shard.ranking_settings.limit), {qid: digests[qid] for qid in ranked}
+            ),
+        },
+    )
+    log.info(
+        "vipune-lib %s: %d personas, %d failed%s; seconds per step: %s",
+        shard.name,
+        len(done),
+        len(failed),
+        f", {len(full)} searched on disk ({databases.parent} full)" if full else "",
+        ", ".join(f"{k} {v:.2f}" for k, v in sorted(steps.items())),
+    )
 
 
 def ram_folder(tmp: Path, ram: Path | None = None) -> Path:
@@ -170,8 +215,12 @@ def database_folder(tmp: Path, ram: Path | None = None) -> Path:
             return folder
         except OSError as exc:
             shutil.rmtree(folder, ignore_errors=True)
-            log.warning("vipune-lib: %s cannot hold the throwaway databases (%s): they go to the job's "
-                        "scratch folder %s", ram, exc.strerror or exc, tmp)
+            log.warning(
+                "vipune-lib: %s cannot hold the throwaway databases (%s): they go to the job's scratch folder %s",
+                ram,
+                exc.strerror or exc,
+                tmp,
+            )
     tmp.mkdir(parents=True, exist_ok=True)
     return tmp
 

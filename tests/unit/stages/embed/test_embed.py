@@ -28,11 +28,10 @@ def model_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def texts_path(tmp_path_factory):
     words = list(VOCABULARY[10:200])
-    texts = [" ".join(words[i:i + 5 + i % 7]) for i in range(60)]
+    texts = [" ".join(words[i : i + 5 + i % 7]) for i in range(60)]
     texts.append(" ".join(words * 4))  # 760 words: over 512 tokens, truncated by the model
     path = tmp_path_factory.mktemp("texts") / "texts.parquet"
-    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts],
-                                        schema=TEXTS_SCHEMA), path)
+    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts], schema=TEXTS_SCHEMA), path)
     return path
 
 
@@ -49,17 +48,29 @@ def reference_embedding(model_dir, text, pooling="mean"):
     ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
     mask = np.ones_like(ids)
     session = ort.InferenceSession(str(model_dir / "onnx/model.onnx"))
-    hidden = session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask,
-                                                 "token_type_ids": np.zeros_like(ids)})[0][0]
+    hidden = session.run(
+        ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )[0][0]
     vector = hidden.mean(axis=0) if pooling == "mean" else hidden[0]
     return vector / np.linalg.norm(vector)
 
 
 def test_shards_partition_the_texts_and_vectors_follow_the_recipe(model_dir, texts_path, tmp_path):
     outs = [tmp_path / f"shard-{i}.parquet" for i in range(3)]
-    counts = [run_embed(texts_path, ModelFiles(model_dir, "onnx/model.onnx", "mean"), i, 3, out, threads=1,
-                        batch_tokens=64, model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
-              for i, out in enumerate(outs)]
+    counts = [
+        run_embed(
+            texts_path,
+            ModelFiles(model_dir, "onnx/model.onnx", "mean"),
+            i,
+            3,
+            out,
+            threads=1,
+            batch_tokens=64,
+            model_fingerprint=fingerprint(tmp_path),
+            store=tmp_path / "store",
+        )
+        for i, out in enumerate(outs)
+    ]
     texts = pq.read_table(texts_path).to_pylist()
     ids = [tid for out in outs for tid in pq.read_table(out).column("text_id").to_pylist()]
     assert sorted(ids) == sorted(t["text_id"] for t in texts)  # each text exactly once
@@ -73,7 +84,11 @@ def test_shards_partition_the_texts_and_vectors_follow_the_recipe(model_dir, tex
         assert np.dot(got, reference_embedding(model_dir, text["text"])) > 0.9999
         assert np.linalg.norm(got) == pytest.approx(1.0, abs=1e-5)
 
-    rows = {r["text_id"]: r for out in outs for r in pq.read_table(out, columns=["text_id", "tokens", "truncated"]).to_pylist()}
+    rows = {
+        r["text_id"]: r
+        for out in outs
+        for r in pq.read_table(out, columns=["text_id", "tokens", "truncated"]).to_pylist()
+    }
     long_text = rows[texts[-1]["text_id"]]
     assert long_text["tokens"] == 760 + 2 and long_text["truncated"]
     short = rows[texts[0]["text_id"]]
@@ -92,16 +107,24 @@ def test_pooling_is_part_of_the_recipe(model_dir):
 
 def test_missing_embedding_is_a_clear_error(model_dir, texts_path, tmp_path):
     out = tmp_path / "one.parquet"
-    run_embed(texts_path, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 5, out, threads=1, batch_tokens=64,
-              model_fingerprint=fingerprint(tmp_path), store=tmp_path / "store")
+    run_embed(
+        texts_path,
+        ModelFiles(model_dir, "onnx/model.onnx", "mean"),
+        0,
+        5,
+        out,
+        threads=1,
+        batch_tokens=64,
+        model_fingerprint=fingerprint(tmp_path),
+        store=tmp_path / "store",
+    )
     vectors = Vectors([out])
     with pytest.raises(Exception, match="has no embedding"):
         vectors.get(["0" * 20])
 
 
 def write_texts(path, texts):
-    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts],
-                                        schema=TEXTS_SCHEMA), path)
+    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in texts], schema=TEXTS_SCHEMA), path)
     return path
 
 
@@ -110,8 +133,15 @@ def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store
     first = write_texts(tmp_path / "a.parquet", shared + ["only in the first view"])
     second = write_texts(tmp_path / "b.parquet", shared + ["only in the second view", ""])
     fp, store = fingerprint(tmp_path), tmp_path / "store"
-    assert run_embed(first, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ea.parquet", 1, 64, fp, store) == 3
-    embedded = run_embed(second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "eb.parquet", 1, 64, fp, store)
+    assert (
+        run_embed(
+            first, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ea.parquet", 1, 64, fp, store
+        )
+        == 3
+    )
+    embedded = run_embed(
+        second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "eb.parquet", 1, 64, fp, store
+    )
     assert embedded == 1  # the shared texts come from the store; the empty text needs no model
     a, b = Vectors([tmp_path / "ea.parquet"]), Vectors([tmp_path / "eb.parquet"])
     ids = [text_id(t) for t in shared]
@@ -120,7 +150,9 @@ def test_a_text_another_view_embedded_with_the_same_model_is_read_from_the_store
     # Another model's vectors are never served.
     other = tmp_path / "other-fp.json"
     other.write_text('{"kind": "model", "files": {"onnx/model.onnx": "def"}}')
-    again = run_embed(second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ec.parquet", 1, 64, other, store)
+    again = run_embed(
+        second, ModelFiles(model_dir, "onnx/model.onnx", "mean"), 0, 1, tmp_path / "ec.parquet", 1, 64, other, store
+    )
     assert again == 3
 
 
@@ -137,6 +169,7 @@ def test_a_damaged_tokenizer_is_named(model_dir, tmp_path):
 
 def test_token_counts_do_not_depend_on_the_batch(tmp_path):
     from vipune_eval.core.tokens import count_tokens, load_tokenizer
+
     model = build_tiny_model(tmp_path / "model")
     texts = [" ".join(["word"] * n) for n in (0, 1, 7, 600, 3, 2)]
     whole = count_tokens(model, texts, batch=len(texts))

@@ -17,8 +17,13 @@ from vipune_eval.errors import EvalError
 from vipune_eval.stages.embed.embed import load_model
 from vipune_eval.stages.embed.onnx_graph import drop_nan_guards, runnable_folder
 
-TEXTS = ["a zebra at the zoo", "violin", "the hall and the zoo and a violin in the hall at night",
-         "", "zebra zebra zebra"]
+TEXTS = [
+    "a zebra at the zoo",
+    "violin",
+    "the hall and the zoo and a violin in the hall at night",
+    "",
+    "zebra zebra zebra",
+]
 
 
 def ops(model) -> list[str]:
@@ -29,8 +34,14 @@ def as_exported(folder: Path, file: str = "model.onnx") -> TextEmbedding:
     """The model straight from its folder, through fastembed, guards and all."""
     name = f"test/exported-{folder.name}"
     if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
-        TextEmbedding.add_custom_model(model=name, pooling=PoolingType.MEAN, normalization=True,
-                                       sources=ModelSource(hf=name), dim=384, model_file=file)
+        TextEmbedding.add_custom_model(
+            model=name,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf=name),
+            dim=384,
+            model_file=file,
+        )
     return TextEmbedding(name, specific_model_path=str(folder), threads=1)
 
 
@@ -104,8 +115,11 @@ def test_the_rewritten_folder_keeps_the_layout_and_goes_away(tmp_path):
 def test_a_where_isnan_not_after_a_softmax_is_kept():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("IsNaN", ["r"], ["n"]),
-             helper.make_node("Where", ["n", "zero", "r"], ["y"])]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("IsNaN", ["r"], ["n"]),
+        helper.make_node("Where", ["n", "zero", "r"], ["y"]),
+    ]
     graph = helper.make_graph(nodes, "g", [x], [y], [onnx.numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
     model = helper.make_model(graph)
     assert drop_nan_guards(model) == 0 and ops(model) == ["Relu", "IsNaN", "Where"]
@@ -121,9 +135,13 @@ def test_a_damaged_onnx_file_is_named(tmp_path):
 def test_a_guard_with_its_own_constant_leaves_nothing_behind():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("Softmax", ["x"], ["p"], axis=-1), helper.make_node("IsNaN", ["p"], ["n"]),
-             helper.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(np.array(0.0, np.float32))),
-             helper.make_node("Where", ["n", "c", "p"], ["g"]), helper.make_node("Relu", ["g"], ["y"])]
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["n"]),
+        helper.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(np.array(0.0, np.float32))),
+        helper.make_node("Where", ["n", "c", "p"], ["g"]),
+        helper.make_node("Relu", ["g"], ["y"]),
+    ]
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]))
     assert drop_nan_guards(model) == 1
     assert ops(model) == ["Softmax", "Relu"] and list(model.graph.node[1].input) == ["p"]

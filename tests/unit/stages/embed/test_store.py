@@ -55,8 +55,10 @@ def texts_of(n, seed=0):
 
 
 def write_texts(path, texts):
-    pq.write_table(pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in dict.fromkeys(texts)],
-                                        schema=TEXTS_SCHEMA), path)
+    pq.write_table(
+        pa.Table.from_pylist([{"text_id": text_id(t), "text": t} for t in dict.fromkeys(texts)], schema=TEXTS_SCHEMA),
+        path,
+    )
     return path
 
 
@@ -107,10 +109,18 @@ def test_a_stored_vector_does_not_depend_on_the_job_order_or_the_budget(model_di
     for order, budget in (("ab", 64), ("ba", 4096)):
         store = tmp_path / f"store-{order}"
         for view in order:
-            run_embed({"a": a, "b": b}[view], ModelFiles(model_dir, FILE, "mean"), 0, 1,
-                      tmp_path / f"{order}-{view}.parquet", 1, budget, fp, store)
-        results[order] = {**vectors_of(tmp_path / f"{order}-a.parquet"),
-                          **vectors_of(tmp_path / f"{order}-b.parquet")}
+            run_embed(
+                {"a": a, "b": b}[view],
+                ModelFiles(model_dir, FILE, "mean"),
+                0,
+                1,
+                tmp_path / f"{order}-{view}.parquet",
+                1,
+                budget,
+                fp,
+                store,
+            )
+        results[order] = {**vectors_of(tmp_path / f"{order}-a.parquet"), **vectors_of(tmp_path / f"{order}-b.parquet")}
     assert results["ab"].keys() == results["ba"].keys()
     for tid in results["ab"]:
         assert results["ab"][tid].tobytes() == results["ba"][tid].tobytes()
@@ -128,12 +138,27 @@ print(run_embed(texts, ModelFiles(model, "onnx/model.onnx", "mean"), 0, 1, out, 
 
 def test_two_concurrent_jobs_embed_each_text_once(model_dir, tmp_path):
     texts = texts_of(400, seed=2)
-    views = [write_texts(tmp_path / f"{v}.parquet", texts[i:i + 300]) for v, i in (("a", 0), ("b", 100))]
+    views = [write_texts(tmp_path / f"{v}.parquet", texts[i : i + 300]) for v, i in (("a", 0), ("b", 100))]
     fp, store = fingerprint(tmp_path), tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    jobs = [subprocess.Popen([sys.executable, "-c", JOB, str(view), str(model_dir), str(fp), str(store),
-                              str(tmp_path / f"out-{n}.parquet")], stdout=subprocess.PIPE, text=True, env=env)
-            for n, view in enumerate(views)]
+    jobs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                JOB,
+                str(view),
+                str(model_dir),
+                str(fp),
+                str(store),
+                str(tmp_path / f"out-{n}.parquet"),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for n, view in enumerate(views)
+    ]
     computed = [int(job.communicate(timeout=300)[0].split()[-1]) for job in jobs]
     assert all(job.returncode == 0 for job in jobs)
     assert sum(computed) == len(set(texts))  # one computation per unique text
@@ -153,8 +178,11 @@ def test_a_job_waits_for_texts_a_live_job_claimed_and_reclaims_a_dead_jobs(model
     mine, stored, _ = other.claim(set(ids[:10]))  # a concurrent job is embedding these
     assert mine == set(ids[:10]) and not stored
     result = {}
-    job = threading.Thread(target=lambda: result.update(n=run_embed(
-        path, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out.parquet", 1, 64, fp, root)))
+    job = threading.Thread(
+        target=lambda: result.update(
+            n=run_embed(path, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out.parquet", 1, 64, fp, root)
+        )
+    )
     job.start()
     time.sleep(1.0)
     assert job.is_alive()  # waiting for the other job's texts, not embedding them
@@ -171,12 +199,15 @@ def test_a_job_waits_for_texts_a_live_job_claimed_and_reclaims_a_dead_jobs(model
     texts2 = texts_of(12, seed=4)
     path2 = write_texts(tmp_path / "texts2.parquet", texts2)
     dead.write_text(json.dumps(pq.read_table(path2).column("text_id").to_pylist()))
-    assert run_embed(path2, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out2.parquet", 1, 64, fp, root) == len(set(texts2))
+    assert run_embed(
+        path2, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out2.parquet", 1, 64, fp, root
+    ) == len(set(texts2))
     assert not dead.exists()
 
 
 def test_cuda_missing_is_a_named_error_not_a_cpu_run(model_dir, monkeypatch):
     import onnxruntime
+
     monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
     with pytest.raises(EvalError, match=r"embed.cuda is set.*onnxruntime-gpu.*embed.cuda: false"):
         load_model(model_dir, FILE, "mean", threads=1, cuda=True)
@@ -195,8 +226,9 @@ def test_cuda_is_asked_for_and_a_session_without_it_is_refused(model_dir, monkey
             asked.update(kwargs)
             self.model = SimpleNamespace(model=SimpleNamespace(get_providers=lambda: active))
 
-    monkeypatch.setattr(onnxruntime, "get_available_providers",
-                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     monkeypatch.setattr(fastembed, "TextEmbedding", Recording)
     if "CUDAExecutionProvider" in active:
         assert isinstance(load_model(model_dir, FILE, "mean", threads=1, cuda=True), Recording)
@@ -254,9 +286,34 @@ def test_auto_is_each_providers_measured_best_and_a_number_wins():
 
 def test_the_cli_takes_auto_or_a_positive_number():
     def parsed(value):
-        return stage_call(["embed", "--texts", "t", "--out", "o", "--model-dir", "m", "--file", "f",
-                           "--pooling", "mean", "--shard", "0", "--shards", "1", "--model-fingerprint", "fp",
-                           "--store", "s", "--threads", "1", "--batch-tokens", value])[2]["batch_tokens"]
+        return stage_call(
+            [
+                "embed",
+                "--texts",
+                "t",
+                "--out",
+                "o",
+                "--model-dir",
+                "m",
+                "--file",
+                "f",
+                "--pooling",
+                "mean",
+                "--shard",
+                "0",
+                "--shards",
+                "1",
+                "--model-fingerprint",
+                "fp",
+                "--store",
+                "s",
+                "--threads",
+                "1",
+                "--batch-tokens",
+                value,
+            ]
+        )[2]["batch_tokens"]
+
     assert parsed("auto") == "auto" and parsed("4096") == 4096
     for bad in ("0", "-5", "big"):
         with pytest.raises(SystemExit):
@@ -270,7 +327,10 @@ def test_the_embed_job_logs_and_records_the_budget_it_used(model_dir, tmp_path, 
         caplog.clear()
         with caplog.at_level("INFO", logger="vipune_eval"):
             run_embed(path, files, 0, 1, tmp_path / f"{budget}.parquet", 1, budget, fp, tmp_path / "store")
-        assert f"on CPU ({providers.cpu_name()}), 1 threads, batches of at most {expected} tokens ({source})" in caplog.text
+        assert (
+            f"on CPU ({providers.cpu_name()}), 1 threads, batches of at most {expected} tokens ({source})"
+            in caplog.text
+        )
         (tally,) = read_tallies([tmp_path / f"{budget}.parquet"])
         assert (tally.provider, tally.device, tally.batch_tokens) == ("cpu", providers.cpu_name(), expected)
 
@@ -279,7 +339,9 @@ def use_fake_gpu(monkeypatch, by_position=False, device="NVIDIA Fake GPU"):
     """run_embed with embed.cuda on the shape-sensitive stand-in; the loaded doubles are listed."""
     import onnxruntime
 
-    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     monkeypatch.setattr(providers, "cuda_device_name", lambda device_id=0: device)
     real, loaded = embed_stage.load_model, []
 
@@ -297,11 +359,18 @@ def schedulings(model_dir, tmp_path, budget=64):
     overlapping views, a then b, and b then a; each into a fresh store. Their vectors by text id."""
     texts = texts_of(80, seed=7)
     tmp_path.mkdir(parents=True, exist_ok=True)
-    views = {"a": write_texts(tmp_path / "a.parquet", texts[:55]), "b": write_texts(tmp_path / "b.parquet", texts[25:]),
-             "all": write_texts(tmp_path / "all.parquet", texts)}
+    views = {
+        "a": write_texts(tmp_path / "a.parquet", texts[:55]),
+        "b": write_texts(tmp_path / "b.parquet", texts[25:]),
+        "all": write_texts(tmp_path / "all.parquet", texts),
+    }
     files, fp = ModelFiles(model_dir, FILE, "mean"), fingerprint(tmp_path)
-    plans = {"one job": [("all", 0, 1)], "3 shards, 2-0-1": [("all", 2, 3), ("all", 0, 3), ("all", 1, 3)],
-             "views a, b": [("a", 0, 1), ("b", 0, 1)], "views b, a": [("b", 0, 1), ("a", 0, 1)]}
+    plans = {
+        "one job": [("all", 0, 1)],
+        "3 shards, 2-0-1": [("all", 2, 3), ("all", 0, 3), ("all", 1, 3)],
+        "views a, b": [("a", 0, 1), ("b", 0, 1)],
+        "views b, a": [("b", 0, 1), ("a", 0, 1)],
+    }
     out = {}
     for name, jobs in plans.items():
         out[name] = {}
@@ -357,8 +426,18 @@ def test_a_gpu_job_records_and_says_what_its_probe_found(model_dir, tmp_path, mo
     use_fake_gpu(monkeypatch, by_position=by_position)
     path = write_texts(tmp_path / "texts.parquet", [" ".join(["violin"] * 3 + [w]) for w in VOCABULARY[20:40]])
     with caplog.at_level("INFO", logger="vipune_eval"):
-        run_embed(path, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out.parquet", 1, "auto",
-                  fingerprint(tmp_path), tmp_path / "store", cuda=True)
+        run_embed(
+            path,
+            ModelFiles(model_dir, FILE, "mean"),
+            0,
+            1,
+            tmp_path / "out.parquet",
+            1,
+            "auto",
+            fingerprint(tmp_path),
+            tmp_path / "store",
+            cuda=True,
+        )
     (tally,) = read_tallies([tmp_path / "out.parquet"])
     assert (tally.provider, tally.device, tally.batch_tokens) == ("cuda", "NVIDIA Fake GPU", 16384)
     assert tally.rows_alike is (not by_position)
@@ -369,8 +448,13 @@ def test_a_gpu_job_records_and_says_what_its_probe_found(model_dir, tmp_path, mo
 
 def test_the_store_keeps_providers_devices_and_budgets_apart(model_dir, tmp_path, monkeypatch):
     cpu, h200, a100 = Provider("cpu", "x"), Provider("cuda", "NVIDIA H200"), Provider("cuda", "NVIDIA A100-SXM4-80GB")
-    keys = {cpu.store_key("m-r1", 512), cpu.store_key("m-r1", 64), h200.store_key("m-r1", 16384),
-            h200.store_key("m-r1", 4096), a100.store_key("m-r1", 16384)}
+    keys = {
+        cpu.store_key("m-r1", 512),
+        cpu.store_key("m-r1", 64),
+        h200.store_key("m-r1", 16384),
+        h200.store_key("m-r1", 4096),
+        a100.store_key("m-r1", 16384),
+    }
     assert "m-r1" in keys and len(keys) == 4  # the CPU's key is the model's, whatever its budget
     assert h200.store_key("m-r1", 16384) == "m-r1-cuda-nvidia-h200-b16384"
     path = write_texts(tmp_path / "texts.parquet", texts_of(15, seed=9))
@@ -380,21 +464,33 @@ def test_the_store_keeps_providers_devices_and_budgets_apart(model_dir, tmp_path
         use_fake_gpu(gpu)
         assert run_embed(path, files, 0, 1, tmp_path / "gpu.parquet", 1, 64, fp, root, cuda=True) == 15  # not the CPU's
     assert run_embed(path, files, 0, 1, tmp_path / "cpu-again.parquet", 1, 64, fp, root) == 0
-    assert sorted(p.name for p in root.iterdir()) == sorted({f"{model_hash(fp)}-r{RECIPE_VERSION}",
-                                                             f"{model_hash(fp)}-r{RECIPE_VERSION}-cuda-nvidia-fake-gpu-b64"})
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        {f"{model_hash(fp)}-r{RECIPE_VERSION}", f"{model_hash(fp)}-r{RECIPE_VERSION}-cuda-nvidia-fake-gpu-b64"}
+    )
 
 
 def test_cuda_asked_for_where_there_is_none_stops_the_job_before_any_work(model_dir, tmp_path, monkeypatch):
     import onnxruntime
 
     path = write_texts(tmp_path / "texts.parquet", texts_of(5, seed=10))
-    args = (path, ModelFiles(model_dir, FILE, "mean"), 0, 1, tmp_path / "out.parquet", 1, "auto",
-            fingerprint(tmp_path), tmp_path / "store")
+    args = (
+        path,
+        ModelFiles(model_dir, FILE, "mean"),
+        0,
+        1,
+        tmp_path / "out.parquet",
+        1,
+        "auto",
+        fingerprint(tmp_path),
+        tmp_path / "store",
+    )
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():  # the CPU build of onnxruntime
         with pytest.raises(EvalError, match="onnxruntime has no CUDA provider here.*embed.cuda: false"):
             run_embed(*args, cuda=True)
     # onnxruntime-gpu lists its CUDA provider on any machine; the driver tells whether a GPU is there.
-    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     try:
         providers.cuda_device_name()
         pytest.skip("this machine has an NVIDIA driver and a GPU")

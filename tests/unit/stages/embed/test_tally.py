@@ -42,9 +42,11 @@ def test_tally_times_calls_and_counts_the_lengths_the_model_saw():
 
 def test_summary_rate_and_projection_by_hand(monkeypatch):
     monkeypatch.setattr(projection, "BGE_SMALL", TINY_BERT)
-    jobs = [Tally(texts=2, tokens=5, squares=13, seconds=1.5, threads=2, shape=TINY_BERT),
-            Tally(texts=1, tokens=3, squares=9, seconds=0.5, threads=2, shape=TINY_BERT),
-            Tally(threads=2, shape=TINY_BERT)]  # a job whose texts were all in the store
+    jobs = [
+        Tally(texts=2, tokens=5, squares=13, seconds=1.5, threads=2, shape=TINY_BERT),
+        Tally(texts=1, tokens=3, squares=9, seconds=0.5, threads=2, shape=TINY_BERT),
+        Tally(threads=2, shape=TINY_BERT),
+    ]  # a job whose texts were all in the store
     out = summary(jobs, {"session": {"texts": 1, "tokens": 10, "squares": 100}})
     rate = (424 + 3 * (64 + 24)) / 2.0  # FLOPs over the seconds of both computing jobs
     assert out["jobs"] == 2 and out["texts"] == 3
@@ -66,10 +68,30 @@ def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monke
     """Issue 33: a run embedded partly on the CPU and partly on a GPU (two machines, one store
     root) reports each apart, names the device, and says what each guarantees about the bytes."""
     monkeypatch.setattr(projection, "BGE_SMALL", TINY_BERT)
-    cpu = Tally(texts=2, tokens=5, squares=13, seconds=2.0, threads=2, shape=TINY_BERT, provider="cpu",
-                device="Intel Xeon", batch_tokens=512)
-    gpu = Tally(texts=3, tokens=9, squares=27, seconds=0.5, threads=2, shape=TINY_BERT, provider="cuda",
-                device="NVIDIA H200", batch_tokens=16384, filler_tokens=3, rows_alike=True)
+    cpu = Tally(
+        texts=2,
+        tokens=5,
+        squares=13,
+        seconds=2.0,
+        threads=2,
+        shape=TINY_BERT,
+        provider="cpu",
+        device="Intel Xeon",
+        batch_tokens=512,
+    )
+    gpu = Tally(
+        texts=3,
+        tokens=9,
+        squares=27,
+        seconds=0.5,
+        threads=2,
+        shape=TINY_BERT,
+        provider="cuda",
+        device="NVIDIA H200",
+        batch_tokens=16384,
+        filler_tokens=3,
+        rows_alike=True,
+    )
     out = summary([cpu, gpu], {"session": {"texts": 1, "tokens": 10, "squares": 100}})
     by = {p["provider"]: p for p in out["providers"]}
     assert by["cpu"]["device"] == "Intel Xeon" and by["cuda"]["device"] == "NVIDIA H200"
@@ -88,8 +110,9 @@ def test_each_provider_has_its_rate_its_reproducibility_and_its_projection(monke
 
 
 def test_encoder_shape_reads_config_json(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 12, "hidden_size": 384,
-                                                      "intermediate_size": 1536}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"num_hidden_layers": 12, "hidden_size": 384, "intermediate_size": 1536})
+    )
     assert encoder_shape(tmp_path) == projection.BGE_SMALL
     (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 384}))
     assert encoder_shape(tmp_path) is None
@@ -112,9 +135,11 @@ def test_embed_shards_carry_the_jobs_tally(tmp_path):
     fingerprint = tmp_path / "fp.json"
     fingerprint.write_text("{}")
     files = ModelFiles(model, "model.onnx", "mean")
+
     def run(out):
-        return run_embed(path, files, 0, 1, out, threads=1, batch_tokens=64, model_fingerprint=fingerprint,
-                         store=tmp_path / "store")
+        return run_embed(
+            path, files, 0, 1, out, threads=1, batch_tokens=64, model_fingerprint=fingerprint, store=tmp_path / "store"
+        )
 
     assert run(tmp_path / "first.parquet") == len(texts)
     (tally,) = read_tallies([tmp_path / "first.parquet"])

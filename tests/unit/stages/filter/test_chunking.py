@@ -11,7 +11,7 @@ def test_chunker_packs_greedily_and_gives_a_recurring_session_the_same_rows(tmp_
     tokenizer = load_tokenizer(model / "tokenizer.json")
     count = lambda text: len(tokenizer.encode(text).ids)  # noqa: E731
     words = [f"w{i % 97}" for i in range(3000)]
-    lines = [f"user: {' '.join(words[i:i + n])}" for i, n in zip(range(0, 3000, 200), [30, 90, 700, 5, 260] * 4)]
+    lines = [f"user: {' '.join(words[i : i + n])}" for i, n in zip(range(0, 3000, 200), [30, 90, 700, 5, 260] * 4)]
     chunker = Chunker(model / "tokenizer.json")
     assert chunker.counts_lines_alone  # a BERT pre-tokenizer: each line counted on its own
     first = chunker(lines)
@@ -50,10 +50,13 @@ def test_chunker_falls_back_to_counting_every_row_when_tokens_straddle_line_brea
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
     words = [f"w{i}" for i in range(40)]
-    tokenizer = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(["[UNK]", "[CLS]", "[SEP]", *words])},
-                                           unk_token="[UNK]"))
+    tokenizer = Tokenizer(
+        models.WordLevel(vocab={w: i for i, w in enumerate(["[UNK]", "[CLS]", "[SEP]", *words])}, unk_token="[UNK]")
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.Split(" ", "removed")
-    tokenizer.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
     path = tmp_path / "tokenizer.json"
     tokenizer.save(str(path))
     count = lambda text: len(load_tokenizer(path).encode(text).ids)  # noqa: E731

@@ -23,8 +23,9 @@ def read_pairs(path):
 
 def pairs_of(path, out, expected=None, protocol="seed", granularity="session", **kw):
     split = {"split_seed": DEFAULTS["split"]["seed"], "dev_fraction": DEFAULTS["split"]["dev_fraction"], **kw}
-    return run_pairs(path, protocol, granularity, out / "pairs.parquet", out / "qrels.txt",
-                     out / "summary.json", expected, **split)
+    return run_pairs(
+        path, protocol, granularity, out / "pairs.parquet", out / "qrels.txt", out / "summary.json", expected, **split
+    )
 
 
 def rows_of(path, out, protocol="seed", granularity="session", tokenizer=None):
@@ -36,8 +37,9 @@ def rows_of(path, out, protocol="seed", granularity="session", tokenizer=None):
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "data.json"
-    summary = write_dataset(path, instances=24, abstention=4, sessions_per_haystack=10,
-                            filler_pool=30, gold_fallback=3, seed=1)
+    summary = write_dataset(
+        path, instances=24, abstention=4, sessions_per_haystack=10, filler_pool=30, gold_fallback=3, seed=1
+    )
     return path, summary
 
 
@@ -61,8 +63,11 @@ def test_counts_gold_sources_and_dedup(generated, tmp_path):
         assert row["row_text_ids"][0] == text_id(session_text(instance["haystack_sessions"][0]))
         if pair["gold_source"] == "has_answer":
             assert not instance.get("answer_session_ids")
-            held = [sid for sid, s in zip(instance["haystack_session_ids"], instance["haystack_sessions"])
-                    if any(t.get("has_answer") is True for t in s)]
+            held = [
+                sid
+                for sid, s in zip(instance["haystack_session_ids"], instance["haystack_sessions"])
+                if any(t.get("has_answer") is True for t in s)
+            ]
             assert pair["gold"] == held
         else:
             assert pair["gold"] == instance["answer_session_ids"]
@@ -71,8 +76,10 @@ def test_counts_gold_sources_and_dedup(generated, tmp_path):
 
 
 def test_session_text_joins_turns_as_role_content_lines():
-    assert session_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]) \
+    assert (
+        session_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
         == "user: hi\nassistant: yo"
+    )
 
 
 def test_count_mismatch_names_the_counts_and_writes_nothing(generated, tmp_path):
@@ -86,42 +93,69 @@ def test_count_mismatch_names_the_counts_and_writes_nothing(generated, tmp_path)
 
 
 def instance(qid="q1", **overrides):
-    base = {"question_id": qid, "question_type": "single-session-user", "question": "Where?",
-            "answer": "x", "question_date": "2023/05/30 (Tue) 23:40",
-            "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 02:21"],
-            "haystack_session_ids": ["s1", "s2"],
-            "haystack_sessions": [[{"role": "user", "content": "a", "has_answer": True}],
-                                  [{"role": "user", "content": "b"}]],
-            "answer_session_ids": ["s1"]}
+    base = {
+        "question_id": qid,
+        "question_type": "single-session-user",
+        "question": "Where?",
+        "answer": "x",
+        "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 02:21"],
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "a", "has_answer": True}],
+            [{"role": "user", "content": "b"}],
+        ],
+        "answer_session_ids": ["s1"],
+    }
     base.update(overrides)
     return base
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'[{"question_id": "q1", ', "instance 0 .*not a valid LongMemEval JSON"),
-    (b'{"question_id": "q1"}', "one JSON list of instances"),
-    (b'[]', "holds no instances"),
-    (json.dumps([{k: v for k, v in instance().items() if k != "question"}]).encode(), "'question' is missing"),
-    (json.dumps([instance(question=3)]).encode(), "'question' should be str"),
-    (json.dumps([instance(haystack_session_ids=["s1"])]).encode(), "1 haystack_session_ids but 2"),
-    (json.dumps([instance(haystack_session_ids=[], haystack_sessions=[], haystack_dates=[])]).encode(),
-     "empty haystack"),
-    (json.dumps([instance(answer_session_ids=["nope"])]).encode(), r"\['nope'\] are not in the haystack"),
-    (json.dumps([instance(), instance()]).encode(), "duplicate question_id q1"),
-    (json.dumps([instance(qid="q1_abs")]).encode(), "zero usable pairs"),
-    (json.dumps([instance(answer_session_ids=[], haystack_sessions=[[{"role": "user", "content": "a"}],
-                                                                    [{"role": "user", "content": "b"}]])]).encode(),
-     "no gold session"),
-    (b'[{"question_id": "q\xff1"}]', "instance 0 .*not UTF-8"),
-    # issue 10: each of these gave a traceback or a misleading message
-    (json.dumps([instance(haystack_dates=5)]).encode(),
-     r"instance 0 \(question_id q1\): field 'haystack_dates' should be a list .*got int 5"),
-    (json.dumps([instance(haystack_dates="2023/05/20 (Sat) 02:21")]).encode(),
-     r"field 'haystack_dates' should be a list .*got str"),
-    (json.dumps([instance(qid="q\u00001")]).encode(), r"question_id should be a non-empty string without "
-                                                     r"whitespace or control characters"),
-    (json.dumps([instance(qid="q 1")]).encode(), r"question_id should be .*TREC files are whitespace-separated"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'[{"question_id": "q1", ', "instance 0 .*not a valid LongMemEval JSON"),
+        (b'{"question_id": "q1"}', "one JSON list of instances"),
+        (b"[]", "holds no instances"),
+        (json.dumps([{k: v for k, v in instance().items() if k != "question"}]).encode(), "'question' is missing"),
+        (json.dumps([instance(question=3)]).encode(), "'question' should be str"),
+        (json.dumps([instance(haystack_session_ids=["s1"])]).encode(), "1 haystack_session_ids but 2"),
+        (
+            json.dumps([instance(haystack_session_ids=[], haystack_sessions=[], haystack_dates=[])]).encode(),
+            "empty haystack",
+        ),
+        (json.dumps([instance(answer_session_ids=["nope"])]).encode(), r"\['nope'\] are not in the haystack"),
+        (json.dumps([instance(), instance()]).encode(), "duplicate question_id q1"),
+        (json.dumps([instance(qid="q1_abs")]).encode(), "zero usable pairs"),
+        (
+            json.dumps(
+                [
+                    instance(
+                        answer_session_ids=[],
+                        haystack_sessions=[[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]],
+                    )
+                ]
+            ).encode(),
+            "no gold session",
+        ),
+        (b'[{"question_id": "q\xff1"}]', "instance 0 .*not UTF-8"),
+        # issue 10: each of these gave a traceback or a misleading message
+        (
+            json.dumps([instance(haystack_dates=5)]).encode(),
+            r"instance 0 \(question_id q1\): field 'haystack_dates' should be a list .*got int 5",
+        ),
+        (
+            json.dumps([instance(haystack_dates="2023/05/20 (Sat) 02:21")]).encode(),
+            r"field 'haystack_dates' should be a list .*got str",
+        ),
+        (
+            json.dumps([instance(qid="q\u00001")]).encode(),
+            r"question_id should be a non-empty string without "
+            r"whitespace or control characters",
+        ),
+        (json.dumps([instance(qid="q 1")]).encode(), r"question_id should be .*TREC files are whitespace-separated"),
+    ],
+)
 def test_bad_input_names_file_and_question(tmp_path, content, message):
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)
@@ -183,24 +217,48 @@ def official(tmp_path, data, granularity="session"):
 
 OFFICIAL_DATA = [
     # user-side evidence in an answer session; an assistant turn between
-    instance("q1", haystack_session_ids=["answer_a1", "b"], answer_session_ids=["answer_a1"], haystack_sessions=[
-        [{"role": "user", "content": "I adopted Luna", "has_answer": True},
-         {"role": "assistant", "content": "Nice"},
-         {"role": "user", "content": "she is grey", "has_answer": False}],
-        [{"role": "user", "content": "b"}]]),
+    instance(
+        "q1",
+        haystack_session_ids=["answer_a1", "b"],
+        answer_session_ids=["answer_a1"],
+        haystack_sessions=[
+            [
+                {"role": "user", "content": "I adopted Luna", "has_answer": True},
+                {"role": "assistant", "content": "Nice"},
+                {"role": "user", "content": "she is grey", "has_answer": False},
+            ],
+            [{"role": "user", "content": "b"}],
+        ],
+    ),
     # the evidence is on the assistant side only: skipped by run_retrieval.py's rule
-    instance("q2", haystack_session_ids=["s1", "answer_a2"], answer_session_ids=["answer_a2"], haystack_sessions=[
-        [{"role": "user", "content": "a"}],
-        [{"role": "user", "content": "what time?", "has_answer": False},
-         {"role": "assistant", "content": "9", "has_answer": True}]]),
+    instance(
+        "q2",
+        haystack_session_ids=["s1", "answer_a2"],
+        answer_session_ids=["answer_a2"],
+        haystack_sessions=[
+            [{"role": "user", "content": "a"}],
+            [
+                {"role": "user", "content": "what time?", "has_answer": False},
+                {"role": "assistant", "content": "9", "has_answer": True},
+            ],
+        ],
+    ),
     # two answer sessions, one without user-side evidence (it becomes noans_), an empty session,
     # and a truthy non-boolean has_answer
-    instance("q3", haystack_session_ids=["answer_x", "answer_y", "empty"], answer_session_ids=["answer_x", "answer_y"],
-             haystack_dates=["2023/05/20 (Sat) 02:21"] * 3, haystack_sessions=[
-        [{"role": "user", "content": "x", "has_answer": 1}],
-        [{"role": "user", "content": "hm", "has_answer": False},
-         {"role": "assistant", "content": "only the assistant says it", "has_answer": True}],
-        [{"role": "assistant", "content": "nobody asked"}]]),
+    instance(
+        "q3",
+        haystack_session_ids=["answer_x", "answer_y", "empty"],
+        answer_session_ids=["answer_x", "answer_y"],
+        haystack_dates=["2023/05/20 (Sat) 02:21"] * 3,
+        haystack_sessions=[
+            [{"role": "user", "content": "x", "has_answer": 1}],
+            [
+                {"role": "user", "content": "hm", "has_answer": False},
+                {"role": "assistant", "content": "only the assistant says it", "has_answer": True},
+            ],
+            [{"role": "assistant", "content": "nobody asked"}],
+        ],
+    ),
 ]
 
 
@@ -239,9 +297,17 @@ def test_official_turn_view_keys_user_turns_by_position_over_both_roles(tmp_path
 
 
 def test_official_view_names_a_user_turn_without_has_answer(tmp_path):
-    data = [instance("q1", haystack_session_ids=["answer_a", "b"], answer_session_ids=["answer_a"],
-                     haystack_sessions=[[{"role": "user", "content": "x", "has_answer": True},
-                                         {"role": "user", "content": "y"}], [{"role": "user", "content": "b"}]])]
+    data = [
+        instance(
+            "q1",
+            haystack_session_ids=["answer_a", "b"],
+            answer_session_ids=["answer_a"],
+            haystack_sessions=[
+                [{"role": "user", "content": "x", "has_answer": True}, {"role": "user", "content": "y"}],
+                [{"role": "user", "content": "b"}],
+            ],
+        )
+    ]
     with pytest.raises(EvalError, match=r"session answer_a: a user turn has no has_answer.*KeyError"):
         official(tmp_path, data)
 
@@ -261,8 +327,16 @@ def test_turn_rows_and_chunk_rows_of_at_most_512_tokens(generated, tmp_path):
         assert set(row["row_sessions"]) == set(sessions[qid]["row_sessions"])
     # Long turns: a dataset whose turns are longer than 512 tokens gets split at token boundaries.
     long = tmp_path / "long.json"
-    write_dataset(long, instances=3, abstention=0, sessions_per_haystack=4, filler_pool=6,
-                  turns_per_session=6, words_per_turn=600, seed=2)
+    write_dataset(
+        long,
+        instances=3,
+        abstention=0,
+        sessions_per_haystack=4,
+        filler_pool=6,
+        turns_per_session=6,
+        words_per_turn=600,
+        seed=2,
+    )
     chunks, texts = rows_of(long, tmp_path / "chunk", granularity="chunk", tokenizer=model / "tokenizer.json")
     tokenizer = load_tokenizer(model / "tokenizer.json")
     counts = [len(tokenizer.encode(texts[t]).ids) for r in chunks.values() for t in r["row_text_ids"]]
@@ -273,19 +347,37 @@ def test_turn_rows_and_chunk_rows_of_at_most_512_tokens(generated, tmp_path):
             mine = [texts[t] for t, s in zip(row["row_text_ids"], row["row_sessions"]) if s == sid]
             squeeze = "".join  # pieces of a long turn are cut at token boundaries, between two tokens
             assert squeeze(" ".join(mine).split()) == squeeze(
-                " ".join(f"{t['role']}: {t['content']}" for t in session).split())
+                " ".join(f"{t['role']}: {t['content']}" for t in session).split()
+            )
 
 
 def test_official_view_keeps_a_session_listed_twice_as_longmemevals_corpus_does(tmp_path):
     """LongMemEval issue #54: filler sessions repeated in one haystack (same content, other date).
     process_item_flat_index keeps both; the seed protocol stores the session once."""
-    filler = [{"role": "user", "content": "filler talk"}, {"role": "assistant", "content": "ok"},
-              {"role": "user", "content": "more"}]
-    data = [instance("q1", haystack_session_ids=["answer_a", "f", "b", "f"], answer_session_ids=["answer_a"],
-                     haystack_dates=["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 02:21",
-                                     "2023/05/22 (Mon) 02:21", "2023/05/23 (Tue) 02:21"],
-                     haystack_sessions=[[{"role": "user", "content": "a", "has_answer": True}], filler,
-                                        [{"role": "user", "content": "b"}], filler])]
+    filler = [
+        {"role": "user", "content": "filler talk"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "more"},
+    ]
+    data = [
+        instance(
+            "q1",
+            haystack_session_ids=["answer_a", "f", "b", "f"],
+            answer_session_ids=["answer_a"],
+            haystack_dates=[
+                "2023/05/20 (Sat) 02:21",
+                "2023/05/21 (Sun) 02:21",
+                "2023/05/22 (Mon) 02:21",
+                "2023/05/23 (Tue) 02:21",
+            ],
+            haystack_sessions=[
+                [{"role": "user", "content": "a", "has_answer": True}],
+                filler,
+                [{"role": "user", "content": "b"}],
+                filler,
+            ],
+        )
+    ]
     _, pairs, rows, texts = official(tmp_path / "s", data)
     row = rows["q1"]
     assert row["row_docs"] == ["answer_a", "f", "b", "f#copy2"]
@@ -320,11 +412,9 @@ def test_integer_answers_as_in_the_real_file_are_read_in_every_view(tmp_path):
     """The real LongMemEval files mix string and integer `answer`s (HF `datasets` fails on them):
     both protocols' pairs and rows read them, and the answer is not what is scored."""
     path = tmp_path / "lme.json"
-    path.write_text(json.dumps([instance("q1", answer=3), instance("q2", answer="three"),
-                                instance("q3", answer=2.5)]))
+    path.write_text(json.dumps([instance("q1", answer=3), instance("q2", answer="three"), instance("q3", answer=2.5)]))
     for protocol in ("seed", "official"):
-        summary = pairs_of(path, tmp_path / protocol, {"instances": 3, "abstention": 0, "pairs": 3},
-                           protocol=protocol)
+        summary = pairs_of(path, tmp_path / protocol, {"instances": 3, "abstention": 0, "pairs": 3}, protocol=protocol)
         assert summary["pairs"] == 3
         rows, _ = rows_of(path, tmp_path / protocol, protocol=protocol)
         assert set(rows) == {"q1", "q2", "q3"}

@@ -22,8 +22,13 @@ from vipune_eval.stages.report.compare import (
 
 def compare(a, b, key, **options):
     """One metric's comparison of two runs over the same pairs, as compare_runs makes it."""
-    return compare_runs({q: {key: v} for q, v in a.items()}, {q: {key: v} for q, v in b.items()}, [key],
-                        {q: "all" for q in a}, **options)["overall"][key]
+    return compare_runs(
+        {q: {key: v} for q, v in a.items()},
+        {q: {key: v} for q, v in b.items()},
+        [key],
+        {q: "all" for q in a},
+        **options,
+    )["overall"][key]
 
 
 def test_zero_or_one():
@@ -35,6 +40,7 @@ def test_zero_or_one():
 def test_metric_is_binary():
     assert metric_is_binary("recall_any@5") and metric_is_binary("recall_all@10")
     assert not any(metric_is_binary(k) for k in ("recall@5", "ndcg@5", "mrr"))
+
 
 # ---------------------------------------------------------------- paired tests
 
@@ -132,8 +138,7 @@ def test_compare_fractional_order_independent_and_key_check():
     reversed_a = dict(reversed(list(a.items())))
     assert compare(reversed_a, b, "ndcg@5", resamples=2000) == r
     sorted_ids = sorted(qids)
-    assert r["p"] == paired_randomization([a[q] for q in sorted_ids], [b[q] for q in sorted_ids],
-                                          resamples=2000)
+    assert r["p"] == paired_randomization([a[q] for q in sorted_ids], [b[q] for q in sorted_ids], resamples=2000)
     del b["q07"]
     with pytest.raises(ValueError, match="q07"):
         compare(a, b, "ndcg@5")
@@ -155,8 +160,12 @@ def _rows(n_per_cat: int, better_in: str | None, seed: int):
             row_b = {"recall@5": base, "recall_any@5": hit, "ndcg@5": base * 0.9, "mrr": base * 0.8}
             row_a = dict(row_b)
             if cat == better_in:
-                row_a = {"recall@5": base + 0.4, "recall_any@5": 1.0,
-                         "ndcg@5": base * 0.9 + 0.3, "mrr": base * 0.8 + 0.2}
+                row_a = {
+                    "recall@5": base + 0.4,
+                    "recall_any@5": 1.0,
+                    "ndcg@5": base * 0.9 + 0.3,
+                    "mrr": base * 0.8 + 0.2,
+                }
                 row_b["recall_any@5"] = 0.0 if i % 10 else 1.0
             elif i % 4 == 0:  # symmetric noise: some pairs favour a, as many favour b
                 sign = 1.0 if i % 8 == 0 else -1.0
@@ -170,8 +179,16 @@ def _rows(n_per_cat: int, better_in: str | None, seed: int):
 def test_compare_runs_structure():
     a, b, cats = _rows(20, None, seed=0)
     result = compare_runs(a, b, METRICS, cats, resamples=2000, name_a="vipune", name_b="hybrid")
-    assert set(result) == {"overall", "per_category", "alpha", "correction", "comparisons",
-                           "summary", "confidence", "names"}
+    assert set(result) == {
+        "overall",
+        "per_category",
+        "alpha",
+        "correction",
+        "comparisons",
+        "summary",
+        "confidence",
+        "names",
+    }
     assert result["correction"] == "holm" and result["alpha"] == 0.05
     assert result["comparisons"] == len(METRICS) * 4
     assert list(result["per_category"]) == ["x", "y", "z"]
@@ -215,8 +232,7 @@ def test_compare_runs_matches_one_metric_at_a_time():
     for key in METRICS:
         for cat in (None, "x", "z"):
             ids = [q for q in a if cat is None or cats[q] == cat]
-            single = compare({q: a[q][key] for q in ids}, {q: b[q][key] for q in ids}, key,
-                             resamples=1000, seed=3)
+            single = compare({q: a[q][key] for q in ids}, {q: b[q][key] for q in ids}, key, resamples=1000, seed=3)
             got = result["overall"][key] if cat is None else result["per_category"][cat][key]
             # same resamples: equal up to rounding of the matrix products
             assert got["interval"] == pytest.approx(single["interval"], abs=1e-12)

@@ -6,14 +6,19 @@ from vipune_eval.stages.report import diagnostics
 
 
 def per_query(rows):
-    return {"per_query": {q: {"recall@1": r, "mrr": r, "ranked": ranked, "question_type": "c"}
-                          for q, (r, ranked) in rows.items()}}
+    return {
+        "per_query": {
+            q: {"recall@1": r, "mrr": r, "ranked": ranked, "question_type": "c"} for q, (r, ranked) in rows.items()
+        }
+    }
 
 
 def test_truncation_splits_recall_by_truncated_gold():
     truncated = {"t1": True, "t2": False, "t3": False}
-    pairs = [{"question_id": "a", "gold": ["s1"], "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
-             {"question_id": "b", "gold": ["s3"], "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]}]
+    pairs = [
+        {"question_id": "a", "gold": ["s1"], "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
+        {"question_id": "b", "gold": ["s3"], "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]},
+    ]
     metrics = {"x": per_query({"a": (0.0, []), "b": (1.0, ["s3"])})}
     out = diagnostics.truncation(pairs, truncated, metrics, 1)
     assert out["truncated_share"] == pytest.approx(1 / 3) and out["pairs_with_truncated_gold"] == 1
@@ -21,10 +26,12 @@ def test_truncation_splits_recall_by_truncated_gold():
 
 
 def test_empty_and_query_and_agreement():
-    metrics = {"bm25": per_query({"a": (0.0, []), "b": (1.0, ["s1"])}),
-               "hybrid": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s1"])}),
-               "hybrid-or": per_query({"a": (0.0, ["s2", "s1"]), "b": (1.0, ["s1"])}),
-               "vipune": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s9"])})}
+    metrics = {
+        "bm25": per_query({"a": (0.0, []), "b": (1.0, ["s1"])}),
+        "hybrid": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s1"])}),
+        "hybrid-or": per_query({"a": (0.0, ["s2", "s1"]), "b": (1.0, ["s1"])}),
+        "vipune": per_query({"a": (1.0, ["s1", "s2"]), "b": (1.0, ["s9"])}),
+    }
     roles = {"bm25_and": "bm25", "hybrid_and": "hybrid", "hybrid_or": "hybrid-or"}  # retrievers.roles
     empty = diagnostics.empty_and_query(metrics, 1, roles)
     assert empty["bm25_empty_share"] == 0.5 and empty["hybrid_vs_hybrid_or_top1_differs"] == 1

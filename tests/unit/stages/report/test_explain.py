@@ -70,8 +70,13 @@ PAIR = Pair("q", "where is the red car?", "multi-session", ["s4", "s3"], IDS, DO
 def test_a_column_shows_each_hit_in_both_arms_and_each_gold_session_outside_the_top():
     column = explain.explain_build(PAIR, BuildLists("b1", ["s2", "s4", "s0"], ["s2", "s0", "s4"], arms()))
     assert column["k"] == 25.0 and column["mismatch"] is None and column["arms"] is None
-    assert column["top"][1] == {"doc": "s4", "gold": True, "semantic": None, "bm25": [1, -3.0],
-                                "fused": pytest.approx(1 / 26)}
+    assert column["top"][1] == {
+        "doc": "s4",
+        "gold": True,
+        "semantic": None,
+        "bm25": [1, -3.0],
+        "fused": pytest.approx(1 / 26),
+    }
     assert column["top"][0]["semantic"] == [1, 0.9] and column["top"][0]["bm25"] == [2, -1.0]
     assert column["gold_outside"] == [{"doc": "s3", "semantic": None, "bm25": None}]
     assert column["binary"] == ["s2", "s0", "s4"]  # the binary ranks otherwise
@@ -102,32 +107,82 @@ def finished_run(root, arms_recorded: bool = True):
     results = root / "results"
     (results / "filter").mkdir(parents=True)
     gold = {"q1": ["s4"], "q2": ["s0"]}
-    pq.write_table(pa.Table.from_pylist([
-        {"question_id": q, "question_type": "temporal-reasoning", "question": f"question {q}?", "question_date": "",
-         "split": "test", "gold": g, "gold_source": "answer_session_ids", "session_ids": DOCS,
-         "user_side_evidence": True} for q, g in gold.items()], schema=PAIRS_SCHEMA), results / "filter/pairs.parquet")
-    pq.write_table(pa.Table.from_pylist([
-        {"question_id": q, "question": "?", "question_text_id": "tq", "row_keys": DOCS, "row_sessions": DOCS,
-         "row_docs": DOCS, "row_text_ids": [f"t{i}" for i in range(6)], "row_created_at": ["2023"] * 6}
-        for q in gold], schema=ROWS_SCHEMA), results / "filter/rows.parquet")
-    pq.write_table(pa.table({"text_id": [f"t{i}" for i in range(6)], "text": [f"user: session {i} text" for i in range(6)]}),
-                   results / "filter/texts.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "question_id": q,
+                    "question_type": "temporal-reasoning",
+                    "question": f"question {q}?",
+                    "question_date": "",
+                    "split": "test",
+                    "gold": g,
+                    "gold_source": "answer_session_ids",
+                    "session_ids": DOCS,
+                    "user_side_evidence": True,
+                }
+                for q, g in gold.items()
+            ],
+            schema=PAIRS_SCHEMA,
+        ),
+        results / "filter/pairs.parquet",
+    )
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "question_id": q,
+                    "question": "?",
+                    "question_text_id": "tq",
+                    "row_keys": DOCS,
+                    "row_sessions": DOCS,
+                    "row_docs": DOCS,
+                    "row_text_ids": [f"t{i}" for i in range(6)],
+                    "row_created_at": ["2023"] * 6,
+                }
+                for q in gold
+            ],
+            schema=ROWS_SCHEMA,
+        ),
+        results / "filter/rows.parquet",
+    )
+    pq.write_table(
+        pa.table({"text_id": [f"t{i}" for i in range(6)], "text": [f"user: session {i} text" for i in range(6)]}),
+        results / "filter/texts.parquet",
+    )
     explained = []
     for build, k in (("0.20.2-aaaaaaaaaaaa", 25.0), ("0.20.2-bbbbbbbbbbbb", 60.0)):
         folder = results / "search" / f"vipune-lib-{build}"
         folder.mkdir(parents=True)
-        recorded = {q: PersonaArms(q, k, None, SEMANTIC, BM25, explain.rrf([SEMANTIC, BM25], k, [f"{q}::{d}" for d in DOCS])[:3])
-                    for q in gold}
+        recorded = {
+            q: PersonaArms(
+                q, k, None, SEMANTIC, BM25, explain.rrf([SEMANTIC, BM25], k, [f"{q}::{d}" for d in DOCS])[:3]
+            )
+            for q in gold
+        }
         if arms_recorded:
             lane_arms.write(folder / "shard-0-of-1.arms.parquet", recorded.values())
-        metrics = {"per_query": {q: {"ranked": [DOCS[row] for row, _ in a.hybrid], "question_type": "temporal-reasoning"}
-                                 for q, a in recorded.items()}}
+        metrics = {
+            "per_query": {
+                q: {"ranked": [DOCS[row] for row, _ in a.hybrid], "question_type": "temporal-reasoning"}
+                for q, a in recorded.items()
+            }
+        }
         (results / "metrics").mkdir(exist_ok=True)
         (results / "metrics" / f"vipune-lib-{build}.json").write_text(json.dumps(metrics))
-        explained.append({"build": build, "binary": None, "lib": f"results/metrics/vipune-lib-{build}.json",
-                          "arms": [f"results/search/vipune-lib-{build}/shard-0-of-1.arms.parquet"]})
-    view = {"pairs": "results/filter/pairs.parquet", "rows": "results/filter/rows.parquet",
-            "texts": "results/filter/texts.parquet"}
+        explained.append(
+            {
+                "build": build,
+                "binary": None,
+                "lib": f"results/metrics/vipune-lib-{build}.json",
+                "arms": [f"results/search/vipune-lib-{build}/shard-0-of-1.arms.parquet"],
+            }
+        )
+    view = {
+        "pairs": "results/filter/pairs.parquet",
+        "rows": "results/filter/rows.parquet",
+        "texts": "results/filter/texts.parquet",
+    }
     (results / "report-inputs.json").write_text(json.dumps({"views": [view], "explained": explained}))
     return results
 
@@ -169,6 +224,7 @@ def test_a_build_searched_by_its_binary_alone_shows_its_list_and_why_it_has_no_a
     manifest["explained"].append(binary_only)
     [column] = explain.explanations(manifest, ["q2"], lambda p: tmp_path / "run" / p)["q2"]["builds"][2:]
     assert column["retriever"] == "vipune" and [h["doc"] for h in column["top"]] == ["s2", "s4", "s0"]
-    assert column["arms"].startswith("no arms: 0.19.1-cccccccccccc has no lib-lane run here (the arms come from "
-                                     "vipune-lib: add it to `retrievers`")
+    assert column["arms"].startswith(
+        "no arms: 0.19.1-cccccccccccc has no lib-lane run here (the arms come from vipune-lib: add it to `retrievers`"
+    )
     assert column["top"][0]["semantic"] is None and column["k"] is None

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 
-ENTRY = {"pairs": 2, "pairs_all": 3,
-         "metrics": {"recall_all@5": 0.5, "recall_all@10": 0.6, "ndcg_any@5": 0.4, "ndcg_any@10": 0.45},
-         "metrics_all": {"recall_all@5": 0.7, "recall_all@10": 0.8, "ndcg_any@5": 0.3, "ndcg_any@10": 0.35}}
+ENTRY = {
+    "pairs": 2,
+    "pairs_all": 3,
+    "metrics": {"recall_all@5": 0.5, "recall_all@10": 0.6, "ndcg_any@5": 0.4, "ndcg_any@10": 0.45},
+    "metrics_all": {"recall_all@5": 0.7, "recall_all@10": 0.8, "ndcg_any@5": 0.3, "ndcg_any@10": 0.35},
+}
 PAPERS = {"preset": "m", "release": "original", "source": "the hub", "note": "the paper's", "same_as_paper": True}
 
 

@@ -29,7 +29,7 @@ def test_build_takes_every_number_from_what_was_loaded(loaded):
 READS: list[list[str]] = []  # while a test watches: each file the process opened (an audit hook stays)
 
 
-HOOKED: list = []            # the audit hook, once added (it cannot be removed)
+HOOKED: list = []  # the audit hook, once added (it cannot be removed)
 
 
 FILE_EVENTS = {"open", "os.listdir", "os.scandir", "glob.glob", "sqlite3.connect", "mmap.__new__", "shutil.copyfile"}
@@ -56,11 +56,14 @@ def no_file_read(monkeypatch, tmp_path):
     def refuse(name):
         def read(*args, **kwargs):
             raise AssertionError(f"{name} {args[0] if args else ''}")
+
         return read
 
-    for module, names in ((pq, [n for n in dir(pq) if n.startswith("read_")] + ["ParquetFile", "ParquetDataset"]),
-                          (pyarrow, ["memory_map", "OSFile", "input_stream", "open_stream", "open_file"]),
-                          (pyarrow.dataset, ["dataset"])):
+    for module, names in (
+        (pq, [n for n in dir(pq) if n.startswith("read_")] + ["ParquetFile", "ParquetDataset"]),
+        (pyarrow, ["memory_map", "OSFile", "input_stream", "open_stream", "open_file"]),
+        (pyarrow.dataset, ["dataset"]),
+    ):
         for name in names:
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, refuse(f"{module.__name__}.{name}"))
@@ -97,14 +100,20 @@ def test_a_run_made_at_another_search_limit_is_named_with_the_searches_that_make
 
     entry = loaded.views[0].entry
     entry["scored_with"] = {**entry["scored_with"], "ranking_settings": {"limit": 20, "depth": 20, "collapse": True}}
-    loaded.manifest["searched_by"] = {"hybrid": ["search_arms", "fuse_reference"], "vipune": ["search_vipune"],
-                                      "dense": ["search_arms", "fuse_reference"]}
+    loaded.manifest["searched_by"] = {
+        "hybrid": ["search_arms", "fuse_reference"],
+        "vipune": ["search_vipune"],
+        "dense": ["search_arms", "fuse_reference"],
+    }
     with pytest.raises(EvalError) as info:
         build(loaded)
-    assert info.value.message.startswith("3 run(s) were made with other settings than this config states, and "
-                                         "the report would state these for them: ")
-    assert "dense in the session view: search limit 10, not 20, documents kept per pair 10, not 20" in (
-        info.value.message) and "hybrid in the session view: " in info.value.message
+    assert info.value.message.startswith(
+        "3 run(s) were made with other settings than this config states, and the report would state these for them: "
+    )
+    assert (
+        "dense in the session view: search limit 10, not 20, documents kept per pair 10, not 20" in (info.value.message)
+        and "hybrid in the session view: " in info.value.message
+    )
     assert info.value.fix.endswith("--forcerun fuse_reference score search_arms search_vipune")
     assert "without --rerun-triggers mtime" in info.value.fix
 
@@ -133,6 +142,13 @@ def test_a_run_of_an_earlier_version_without_its_settings_is_named(loaded):
 
 def test_the_view_states_the_settings_every_run_was_made_with(loaded):
     report = build(loaded)
-    assert report["views"]["session"]["scored_with"] == loaded.views[0].metrics["dense"]["scored_with"] == {
-        "ks": [1, 5, 10], "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"],
-        "ranking_settings": {"limit": 10, "depth": 10, "collapse": True}, "turn_to_session": False}
+    assert (
+        report["views"]["session"]["scored_with"]
+        == loaded.views[0].metrics["dense"]["scored_with"]
+        == {
+            "ks": [1, 5, 10],
+            "measure_names": ["recall", "recall_any", "recall_all", "ndcg", "mrr"],
+            "ranking_settings": {"limit": 10, "depth": 10, "collapse": True},
+            "turn_to_session": False,
+        }
+    )

@@ -16,10 +16,12 @@ def test_the_html_page_puts_each_plot_beside_its_numbers(loaded, tmp_path):
     categories = tmp_path / "recall_per_category.png"
     categories.write_bytes(b"\x89PNG\r\n\x1a\n")
     page = html.page(document(report), {"recall_at_k": png, "recall_per_category": categories})
-    overall = page[page.index("<h2>Overall"):page.index("<h2>recall@1 per category")]
+    overall = page[page.index("<h2>Overall") : page.index("<h2>recall@1 per category")]
     assert '<div class="beside"><div class="numbers">' in overall and overall.count("data:image/png") == 1
-    assert "<th class=num>recall@1</th>" in overall and "<tr class=vipune><td>vipune</td><td class=num>8</td>" in overall
-    per_category = page[page.index("<h2>recall@5 per category"):page.index("<h2>recall@10 per category")]
+    assert (
+        "<th class=num>recall@1</th>" in overall and "<tr class=vipune><td>vipune</td><td class=num>8</td>" in overall
+    )
+    per_category = page[page.index("<h2>recall@5 per category") : page.index("<h2>recall@10 per category")]
     assert per_category.count("data:image/png") == 1  # the primary k's table
     assert page.count("data:image/png") == 2
     for heading in ("Held-out split", "Paired comparisons", "Diagnostics", "Embed throughput"):
@@ -35,7 +37,7 @@ def test_the_html_reports_first_page_holds_the_headline_and_what_was_scored(load
     png = tmp_path / "recall_at_k.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n")
     front = html.front(document(report), {"recall_at_k": png})
-    first_table = front[front.index("<table>"):front.index("</table>")]
+    first_table = front[front.index("<table>") : front.index("</table>")]
     rows = document(report).headline.rows
     assert first_table.index(f"<td>{rows[0][0]}</td>") < first_table.index(f"<td>{rows[1][0]}</td>")
     assert f"<td class=num>{rows[0][2]}</td>" in first_table
@@ -49,14 +51,25 @@ def test_the_html_renders_each_block_of_the_document():
     from vipune_eval.stages.report import report_page as html
     from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
 
-    out = html.section(Section("t", "T", [Bullets([Item("a `x` <b>", ["sub"]), Item("b")]),
-                                          Table(["h", "n"], [["r", "1"], ["vipune", "2"]], marked=frozenset({1})),
-                                          Paragraph("**bold** line next")], level=1))
-    assert out == ("<h1>T</h1>\n<ul><li>a <code>x</code> &lt;b&gt;<ul><li>sub</li></ul></li><li>b</li></ul>\n"
-                   "<div class=scroll><table><thead><tr><th>h</th><th class=num>n</th></tr></thead>"
-                   "<tbody><tr><td>r</td><td class=num>1</td></tr><tr class=vipune><td>vipune</td>"
-                   "<td class=num>2</td></tr></tbody></table></div>\n"
-                   "<p><strong>bold</strong> line next</p>")
+    out = html.section(
+        Section(
+            "t",
+            "T",
+            [
+                Bullets([Item("a `x` <b>", ["sub"]), Item("b")]),
+                Table(["h", "n"], [["r", "1"], ["vipune", "2"]], marked=frozenset({1})),
+                Paragraph("**bold** line next"),
+            ],
+            level=1,
+        )
+    )
+    assert out == (
+        "<h1>T</h1>\n<ul><li>a <code>x</code> &lt;b&gt;<ul><li>sub</li></ul></li><li>b</li></ul>\n"
+        "<div class=scroll><table><thead><tr><th>h</th><th class=num>n</th></tr></thead>"
+        "<tbody><tr><td>r</td><td class=num>1</td></tr><tr class=vipune><td>vipune</td>"
+        "<td class=num>2</td></tr></tbody></table></div>\n"
+        "<p><strong>bold</strong> line next</p>"
+    )
 
 
 def test_each_plot_has_its_caption_and_stands_beside_its_section(loaded, tmp_path):

@@ -13,11 +13,15 @@ def make_persona(texts, vectors=None, query="", query_vector=None, created=None)
     n = len(texts)
     vectors = np.eye(n, 4, dtype=np.float32) if vectors is None else np.asarray(vectors, np.float32)
     return Persona(
-        question_id="q1", question=query, row_ids=[f"q1::s{i}" for i in range(n)],
+        question_id="q1",
+        question=query,
+        row_ids=[f"q1::s{i}" for i in range(n)],
         session_ids=[f"s{i}" for i in range(n)],
-        created_at=created or [f"2023-01-0{i + 1}T00:00:00Z" for i in range(n)], texts=texts,
+        created_at=created or [f"2023-01-0{i + 1}T00:00:00Z" for i in range(n)],
+        texts=texts,
         vectors=vectors,
-        query_vector=np.asarray(query_vector if query_vector is not None else vectors[0], np.float32))
+        query_vector=np.asarray(query_vector if query_vector is not None else vectors[0], np.float32),
+    )
 
 
 def test_fts_query_quotes_every_token_and_doubles_quotes_and_backslashes():
@@ -27,8 +31,9 @@ def test_fts_query_quotes_every_token_and_doubles_quotes_and_backslashes():
 
 
 def test_bm25_and_finds_nothing_when_a_word_is_missing_but_or_finds_it():
-    persona = make_persona(["user: I adopted a cat named Luna", "user: sunny weather today"],
-                           query="What is the name of my cat?")
+    persona = make_persona(
+        ["user: I adopted a cat named Luna", "user: sunny weather today"], query="What is the name of my cat?"
+    )
     index = Bm25Index(persona)
     try:
         assert index.search(fts_and_query(persona.question), 50) == []
@@ -71,9 +76,12 @@ def test_rrf_uses_k25_and_breaks_ties_to_the_smaller_id():
 
 def test_dense_orders_by_cosine_and_ties_go_to_the_newer_row():
     vectors = [[1, 0], [1, 0], [0.6, 0.8], [0, 1]]
-    persona = make_persona(["a", "b", "c", "d"], vectors=vectors, query_vector=[1, 0],
-                           created=["2023-01-01T00:00:00Z", "2023-02-01T00:00:00Z",
-                                    "2023-01-01T00:00:00Z", "2023-01-01T00:00:00Z"])
+    persona = make_persona(
+        ["a", "b", "c", "d"],
+        vectors=vectors,
+        query_vector=[1, 0],
+        created=["2023-01-01T00:00:00Z", "2023-02-01T00:00:00Z", "2023-01-01T00:00:00Z", "2023-01-01T00:00:00Z"],
+    )
     ranking = dense(persona, 3)
     assert [rid for rid, _ in ranking] == ["q1::s1", "q1::s0", "q1::s2"]
     assert ranking[2][1] == pytest.approx(0.6)
@@ -81,8 +89,9 @@ def test_dense_orders_by_cosine_and_ties_go_to_the_newer_row():
 
 def test_hybrid_falls_back_to_semantic_order_when_bm25_is_empty():
     vectors = np.random.default_rng(0).normal(size=(8, 16)).astype(np.float32)
-    persona = make_persona([f"text number {i}" for i in range(8)], vectors=vectors,
-                           query="zebra unicorn", query_vector=vectors[3])
+    persona = make_persona(
+        [f"text number {i}" for i in range(8)], vectors=vectors, query="zebra unicorn", query_vector=vectors[3]
+    )
     out = search_persona(persona, ["dense", "bm25", "hybrid"], limit=5)
     assert out["bm25"] == []
     assert [r for r, _ in out["hybrid"]] == [r for r, _ in out["dense"]]
@@ -92,19 +101,23 @@ def test_hybrid_falls_back_to_semantic_order_when_bm25_is_empty():
 def test_hybrid_or_promotes_a_row_found_by_both_arms():
     vectors = np.eye(6, 6, dtype=np.float32)
     query_vector = np.array([1, 0.9, 0, 0, 0, 0], np.float32)  # s0 first, s1 second semantically
-    persona = make_persona(["alpha", "beta gamma", "delta", "eps", "zeta", "eta"], vectors=vectors,
-                           query="gamma omega", query_vector=query_vector)
+    persona = make_persona(
+        ["alpha", "beta gamma", "delta", "eps", "zeta", "eta"],
+        vectors=vectors,
+        query="gamma omega",
+        query_vector=query_vector,
+    )
     out = search_persona(persona, ["hybrid", "hybrid-or", "bm25-or"], limit=3)
     assert out["bm25-or"][0][0] == "q1::s1"
     assert out["hybrid-or"][0][0] == "q1::s1"
     assert out["hybrid"][0][0] == "q1::s0"
 
 
-
 # 384 dimensions as bge-small's; an odd count puts each row at another alignment in memory
-DUPLICATED = ([duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))]
-              + [duplicated_haystack(seed, sessions, dims) for seed, (sessions, dims)
-                 in enumerate([(9, 3), (11, 7), (13, 33), (21, 385)])])
+DUPLICATED = [duplicated_haystack(seed, sessions) for seed, sessions in enumerate(range(3, 40))] + [
+    duplicated_haystack(seed, sessions, dims)
+    for seed, (sessions, dims) in enumerate([(9, 3), (11, 7), (13, 33), (21, 385)])
+]
 
 
 @pytest.mark.parametrize("persona", DUPLICATED, ids=lambda p: f"{len(p.row_ids)}x{p.vectors.shape[1]}")

@@ -18,11 +18,16 @@ def persona(seed):
     texts = [" ".join(rng.choice(words, size=rng.integers(0, 8))) for _ in range(25)]
     texts += texts[:5]  # exact repeats: tied scores
     n = len(texts)
-    return Persona(question_id="q", question=" ".join(rng.choice(words, size=3)) + "  ?",
-                   row_ids=[f"q::s{i}" for i in range(n)], session_ids=[f"s{i}" for i in range(n)],
-                   created_at=["2023-01-01T00:00:00Z"] * n, texts=texts,
-                   vectors=rng.normal(size=(n, 4)).astype(np.float32),
-                   query_vector=rng.normal(size=4).astype(np.float32))
+    return Persona(
+        question_id="q",
+        question=" ".join(rng.choice(words, size=3)) + "  ?",
+        row_ids=[f"q::s{i}" for i in range(n)],
+        session_ids=[f"s{i}" for i in range(n)],
+        created_at=["2023-01-01T00:00:00Z"] * n,
+        texts=texts,
+        vectors=rng.normal(size=(n, 4)).astype(np.float32),
+        query_vector=rng.normal(size=4).astype(np.float32),
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))

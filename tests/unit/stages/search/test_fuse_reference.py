@@ -18,11 +18,16 @@ WORDS = "cat dog luna walk park rain sun tea".split()
 def persona(seed: int, rows: int = 30) -> Persona:
     rng = np.random.default_rng(seed)
     texts = [" ".join(rng.choice(WORDS, size=rng.integers(2, 6))) for _ in range(rows)]
-    return Persona(question_id=f"q{seed}", question=" ".join(rng.choice(WORDS, size=2)),
-                   row_ids=[f"q{seed}::r{i}" for i in range(rows)], session_ids=[f"s{i % 7}" for i in range(rows)],
-                   created_at=["2023-01-01T00:00:00Z"] * rows, texts=texts,
-                   vectors=rng.normal(size=(rows, 8)).astype(np.float32),
-                   query_vector=rng.normal(size=8).astype(np.float32))
+    return Persona(
+        question_id=f"q{seed}",
+        question=" ".join(rng.choice(WORDS, size=2)),
+        row_ids=[f"q{seed}::r{i}" for i in range(rows)],
+        session_ids=[f"s{i % 7}" for i in range(rows)],
+        created_at=["2023-01-01T00:00:00Z"] * rows,
+        texts=texts,
+        vectors=rng.normal(size=(rows, 8)).astype(np.float32),
+        query_vector=rng.normal(size=8).astype(np.float32),
+    )
 
 
 def test_each_arms_file_gives_its_own_run_of_the_setting(tmp_path):
@@ -31,7 +36,9 @@ def test_each_arms_file_gives_its_own_run_of_the_setting(tmp_path):
     write_arms(tmp_path / "a1.parquet", arms[1:])
     spec = registry.spec({"name": "k60", "use": "hybrid", "k": 60})
     outs = [tmp_path / "r0.run", tmp_path / "r1.run"]
-    run_fuse_reference([tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), RankingSettings(10, 10), outs)
+    run_fuse_reference(
+        [tmp_path / "a0.parquet", tmp_path / "a1.parquet"], spec.canonical(), RankingSettings(10, 10), outs
+    )
     runs = [[line.split() for line in out.read_text().splitlines()] for out in outs]
     assert {line[0] for line in runs[0]} == {"q0"} and {line[0] for line in runs[1]} == {"q1", "q2"}
     assert all(line[5] == "k60" for run in runs for line in run)
@@ -51,6 +58,8 @@ def test_the_depth_cuts_the_run_and_the_limit_the_fusion(tmp_path):
 def test_it_refuses_what_it_cannot_fuse(tmp_path):
     write_arms(tmp_path / "arms.parquet", [persona_arms(persona(0))])
     with pytest.raises(EvalError, match="1 arms files for 2 outputs"):
-        run_fuse_reference([tmp_path / "arms.parquet"], "hybrid", RankingSettings(10, 10), [tmp_path / "a.run", tmp_path / "b.run"])
+        run_fuse_reference(
+            [tmp_path / "arms.parquet"], "hybrid", RankingSettings(10, 10), [tmp_path / "a.run", tmp_path / "b.run"]
+        )
     with pytest.raises(EvalError, match="not a family setting fused from the arms"):
         run_fuse_reference([tmp_path / "arms.parquet"], "bm25-lme", RankingSettings(10, 10), [tmp_path / "out.run"])

@@ -33,10 +33,16 @@ def persona(seed: int, rows: int) -> Persona:
     vectors = rng.normal(size=(rows, 384)).astype(np.float32)
     qid = f"q{seed}"
     words = "red car park walk dog rain luna named".split()
-    return Persona(qid, "where did I park the red car?", [f"{qid}::s{i}" for i in range(rows)],
-                   [f"s{i}" for i in range(rows)], ["2023-01-01T00:00:00Z"] * rows,
-                   ["user: " + " ".join(rng.choice(words, 6)) for _ in range(rows)], vectors,
-                   vectors[rng.integers(rows)] + rng.normal(scale=0.3, size=384).astype(np.float32))
+    return Persona(
+        qid,
+        "where did I park the red car?",
+        [f"{qid}::s{i}" for i in range(rows)],
+        [f"s{i}" for i in range(rows)],
+        ["2023-01-01T00:00:00Z"] * rows,
+        ["user: " + " ".join(rng.choice(words, 6)) for _ in range(rows)],
+        vectors,
+        vectors[rng.integers(rows)] + rng.normal(scale=0.3, size=384).astype(np.float32),
+    )
 
 
 PERSONAS = [persona(0, 30), persona(1, 80), persona(2, 5)]
@@ -52,11 +58,22 @@ def fingerprint_of(binary: Path, lane: Path, folder: Path) -> Path:
 def search(shard, lane: Path, fingerprint: Path, folder: Path, stores: Path, gb: float = 1.0) -> tuple[dict, dict]:
     """One lib-lane job over ``shard`` with its stores kept in ``stores``: its runs and status."""
     runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
-    run_vipune_lib(shard, VipuneSettings("", Path(), None, folder / "tmp", 60), lane, fingerprint, on_error="stop",
-                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json",
-                   arms_out=folder / "arms.parquet", keeping=Keeping(stores, gb))
-    return ({name: dict(read_run([path])) for name, path in runs.items()},
-            json.loads((folder / "status.json").read_text()))
+    run_vipune_lib(
+        shard,
+        VipuneSettings("", Path(), None, folder / "tmp", 60),
+        lane,
+        fingerprint,
+        on_error="stop",
+        out=runs["hybrid"],
+        semantic_out=runs["semantic"],
+        status_out=folder / "status.json",
+        arms_out=folder / "arms.parquet",
+        keeping=Keeping(stores, gb),
+    )
+    return (
+        {name: dict(read_run([path])) for name, path in runs.items()},
+        json.loads((folder / "status.json").read_text()),
+    )
 
 
 @pytest.fixture
@@ -76,12 +93,14 @@ def test_a_second_search_copies_every_kept_store_and_ranks_as_seeding_does(any_l
     unkept, unkept_status = search(shard, lane, fingerprint, tmp_path / "none", stores, gb=0)
     assert not stores.exists()  # 0 GB: none kept
     first, first_status = search(shard, lane, fingerprint, tmp_path / "first", stores)
-    assert {"open", "insert", "keep"} <= set(first_status["lane_seconds"]) and "copy" not in first_status["lane_seconds"]
+    assert {"open", "insert", "keep"} <= set(first_status["lane_seconds"]) and "copy" not in first_status[
+        "lane_seconds"
+    ]
     kept = hashes(stores)
     assert len(kept) == len(PERSONAS) and size(stores) == sum(p.stat().st_size for p in stores.glob("*.db"))
     for path in stores.glob("*.db"):  # each a whole database: one persona's rows, as seeded
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            (project, rows), = db.execute("SELECT project_id, count(*) FROM memories GROUP BY project_id")
+            ((project, rows),) = db.execute("SELECT project_id, count(*) FROM memories GROUP BY project_id")
         assert rows == len(next(p for p in PERSONAS if p.question_id == project).row_ids)
     again, again_status = search(shard, lane, fingerprint, tmp_path / "again", stores)
     assert "copy" in again_status["lane_seconds"] and not {"open", "insert", "keep"} & set(again_status["lane_seconds"])
@@ -136,8 +155,9 @@ def test_a_shard_whose_stores_are_kept_is_read_without_its_texts(tmp_path, no_ra
     assert [p.question_id for p in partly] == [p.question_id for p in PERSONAS]  # the shard's order
     assert [len(p.texts) for p in partly] == [0, len(PERSONAS[1].texts), 0]  # the one whose store is gone, in full
     other = write_shard(tmp_path / "view", [PERSONAS[0], persona(7, 12), PERSONAS[2]])  # other bytes
-    assert [bool(p.texts) for p in KeptStores.for_lane(built, Keeping(stores, 1),
-                                                        tmp_path / "other").personas(other)] == [True] * 3
+    assert [
+        bool(p.texts) for p in KeptStores.for_lane(built, Keeping(stores, 1), tmp_path / "other").personas(other)
+    ] == [True] * 3
 
 
 def test_the_least_recently_used_stores_are_removed_beyond_the_limit(tmp_path):
@@ -155,8 +175,11 @@ def test_the_least_recently_used_stores_are_removed_beyond_the_limit(tmp_path):
 
 
 def test_a_reused_store_is_pinned_and_marked_used_and_a_kept_one_appears_only_whole(tmp_path, caplog):
-    built = {"sources": {"seeding": {"sha256": "s" * 64, "search_only": [], "changed": []}},
-             "lane_source": "l", "profile": "fast"}
+    built = {
+        "sources": {"seeding": {"sha256": "s" * 64, "search_only": [], "changed": []}},
+        "lane_source": "l",
+        "profile": "fast",
+    }
     stores = tmp_path / "stores"
     keeper = KeptStores.for_lane(built, Keeping(stores, 1), tmp_path / "job-1")
     plan = keeper.plan(PERSONAS[0])
@@ -182,8 +205,11 @@ def test_a_reused_store_is_pinned_and_marked_used_and_a_kept_one_appears_only_wh
 
 def test_each_thing_that_seeds_makes_its_own_keys_and_a_lane_that_names_none_keeps_none(tmp_path, caplog):
     def keys(seeding: str = "s", lane_source: str = "l", profile: str | None = "fast") -> str:
-        built = {"sources": {"seeding": {"sha256": seeding, "search_only": [], "changed": []}},
-                 "lane_source": lane_source, "profile": profile}
+        built = {
+            "sources": {"seeding": {"sha256": seeding, "search_only": [], "changed": []}},
+            "lane_source": lane_source,
+            "profile": profile,
+        }
         return KeptStores.for_lane(built, Keeping(tmp_path / "stores", 1), tmp_path / "job").key(PERSONAS[0])
 
     assert keys() == keys() and len({keys(), keys("t"), keys(lane_source="m"), keys(profile=None)}) == 4
@@ -210,8 +236,9 @@ def test_stores_on_another_file_system_are_copied(tmp_path, monkeypatch, where):
     Path(plan["keep"]).write_bytes(b"seeded")
     if where == "replace":
         real = os.replace
-        monkeypatch.setattr(kept_stores.os, "replace",
-                            lambda a, b: cross() if Path(a).parent != Path(b).parent else real(a, b))
+        monkeypatch.setattr(
+            kept_stores.os, "replace", lambda a, b: cross() if Path(a).parent != Path(b).parent else real(a, b)
+        )
     keeper.answered(PERSONAS[0], {"question_id": "q0"})
     assert (stores / Path(plan["keep"]).name).read_bytes() == b"seeded"
     if where == "link":

@@ -20,12 +20,16 @@ from vipune_eval.stages.search import plugin as plugins
 
 def make_persona():
     rng = np.random.default_rng(0)
-    return Persona(question_id="q7", question="where is my cat", row_ids=[f"q7::s{i}" for i in range(5)],
-                   session_ids=[f"s{i}" for i in range(5)],
-                   created_at=[f"2023-01-0{i + 1}T00:00:00Z" for i in range(5)],
-                   texts=[f"user: text {i}" for i in range(5)],
-                   vectors=rng.normal(size=(5, 4)).astype(np.float32),
-                   query_vector=rng.normal(size=4).astype(np.float32))
+    return Persona(
+        question_id="q7",
+        question="where is my cat",
+        row_ids=[f"q7::s{i}" for i in range(5)],
+        session_ids=[f"s{i}" for i in range(5)],
+        created_at=[f"2023-01-0{i + 1}T00:00:00Z" for i in range(5)],
+        texts=[f"user: text {i}" for i in range(5)],
+        vectors=rng.normal(size=(5, 4)).astype(np.float32),
+        query_vector=rng.normal(size=4).astype(np.float32),
+    )
 
 
 @pytest.fixture
@@ -70,16 +74,19 @@ def test_a_module_plugin(plugin_dir, monkeypatch):
     assert len(plugins.search(plugins.load(spec.use), make_persona(), 2, spec.use)) == 2
 
 
-@pytest.mark.parametrize("use,words", [
-    ("missing.py:f", ["missing.py:f", "not found"]),
-    ("mine/plug.py:nothing", ["mine/plug.py:nothing", "no function 'nothing'"]),
-    ("mine/broken.py:f", ["mine/broken.py:f", "cannot be imported", "SyntaxError"]),
-    ("mine/imports.py:f", ["mine/imports.py:f", "ModuleNotFoundError", "no_such_module_xyz"]),
-    ("no_such_package_xyz.mod:f", ["no_such_package_xyz.mod:f", "cannot be"]),
-    ("mine/plug.py:", ["write 'path/to/file.py:function'"]),
-    # no importer takes a .txt file (a NoneType AttributeError before; found by mypy, issue 53)
-    ("mine/rank.txt:f", ["mine/rank.txt:f", "cannot be imported as a Python module", "ending in .py"]),
-])
+@pytest.mark.parametrize(
+    "use,words",
+    [
+        ("missing.py:f", ["missing.py:f", "not found"]),
+        ("mine/plug.py:nothing", ["mine/plug.py:nothing", "no function 'nothing'"]),
+        ("mine/broken.py:f", ["mine/broken.py:f", "cannot be imported", "SyntaxError"]),
+        ("mine/imports.py:f", ["mine/imports.py:f", "ModuleNotFoundError", "no_such_module_xyz"]),
+        ("no_such_package_xyz.mod:f", ["no_such_package_xyz.mod:f", "cannot be"]),
+        ("mine/plug.py:", ["write 'path/to/file.py:function'"]),
+        # no importer takes a .txt file (a NoneType AttributeError before; found by mypy, issue 53)
+        ("mine/rank.txt:f", ["mine/rank.txt:f", "cannot be imported as a Python module", "ending in .py"]),
+    ],
+)
 def test_an_unimportable_plugin_is_refused_naming_it(plugin_dir, use, words):
     (plugin_dir / "mine" / "broken.py").write_text("def f(:\n")
     (plugin_dir / "mine" / "rank.txt").write_text("def f(persona, k):\n    return []\n")
@@ -93,8 +100,10 @@ def test_an_unimportable_plugin_is_refused_naming_it(plugin_dir, use, words):
 def answer_error(plugin_dir, answer, k=3):
     fn = plugins.load("mine/plug.py:answer")
     import sys
-    module = next(m for n, m in sys.modules.items() if n.startswith("vipune_eval_plugin_")
-                  and getattr(m, "answer", None) is fn)
+
+    module = next(
+        m for n, m in sys.modules.items() if n.startswith("vipune_eval_plugin_") and getattr(m, "answer", None) is fn
+    )
     module.ANSWER = answer
     with pytest.raises(EvalError) as info:
         plugins.search(fn, make_persona(), k, "mine/plug.py:answer")
@@ -103,15 +112,18 @@ def answer_error(plugin_dir, answer, k=3):
     return message
 
 
-@pytest.mark.parametrize("answer,words", [
-    (lambda h, k: ["q7::nope"], ["not a row id", "q7::nope"]),
-    (lambda h, k: ["q7::s1", "q7::s1"], ["repeats a row id", "q7::s1"]),
-    (lambda h, k: list(h.row_ids), ["more than k = 3"]),
-    (lambda h, k: {"q7::s1": 1}, ["must return a list"]),
-    (lambda h, k: [1, 2], ["neither a row id nor", "1"]),
-    (lambda h, k: [("q7::s1", "high")], ["neither a row id nor", "high"]),
-    (lambda h, k: 1 / 0, ["raised ZeroDivisionError"]),
-])
+@pytest.mark.parametrize(
+    "answer,words",
+    [
+        (lambda h, k: ["q7::nope"], ["not a row id", "q7::nope"]),
+        (lambda h, k: ["q7::s1", "q7::s1"], ["repeats a row id", "q7::s1"]),
+        (lambda h, k: list(h.row_ids), ["more than k = 3"]),
+        (lambda h, k: {"q7::s1": 1}, ["must return a list"]),
+        (lambda h, k: [1, 2], ["neither a row id nor", "1"]),
+        (lambda h, k: [("q7::s1", "high")], ["neither a row id nor", "high"]),
+        (lambda h, k: 1 / 0, ["raised ZeroDivisionError"]),
+    ],
+)
 def test_a_bad_answer_is_a_named_error(plugin_dir, answer, words):
     message = answer_error(plugin_dir, answer)
     for word in words:
@@ -121,6 +133,7 @@ def test_a_bad_answer_is_a_named_error(plugin_dir, answer, words):
 def test_a_plugin_that_unfreezes_the_haystack_cannot_slip_an_unknown_id_past_the_check(plugin_dir):
     """Issue 32 item 5: object.__setattr__ got round the frozen Haystack, the check read the
     plugin's row_ids and the job died later with a KeyError."""
+
     def forge(h, k):
         object.__setattr__(h, "row_ids", h.row_ids + ("q7::forged",))
         object.__setattr__(h, "question_id", "q-other")
@@ -143,7 +156,7 @@ def test_a_plugin_calling_sys_exit_is_a_named_error(plugin_dir):
         plugins.load(registry.resolve([{"name": "p", "use": "mine/exits.py:f"}])[0].use)
 
 
-EXITS = textwrap.dedent('''\
+EXITS = textwrap.dedent("""\
     import multiprocessing
     import os
     from os import _exit
@@ -159,9 +172,9 @@ EXITS = textwrap.dedent('''\
         child.start()
         child.join()
         return [haystack.row_ids[child.exitcode]]  # the child ends with os._exit(0)
-    ''')
+    """)
 
-IN_A_PROCESS = textwrap.dedent('''\
+IN_A_PROCESS = textwrap.dedent("""\
     import sys
     import numpy as np
     from vipune_eval.core.persona import Persona
@@ -179,15 +192,18 @@ IN_A_PROCESS = textwrap.dedent('''\
     except EvalError as exc:
         print(exc.message)
         sys.exit(3)
-    ''')
+    """)
 
 
-@pytest.mark.parametrize("use, printed", [
-    ("mine/exits.py:now", "plugin 'mine/exits.py:now' called os._exit(0) on question q7"),
-    ("mine/exits.py:later", "plugin 'mine/exits.py:later' called os._exit(5) on question q7"),
-    ("mine/exits_on_import.py:f", "plugin 'mine/exits_on_import.py:f' called os._exit(0) while it was imported"),
-    ("mine/exits.py:forks", "ranking [('q7::s0', 1.0)]"),  # a child process the plugin forks exits as it asks
-])
+@pytest.mark.parametrize(
+    "use, printed",
+    [
+        ("mine/exits.py:now", "plugin 'mine/exits.py:now' called os._exit(0) on question q7"),
+        ("mine/exits.py:later", "plugin 'mine/exits.py:later' called os._exit(5) on question q7"),
+        ("mine/exits_on_import.py:f", "plugin 'mine/exits_on_import.py:f' called os._exit(0) while it was imported"),
+        ("mine/exits.py:forks", "ranking [('q7::s0', 1.0)]"),  # a child process the plugin forks exits as it asks
+    ],
+)
 def test_a_plugin_calling_os_exit_is_a_named_error(plugin_dir, use, printed):
     """Issue 39 item 4: os._exit(0) ended the job at once with status 0; Snakemake took it for
     done, then blamed filesystem latency for the missing output. Run in a process of its own,
@@ -197,8 +213,9 @@ def test_a_plugin_calling_os_exit_is_a_named_error(plugin_dir, use, printed):
 
     (plugin_dir / "mine" / "exits.py").write_text(EXITS)
     (plugin_dir / "mine" / "exits_on_import.py").write_text("import os\nos._exit(0)\n")
-    proc = subprocess.run([sys.executable, "-c", IN_A_PROCESS, use], capture_output=True, text=True,
-                          cwd=plugin_dir, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_A_PROCESS, use], capture_output=True, text=True, cwd=plugin_dir, timeout=60
+    )
     assert printed in proc.stdout, (proc.returncode, proc.stdout, proc.stderr)
     assert proc.returncode == (0 if printed.startswith("ranking") else 3)
 
@@ -229,7 +246,8 @@ def test_a_helper_module_next_to_a_plugin_file_is_importable(plugin_dir):
     (plugin_dir / "mine" / "plughelp_xyz.py").write_text("def first(h, k):\n    return list(h.row_ids[:k])\n")
     (plugin_dir / "mine" / "uses.py").write_text(
         "from plughelp_xyz import first\n\n\ndef rank(h, k):\n    import plughelp_xyz\n"
-        "    return plughelp_xyz.first(h, k)\n")
+        "    return plughelp_xyz.first(h, k)\n"
+    )
     before = list(sys.path)
     try:
         spec = registry.resolve([{"name": "p", "use": "mine/uses.py:rank"}])[0]
@@ -246,15 +264,20 @@ def test_a_plugin_past_its_time_limit_is_a_named_error(plugin_dir):
     import time
 
     fn = plugins.load("mine/plug.py:answer")
-    sys_module = next(m for n, m in __import__("sys").modules.items()
-                      if n.startswith("vipune_eval_plugin_") and getattr(m, "answer", None) is fn)
+    sys_module = next(
+        m
+        for n, m in __import__("sys").modules.items()
+        if n.startswith("vipune_eval_plugin_") and getattr(m, "answer", None) is fn
+    )
     sys_module.ANSWER = lambda h, k: time.sleep(5)
     began = time.monotonic()
     with pytest.raises(EvalError) as info:
         plugins.search(fn, make_persona(), 3, "mine/plug.py:answer", timeout=0.3)
     assert time.monotonic() - began < 3
-    assert ("plugin 'mine/plug.py:answer', question q7: no answer within 0.3 s (search.plugin_timeout)"
-            in info.value.message) and "search.plugin_timeout" in info.value.fix
+    assert (
+        "plugin 'mine/plug.py:answer', question q7: no answer within 0.3 s (search.plugin_timeout)"
+        in info.value.message
+    ) and "search.plugin_timeout" in info.value.fix
     sys_module.ANSWER = lambda h, k: ["q7::s1"]  # in time: no timer is left behind
     assert plugins.search(fn, make_persona(), 3, "mine/plug.py:answer", timeout=0.3) == [("q7::s1", 1.0)]
     time.sleep(0.5)

@@ -28,8 +28,16 @@ SETTINGS = VipuneSettings("vipune", Path("fp.json"), Path("hf"), Path("tmp"), 30
 
 def persona():
     vectors = np.eye(3, dtype=np.float32)
-    return Persona("q1", "where is my violin?", [f"q1::s{i}" for i in range(3)], [f"s{i}" for i in range(3)],
-                   ["2023-01-01T00:00:00Z"] * 3, ["user: a", "user: b", "user: c"], vectors, vectors[0])
+    return Persona(
+        "q1",
+        "where is my violin?",
+        [f"q1::s{i}" for i in range(3)],
+        [f"s{i}" for i in range(3)],
+        ["2023-01-01T00:00:00Z"] * 3,
+        ["user: a", "user: b", "user: c"],
+        vectors,
+        vectors[0],
+    )
 
 
 def test_a_new_search_flag_reaches_both_the_command_line_and_the_resume_key(monkeypatch, tmp_path):
@@ -40,25 +48,45 @@ def test_a_new_search_flag_reaches_both_the_command_line_and_the_resume_key(monk
     before = persona_key(p, searches(SETTINGS, 10), lines)
     assert persona_key(p, searches(SETTINGS, 11), lines) != before
     shipped = VipuneSettings.search_flags
-    monkeypatch.setattr(VipuneSettings, "search_flags",
-                        lambda self, limit, hybrid: [*shipped(self, limit, hybrid), "--new-flag", "1"])
+    monkeypatch.setattr(
+        VipuneSettings, "search_flags", lambda self, limit, hybrid: [*shipped(self, limit, hybrid), "--new-flag", "1"]
+    )
     assert persona_key(p, searches(SETTINGS, 10), lines) != before
-    args = Vipune(Path("vipune"), tmp_path, 5).search_args(tmp_path / "db", "q1", p.question,
-                                                          searches(SETTINGS, 10)["hybrid"])
-    assert args[args.index("search") + 1:] == ["--hybrid", "--recency", "0", "--limit", "10", "--no-touch",
-                                               "--new-flag", "1", "--", p.question]
+    args = Vipune(Path("vipune"), tmp_path, 5).search_args(
+        tmp_path / "db", "q1", p.question, searches(SETTINGS, 10)["hybrid"]
+    )
+    assert args[args.index("search") + 1 :] == [
+        "--hybrid",
+        "--recency",
+        "0",
+        "--limit",
+        "10",
+        "--no-touch",
+        "--new-flag",
+        "1",
+        "--",
+        p.question,
+    ]
 
 
 # ------------------------------------------------------- a rebuild while the job runs (issue 51 item 1)
+
 
 def haystack(seed: int) -> Persona:
     rng = np.random.default_rng(seed)
     words = np.array(VOCABULARY[:30])
     vectors = rng.normal(size=(12, 384)).astype(np.float32)
     qid = f"q{seed}"
-    return Persona(qid, " ".join(rng.choice(words, 2)), [f"{qid}::s{i}" for i in range(12)], [f"s{i}" for i in range(12)],
-                   ["2023-01-01T00:00:00Z"] * 12, ["user: " + " ".join(rng.choice(words, 5)) for _ in range(12)],
-                   vectors, vectors[0])
+    return Persona(
+        qid,
+        " ".join(rng.choice(words, 2)),
+        [f"{qid}::s{i}" for i in range(12)],
+        [f"s{i}" for i in range(12)],
+        ["2023-01-01T00:00:00Z"] * 12,
+        ["user: " + " ".join(rng.choice(words, 5)) for _ in range(12)],
+        vectors,
+        vectors[0],
+    )
 
 
 def rebuild(path: Path, text: str) -> None:
@@ -86,8 +114,16 @@ def shard_search(tmp_path, vipune_hf_home):
             if files:  # as plan.builds writes it
                 wrapped_record(fingerprint).write_text(json.dumps({"files": {str(f): sha256_file(f) for f in files}}))
         runs = {n: folder / f"{n}.run" for n in ("hybrid", "semantic")}
-        run_vipune(shard, VipuneSettings(str(binary), fingerprint, vipune_hf_home, folder / "tmp", 30), 1, "stop",
-                   folder / "cache", runs["hybrid"], runs["semantic"], folder / "status.json")
+        run_vipune(
+            shard,
+            VipuneSettings(str(binary), fingerprint, vipune_hf_home, folder / "tmp", 30),
+            1,
+            "stop",
+            folder / "cache",
+            runs["hybrid"],
+            runs["semantic"],
+            folder / "status.json",
+        )
         return {n: read_run([p]) for n, p in runs.items()}, folder / "cache"
 
     return search
@@ -120,8 +156,9 @@ def test_a_binary_rebuilt_while_its_job_runs_changes_nothing_of_the_shard(tmp_pa
     assert len(seen) == 3 and runs == clean
 
 
-def test_a_file_a_wrapper_runs_rebuilt_mid_job_stops_it_and_keeps_nothing_it_searched(tmp_path, shard_search,
-                                                                                      monkeypatch):
+def test_a_file_a_wrapper_runs_rebuilt_mid_job_stops_it_and_keeps_nothing_it_searched(
+    tmp_path, shard_search, monkeypatch
+):
     """vipune.binary a wrapper script, what it runs in vipune.fingerprint_files: that file cannot
     be copied with the wrapper, so it is checked after each persona; changed, the job stops naming
     it, before the persona searched with it is kept; restored, a rerun completes the shard as a
@@ -145,16 +182,21 @@ def test_a_file_a_wrapper_runs_rebuilt_mid_job_stops_it_and_keeps_nothing_it_sea
         return result
 
     monkeypatch.setattr(vipune_stage, "evaluate", evaluate)
-    with pytest.raises(EvalError, match=rf"{re.escape(str(inner))} \(in vipune.fingerprint_files: the wrapper "
-                                        rf"script .* runs it\) changed while this job ran") as info:
+    with pytest.raises(
+        EvalError,
+        match=rf"{re.escape(str(inner))} \(in vipune.fingerprint_files: the wrapper "
+        rf"script .* runs it\) changed while this job ran",
+    ) as info:
         shard_search(wrapper, (inner,), name="rebuilt")
     assert "rerun snakemake" in info.value.fix
     folder = tmp_path / "rebuilt"
     assert not (folder / "hybrid.run").exists() and not (folder / "tmp").exists()
     kept = sorted((folder / "cache").glob("*.json"))
     assert len(kept) == 1  # the first persona only: the second was searched after the change
-    assert json.loads(kept[0].read_text())["hybrid"]["ranking"] == json.loads(
-        (clean_cache / kept[0].name).read_text())["hybrid"]["ranking"]
+    assert (
+        json.loads(kept[0].read_text())["hybrid"]["ranking"]
+        == json.loads((clean_cache / kept[0].name).read_text())["hybrid"]["ranking"]
+    )
     rebuild(inner, planned_text)
     monkeypatch.setattr(vipune_stage, "evaluate", original_evaluate)
     runs, _ = shard_search(wrapper, (inner,), name="rebuilt")  # the same job again, as planned

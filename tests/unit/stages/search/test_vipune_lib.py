@@ -72,8 +72,9 @@ def tmpfs(tmp_path):
     def mount(name: str, options: str) -> Path:
         folder = tmp_path / name
         folder.mkdir()
-        out = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
-                             text=True)
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True
+        )
         if out.returncode:
             pytest.skip(f"cannot mount a tmpfs here (it needs root): {out.stderr.strip()}")
         mounted.append(folder)
@@ -88,10 +89,16 @@ def persona(seed: int, rows: int, words: int) -> Persona:
     rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(rows, 384)).astype(np.float32)
     qid = f"q{seed}"
-    return Persona(qid, "where did I park the red car?", [f"{qid}::s{i}" for i in range(rows)],
-                   [f"s{i}" for i in range(rows)], ["2023-01-01T00:00:00Z"] * rows,
-                   [f"user: the red car {i} " + "parked word " * words for i in range(rows)], vectors,
-                   vectors[rng.integers(rows)])
+    return Persona(
+        qid,
+        "where did I park the red car?",
+        [f"{qid}::s{i}" for i in range(rows)],
+        [f"s{i}" for i in range(rows)],
+        ["2023-01-01T00:00:00Z"] * rows,
+        [f"user: the red car {i} " + "parked word " * words for i in range(rows)],
+        vectors,
+        vectors[rng.integers(rows)],
+    )
 
 
 # a persona whose database outgrows a 1 MiB tmpfs between two that fit
@@ -111,15 +118,25 @@ def lane_files(any_lane, tmp_path):
 def search_shard(shard, lane_files, folder: Path, ram: Path, monkeypatch) -> tuple[dict, dict]:
     monkeypatch.setattr(vipune_lib, "RAM", ram)
     runs = {name: folder / f"{name}.run" for name in ("hybrid", "semantic")}
-    run_vipune_lib(shard, VipuneSettings("", Path(), None, folder / "tmp", 60), *lane_files, on_error="stop",
-                   out=runs["hybrid"], semantic_out=runs["semantic"], status_out=folder / "status.json",
-                   arms_out=folder / "arms.parquet")
-    return ({name: dict(read_run([path])) for name, path in runs.items()},
-            json.loads((folder / "status.json").read_text()))
+    run_vipune_lib(
+        shard,
+        VipuneSettings("", Path(), None, folder / "tmp", 60),
+        *lane_files,
+        on_error="stop",
+        out=runs["hybrid"],
+        semantic_out=runs["semantic"],
+        status_out=folder / "status.json",
+        arms_out=folder / "arms.parquet",
+    )
+    return (
+        {name: dict(read_run([path])) for name, path in runs.items()},
+        json.loads((folder / "status.json").read_text()),
+    )
 
 
 def test_personas_a_full_ram_folder_refuses_are_searched_again_in_the_scratch_folder(
-        lane_files, tmp_path, tmpfs, monkeypatch, caplog):
+    lane_files, tmp_path, tmpfs, monkeypatch, caplog
+):
     """'database or disk is full' failed every pair it reached, and on_error: record would have
     recorded them all: now the vipune-lane searches them again on disk, under either policy."""
     shard = write_shard(tmp_path / "view", PERSONAS)
@@ -138,7 +155,8 @@ def test_personas_a_full_ram_folder_refuses_are_searched_again_in_the_scratch_fo
 
 @pytest.mark.parametrize("state", ["full", "read-only"])
 def test_a_ram_folder_that_takes_no_file_sends_the_databases_to_the_scratch_folder_saying_why(
-        lane_files, tmp_path, tmpfs, monkeypatch, caplog, state):
+    lane_files, tmp_path, tmpfs, monkeypatch, caplog, state
+):
     shard = write_shard(tmp_path / "view", PERSONAS[:1])
     ram = tmpfs("shm", "size=64k" if state == "full" else "ro,size=64k")
     if state == "full":
@@ -160,31 +178,67 @@ def shard(folder: Path, questions: list[str]) -> ShardSearch:
     n = len(questions)
     ids = [f"t{i}" for i in range(4 * n)]
     vectors = rng.standard_normal((4 * n, 384)).astype(np.float32)
-    pq.write_table(pa.table({"text_id": ids, "text": [f"user: text {i}" for i in range(4 * n)]}), folder / "texts.parquet")
-    pq.write_table(pa.table({"text_id": ids, "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(vectors.ravel()), 384), "tokens": pa.array([5] * (4 * n), pa.int32())}), folder / "embeddings.parquet")
-    pq.write_table(pa.table({
-        "question_id": [f"q{p}" for p in range(n)], "question": questions,
-        "question_text_id": [f"t{4 * p + 3}" for p in range(n)],
-        "row_keys": [[f"s{r}" for r in range(3)] for _ in range(n)],
-        "row_sessions": [[f"s{r}" for r in range(3)] for _ in range(n)],
-        "row_created_at": [["2023-01-01T00:00:00Z"] * 3 for _ in range(n)],
-        "row_docs": [[f"s{r}" for r in range(3)] for _ in range(n)],
-        "row_text_ids": [[f"t{4 * p + r}" for r in range(3)] for p in range(n)]}), folder / "rows.parquet")
-    return ShardSearch(folder / "rows.parquet", folder / "texts.parquet", [folder / "embeddings.parquet"], 0, 1,
-                       RankingSettings(10, 10))
+    pq.write_table(
+        pa.table({"text_id": ids, "text": [f"user: text {i}" for i in range(4 * n)]}), folder / "texts.parquet"
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "text_id": ids,
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 384),
+                "tokens": pa.array([5] * (4 * n), pa.int32()),
+            }
+        ),
+        folder / "embeddings.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "question_id": [f"q{p}" for p in range(n)],
+                "question": questions,
+                "question_text_id": [f"t{4 * p + 3}" for p in range(n)],
+                "row_keys": [[f"s{r}" for r in range(3)] for _ in range(n)],
+                "row_sessions": [[f"s{r}" for r in range(3)] for _ in range(n)],
+                "row_created_at": [["2023-01-01T00:00:00Z"] * 3 for _ in range(n)],
+                "row_docs": [[f"s{r}" for r in range(3)] for _ in range(n)],
+                "row_text_ids": [[f"t{4 * p + r}" for r in range(3)] for p in range(n)],
+            }
+        ),
+        folder / "rows.parquet",
+    )
+    return ShardSearch(
+        folder / "rows.parquet",
+        folder / "texts.parquet",
+        [folder / "embeddings.parquet"],
+        0,
+        1,
+        RankingSettings(10, 10),
+    )
 
 
-@pytest.mark.parametrize("fault, detail, code, error", [
-    # vipune's own message, and the exit code the binary gives it
-    ("refuse", r"persona q1: vipune-lane refused it \(`vipune search` exits 1 on it\): injected refusal", 1,
-     "injected refusal"),
-    ("crash", r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering", None, None),  # vipune said nothing
-    # issue 51 item 6: a hang is a timeout, recorded as one (the report said "no exit code and no message")
-    ("hang", r"persona q1: vipune-lane: `.*` gave no answer within 2 s \(vipune.timeout\)", None, None),
-])
+@pytest.mark.parametrize(
+    "fault, detail, code, error",
+    [
+        # vipune's own message, and the exit code the binary gives it
+        (
+            "refuse",
+            r"persona q1: vipune-lane refused it \(`vipune search` exits 1 on it\): injected refusal",
+            1,
+            "injected refusal",
+        ),
+        (
+            "crash",
+            r"persona q1: vipune-lane: `.*` ended \(exit 1\) before answering",
+            None,
+            None,
+        ),  # vipune said nothing
+        # issue 51 item 6: a hang is a timeout, recorded as one (the report said "no exit code and no message")
+        ("hang", r"persona q1: vipune-lane: `.*` gave no answer within 2 s \(vipune.timeout\)", None, None),
+    ],
+)
 def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code_as_fields(
-        tmp_path, monkeypatch, fault, detail, code, error):
+    tmp_path, monkeypatch, fault, detail, code, error
+):
     """Under vipune.on_error: record the status file records what happened, vipune's own message
     (a refusal's) and the binary's exit code for it (none where vipune said nothing) as fields
     (core.failed_pair); the other personas are searched."""
@@ -196,9 +250,17 @@ def test_a_persona_the_lane_fails_is_recorded_with_vipunes_message_and_exit_code
     monkeypatch.setenv("FAKE_LANE_FAULT", fault)
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
     status = tmp_path / "status.json"
-    run_vipune_lib(shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
-                   VipuneSettings("", Path(), None, tmp_path / "tmp", seconds), lane, fingerprint,
-                   "record", tmp_path / "out.run", tmp_path / "semantic.run", status, tmp_path / "arms.parquet")
+    run_vipune_lib(
+        shard(tmp_path, ["the first one?", "the second one?", "the third one?"]),
+        VipuneSettings("", Path(), None, tmp_path / "tmp", seconds),
+        lane,
+        fingerprint,
+        "record",
+        tmp_path / "out.run",
+        tmp_path / "semantic.run",
+        status,
+        tmp_path / "arms.parquet",
+    )
     failed = json.loads(status.read_text())["failed"]
     assert list(failed) == ["q1"] and set(failed["q1"]) == {"detail", "exit_code", "error", "timeout"}
     assert failed["q1"]["timeout"] == (seconds if fault == "hang" else None)
@@ -215,8 +277,10 @@ def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_p
     planned_text = lane.read_text()
     other = fake_build(tmp_path / "other-build", preamble="export FAKE_VIPUNE_FAULT=bm25-or\n")[1].read_text()
     sha = hashlib.sha256(binary.read_bytes()).hexdigest()
-    personas = [dataclasses.replace(persona(seed, 30, 3), question=f"the red car {word}")
-                for seed, word in enumerate(["first", "second", "third"])]
+    personas = [
+        dataclasses.replace(persona(seed, 30, 3), question=f"the red car {word}")
+        for seed, word in enumerate(["first", "second", "third"])
+    ]
     shard = write_shard(tmp_path / "view", personas)
     monkeypatch.setenv("FAKE_LANE_FAULT", "crash")
     monkeypatch.setenv("FAKE_LANE_FAULT_MATCH", "second")
@@ -227,8 +291,17 @@ def test_a_lane_rebuilt_while_its_job_runs_is_not_what_the_job_starts_next(tmp_p
         out.mkdir()
         fingerprint = out / "lane.json"
         fingerprint.write_text(json.dumps(lane_fingerprint(lane, {"id": "x", "version": "0.20.2", "sha256": sha}, 30)))
-        run_vipune_lib(shard, VipuneSettings("", Path(), None, out / "tmp", 30), lane, fingerprint, "record",
-                       out / "hybrid.run", out / "semantic.run", out / "status.json", out / "arms.parquet")
+        run_vipune_lib(
+            shard,
+            VipuneSettings("", Path(), None, out / "tmp", 30),
+            lane,
+            fingerprint,
+            "record",
+            out / "hybrid.run",
+            out / "semantic.run",
+            out / "status.json",
+            out / "arms.parquet",
+        )
         assert list(json.loads((out / "status.json").read_text())["failed"]) == ["q1"]
         return {n: read_run([out / f"{n}.run"]) for n in ("hybrid", "semantic")}
 

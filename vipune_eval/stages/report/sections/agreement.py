@@ -37,8 +37,11 @@ def _by_view(report: Report) -> list[LaneAgreement]:
 def pairs_apart(agree: LaneAgreement) -> str | None:
     """Which pairs one lane scored and the other did not, every one named (None: the same pairs)."""
     run, mirror = agree["run"], agree["mirror"]
-    only = [f"{', '.join(qids)} only in {name}"
-            for qids, name in ((agree.get("only_run", []), run), (agree.get("only_mirror", []), mirror)) if qids]
+    only = [
+        f"{', '.join(qids)} only in {name}"
+        for qids, name in ((agree.get("only_run", []), run), (agree.get("only_mirror", []), mirror))
+        if qids
+    ]
     if not only:
         return None
     return f"{mirror} scored {agree['mirror_pairs']} pairs, {run} {agree['run_pairs']}: {'; '.join(only)}"
@@ -58,9 +61,13 @@ def items(report: Report, ks: list[int]) -> list[Item]:
         agree = mirror_agreement(d, key)
         if agree:
             shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
-            out.append(Item(f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
-                            f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
-                            "does what its contract says."))
+            out.append(
+                Item(
+                    f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
+                    f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
+                    "does what its contract says."
+                )
+            )
     agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
@@ -68,19 +75,23 @@ def items(report: Report, ks: list[int]) -> list[Item]:
         if view == PRIMARY.name:
             shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
             differ = differ_top(agree, max(ks))
-            text = (f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
-                    f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
-                    f"{shares} of {agree['pairs']} pairs"
-                    + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
+            text = (
+                f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
+                f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
+                f"{shares} of {agree['pairs']} pairs"
+                + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else ".")
+            )
         else:
             top = max(report["views"][view]["ks"])
             share, differ = same_top_share(agree, top), differ_top(agree, top)
             if share == 1.0 and not pairs:
                 agreeing.append(agree)
                 continue
-            text = (f"{view} view: {agree['run']} and {agree['mirror']} return the same top {top} on "
-                    + ("no pair" if share is None else f"{share:.1%} of {agree['pairs']} pairs")
-                    + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."))
+            text = (
+                f"{view} view: {agree['run']} and {agree['mirror']} return the same top {top} on "
+                + ("no pair" if share is None else f"{share:.1%} of {agree['pairs']} pairs")
+                + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else ".")
+            )
         out.append(Item(text + (f" {pairs}." if pairs else "")))
     views: dict[tuple[str, str], list[str]] = {}  # (run, mirror) → the other views where they agree
     for agree in agreeing:
@@ -90,8 +101,12 @@ def items(report: Report, ks: list[int]) -> list[Item]:
         together.setdefault(tuple(where), []).append(lane)
     for in_views, pairs_of_runs in together.items():
         runs, mirrors = (and_listed([lane[i] for lane in pairs_of_runs]) for i in (0, 1))
-        out.append(Item(f"{runs} return{'s' if len(pairs_of_runs) == 1 else ''} the same ranking as {mirrors} on every pair of the {and_listed(list(in_views))} "
-                        f"view{'s' if len(in_views) > 1 else ''} (to the largest k of each)."))
+        out.append(
+            Item(
+                f"{runs} return{'s' if len(pairs_of_runs) == 1 else ''} the same ranking as {mirrors} on every pair of the {and_listed(list(in_views))} "
+                f"view{'s' if len(in_views) > 1 else ''} (to the largest k of each)."
+            )
+        )
     return out
 
 
@@ -108,20 +123,26 @@ def why_apart(report: Report) -> str:
     others = [c.get("drift") or c["check"] for c in checks if c["check"] != "query_embedding_parity"]
     why = []
     if stale:
-        why.append(f"vipune-lib does not run this source's {and_listed(stale)} (a stale copy: the binary's lists "
-                   "follow that edit, vipune-lib's do not)")
+        why.append(
+            f"vipune-lib does not run this source's {and_listed(stale)} (a stale copy: the binary's lists "
+            "follow that edit, vipune-lib's do not)"
+        )
     if query:
-        why.append(f"the binary's query vectors are no longer the cached ones (its preflight's "
-                   f"query_embedding_parity: {query[0]['seen']}): the binary ranks with its new query embedding, "
-                   "vipune-lib with the cached vectors")
+        why.append(
+            f"the binary's query vectors are no longer the cached ones (its preflight's "
+            f"query_embedding_parity: {query[0]['seen']}): the binary ranks with its new query embedding, "
+            "vipune-lib with the cached vectors"
+        )
     if others:
         why.append(f"the binary fails its preflight's {and_listed(others)} (vipune.preflight: record)")
     if why:
         return "why: " + "; ".join(why)
-    return ("the harness cannot tell why (no copy in vipune-lib is stale"
-            + (", the binary's query vectors are the cached ones" if prov.get("preflight") else "")
-            + "): an edit outside the path vipune-lib compiles or pins, or a fault of the harness; "
-              "`vipune-eval explain QUESTION` shows both lists")
+    return (
+        "the harness cannot tell why (no copy in vipune-lib is stale"
+        + (", the binary's query vectors are the cached ones" if prov.get("preflight") else "")
+        + "): an edit outside the path vipune-lib compiles or pins, or a fault of the harness; "
+        "`vipune-eval explain QUESTION` shows both lists"
+    )
 
 
 def disagreements(report: Report) -> list[str]:
@@ -135,30 +156,42 @@ def disagreements(report: Report) -> list[str]:
         agree = mirror_agreement(d, key)
         share = same_top_share(agree, k) if agree else None  # None: no pair both scored, none compared
         if agree and share is not None and 1 - share > MISMATCH_SHOWN:
-            out.append(f"{run} and its mirror {agree['mirror']} rank the top {k} differently on "
-                       f"{1 - share:.0%} of {agree['pairs']} pairs: the binary no longer "
-                       "does what its contract says, or the mirror's setting differs")
-    apart: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[LaneAgreement]] = {}  # the same pairs apart in a view → the lanes that have them
+            out.append(
+                f"{run} and its mirror {agree['mirror']} rank the top {k} differently on "
+                f"{1 - share:.0%} of {agree['pairs']} pairs: the binary no longer "
+                "does what its contract says, or the mirror's setting differs"
+            )
+    apart: dict[
+        tuple[str, tuple[str, ...], tuple[str, ...]], list[LaneAgreement]
+    ] = {}  # the same pairs apart in a view → the lanes that have them
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
         differ = differ_top(agree, max(report["views"][view]["ks"]))
         if differ:
-            out.append(f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
-                       f"{len(differ)} of {agree['pairs']} pairs differently{in_view(report, view)}: "
-                       f"{', '.join(differ[:5])}" + (" …" if len(differ) > 5 else "") + " (report.md, Diagnostics); "
-                       + why_apart(report))
+            out.append(
+                f"{agree['run']} (vipune's code, cached vectors) and {agree['mirror']} (the binary) rank "
+                f"{len(differ)} of {agree['pairs']} pairs differently{in_view(report, view)}: "
+                f"{', '.join(differ[:5])}"
+                + (" …" if len(differ) > 5 else "")
+                + " (report.md, Diagnostics); "
+                + why_apart(report)
+            )
         if agree.get("only_run") or agree.get("only_mirror"):
             apart.setdefault((view, tuple(agree["only_run"]), tuple(agree["only_mirror"])), []).append(agree)
-    views: dict[tuple[str, str, tuple[int, int], tuple[str, ...], tuple[str, ...]], list[str]] = {}  # the same lanes with the same pairs apart → the views where they are
+    views: dict[
+        tuple[str, str, tuple[int, int], tuple[str, ...], tuple[str, ...]], list[str]
+    ] = {}  # the same lanes with the same pairs apart → the views where they are
     for (view, only_run, only_mirror), agreements in apart.items():
         runs, mirrors = and_listed([a["run"] for a in agreements]), and_listed([a["mirror"] for a in agreements])
         counts = (agreements[0]["mirror_pairs"], agreements[0]["run_pairs"])
         views.setdefault((runs, mirrors, counts, only_run, only_mirror), []).append(view)
     for (runs, mirrors, (mirror_pairs, run_pairs), only_run, only_mirror), where in views.items():
-        only = [f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors))
-                if qids]
-        named = (f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}"
-                 if len(report["views"]) > 1 else "")
-        out.append(f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
-                   "(their averages are over different pairs)")
+        only = [
+            f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors)) if qids
+        ]
+        named = f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}" if len(report["views"]) > 1 else ""
+        out.append(
+            f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
+            "(their averages are over different pairs)"
+        )
     return out

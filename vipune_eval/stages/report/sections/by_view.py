@@ -28,20 +28,41 @@ def granularities_section(report: Report, k: int) -> list[Section]:
     grains = {g: report["granularities"][g] for g in by_granularity(report["granularities"])}
     names = list(by_retriever(report, next(iter(grains.values()))["retrievers"]))
     key = measures.key(measures.PRIMARY, k)
-    rows = [[g, str(block["rows"]), str(block["unique_texts"]), str(block["tokens_embedded"]),
-             *(_cell(block, n, key) for n in names)] for g, block in grains.items()]
+    rows = [
+        [
+            g,
+            str(block["rows"]),
+            str(block["unique_texts"]),
+            str(block["tokens_embedded"]),
+            *(_cell(block, n, key) for n in names),
+        ]
+        for g, block in grains.items()
+    ]
     items = []
     for g, block in grains.items():
-        items += [Item(f"{name}, {g} vs session: {result['summary'][0]}")
-                  for name, result in by_retriever(report, block.get("vs_session", {})).items()]
+        items += [
+            Item(f"{name}, {g} vs session: {result['summary'][0]}")
+            for name, result in by_retriever(report, block.get("vs_session", {})).items()
+        ]
         short = {n: e["short_lists"] for n, e in by_retriever(report, block["retrievers"]).items() if e["short_lists"]}
         if short:
-            items.append(Item(f"{g}: pairs whose ranking held fewer distinct sessions than the largest k: "
-                              + ", ".join(f"{n} {c}" for n, c in short.items())))
+            items.append(
+                Item(
+                    f"{g}: pairs whose ranking held fewer distinct sessions than the largest k: "
+                    + ", ".join(f"{n} {c}" for n, c in short.items())
+                )
+            )
     lead = f"Cells: {key}. Rankings of turn and chunk rows collapse to sessions by first occurrence."
-    return [Section("granularities", "Granularities (seed protocol, scored per session)",
-                    [*noted(Table(["granularity", "rows", "unique texts", "tokens embedded", *names], rows)),
-                     Bullets(items, lead=lead)])]
+    return [
+        Section(
+            "granularities",
+            "Granularities (seed protocol, scored per session)",
+            [
+                *noted(Table(["granularity", "rows", "unique texts", "tokens embedded", *names], rows)),
+                Bullets(items, lead=lead),
+            ],
+        )
+    ]
 
 
 def published_blocks(report: Report) -> list[Block]:
@@ -53,23 +74,44 @@ def published_blocks(report: Report) -> list[Block]:
     beside = report["official"].get("beside_published", {})
     rows = []
     for name, row in published["retrievers"].items():
-        rows.append([f"{name}, published", published["corpus"], "–",
-                     *(f"{row[c]:.3f}" if c in row else "–" for c in cols)])
+        rows.append(
+            [f"{name}, published", published["corpus"], "–", *(f"{row[c]:.3f}" if c in row else "–" for c in cols)]
+        )
         b = beside.get(name)
         if b:
-            rows.append([f"`{b['retriever']}` (LongMemEval's BM25), `metrics_all`", b["ours_corpus"],
-                         str(b["ours_all_pairs"]), *(f"{b['ours_all'][c]:.3f}" for c in cols)])
-            rows.append([f"`{b['retriever']}`, `metrics` (run_retrieval.py's set)", b["ours_corpus"],
-                         str(b["ours_pairs"]), *(f"{b['ours'][c]:.3f}" for c in cols)])
+            rows.append(
+                [
+                    f"`{b['retriever']}` (LongMemEval's BM25), `metrics_all`",
+                    b["ours_corpus"],
+                    str(b["ours_all_pairs"]),
+                    *(f"{b['ours_all'][c]:.3f}" for c in cols),
+                ]
+            )
+            rows.append(
+                [
+                    f"`{b['retriever']}`, `metrics` (run_retrieval.py's set)",
+                    b["ours_corpus"],
+                    str(b["ours_pairs"]),
+                    *(f"{b['ours'][c]:.3f}" for c in cols),
+                ]
+            )
     blocks: list[Block] = [
         Paragraph("Published figures on other retrievers (not ours; " + published["source"] + on + "):"),
-        Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)])]
+        Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)]),
+    ]
     if not beside and not corpus.get("same_as_paper"):
-        blocks.append(Paragraph(f"Not set beside our numbers: this run scored {corpus.get('preset') or 'a file'} "
-                                f"({corpus.get('note', 'an unidentified dataset')}), not the paper's corpus."))
+        blocks.append(
+            Paragraph(
+                f"Not set beside our numbers: this run scored {corpus.get('preset') or 'a file'} "
+                f"({corpus.get('note', 'an unidentified dataset')}), not the paper's corpus."
+            )
+        )
     elif not beside:
-        blocks.append(Paragraph("Add the retriever `bm25-lme` (LongMemEval's own BM25) to put our number beside "
-                                "the published BM25 row."))
+        blocks.append(
+            Paragraph(
+                "Add the retriever `bm25-lme` (LongMemEval's own BM25) to put our number beside the published BM25 row."
+            )
+        )
     return blocks
 
 
@@ -82,24 +124,36 @@ def official_sections(report: Report) -> list[Section]:
         retrievers = by_retriever(report, view["retrievers"])
         s = view["summary"]
         blocks: list[Block] = [
-            Paragraph(f"{view['description']}. Every one of the {s.get('pairs_all', view['pairs'])} non-abstention "
-                      f"pairs is searched; `metrics` average the {view['pairs']} pairs run_retrieval.py averages "
-                      f"({s['skipped_without_user_side_evidence']} left out by {s['skip_rule']}; "
-                      f"{s['pairs_with_empty_gold']} kept with empty gold)."),
-            *noted(retriever_table(retrievers, shown))]
-        every = {n: {**e, "metrics": e["metrics_all"], "intervals": e["intervals_all"], "pairs": e["pairs_all"]}
-                 for n, e in retrievers.items() if "metrics_all" in e}
+            Paragraph(
+                f"{view['description']}. Every one of the {s.get('pairs_all', view['pairs'])} non-abstention "
+                f"pairs is searched; `metrics` average the {view['pairs']} pairs run_retrieval.py averages "
+                f"({s['skipped_without_user_side_evidence']} left out by {s['skip_rule']}; "
+                f"{s['pairs_with_empty_gold']} kept with empty gold)."
+            ),
+            *noted(retriever_table(retrievers, shown)),
+        ]
+        every = {
+            n: {**e, "metrics": e["metrics_all"], "intervals": e["intervals_all"], "pairs": e["pairs_all"]}
+            for n, e in retrievers.items()
+            if "metrics_all" in e
+        }
         if every:
-            blocks += [Paragraph(f"`metrics_all`: every non-abstention pair, the set print_retrieval_metrics.py "
-                                 f"averages ({s.get('pairs_all')} pairs):"),
-                       *noted(retriever_table(every, shown)),
-                       Paragraph("recall_all and recall_any follow LongMemEval's code, where a pair with no gold "
-                                 "session (its gold keeps only sessions with a user-side `has_answer` turn) scores "
-                                 "recall_all = 1 (none of its no gold sessions is missing) and recall_any = ndcg_any "
-                                 f"= 0. `metrics_all` holds the {s['skipped_without_user_side_evidence']} pairs "
-                                 "without user-side evidence, every one with no gold, so there recall_all can exceed "
-                                 "recall_any; `metrics` leaves them out, as run_retrieval.py does "
-                                 f"({s['pairs_with_empty_gold']} pairs with empty gold remain in it).")]
+            blocks += [
+                Paragraph(
+                    f"`metrics_all`: every non-abstention pair, the set print_retrieval_metrics.py "
+                    f"averages ({s.get('pairs_all')} pairs):"
+                ),
+                *noted(retriever_table(every, shown)),
+                Paragraph(
+                    "recall_all and recall_any follow LongMemEval's code, where a pair with no gold "
+                    "session (its gold keeps only sessions with a user-side `has_answer` turn) scores "
+                    "recall_all = 1 (none of its no gold sessions is missing) and recall_any = ndcg_any "
+                    f"= 0. `metrics_all` holds the {s['skipped_without_user_side_evidence']} pairs "
+                    "without user-side evidence, every one with no gold, so there recall_all can exceed "
+                    "recall_any; `metrics` leaves them out, as run_retrieval.py does "
+                    f"({s['pairs_with_empty_gold']} pairs with empty gold remain in it)."
+                ),
+            ]
         blocks.append(Bullets([Item(f"{m}: {view['measures'][m]}") for m in by_measure(view["measures"])]))
         if "official" in report and view["granularity"] == PRIMARY.granularity:  # the paper's figures are per session
             blocks += published_blocks(report)

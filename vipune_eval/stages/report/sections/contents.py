@@ -27,9 +27,11 @@ from vipune_eval.stages.report.sections.orders import by_measure
 from vipune_eval.stages.report.sections.warnings import warnings
 
 # Where a run's files are: (path, what it holds), in the order a person opens them.
-FILES = ((paths.REPORT_MD, "every table: per category, dev/test, comparisons, diagnostics"),
-         (paths.REPORT_HTML, "the HTML report: these numbers first, then every table with its plot"),
-         (paths.REPORT_JSON, "every number, interval and the provenance, for scripts"))
+FILES = (
+    (paths.REPORT_MD, "every table: per category, dev/test, comparisons, diagnostics"),
+    (paths.REPORT_HTML, "the HTML report: these numbers first, then every table with its plot"),
+    (paths.REPORT_JSON, "every number, interval and the provenance, for scripts"),
+)
 
 
 def document(report: Report) -> Document:
@@ -56,8 +58,15 @@ def document(report: Report) -> Document:
     ]
     builds = report["builds"]
     return Document(
-        title="vipune-eval report", pairs=report["pairs"], protocol=report["protocol"],
-        scored=provenance.scored(report), identity=provenance.identity(report), warnings=warned, headline=table,
+        title="vipune-eval report",
+        pairs=report["pairs"],
+        protocol=report["protocol"],
+        scored=provenance.scored(report),
+        identity=provenance.identity(report),
+        warnings=warned,
+        headline=table,
         primary_build=builds[0]["id"] if builds else None,
         primary_source=(builds[0].get("source") or "vipune.binary") if builds else None,
-        builds=vipune_builds.build_lines(report), sections=sections)
+        builds=vipune_builds.build_lines(report),
+        sections=sections,
+    )

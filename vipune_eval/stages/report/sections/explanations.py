@@ -62,17 +62,28 @@ def explanation(e: Explanation, moved: Sequence[str] = ()) -> Section:
     builds = e["builds"]
     columns = ["rank"]
     for i, c in enumerate(builds):
-        columns += [f"{c['build']}{' (primary)' if i == 0 else ''}: {c['retriever']}", "semantic", "bm25",
-                    f"fused (k {c['k']:g})" if c["k"] is not None else "fused"]
+        columns += [
+            f"{c['build']}{' (primary)' if i == 0 else ''}: {c['retriever']}",
+            "semantic",
+            "bm25",
+            f"fused (k {c['k']:g})" if c["k"] is not None else "fused",
+        ]
     depth = max((len(c["top"]) for c in builds), default=0)
     rows = []
     for i in range(depth):
         row = [str(i + 1)]
         for c in builds:
             hit = c["top"][i] if i < len(c["top"]) else None
-            row += (["", "", "", ""] if hit is None else
-                    [_doc(hit), _arm(hit["semantic"], "semantic", c), _arm(hit["bm25"], "bm25", c),
-                     "n/a" if hit["fused"] is None else f"{hit['fused']:.5f}"])
+            row += (
+                ["", "", "", ""]
+                if hit is None
+                else [
+                    _doc(hit),
+                    _arm(hit["semantic"], "semantic", c),
+                    _arm(hit["bm25"], "bm25", c),
+                    "n/a" if hit["fused"] is None else f"{hit['fused']:.5f}",
+                ]
+            )
         rows.append(row)
     blocks: list[Any] = [Paragraph(f"“{_data(e['question'])}” — gold: " + ", ".join(f"**{g}**" for g in e["gold"]))]
     if moved:
@@ -91,15 +102,25 @@ def explanation(e: Explanation, moved: Sequence[str] = ()) -> Section:
         if c["binary"]:
             notes.append(Item(f"{c['build']}: its binary (vipune) ranks otherwise: " + ", ".join(c["binary"])))
         for outside in c["gold_outside"]:
-            notes.append(Item(f"{c['build']}: gold **{outside['doc']}** is not in the top {TOP}; "
-                              f"{_in_arms(outside, c)}"))
+            notes.append(
+                Item(f"{c['build']}: gold **{outside['doc']}** is not in the top {TOP}; {_in_arms(outside, c)}")
+            )
     if notes:
         blocks.append(Bullets(notes))
     shown = dict.fromkeys([*(hit["doc"] for c in builds for hit in c["top"]), *e["gold"]])  # as the table shows them
-    blocks.append(Bullets([Item(f"`{doc}`: {_data(e['texts'].get(doc, '')) or '(no text)'}") for doc in shown],
-                          lead=f"The sessions (their first {SNIPPET} characters):"))
-    return Section(anchor(e["question_id"]), f"{e['question_id']} ({e['question_type']})", blocks, level=3,
-                   category=e["question_type"])
+    blocks.append(
+        Bullets(
+            [Item(f"`{doc}`: {_data(e['texts'].get(doc, '')) or '(no text)'}") for doc in shown],
+            lead=f"The sessions (their first {SNIPPET} characters):",
+        )
+    )
+    return Section(
+        anchor(e["question_id"]),
+        f"{e['question_id']} ({e['question_type']})",
+        blocks,
+        level=3,
+        category=e["question_type"],
+    )
 
 
 def explanations_sections(report: Report) -> list[Section]:
@@ -109,17 +130,25 @@ def explanations_sections(report: Report) -> list[Section]:
         return []
     questions = block["questions"]
     shown = [q for q in dict.fromkeys(block["moved"] + block["worst"]) if q in questions]
-    which = " and ".join(part for part in (
-        f"the {len(block['moved'])} pairs a build moved" if block["moved"] else "",
-        f"the {len(block['worst'])} worst pairs" if block["worst"] else "") if part)
+    which = " and ".join(
+        part
+        for part in (
+            f"the {len(block['moved'])} pairs a build moved" if block["moved"] else "",
+            f"the {len(block['worst'])} worst pairs" if block["worst"] else "",
+        )
+        if part
+    )
     intro = Paragraph(
         f"Why {which} ranked as they did: each build's top {TOP} side by side, each hit with its rank and score in vipune's semantic arm "
         f"and its BM25 arm (what vipune's own hybrid search fused, recorded by the lib lane) and its fused "
         f"score; each gold session outside the top {TOP} with its rank in each arm. The arms' RRF fusion is "
         "checked against each list; a list they do not explain is named. `vipune-eval explain QUESTION_ID` "
-        "explains any pair.")
-    return [Section("explanations", "Explanations", [intro]),
-            *(explanation(questions[q], moved_lines(report, q)) for q in shown)]
+        "explains any pair."
+    )
+    return [
+        Section("explanations", "Explanations", [intro]),
+        *(explanation(questions[q], moved_lines(report, q)) for q in shown),
+    ]
 
 
 def moved_lines(report: Report, question_id: str) -> list[str]:
@@ -129,8 +158,10 @@ def moved_lines(report: Report, question_id: str) -> list[str]:
         for c in b["changes"]:
             if c["question_id"] == question_id:
                 keys = [key for key in c if measures.cutoff(key) and key.startswith(f"{measures.PRIMARY}@")]
-                values = [f"{key} {c[key][1]:.2f} in {b['id']}, {c[key][0]:.2f} in the primary"
-                          for key in sorted(keys, key=lambda key: measures.cutoff(key) or 0)]
+                values = [
+                    f"{key} {c[key][1]:.2f} in {b['id']}, {c[key][0]:.2f} in the primary"
+                    for key in sorted(keys, key=lambda key: measures.cutoff(key) or 0)
+                ]
                 out.append(f"moved by {b['id']}: " + "; ".join(values))
     return out
 
@@ -138,10 +169,16 @@ def moved_lines(report: Report, question_id: str) -> list[str]:
 def unexplained(report: Report) -> list[str]:
     """The explained pairs whose arms do not explain their list (named with their build)."""
     block = report.get("explanations")
-    found = [f"{q} on {c['build']}" for q, e in (block["questions"].items() if block else [])
-             for c in e["builds"] if c["mismatch"]]
+    found = [
+        f"{q} on {c['build']}"
+        for q, e in (block["questions"].items() if block else [])
+        for c in e["builds"]
+        if c["mismatch"]
+    ]
     if not found:
         return []
-    return [f"the arms of vipune's hybrid search do not explain {len(found)} explained list"
-            f"{'s' if len(found) != 1 else ''} ({', '.join(found[:10])}{' …' if len(found) > 10 else ''}): "
-            "report.md, Explanations, says where each differs"]
+    return [
+        f"the arms of vipune's hybrid search do not explain {len(found)} explained list"
+        f"{'s' if len(found) != 1 else ''} ({', '.join(found[:10])}{' …' if len(found) > 10 else ''}): "
+        "report.md, Explanations, says where each differs"
+    ]

@@ -23,13 +23,26 @@ def whatif_section(report: Report) -> list[Section]:
             note = (note + ", " if note else "") + "base setting"
         interval = "–" if r["interval"] is None else f"[{100 * r['interval'][0]:+.1f}, {100 * r['interval'][1]:+.1f}]"
         delta = "–" if r["test_delta"] is None else f"{100 * r['test_delta']:+.1f}"
-        rows.append([r["name"], opt(r[sel]), opt(r[conf]), delta, interval, f"{r['p']:.3f}",
-                     f"{r['p_holm']:.3f}", note])
-    table = Table(["variant", sel, conf, f"{conf} − base", "95% interval (unadjusted)", "p", "p_holm", ""], rows,
-                  numeric=[False, True, True, True, False, True, True, False])
-    return [Section("whatif", f"What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, "
-                              f"confirmed on {conf}",
-                    [Bullets(list(map(Item, whatif.verdict(block)))), table,
-                     Paragraph(f"Sorted by {sel}. Differences and intervals in points ({block['measure']} × 100) "
-                               f"on the {conf} pairs; p: paired randomisation (sign-flip) test against the base; "
-                               f"p_holm: Holm over the {block['tried']} variants. Runs: results/runs/<variant>.run.")])]
+        rows.append(
+            [r["name"], opt(r[sel]), opt(r[conf]), delta, interval, f"{r['p']:.3f}", f"{r['p_holm']:.3f}", note]
+        )
+    table = Table(
+        ["variant", sel, conf, f"{conf} − base", "95% interval (unadjusted)", "p", "p_holm", ""],
+        rows,
+        numeric=[False, True, True, True, False, True, True, False],
+    )
+    return [
+        Section(
+            "whatif",
+            f"What-if lab: variants of `{base['name']}`, {block['measure']} chosen on {sel}, confirmed on {conf}",
+            [
+                Bullets(list(map(Item, whatif.verdict(block)))),
+                table,
+                Paragraph(
+                    f"Sorted by {sel}. Differences and intervals in points ({block['measure']} × 100) "
+                    f"on the {conf} pairs; p: paired randomisation (sign-flip) test against the base; "
+                    f"p_holm: Holm over the {block['tried']} variants. Runs: results/runs/<variant>.run."
+                ),
+            ],
+        )
+    ]

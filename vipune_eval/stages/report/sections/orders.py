@@ -32,8 +32,10 @@ def view_order(report: Report) -> list[str]:
     """Every view's name, the primary first: the seed protocol's granularities, then LongMemEval's
     protocol's, each in the registry's order of granularities."""
     views, rank = report["views"], {g: i for i, g in enumerate(granularities.NAMES)}
-    return sorted(views, key=lambda name: (views[name]["protocol"] != "seed",
-                                           rank.get(views[name]["granularity"], len(rank)), name))
+    return sorted(
+        views,
+        key=lambda name: (views[name]["protocol"] != "seed", rank.get(views[name]["granularity"], len(rank)), name),
+    )
 
 
 def and_listed(names: list[str]) -> str:

@@ -27,9 +27,15 @@ def overall_section(report: Report, keys: list[str]) -> list[Section]:
 def per_category_sections(report: Report, ks: list[int]) -> list[Section]:
     """One section per k; the primary k's is keyed ``per-category`` (its plot stands beside it)."""
     primary = measures.primary_k(ks)
-    return [Section("per-category" if k == primary else f"per-category@{k}", f"{key} per category",
-                    per_category_table(ordered(report), key))
-            for k in ks for key in [measures.key(measures.PRIMARY, k)]]
+    return [
+        Section(
+            "per-category" if k == primary else f"per-category@{k}",
+            f"{key} per category",
+            per_category_table(ordered(report), key),
+        )
+        for k in ks
+        for key in [measures.key(measures.PRIMARY, k)]
+    ]
 
 
 def split_section(report: Report, keys: list[str]) -> list[Section]:
@@ -37,10 +43,17 @@ def split_section(report: Report, keys: list[str]) -> list[Section]:
     splits, split = report["splits"], report["provenance"]["split"]
     test = {n: splits["test"]["retrievers"][n] for n in report["retriever_order"] if n in splits["test"]["retrievers"]}
     failed = {n: splits["test"]["pairs"] - e["pairs"] for n, e in test.items()}
-    return [Section("split", f"Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
-                             f"({splits['test']['pairs']} pairs)",
-                    [Paragraph(f"Split seed {split['seed']}, dev fraction {split['dev_fraction']} "
-                               f"({split['rule']}). Test:"), *noted(retriever_table(test, keys, failed))])]
+    return [
+        Section(
+            "split",
+            f"Held-out split: tune on dev ({splits['dev']['pairs']} pairs), report test "
+            f"({splits['test']['pairs']} pairs)",
+            [
+                Paragraph(f"Split seed {split['seed']}, dev fraction {split['dev_fraction']} ({split['rule']}). Test:"),
+                *noted(retriever_table(test, keys, failed)),
+            ],
+        )
+    ]
 
 
 def _comparisons(report: Report) -> list[tuple[str, Any]]:
@@ -51,18 +64,31 @@ def _comparisons(report: Report) -> list[tuple[str, Any]]:
 
 
 def comparisons_section(report: Report) -> list[Section]:
-    blocks: list[Block] = [Paragraph(
-        "Differences on the same pairs, with paired-bootstrap intervals; exact McNemar tests for "
-        "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
-        "metric and category of a comparison.")]
-    blocks += [Bullets(list(map(Item, result["summary"])), lead=f"**{label}**")
-               for label, result in _comparisons(report)]
+    blocks: list[Block] = [
+        Paragraph(
+            "Differences on the same pairs, with paired-bootstrap intervals; exact McNemar tests for "
+            "recall_any/recall_all, paired randomization tests otherwise; Holm-corrected over every "
+            "metric and category of a comparison."
+        )
+    ]
+    blocks += [
+        Bullets(list(map(Item, result["summary"])), lead=f"**{label}**") for label, result in _comparisons(report)
+    ]
     return [Section("comparisons", "Paired comparisons", blocks)]
 
 
 def notes_section(report: Report) -> list[Section]:
     counts, defined = report["dataset"]["per_category"], report["measures"]
-    return [Section("notes", "", [
-        Paragraph("Pairs per category: " + ", ".join(f"{c} {counts[c]}" for c in sorted(counts))),
-        Paragraph("Measures: " + "; ".join(f"{m}: {defined[m]}" for m in by_measure(defined)) + ". "
-                  "Failed pairs (vipune.on_error: record) are left out of every average.")])]
+    return [
+        Section(
+            "notes",
+            "",
+            [
+                Paragraph("Pairs per category: " + ", ".join(f"{c} {counts[c]}" for c in sorted(counts))),
+                Paragraph(
+                    "Measures: " + "; ".join(f"{m}: {defined[m]}" for m in by_measure(defined)) + ". "
+                    "Failed pairs (vipune.on_error: record) are left out of every average."
+                ),
+            ],
+        )
+    ]

@@ -21,10 +21,15 @@ def vipune_line(report: Report, short: bool = False) -> str | None:
     source = f", from {build['source']}" if build and build.get("source") else ""
     if short:
         return f"vipune {vipune['version']}, build {vipune['id']}{source}"
-    what = (f"a vipune-lane built alone, no binary: lane sha256 {vipune['sha256']}" if vipune.get("lane_only")
-            else f"binary sha256 {vipune['sha256']}")
-    return (f"vipune {vipune['version']} ({what}; the contract was checked against {prov['contract_release']}): "
-            f"build {vipune['id']}{source}")
+    what = (
+        f"a vipune-lane built alone, no binary: lane sha256 {vipune['sha256']}"
+        if vipune.get("lane_only")
+        else f"binary sha256 {vipune['sha256']}"
+    )
+    return (
+        f"vipune {vipune['version']} ({what}; the contract was checked against {prov['contract_release']}): "
+        f"build {vipune['id']}{source}"
+    )
 
 
 FAST = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
@@ -44,8 +49,9 @@ def lane_words(lane: VipuneLaneFingerprint) -> str:
     belongs to, its own sources."""
     built = lane["built"]
     sources = f", lane/ sources {built['lane_source'][:12]}" if built.get("lane_source") else ""
-    beside = ("built alone (build.sh --lane-only: no binary)" if lane.get("lane_only")
-              else f"beside build {lane['binary']}")
+    beside = (
+        "built alone (build.sh --lane-only: no binary)" if lane.get("lane_only") else f"beside build {lane['binary']}"
+    )
     return f"vipune-lane {lane['id']} (sha256 {lane['sha256'][:12]}): {lane_source(lane)}, {beside}{sources}"
 
 
@@ -76,8 +82,12 @@ def changed_copies(lane: VipuneLaneFingerprint) -> list[str]:
     """Each item of vipune's code a vipune-lane copies that the source it was built against
     changes or no longer has, in words."""
     copies = lane_copies(lane)
-    return [f"{copied(c)}, which this source {'changes' if c.get('source') else 'no longer has'} "
-            f"({c['what']}; the copy: {c['copied_to']})" for c in copies if not c.get("same")]
+    return [
+        f"{copied(c)}, which this source {'changes' if c.get('source') else 'no longer has'} "
+        f"({c['what']}; the copy: {c['copied_to']})"
+        for c in copies
+        if not c.get("same")
+    ]
 
 
 def stale_copies(report: Report) -> list[str]:
@@ -86,9 +96,12 @@ def stale_copies(report: Report) -> list[str]:
     runs that edit, vipune-lib does not (every build's lane: the release's and the checkout's in
     the loop, each named where there are several)."""
     built = lanes(report)
-    return [f"vipune-lib{'' if len(built) == 1 else f' of build {build}'} copies {copy}: a stale copy: the binary "
-            "runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow that edit"
-            for build, lane in built.items() for copy in changed_copies(lane)]
+    return [
+        f"vipune-lib{'' if len(built) == 1 else f' of build {build}'} copies {copy}: a stale copy: the binary "
+        "runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow that edit"
+        for build, lane in built.items()
+        for copy in changed_copies(lane)
+    ]
 
 
 def copied(copy: LaneCopy) -> str:
@@ -108,16 +121,23 @@ def model_line(model: ModelProvenance) -> str:
         return line + f": {name} has no pins, so these bytes are recorded, not checked"
     if model["pinned"]:
         return line + f": the pinned bytes of {name}"
-    differ = "; ".join(f"`{file}` sha256 {pins[file]['pinned'][:12]}" for file in sorted(pins)
-                       if pins[file]["found"] != pins[file]["pinned"])
-    return (line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "
-            "runs on the pinned model")
+    differ = "; ".join(
+        f"`{file}` sha256 {pins[file]['pinned'][:12]}"
+        for file in sorted(pins)
+        if pins[file]["found"] != pins[file]["pinned"]
+    )
+    return (
+        line + f": not the pinned bytes of {name} (pinned: {differ}): numbers are not comparable with "
+        "runs on the pinned model"
+    )
 
 
 def dataset_line(report: Report) -> str:
     data = report["provenance"]["dataset"]
-    return (f"dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
-            f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs")
+    return (
+        f"dataset {data.get('repo_id') or 'local file'} {data.get('filename') or ''} "
+        f"(sha256 {data['sha256'][:12]}): {report['pairs']} pairs"
+    )
 
 
 def corpus_line(report: Report) -> str | None:
@@ -130,12 +150,29 @@ def corpus_line(report: Report) -> str | None:
 
 def scored(report: Report) -> list[str]:
     """Every line of what was scored (report.md's and the HTML pages' list)."""
-    return [line for line in (vipune_line(report), lane_line(report), model_line(report["provenance"]["model"]),
-                              dataset_line(report), corpus_line(report), f"protocol: {report['protocol']}") if line]
+    return [
+        line
+        for line in (
+            vipune_line(report),
+            lane_line(report),
+            model_line(report["provenance"]["model"]),
+            dataset_line(report),
+            corpus_line(report),
+            f"protocol: {report['protocol']}",
+        )
+        if line
+    ]
 
 
 def identity(report: Report) -> list[str]:
     """The lines a terminal shows first: the build, the model, the data."""
-    return [line for line in (vipune_line(report, short=True), lane_line(report),
-                              model_line(report["provenance"]["model"]),
-                              corpus_line(report) or dataset_line(report)) if line]
+    return [
+        line
+        for line in (
+            vipune_line(report, short=True),
+            lane_line(report),
+            model_line(report["provenance"]["model"]),
+            corpus_line(report) or dataset_line(report),
+        )
+        if line
+    ]

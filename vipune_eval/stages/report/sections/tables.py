@@ -27,15 +27,21 @@ def opt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def retriever_table(rows: Mapping[str, Mapping[str, Any]], keys: list[str],
-                    failed: Mapping[str, int] | None = None) -> Table:
+def retriever_table(
+    rows: Mapping[str, Mapping[str, Any]], keys: list[str], failed: Mapping[str, int] | None = None
+) -> Table:
     """One row per retriever: its pairs (and how many failed: ``failed``, else its entry's) and each
     measure with its interval."""
     out = []
     for name, entry in rows.items():
         count = failed[name] if failed is not None else len(entry.get("failed") or {})
-        out.append([name, f"{entry['pairs']}{f' ({count} failed)' if count else ''}",
-                    *(cell(entry["metrics"][key], entry["intervals"][key]) for key in keys)])
+        out.append(
+            [
+                name,
+                f"{entry['pairs']}{f' ({count} failed)' if count else ''}",
+                *(cell(entry["metrics"][key], entry["intervals"][key]) for key in keys),
+            ]
+        )
     return Table(["retriever", "pairs", *keys], out, marked=marked(list(rows)))
 
 
@@ -43,8 +49,9 @@ def per_category_table(retrievers: Mapping[str, RetrieverEntry], key: str) -> li
     """``key`` per category, each category's pair count in its heading (and in a cell whose
     retriever scored fewer pairs there: failed pairs are left out)."""
     categories = sorted({c for e in retrievers.values() for c in e["per_category"]})
-    pairs = {c: max(e["per_category"][c]["pairs"] for e in retrievers.values() if c in e["per_category"])
-             for c in categories}
+    pairs = {
+        c: max(e["per_category"][c]["pairs"] for e in retrievers.values() if c in e["per_category"]) for c in categories
+    }
     rows = []
     for name, entry in retrievers.items():
         cells = []
@@ -56,5 +63,6 @@ def per_category_table(retrievers: Mapping[str, RetrieverEntry], key: str) -> li
             fewer = f" ({group['pairs']} pairs)" if group["pairs"] != pairs[c] else ""
             cells.append(cell(group[key], group["intervals"][key]) + fewer)
         rows.append([name, *cells])
-    return noted(Table(["retriever", *(f"{c} ({pairs[c]} pairs)" for c in categories)], rows,
-                       marked=marked(list(retrievers))))
+    return noted(
+        Table(["retriever", *(f"{c} ({pairs[c]} pairs)" for c in categories)], rows, marked=marked(list(retrievers)))
+    )

@@ -30,8 +30,9 @@ def came_from(build: BuildEntry) -> str:
     if not lane:
         return source
     changed = len(changed_copies(lane))
-    return (f"{source}; its vipune-lane: {lane_source(lane)}"
-            + (f"; {changed} cop{'ies' if changed > 1 else 'y'} its source changes" if changed else ""))
+    return f"{source}; its vipune-lane: {lane_source(lane)}" + (
+        f"; {changed} cop{'ies' if changed > 1 else 'y'} its source changes" if changed else ""
+    )
 
 
 def build_lines(report: Report) -> list[str]:
@@ -51,13 +52,18 @@ def build_lines(report: Report) -> list[str]:
         r = b["comparison"]["overall"][key]
         lo, hi = r["interval"]
         verdict = "a real difference" if r["significant"] else "no significant difference"
-        lines.append(f"{b['id']} ({came_from(b)}): {on} {key} {r['b']:.3f} → "
-                     f"{r['a']:.3f} in {builds[0]['id']} ({100 * r['difference']:+.1f} points, unadjusted 95% CI "
-                     f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
-                     f"{len(b['changes'])} pairs gained or lost gold sessions")
+        lines.append(
+            f"{b['id']} ({came_from(b)}): {on} {key} {r['b']:.3f} → "
+            f"{r['a']:.3f} in {builds[0]['id']} ({100 * r['difference']:+.1f} points, unadjusted 95% CI "
+            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {r['p_holm']:.3f}: {verdict}); "
+            f"{len(b['changes'])} pairs gained or lost gold sessions"
+        )
         for c in b["changes"][:SHOWN_CHANGES]:
-            shown = key if key in c else next(measures.key(measures.PRIMARY, k) for k in ks
-                                              if measures.key(measures.PRIMARY, k) in c)
+            shown = (
+                key
+                if key in c
+                else next(measures.key(measures.PRIMARY, k) for k in ks if measures.key(measures.PRIMARY, k) in c)
+            )
             before, after = c[shown]
             lines.append(f"  {c['question_id']} ({c['question_type']}): {shown} {before:.2f} → {after:.2f}")
         if len(b["changes"]) > SHOWN_CHANGES:
@@ -78,25 +84,49 @@ def builds_section(report: Report, keys: list[str]) -> list[Section]:
             label += " (vipune baseline)"
         seconds = b.get("search_seconds")
         latency = f"{seconds['p50']:.3f} / {seconds['p95']:.3f}" if seconds else "–"
-        rows.append([label, b["version"], b["sha256"][:12], b.get("source") or "–", str(b["pairs"]),
-                     *(cell(b["metrics"][key], b["intervals"][key]) for key in keys), latency])
+        rows.append(
+            [
+                label,
+                b["version"],
+                b["sha256"][:12],
+                b.get("source") or "–",
+                str(b["pairs"]),
+                *(cell(b["metrics"][key], b["intervals"][key]) for key in keys),
+                latency,
+            ]
+        )
     columns = ["build", "version", "sha256", "from", "pairs", *keys, "latency p50 / p95 (s)"]
     blocks = noted(Table(columns, rows, numeric=[False] * 4 + [True] * (len(keys) + 2)))
     built = [(b["id"], lane) for b in builds if (lane := b.get("lane"))]
     if built:
-        blocks.append(Bullets([Item(f"{build}: {lane_words(lane)}", [f"copies {c}: its vipune-lib numbers do not "
-                                                                     "follow that edit" for c in changed_copies(lane)])
-                               for build, lane in built], lead="**Each build's vipune-lane** (vipune-lib's code)"))
+        blocks.append(
+            Bullets(
+                [
+                    Item(
+                        f"{build}: {lane_words(lane)}",
+                        [f"copies {c}: its vipune-lib numbers do not follow that edit" for c in changed_copies(lane)],
+                    )
+                    for build, lane in built
+                ],
+                lead="**Each build's vipune-lane** (vipune-lib's code)",
+            )
+        )
     top = max(measures.cutoff(kk) or 0 for kk in keys)
     for b in builds[1:]:
-        changes = [f"{c['question_id']} ({c['question_type']}): "
-                   # a change holds gained@k / lost@k and the primary measure's key at each k that
-                   # changed, as [this build's, the primary's]: before → after
-                   + ", ".join(f"{key} {c[key][0]:.2f} → {c[key][1]:.2f}" for key in keys if key in c)
-                   for c in b["changes"][:20]]
-        blocks.append(Bullets([*map(Item, b["comparison"]["summary"]),
-                               Item(f"{len(b['changes'])} pairs gained or lost gold sessions in the top {top}",
-                                    changes)],
-                              lead=f"**{b['id']} → {builds[0]['id']}** (before → after; "
-                                   f"{b['comparison']['correction']})"))
+        changes = [
+            f"{c['question_id']} ({c['question_type']}): "
+            # a change holds gained@k / lost@k and the primary measure's key at each k that
+            # changed, as [this build's, the primary's]: before → after
+            + ", ".join(f"{key} {c[key][0]:.2f} → {c[key][1]:.2f}" for key in keys if key in c)
+            for c in b["changes"][:20]
+        ]
+        blocks.append(
+            Bullets(
+                [
+                    *map(Item, b["comparison"]["summary"]),
+                    Item(f"{len(b['changes'])} pairs gained or lost gold sessions in the top {top}", changes),
+                ],
+                lead=f"**{b['id']} → {builds[0]['id']}** (before → after; {b['comparison']['correction']})",
+            )
+        )
     return [Section("builds", "vipune builds", blocks)]

@@ -16,8 +16,8 @@ from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, 
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
-PAIRS_NAMED = 10       # a warning names at most this many failed pairs
-REASON_CHARS = 200     # and vipune's message in at most this many characters
+PAIRS_NAMED = 10  # a warning names at most this many failed pairs
+REASON_CHARS = 200  # and vipune's message in at most this many characters
 
 
 def failure_reason(failure: FailedPair) -> str:
@@ -25,11 +25,13 @@ def failure_reason(failure: FailedPair) -> str:
     timeout it was killed at, with the fix, as the search recorded them (core.failed_pair), never
     read back from the harness's text."""
     if failure.get("timeout") is not None:  # a status file of an earlier version has no such field
-        return (f"vipune gave no answer within {failure['timeout']:g} s (vipune.timeout) and was killed: "
-                "raise vipune.timeout, or see whether vipune hangs on these questions")
+        return (
+            f"vipune gave no answer within {failure['timeout']:g} s (vipune.timeout) and was killed: "
+            "raise vipune.timeout, or see whether vipune hangs on these questions"
+        )
     error = " ".join((failure["error"] or "").split())  # one line
     if len(error) > REASON_CHARS:
-        error = error[:REASON_CHARS - 1] + "…"
+        error = error[: REASON_CHARS - 1] + "…"
     code = failure["exit_code"]
     if error:
         return f'vipune exited {code} saying "{error}"' if code is not None else f'vipune said "{error}"'
@@ -44,7 +46,9 @@ def _who(report: Report, failed_in: tuple[tuple[str, str], ...]) -> str:
         views.setdefault(view, []).append(name)
     if len({tuple(names) for names in views.values()}) == 1:
         names = next(iter(views.values()))
-        where = f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
+        where = (
+            f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
+        )
         return and_listed(names) + where
     return "; ".join(and_listed(names) + in_view(report, view) for view, names in views.items())
 
@@ -68,9 +72,11 @@ def failed_pairs(report: Report) -> list[str]:
         more = len(qids) - PAIRS_NAMED
         shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
         many = len(qids) != 1
-        out.append(f"{_who(report, places)}: {len(qids)} pair{'s' if many else ''} failed and "
-                   f"{'are' if many else 'is'} left out of every average (vipune.on_error: record; report.json "
-                   f"lists why); {reason}: {shown}")
+        out.append(
+            f"{_who(report, places)}: {len(qids)} pair{'s' if many else ''} failed and "
+            f"{'are' if many else 'is'} left out of every average (vipune.on_error: record; report.json "
+            f"lists why); {reason}: {shown}"
+        )
     return out
 
 
@@ -81,8 +87,10 @@ def warnings(report: Report, table: Table) -> list[str]:
     out = failed_pairs(report) + stale_copies(report)
     for b in report["builds"]:
         if b.get("failed_checks"):
-            out.append(f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
-                       "(vipune.preflight: record evaluated it anyway)")
+            out.append(
+                f"{b['id']} {failed_preflight(b)}; its search does not do what the contract says "
+                "(vipune.preflight: record evaluated it anyway)"
+            )
     out += truncation_warning(report)
     out += agreement.disagreements(report)
     out += explanations.unexplained(report)

@@ -24,15 +24,23 @@ def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_di
     loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
     loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
     loaded.preflights = {primary: {}}
-    loaded.lanes = {primary: {"id": lane, "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
-                              "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)",
-                                        "lane_source": "ee" * 32}}}
+    loaded.lanes = {
+        primary: {
+            "id": lane,
+            "sha256": "cc" * 32,
+            "version": "0.20.2",
+            "binary": primary,
+            "built": {"vipune_source": "checkout /src/vipune (v0.20.2-3-gabc1234-dirty)", "lane_source": "ee" * 32},
+        }
+    }
     lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))  # the binary's, but for one pair
     lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
     loaded.views[0].metrics["vipune-lib"] = lib
     report = build(loaded)
-    line = (f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
-            f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee")
+    line = (
+        f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
+        f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee"
+    )
     assert f"  {line}" in summary.render(report).splitlines()[1:4]
     assert f"- {line}\n" in render(report)
     [agree] = report["diagnostics"]["lanes"]
@@ -58,11 +66,15 @@ def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
     assert report["retriever_order"] == ["vipune-lib", "vipune", "dense", "hybrid"]
     [lane] = report["diagnostics"]["lanes"]
     assert (lane["run"], lane["mirror"], lane["differ_top10"]) == ("vipune-lib", "vipune", ["q7"])
-    assert "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune " \
-           "(the binary, with its model) return the same ranking on" in render(report)
+    assert (
+        "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune "
+        "(the binary, with its model) return the same ranking on" in render(report)
+    )
     assert "they differ on 1: q7." in render(report)
-    assert "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7" \
-           in summary.render(report)
+    assert (
+        "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7"
+        in summary.render(report)
+    )
     front = html.front(document(report), {})
     assert front.count("<tr class=vipune>") == 2 and "<tr class=vipune><td>vipune-lib</td>" in front
 
@@ -75,20 +87,26 @@ def test_lanes_that_scored_different_pairs_say_their_counts_and_the_warnings_nam
 
     refused = failed_pair("persona q…: … exited 3: …", 3, "content exceeds 512-token embedding limit")
     failed = {"q1": refused, "q2": refused}
-    runs = {"vipune": metrics(tmp_path / "v", "vipune", failed),
-            "vipune-semantic": metrics(tmp_path / "v", "vipune-semantic", failed, RANKED["dense"]),
-            "vipune-lib": metrics(tmp_path / "v", "vipune-lib", ranked=RANKED["vipune"]),
-            "vipune-lib-semantic": metrics(tmp_path / "v", "vipune-lib-semantic", ranked=RANKED["dense"])}
+    runs = {
+        "vipune": metrics(tmp_path / "v", "vipune", failed),
+        "vipune-semantic": metrics(tmp_path / "v", "vipune-semantic", failed, RANKED["dense"]),
+        "vipune-lib": metrics(tmp_path / "v", "vipune-lib", ranked=RANKED["vipune"]),
+        "vipune-lib-semantic": metrics(tmp_path / "v", "vipune-lib-semantic", ranked=RANKED["dense"]),
+    }
     loaded.views[0].metrics.update(runs)
     loaded.manifest["retrievers"] = ["dense", "hybrid", *runs]
     report = build(loaded)
     doc = document(report)
     pairs = {row[0]: row[1] for row in doc.headline.rows}
     assert [pairs[n] for n in runs] == ["6 (2 failed)", "6 (2 failed)", "8", "8"]
-    assert ("vipune and vipune-semantic scored 6 pairs, vipune-lib and vipune-lib-semantic 8: q1, q2 only in "
-            "vipune-lib and vipune-lib-semantic (their averages are over different pairs)") in doc.warnings
-    assert "return the same ranking on top 1: 100.0%, top 5: 100.0%, top 10: 100.0% of 6 pairs. vipune scored 6 " \
-           "pairs, vipune-lib 8: q1, q2 only in vipune-lib." in render(report)
+    assert (
+        "vipune and vipune-semantic scored 6 pairs, vipune-lib and vipune-lib-semantic 8: q1, q2 only in "
+        "vipune-lib and vipune-lib-semantic (their averages are over different pairs)"
+    ) in doc.warnings
+    assert (
+        "return the same ranking on top 1: 100.0%, top 5: 100.0%, top 10: 100.0% of 6 pairs. vipune scored 6 "
+        "pairs, vipune-lib 8: q1, q2 only in vipune-lib." in render(report)
+    )
 
 
 def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
@@ -99,20 +117,39 @@ def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
 
     loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
     loaded.views[0].metrics["vipune-lib"] = metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])
-    add_view(loaded, "turn", {"vipune": metrics(tmp_path / "turn", "vipune"),
-                              "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=[1, 1, 2, 3, None, 1, 1, 1])})
-    add_view(loaded, "chunk", {"vipune": metrics(tmp_path / "chunk", "vipune"),
-                               "vipune-lib": metrics(tmp_path / "chunk", "vipune-lib", ranked=RANKED["vipune"])})
+    add_view(
+        loaded,
+        "turn",
+        {
+            "vipune": metrics(tmp_path / "turn", "vipune"),
+            "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=[1, 1, 2, 3, None, 1, 1, 1]),
+        },
+    )
+    add_view(
+        loaded,
+        "chunk",
+        {
+            "vipune": metrics(tmp_path / "chunk", "vipune"),
+            "vipune-lib": metrics(tmp_path / "chunk", "vipune-lib", ranked=RANKED["vipune"]),
+        },
+    )
     report = build(loaded)
     assert [(a["view"], a["run"], a["mirror"], a["differ_top10"]) for a in report["diagnostics"]["lanes"]] == [
-        ("session", "vipune-lib", "vipune", []), ("turn", "vipune-lib", "vipune", ["q7"]),
-        ("chunk", "vipune-lib", "vipune", [])]
+        ("session", "vipune-lib", "vipune", []),
+        ("turn", "vipune-lib", "vipune", ["q7"]),
+        ("chunk", "vipune-lib", "vipune", []),
+    ]
     lines = render(report).splitlines()
-    assert "- turn view: vipune-lib and vipune return the same top 10 on 87.5% of 8 pairs; they differ on 1: q7." in lines
-    assert ("- vipune-lib returns the same ranking as vipune on every pair of the chunk view (to the largest k of "
-            "each).") in lines
-    assert ("vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
-            "the turn view: q7 (report.md, Diagnostics); ") in "\n".join(document(report).warnings)
+    assert (
+        "- turn view: vipune-lib and vipune return the same top 10 on 87.5% of 8 pairs; they differ on 1: q7." in lines
+    )
+    assert (
+        "- vipune-lib returns the same ranking as vipune on every pair of the chunk view (to the largest k of each)."
+    ) in lines
+    assert (
+        "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
+        "the turn view: q7 (report.md, Diagnostics); "
+    ) in "\n".join(document(report).warnings)
 
 
 def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(loaded, tmp_path):
@@ -120,13 +157,23 @@ def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(
 
     refused = failed_pair("persona q1: … exited 3: …", 3, "content exceeds 512-token embedding limit")
     loaded.manifest["retrievers"] = ["dense", "hybrid", "vipune", "vipune-lib"]
-    loaded.views[0].metrics.update(vipune=metrics(tmp_path / "session", "vipune", {"q1": refused}),
-                                   **{"vipune-lib": metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])})
-    add_view(loaded, "turn", {"vipune": metrics(tmp_path / "turn", "vipune", {"q1": refused}),
-                              "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=RANKED["vipune"])})
+    loaded.views[0].metrics.update(
+        vipune=metrics(tmp_path / "session", "vipune", {"q1": refused}),
+        **{"vipune-lib": metrics(tmp_path / "session", "vipune-lib", ranked=RANKED["vipune"])},
+    )
+    add_view(
+        loaded,
+        "turn",
+        {
+            "vipune": metrics(tmp_path / "turn", "vipune", {"q1": refused}),
+            "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=RANKED["vipune"]),
+        },
+    )
     apart = [w for w in document(build(loaded)).warnings if " scored " in w]
-    assert apart == ["vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
-                     "(their averages are over different pairs)"]
+    assert apart == [
+        "vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
+        "(their averages are over different pairs)"
+    ]
 
 
 def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded):
@@ -142,28 +189,51 @@ def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded
     lib = json.loads(json.dumps(loaded.views[0].metrics["vipune"]))
     lib["per_query"]["q3"]["ranked"] = list(reversed(lib["per_query"]["q3"]["ranked"]))
     loaded.views[0].metrics["vipune-lib"] = lib
-    stale = {"file": "src/commands/mod.rs", "item": "fn execute", "what": "the dispatch", "copied_to": "x",
-             "pinned": ["1" * 64], "source": "2" * 64, "same": False}
-    lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
-            "built": {"sources": {"compiled": [], "copies": [{**stale, "same": True}]}}}
+    stale = {
+        "file": "src/commands/mod.rs",
+        "item": "fn execute",
+        "what": "the dispatch",
+        "copied_to": "x",
+        "pinned": ["1" * 64],
+        "source": "2" * 64,
+        "same": False,
+    }
+    lane = {
+        "id": "0.20.2-cccccccccccc",
+        "sha256": "cc" * 32,
+        "version": "0.20.2",
+        "binary": primary,
+        "built": {"sources": {"compiled": [], "copies": [{**stale, "same": True}]}},
+    }
     loaded.lanes = {primary: lane}
 
     def warning() -> str:
         [line] = [w for w in document(build(loaded)).warnings if "rank 1 of 8 pairs differently" in w]
         return line.split("(report.md, Diagnostics); ")[1]
 
-    assert warning().startswith("the harness cannot tell why (no copy in vipune-lib is stale, the binary's query "
-                                "vectors are the cached ones): an edit outside the path")
+    assert warning().startswith(
+        "the harness cannot tell why (no copy in vipune-lib is stale, the binary's query "
+        "vectors are the cached ones): an edit outside the path"
+    )
     lane["built"]["sources"]["copies"] = [stale]
-    assert warning() == ("why: vipune-lib does not run this source's `fn execute` from src/commands/mod.rs (a stale "
-                         "copy: the binary's lists follow that edit, vipune-lib's do not)")
+    assert warning() == (
+        "why: vipune-lib does not run this source's `fn execute` from src/commands/mod.rs (a stale "
+        "copy: the binary's lists follow that edit, vipune-lib's do not)"
+    )
     lane["built"]["sources"]["copies"] = []
     loaded.preflights[primary]["checks"].append(
-        {"check": "query_embedding_parity", "passed": False, "seen": "min cosine 0.931000 over 3 questions",
-         "drift": "the query's embedding differs: …"})
-    assert warning() == ("why: the binary's query vectors are no longer the cached ones (its preflight's "
-                         "query_embedding_parity: min cosine 0.931000 over 3 questions): the binary ranks with its "
-                         "new query embedding, vipune-lib with the cached vectors")
+        {
+            "check": "query_embedding_parity",
+            "passed": False,
+            "seen": "min cosine 0.931000 over 3 questions",
+            "drift": "the query's embedding differs: …",
+        }
+    )
+    assert warning() == (
+        "why: the binary's query vectors are no longer the cached ones (its preflight's "
+        "query_embedding_parity: min cosine 0.931000 over 3 questions): the binary ranks with its "
+        "new query embedding, vipune-lib with the cached vectors"
+    )
 
 
 def test_a_lane_and_its_mirror_with_no_pair_in_common_are_said_so_not_a_crash(loaded, tmp_path):

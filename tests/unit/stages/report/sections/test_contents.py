@@ -11,8 +11,19 @@ from vipune_eval.stages.report.sections.contents import FILES, document
 def test_the_warnings_come_first_and_the_notes_last(loaded):
     doc = document(build(loaded))
     keys = [s.key for s in doc.sections]
-    assert keys == ["warnings", "overall", "per-category@1", "per-category", "per-category@10", "split",
-                    "comparisons", "diagnostics", "worst-pairs", "embed", "notes"]
+    assert keys == [
+        "warnings",
+        "overall",
+        "per-category@1",
+        "per-category",
+        "per-category@10",
+        "split",
+        "comparisons",
+        "diagnostics",
+        "worst-pairs",
+        "embed",
+        "notes",
+    ]
     assert doc.section("warnings").blocks[0].items[0].text == doc.warnings[0]
     assert doc.primary_build is None and doc.builds == []  # no vipune build configured
 

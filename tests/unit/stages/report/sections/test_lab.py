@@ -16,9 +16,11 @@ def run(name, params, dev, test):
 
 def test_the_variants_are_sorted_on_the_selection_split_with_the_chosen_one_and_the_base_setting_marked():
     base = run("hybrid", {"k": 25}, dev=[1, 0, 0, 0], test=[1, 0, 0, 0])
-    grid = [run("hybrid~k=10", {"k": 10}, dev=[1, 1, 0, 0], test=[1, 0, 0, 0]),
-            run("hybrid~k=25", {"k": 25}, dev=[1, 0, 0, 0], test=[1, 0, 0, 0]),
-            run("hybrid~k=60", {"k": 60}, dev=[1, 1, 1, 0], test=[1, 1, 0, 0])]
+    grid = [
+        run("hybrid~k=10", {"k": 10}, dev=[1, 1, 0, 0], test=[1, 0, 0, 0]),
+        run("hybrid~k=25", {"k": 25}, dev=[1, 0, 0, 0], test=[1, 0, 0, 0]),
+        run("hybrid~k=60", {"k": 60}, dev=[1, 1, 1, 0], test=[1, 1, 0, 0]),
+    ]
     block = whatif.analyse(M, "dev", base, grid, resamples=100)
     [section] = whatif_section({"whatif": {**block, "grid": {"k": [10, 25, 60]}}})
     assert section.key == "whatif" and section.title.startswith("What-if lab: variants of `hybrid`, recall_any@5")

@@ -14,19 +14,33 @@ AS = f"{BGE}@{BGE_AT[:12]}"  # as the report names the model
 ONNX = PINS[BGE, BGE_AT]["onnx/model.onnx"][:12]  # its pinned ONNX file, as the report names it
 
 
-@pytest.mark.parametrize("path, onnx, pinned, words", [
-    # issue 36 item 6: a local folder of other bytes laid out as bge-small says they are not its pinned ones
-    ("/models/minilm", "003dfe404dce" + "0" * 52, False,
-     f"model: files from /models/minilm laid out as {AS} `model.onnx` (sha256 "
-     f"003dfe404dce), mean pooling + L2: not the pinned bytes of {AS} (pinned: "
-     f"`onnx/model.onnx` sha256 {ONNX}): numbers are not comparable with runs on the pinned model"),
-    ("/models/bge", None, True,
-     f"model: files from /models/bge laid out as {AS} `model.onnx` (sha256 "
-     f"{ONNX}), mean pooling + L2: the pinned bytes of {AS}"),
-    (None, None, True,
-     f"model: {AS} `model.onnx` (sha256 {ONNX}), downloaded, mean pooling "
-     f"+ L2: the pinned bytes of {AS}"),
-])
+@pytest.mark.parametrize(
+    "path, onnx, pinned, words",
+    [
+        # issue 36 item 6: a local folder of other bytes laid out as bge-small says they are not its pinned ones
+        (
+            "/models/minilm",
+            "003dfe404dce" + "0" * 52,
+            False,
+            f"model: files from /models/minilm laid out as {AS} `model.onnx` (sha256 "
+            f"003dfe404dce), mean pooling + L2: not the pinned bytes of {AS} (pinned: "
+            f"`onnx/model.onnx` sha256 {ONNX}): numbers are not comparable with runs on the pinned model",
+        ),
+        (
+            "/models/bge",
+            None,
+            True,
+            f"model: files from /models/bge laid out as {AS} `model.onnx` (sha256 "
+            f"{ONNX}), mean pooling + L2: the pinned bytes of {AS}",
+        ),
+        (
+            None,
+            None,
+            True,
+            f"model: {AS} `model.onnx` (sha256 {ONNX}), downloaded, mean pooling + L2: the pinned bytes of {AS}",
+        ),
+    ],
+)
 def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path, onnx, pinned, words):
     """Issues 36 item 6 and 39 item 6: report.md's model line and provenance.model say where the
     files came from and whether they are the pinned bytes of the model they are laid out as."""
@@ -34,14 +48,25 @@ def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path
     from vipune_eval.stages.report import summary
 
     pinned_files = pins(BGE, BGE_AT)
-    loaded.model = {"kind": "model", "repo_id": BGE, "revision": BGE_AT, "file": "model.onnx", "pooling": "mean",
-                    "files": {"model.onnx": onnx or pinned_files["onnx/model.onnx"],
-                              "tokenizer.json": pinned_files["tokenizer.json"]}}
+    loaded.model = {
+        "kind": "model",
+        "repo_id": BGE,
+        "revision": BGE_AT,
+        "file": "model.onnx",
+        "pooling": "mean",
+        "files": {
+            "model.onnx": onnx or pinned_files["onnx/model.onnx"],
+            "tokenizer.json": pinned_files["tokenizer.json"],
+        },
+    }
     loaded.config = {"model": {"path": path}}
     report = build(loaded)
     model = report["provenance"]["model"]
     assert (model["source"], model["path"], model["pinned"]) == ("local" if path else "download", path, pinned)
-    assert model["pins"]["onnx/model.onnx"] == {"pinned": pinned_files["onnx/model.onnx"], "found": model["files"]["model.onnx"]}
+    assert model["pins"]["onnx/model.onnx"] == {
+        "pinned": pinned_files["onnx/model.onnx"],
+        "found": model["files"]["model.onnx"],
+    }
     assert f"- {words}\n" in render(report)
     assert summary.render(report).splitlines()[1] == f"  {words.replace('`', '')}"  # the summary's first lines
 
@@ -49,8 +74,10 @@ def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path
 def test_a_model_with_no_pins_says_its_bytes_are_not_checked(loaded):
     report = build(loaded)
     assert report["provenance"]["model"]["pinned"] is None and report["provenance"]["model"]["pins"] is None
-    assert ("- model: files from /models/x laid out as m/x@rrrrrrrrrrrr `model.onnx` (sha256 cdcdcdcdcdcd), mean "
-            "pooling + L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked\n") in render(report)
+    assert (
+        "- model: files from /models/x laid out as m/x@rrrrrrrrrrrr `model.onnx` (sha256 cdcdcdcdcdcd), mean "
+        "pooling + L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked\n"
+    ) in render(report)
 
 
 def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
@@ -59,9 +86,16 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
     from vipune_eval.stages.report import summary
 
     primary = "0.20.1-aaaaaaaaaaaa"
-    loaded.manifest.update(primary=primary, corpus={
-        "preset": None, "release": "local", "source": "the local file lme.json", "sha256": "ab" * 32,
-        "note": "a local file that is none of the pinned releases"})
+    loaded.manifest.update(
+        primary=primary,
+        corpus={
+            "preset": None,
+            "release": "local",
+            "source": "the local file lme.json",
+            "sha256": "ab" * 32,
+            "note": "a local file that is none of the pinned releases",
+        },
+    )
     loaded.sources = {primary: "vipune.binary 'vipune' = /usr/local/bin/vipune"}
     loaded.fingerprints = {primary: {"id": primary, "version": "0.20.1", "sha256": "aa" * 32}}
     loaded.preflights = {primary: {}}
@@ -71,11 +105,16 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
         "  vipune 0.20.1, build 0.20.1-aaaaaaaaaaaa, from vipune.binary 'vipune' = /usr/local/bin/vipune",
         "  model: files from /models/x laid out as m/x@rrrrrrrrrrrr model.onnx (sha256 cdcdcdcdcdcd), mean pooling + "
         "L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked",
-        "  corpus: local (the local file lme.json, sha256 abababababab…): a local file that is none of the pinned releases"]
-    assert (f"- vipune 0.20.1 (binary sha256 {'aa' * 32}; the contract was checked against {report['provenance']['contract_release']})"
-            f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n") in render(report)
+        "  corpus: local (the local file lme.json, sha256 abababababab…): a local file that is none of the pinned releases",
+    ]
+    assert (
+        f"- vipune 0.20.1 (binary sha256 {'aa' * 32}; the contract was checked against {report['provenance']['contract_release']})"
+        f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n"
+    ) in render(report)
     loaded.manifest.update(corpus=None)  # no corpus block: the dataset's line names the data
-    assert summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
+    assert (
+        summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
+    )
 
 
 def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_report(loaded):
@@ -86,26 +125,46 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
     primary = "0.20.2-aaaaaaaaaaaa"
     loaded.manifest.update(primary=primary)
     loaded.fingerprints = {primary: {"id": primary, "version": "0.20.2", "sha256": "aa" * 32}}
-    copy = {"file": "src/commands/handlers.rs", "item": "fn handle_search", "what": "the search command's call",
-            "copied_to": "lane/src/copies.rs: search_as_the_command", "pinned": "1" * 64, "source": "2" * 64,
-            "same": False}
+    copy = {
+        "file": "src/commands/handlers.rs",
+        "item": "fn handle_search",
+        "what": "the search command's call",
+        "copied_to": "lane/src/copies.rs: search_as_the_command",
+        "pinned": "1" * 64,
+        "source": "2" * 64,
+        "same": False,
+    }
     same = {**copy, "file": "src/main.rs", "item": "fn main", "source": "1" * 64, "same": True}
     whole = {**copy, "file": "src/commands/import.rs", "item": None, "what": "the import"}  # a file pinned whole
-    lane = {"id": "0.20.2-cccccccccccc", "sha256": "cc" * 32, "version": "0.20.2", "binary": primary,
-            "built": {"vipune_source": "checkout /src/vipune (abc123)", "profile": "fast",
-                      "sources": {"compiled": [], "copies": [copy, same, whole]}}}
+    lane = {
+        "id": "0.20.2-cccccccccccc",
+        "sha256": "cc" * 32,
+        "version": "0.20.2",
+        "binary": primary,
+        "built": {
+            "vipune_source": "checkout /src/vipune (abc123)",
+            "profile": "fast",
+            "sources": {"compiled": [], "copies": [copy, same, whole]},
+        },
+    }
     loaded.lanes = {primary: lane}
     report = build(loaded)
     text, md = summary.render(report), render(report)
     assert "- vipune-lib copies src/commands/import.rs, which this source changes (the import; " in md
-    named = ("vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
-             "search command's call; the copy: lane/src/copies.rs: search_as_the_command): a stale copy: the "
-             "binary runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow "
-             "that edit")
+    named = (
+        "vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
+        "search command's call; the copy: lane/src/copies.rs: search_as_the_command): a stale copy: the "
+        "binary runs this source's edit there, vipune-lib the code it copied, so its numbers do not follow "
+        "that edit"
+    )
     assert f"  ! {named.replace('`', '')}" in text and f"- {named}" in md and "fn main" not in text
     fast = "a fast build (build.sh --fast: not the release profile's bytes, the same rankings)"
     assert fast in text and fast in md
-    loaded.lanes = {primary: {**lane, "built": {**lane["built"], "profile": "release",
-                                                "sources": {"compiled": [], "copies": [same]}}}}
+    loaded.lanes = {
+        primary: {
+            **lane,
+            "built": {**lane["built"], "profile": "release", "sources": {"compiled": [], "copies": [same]}},
+        }
+    }
     report = build(loaded)
     assert "vipune-lib copies" not in summary.render(report) and "fast build" not in render(report)

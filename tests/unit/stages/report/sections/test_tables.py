@@ -17,7 +17,7 @@ def test_fewer_than_ten_pairs_get_no_bootstrap_interval_and_the_report_says_so(l
     assert low < 0.5 and high == 1.0
     assert vipune["intervals"]["recall@1"] is None  # 8 pairs overall
     text = render(build(loaded))
-    table = text[text.index("## recall@10 per category"):text.index("## Held-out split")]
+    table = text[text.index("## recall@10 per category") : text.index("## Held-out split")]
     assert "| retriever | multi-session (2 pairs) | temporal-reasoning (6 pairs) |" in table
     assert "| vipune | 1.000 [no CI] |" in table
     assert "fewer than 10 pairs, too few for a bootstrap interval" in table
