@@ -76,7 +76,7 @@ def test_each_edit_of_the_search_path_is_compiled_into_the_lane_or_named_as_a_st
     )
     found = lane_source.vipune_sources(source)
     assert [(c["file"], c["item"]) for c in found["copies"] if not c["same"]] == stale
-    named = stale_copies({"provenance": {"lane": {"built": {"sources": found}}}})
+    named = stale_copies({"provenance": {"lane": {"binary": "the checkout", "built": {"sources": found}}}})
     assert [s.split(", which")[0] for s in named] == [f"vipune-lib copies `{item}` from {file}" for file, item in stale]
 
 
