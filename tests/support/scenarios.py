@@ -60,16 +60,10 @@ def set_config(workdir: Path, **overrides: Any) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-def snakemake(
-    workdir: Path,
-    *args: str,
-    env: dict[str, str],
-    check: bool = True,
-    snakefile: Path = SNAKEFILE,
-    timeout: float | None = None,
-) -> subprocess.CompletedProcess:
-    """The Snakemake CLI on ``workdir``'s config.yaml (the API's signatures move between minors)."""
-    cmd = [
+def snakemake_command(workdir: Path, *args: str, snakefile: Path = SNAKEFILE) -> list[str]:
+    """Snakemake's command line on ``workdir`` and its config.yaml, ``args`` added (for a run the
+    test starts itself, e.g. to stop it)."""
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -81,6 +75,18 @@ def snakemake(
         str(workdir / "config.yaml"),
         *args,
     ]
+
+
+def snakemake(
+    workdir: Path,
+    *args: str,
+    env: dict[str, str],
+    check: bool = True,
+    snakefile: Path = SNAKEFILE,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess:
+    """The Snakemake CLI on ``workdir``'s config.yaml (the API's signatures move between minors)."""
+    cmd = snakemake_command(workdir, *args, snakefile=snakefile)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.scenarios import SNAKEFILE, clone, make_workdir, planned, set_config, snakemake
+from support.scenarios import clone, make_workdir, planned, set_config, snakemake, snakemake_command
 from support.tinymodel import build_tiny_model
 
 pytestmark = pytest.mark.slow
@@ -124,21 +124,7 @@ def test_a_dry_run_works_while_a_run_works_and_a_second_run_is_refused(small_run
     works, a dry run plans, and a second real run is refused at once, naming the first's PID."""
     workdir = clone(small_run, tmp_path / "run")
     first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(SNAKEFILE),
-            "--directory",
-            str(workdir),
-            "--configfile",
-            str(workdir / "config.yaml"),
-            "--cores",
-            "1",
-            "--forcerun",
-            "filter_rows",
-        ],
+        snakemake_command(workdir, "--cores", "1", "--forcerun", "filter_rows"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

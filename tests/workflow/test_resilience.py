@@ -4,14 +4,13 @@ test_failure_policy.py; the cluster profile: test_cluster_check.py)."""
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from support.results import metrics, run_files
-from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, snakemake
+from support.scenarios import VIPUNE_SEARCHES, clone, make_workdir, snakemake, snakemake_command
 
 pytestmark = pytest.mark.slow
 
@@ -27,20 +26,7 @@ def test_two_cold_runs_are_byte_identical(standard_run, standard, workflow_env, 
 def start_then_kill(workdir, env, trigger, *args):
     """Start a run (Snakemake's ``args`` added), SIGKILL its whole process group as soon as
     ``trigger()`` holds."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        "--cores",
-        "2",
-        *args,
-    ]
+    cmd = snakemake_command(workdir, "--cores", "2", *args)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while not trigger():
@@ -133,19 +119,7 @@ def test_a_sigterm_to_the_run_is_summarised_as_a_stop_and_a_rerun_goes_on(small_
     """Issue 51 item 6: a SIGTERM to the run's process group (Ctrl-C, a cluster's stop) was
     summarised as "2 job(s) failed or cannot run", each quoting the last INFO line of its log."""
     workdir = clone(small_run, tmp_path / "stopped", drop=VIPUNE_SEARCHES)
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        "--cores",
-        "2",
-    ]
+    cmd = snakemake_command(workdir, "--cores", "2")
     with open(tmp_path / "stderr", "w") as err:
         proc = subprocess.Popen(
             cmd,

@@ -18,14 +18,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 import yaml
 
 from support.results import metrics, run_files
-from support.scenarios import SNAKEFILE, make_workdir
+from support.scenarios import SNAKEFILE, make_workdir, snakemake_command
 from support.slurm import executor_env
 
 pytestmark = pytest.mark.slow
@@ -101,18 +100,7 @@ def snakemake(workdir, *args, env, timeout=RUN_TIMEOUT):
     """One Snakemake run through the profile (the executor plugin from executor_env); a run still
     going after ``timeout`` is killed and its jobs cancelled."""
     env = executor_env(env)
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        *args,
-    ]
+    cmd = snakemake_command(workdir, *args)
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)

@@ -7,14 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from support.results import report
-from support.scenarios import SNAKEFILE, VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake
+from support.scenarios import VIPUNE_SEARCHES, clone, make_workdir, set_config, snakemake, snakemake_command
 
 
 @pytest.mark.parametrize("fault, words", [("repeat-id", "twice"), ("over-limit", "more than --limit 10")])
@@ -79,19 +78,7 @@ def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(
 
 
 def start(workdir, env):
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        "--cores",
-        "2",
-    ]
+    cmd = snakemake_command(workdir, "--cores", "2")
     return subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
