@@ -31,6 +31,7 @@ from pathlib import Path
 from benchmarks.common import (
     BGE_REPO_ID,
     BGE_REVISION,
+    PERSONAS_500_ROWS,
     Child,
     Figures,
     cli,
@@ -44,26 +45,6 @@ from benchmarks.common import (
     sized,
 )
 
-DATA = {
-    "small": dict(
-        instances=40,
-        abstention=0,
-        sessions_per_haystack=500,
-        filler_pool=4000,
-        turns_per_session=10,
-        words_per_turn=40,
-        seed=11,
-    ),
-    "M": dict(
-        instances=500,
-        abstention=30,
-        sessions_per_haystack=500,
-        filler_pool=30000,
-        turns_per_session=10,
-        words_per_turn=40,
-        seed=11,
-    ),
-}
 LIMIT = DEPTH = 10
 
 
@@ -87,7 +68,7 @@ def bench_lanes(benchmark, work, tiny_model, embed_model, real_build):
     binary, lane = real_build
     dest = work / "lanes"
     view = dest / "view"
-    filter_view(generate(sized(DATA)), view)
+    filter_view(generate(sized(PERSONAS_500_ROWS)), view)
     embeddings = view / "embeddings.parquet"
     run_child(embed_cmd(tiny_model, view / "texts.parquet", embeddings), view / "embed.log")
     hf_home = dest / "vipune-home"

@@ -49,28 +49,21 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import OUT, PYTHON, REPO, Child, Figures, cli, generate, interleaved, mean, run_child, sized
+from benchmarks.common import (
+    OUT,
+    PERSONAS_500_ROWS,
+    PYTHON,
+    REPO,
+    Child,
+    Figures,
+    cli,
+    generate,
+    interleaved,
+    mean,
+    run_child,
+    sized,
+)
 
-DATA = {
-    "small": dict(
-        instances=40,
-        abstention=0,
-        sessions_per_haystack=500,
-        filler_pool=4000,
-        turns_per_session=10,
-        words_per_turn=40,
-        seed=11,
-    ),
-    "M": dict(
-        instances=500,
-        abstention=30,
-        sessions_per_haystack=500,
-        filler_pool=30000,
-        turns_per_session=10,
-        words_per_turn=40,
-        seed=11,
-    ),
-}
 BUILD = REPO / ".ci" / "vipune" / "build.sh"
 LIB = ["vipune-lib", "vipune-lib-semantic"]
 GOAL_S = 15.0  # issue 54: the numbers within 15 s of the edit
@@ -227,7 +220,7 @@ def bench_loop(benchmark, work, tiny_model, real_build):
     from vipune_eval.stages.search.kept_stores import size
 
     release, _ = real_build
-    args = sized(DATA)
+    args = sized(PERSONAS_500_ROWS)
     data = generate(args)
     root = work / "loop"
     checkout = OUT / "loop-checkout" / "vipune"

@@ -48,6 +48,30 @@ def sized(sizes: dict[str, Any]) -> Any:
     return sizes[SIZE]
 
 
+# LongMemEval_M's shape (470 personas of 500 session rows, ~2.4 kB each) and a small one: the data
+# of the lib-lane benchmarks (bench_lanes, bench_loop)
+PERSONAS_500_ROWS = {
+    "small": dict(
+        instances=40,
+        abstention=0,
+        sessions_per_haystack=500,
+        filler_pool=4000,
+        turns_per_session=10,
+        words_per_turn=40,
+        seed=11,
+    ),
+    "M": dict(
+        instances=500,
+        abstention=30,
+        sessions_per_haystack=500,
+        filler_pool=30000,
+        turns_per_session=10,
+        words_per_turn=40,
+        seed=11,
+    ),
+}
+
+
 # ------------------------------------------------------------------ command lines
 
 
