@@ -23,10 +23,9 @@ from xml.etree import ElementTree
 
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
-from vipune_eval.registry import measures
 from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_runs
-from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
+from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
 from vipune_eval.stages.report.sections.provenance import copied, lane_copies, stale_copies
@@ -222,7 +221,7 @@ def _judge(run: Path) -> Verdict:
     _same_searches(after, before, baseline["id"])
     _runs_all_of_it(report, on)
 
-    keys = [measures.key(measures.PRIMARY, k) for k in primary_ks(report)]
+    keys = recall_keys(report)
     qids = sorted(after["per_query"])
     rows_after = {q: {k: after["per_query"][q][k] for k in keys} for q in qids}
     rows_before = {q: {k: before["per_query"][q][k] for k in keys} for q in qids}

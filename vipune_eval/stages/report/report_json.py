@@ -1,7 +1,7 @@
 """report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
 sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
-them reads from it (``primary_ks``). No computation: the report's commands share this module, and
-an edit here reruns only them."""
+them reads from it (``primary_ks``, the headline's k and keys). No computation: the report's
+commands share this module, and an edit here reruns only them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.report_inputs import ScoredWith
+from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -331,3 +332,18 @@ class Report(TypedDict, total=False):
 def primary_ks(report: Report) -> list[int]:
     """The cut-offs of the primary view: the headline's, the plots' and the diagnostics'."""
     return report["views"][PRIMARY.name]["ks"]
+
+
+def primary_k(report: Report) -> int:
+    """The headline's k among them (registry.measures.primary_k): the diagnostics', the builds' lines'."""
+    return measures.primary_k(primary_ks(report))
+
+
+def primary_key(report: Report) -> str:
+    """The headline measure at the headline's k (recall@5)."""
+    return measures.key(measures.PRIMARY, primary_k(report))
+
+
+def recall_keys(report: Report) -> list[str]:
+    """The headline measure at each cut-off: the headline table's columns, the gate's measures."""
+    return [measures.key(measures.PRIMARY, k) for k in primary_ks(report)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table, cell
-from vipune_eval.stages.report.report_json import GranularityBlock, Report
+from vipune_eval.stages.report.report_json import GranularityBlock, Report, primary_key
 from vipune_eval.stages.report.sections.orders import by_granularity, by_measure, by_retriever, view_order
 from vipune_eval.stages.report.sections.tables import noted, retriever_table
 
@@ -22,12 +22,12 @@ def _cell(block: GranularityBlock, name: str, key: str) -> str:
     return cell(entry["metrics"][key], entry["intervals"][key]) + (f" ({entry['pairs']} pairs)" if fewer else "")
 
 
-def granularities_section(report: Report, k: int) -> list[Section]:
+def granularities_section(report: Report) -> list[Section]:
     if not report["granularities"]:
         return []
     grains = {g: report["granularities"][g] for g in by_granularity(report["granularities"])}
     names = list(by_retriever(report, next(iter(grains.values()))["retrievers"]))
-    key = measures.key(measures.PRIMARY, k)
+    key = primary_key(report)
     rows = [
         [
             g,
