@@ -238,7 +238,7 @@ def _judge(run: Path) -> Verdict:
             r["b"],
             r["a"],
             r["difference"],
-            tuple(r["interval"]),
+            (r["interval"][0], r["interval"][1]),
             r["p_holm"],
             r["difference"] < -margin and r["p_holm"] < alpha,
         )

@@ -31,6 +31,7 @@ from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
+    Comparison,
     Diagnostics,
     EmbedBlock,
     GranularityBlock,
@@ -223,7 +224,7 @@ def changes(
     return out
 
 
-def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> dict[str, Any]:
+def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> Comparison:
     """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
     shared = sorted(set(a["per_query"]) & set(b["per_query"]))
     rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}

@@ -85,6 +85,35 @@ class VipuneLaneFingerprint(TypedDict):
     built: LaneBuild
 
 
+class Compared(TypedDict):
+    """One metric in one group of pairs, run a against run b (stages.report.compare)."""
+
+    a: float
+    b: float
+    difference: float  # a − b
+    interval: list[float]  # the difference's paired-bootstrap interval
+    pairs: int
+    a_better: int
+    b_better: int
+    test: str  # mcnemar-exact, paired-randomization
+    p: float
+    p_holm: float
+    significant: bool
+
+
+class Comparison(TypedDict):
+    """Two runs compared pair by pair, overall and per category (stages.report.compare.compare_runs)."""
+
+    overall: dict[str, Compared]  # metric key → its comparison
+    per_category: dict[str, dict[str, Compared]]
+    alpha: float
+    confidence: float
+    names: list[str]  # a, b
+    correction: str
+    comparisons: int
+    summary: list[str]  # each significant difference in a sentence (or that there is none)
+
+
 class BuildEntry(RetrieverEntry, total=False):
     """One vipune build: the primary first, each other compared with it."""
 
@@ -96,7 +125,7 @@ class BuildEntry(RetrieverEntry, total=False):
     follows_contract: bool
     failed_checks: list[str]
     drift: list[str]
-    comparison: dict[str, Any]
+    comparison: Comparison
     changes: list[dict[str, Any]]
 
 
@@ -111,7 +140,7 @@ class _Granularity(TypedDict):
 class GranularityBlock(_Granularity, total=False):
     """One granularity of the seed protocol; every one but session compared with session."""
 
-    vs_session: dict[str, dict[str, Any]]  # retriever → its paired comparison
+    vs_session: dict[str, Comparison]  # retriever → its paired comparison
 
 
 class _Agreement(TypedDict):
@@ -314,7 +343,7 @@ class Report(TypedDict, total=False):
     retriever_order: list[str]  # the order tables and plots show them: vipune's lanes first
     retriever_settings: dict[str, dict[str, Any]]
     corpus: dict[str, Any] | None
-    comparisons: dict[str, dict[str, Any]]
+    comparisons: dict[str, Comparison]  # "A vs B" → its paired comparison
     views: dict[str, ViewBlock]  # view name → its block, every view (the primary included)
     builds: list[BuildEntry]
     builds_compared_on: str | None  # the retriever the builds are compared by: vipune, or vipune-lib (the loop)

@@ -4,11 +4,9 @@ measures' definitions)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table
-from vipune_eval.stages.report.report_json import Report, primary_k, primary_ks, recall_keys
+from vipune_eval.stages.report.report_json import Comparison, Report, primary_k, primary_ks, recall_keys
 from vipune_eval.stages.report.sections.orders import by_measure, ordered, table_keys
 from vipune_eval.stages.report.sections.tables import noted, per_category_table, retriever_table
 
@@ -56,7 +54,7 @@ def split_section(report: Report) -> list[Section]:
     ]
 
 
-def _comparisons(report: Report) -> list[tuple[str, Any]]:
+def _comparisons(report: Report) -> list[tuple[str, Comparison]]:
     """The paired comparisons ("A vs B") in the report's order of B."""
     compared = report["comparisons"]
     rank = {name: i for i, name in enumerate(report["retriever_order"])}
