@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from vipune_eval.core.io import atomic_path, read_json
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.report.report_json import Report, primary_key, recall_keys
+from vipune_eval.stages.report.report_json import Report, WhatIfVariant, primary_key, recall_keys
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -166,7 +166,7 @@ def whatif(report: Report, out: Path) -> None:
     numeric = [
         p for p, values in grid.items() if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     ]
-    panels = numeric or [None]
+    panels: list[str | None] = [*numeric] or [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     sel, conf = block["select_on"], block["confirm_on"]
     for ax, param in zip(axes[0], panels):
@@ -177,7 +177,7 @@ def whatif(report: Report, out: Path) -> None:
             ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=45, ha="right", fontsize="small")
         else:
             others = [p for p in grid if p != param]
-            lines: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            lines: dict[tuple[str, ...], list[WhatIfVariant]] = {}
             for r in rows:
                 lines.setdefault(tuple(str(r["params"][p]) for p in others), []).append(r)
             for i, (setting, members) in enumerate(lines.items()):

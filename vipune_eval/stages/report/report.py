@@ -40,6 +40,7 @@ from vipune_eval.stages.report.report_json import (
     RetrieverEntry,
     ViewBlock,
     VipuneLaneFingerprint,
+    WhatIf,
 )
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.vipune.release import RELEASE
@@ -418,7 +419,7 @@ def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProv
     )
 
 
-def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
 
     def run(entry: LabRun) -> dict[str, Any]:
@@ -430,7 +431,7 @@ def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[s
         }
 
     block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]), [run(v) for v in lab["variants"]])
-    return {**block, "grid": lab["grid"]}
+    return cast(WhatIf, {**block, "grid": lab["grid"]})  # analyse's keys: one is named by a split
 
 
 def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:

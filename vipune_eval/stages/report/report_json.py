@@ -6,7 +6,7 @@ commands share this module, and an edit here reruns only them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.report_inputs import ScoredWith
@@ -127,6 +127,59 @@ class BuildEntry(RetrieverEntry, total=False):
     drift: list[str]
     comparison: Comparison
     changes: list[dict[str, Any]]
+
+
+Split = Literal["dev", "test"]  # stages.filter.split's names (stages.report.whatif.SPLITS)
+
+
+class WhatIfBase(TypedDict):
+    """The what-if lab's base retriever: its measure on each split and its pairs there."""
+
+    name: str
+    params: dict[str, Any]
+    run: str
+    dev: float | None  # None: no pair on that split
+    test: float | None
+    pairs: dict[str, int]  # split → pairs
+
+
+class WhatIfVariant(TypedDict):
+    """A variant of the base: its measure on each split, its difference from the base on the
+    confirmation split (None: no pair both scored there) with its interval and p, Holm's p."""
+
+    name: str
+    params: dict[str, Any]
+    run: str
+    dev: float | None
+    test: float | None
+    pairs: int  # the pairs of the confirmation split it and the base both scored
+    test_delta: float | None
+    p: float
+    interval: list[float] | None
+    p_holm: float
+
+
+class _WhatIf(TypedDict):
+    measure: str
+    select_on: Split
+    confirm_on: Split
+    tried: int
+    correction: str
+    alpha: float
+    base: WhatIfBase
+    chosen: str | None  # None: no pair on the selection split
+    chosen_is_base_setting: bool
+    confirmed: bool
+    variants: list[WhatIfVariant]
+    grid: dict[str, list[Any]]  # the config's grid (core.report_inputs.LabManifest)
+
+
+class WhatIf(_WhatIf, total=False):
+    """report.json's ``whatif``: the variant chosen on one split, confirmed on the other
+    (stages.report.whatif.analyse); ``best_on_<confirm_on>``: the best there (None: no pair)."""
+
+    best_on_dev: str | None
+    best_on_test: str | None
 
 
 class _Granularity(TypedDict):
@@ -350,7 +403,7 @@ class Report(TypedDict, total=False):
     baseline: dict[str, Any]
     splits: dict[str, dict[str, Any]]
     granularities: dict[str, GranularityBlock]
-    whatif: dict[str, Any]
+    whatif: WhatIf
     official: dict[str, Any]
     diagnostics: Diagnostics
     embed: EmbedBlock
