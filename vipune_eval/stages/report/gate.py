@@ -28,7 +28,7 @@ from vipune_eval.stages.report.compare import compare_runs
 from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.provenance import copied, lane_copies, stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies, stale_items
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 
@@ -104,7 +104,7 @@ def _baseline(report: Report) -> BuildEntry:
             "no comparison: the run evaluates no build but vipune.binary (vipune.compare names none), "
             "so there is no baseline to judge it against"
         )
-    wanted = (report.get("baseline") or {}).get("id")
+    wanted = baseline.get("id") if (baseline := report.get("baseline")) else None
     if wanted:
         return next(b for b in builds if b["id"] == wanted)
     if len(builds) > 2:
@@ -161,7 +161,7 @@ def _runs_all_of_it(report: Report, on: str) -> None:
     query's embedding: a checkout that changes what it stands in for is not measured by it."""
     if on != LIB.hybrid:
         return
-    stale = [copied(c) for c in lane_copies(report["provenance"].get("lane")) if not c.get("same")]
+    stale = stale_items(report["provenance"]["lane"])
     if stale:
         raise CannotJudge(
             f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "

@@ -32,13 +32,18 @@ from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
     Comparison,
+    Corpus,
+    DatasetFingerprint,
     Diagnostics,
     EmbedBlock,
+    FilterSummary,
     GranularityBlock,
     ModelProvenance,
+    Preflight,
     Report,
     RetrieverEntry,
     ViewBlock,
+    VipuneFingerprint,
     VipuneLaneFingerprint,
     WhatIf,
 )
@@ -57,7 +62,7 @@ class LoadedView:
     """One view as the report needs it: its manifest entry and what its files hold."""
 
     entry: ManifestView  # the manifest's entry (names, paths, ks, measures)
-    summary: dict[str, Any]  # the filter's summary.json
+    summary: FilterSummary
     metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
     counts: ViewCounts
 
@@ -74,9 +79,9 @@ class Loaded:
     tallies: list[Tally]  # the embed jobs' tallies, every view's shards
     builds: dict[str, dict[str, Any]]  # build id → its primary-view metrics (vipune.compare)
     lab: dict[str, dict[str, Any]]  # what-if run name → its metrics (runs not configured)
-    fingerprints: dict[str, dict[str, Any]]  # build id → fingerprint
-    preflights: dict[str, dict[str, Any]]  # build id → preflight result
-    dataset: dict[str, Any]
+    fingerprints: dict[str, VipuneFingerprint]  # build id → fingerprint
+    preflights: dict[str, Preflight]  # build id → preflight result
+    dataset: DatasetFingerprint
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
@@ -302,7 +307,7 @@ def build(loaded: Loaded) -> Report:
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
-        "corpus": manifest.get("corpus"),
+        "corpus": cast("Corpus | None", manifest.get("corpus")),  # registry.datasets.corpus's keys
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {

@@ -18,7 +18,7 @@ from vipune_eval.stages.report.report_json import (
     same_top_share,
 )
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
-from vipune_eval.stages.report.sections.provenance import copied, lane_copies
+from vipune_eval.stages.report.sections.provenance import stale_items
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
 
@@ -118,7 +118,7 @@ def why_apart(report: Report) -> str:
     query parity failed: the binary measures its new query embedding, vipune-lib the cached
     vectors), a preflight check the binary now fails; else that the harness cannot tell."""
     prov = report["provenance"]
-    stale = [copied(c) for c in lane_copies(prov.get("lane")) if not c.get("same")]
+    stale = stale_items(prov["lane"])
     checks = [c for c in (prov.get("preflight") or {}).get("checks") or [] if not c.get("passed")]
     query = [c for c in checks if c["check"] == "query_embedding_parity"]
     others = [c.get("drift") or c["check"] for c in checks if c["check"] != "query_embedding_parity"]
