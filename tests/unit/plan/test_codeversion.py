@@ -208,8 +208,6 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "stages.report.report_page",
         "stages.report.document",
         "stages.report.plots",
-        "stages.report.whatif",
-        "stages.report.compare",
         "registry.measures",
         "registry.views",
         "registry.granularities",
@@ -218,9 +216,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "registry.lanes",
     },
     # a question explained from a finished run's files (no rule runs it: a person does), in the report's words
-    "explain": SECTIONS
-    | EXPLAIN
-    | {"stages.report.compare", "stages.report.whatif", "registry.views", "registry.granularities", "core.intervals"},
+    "explain": SECTIONS | EXPLAIN | {"registry.views", "registry.granularities", "core.intervals"},
     # Snakemake's HTML report of a finished run (no rule runs it: the workflow's onsuccess does)
     "report-html": {"stages.report.report_html", "core.paths"},
     # the verdict on a finished comparison (no rule runs it): report.json and the two builds' metrics,

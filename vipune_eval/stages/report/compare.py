@@ -19,6 +19,7 @@ import numpy as np
 
 from vipune_eval.core.intervals import bootstrap_intervals, check_resamples, check_settings
 from vipune_eval.registry.measures import is_binary as metric_is_binary
+from vipune_eval.stages.report.report_json import Compared, Comparison
 
 
 def _values(values: Sequence[float], name: str = "values") -> np.ndarray:
@@ -132,7 +133,7 @@ def _same_ids(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
 
 def _compare_matrix(
     x: np.ndarray, y: np.ndarray, binary: Sequence[bool], confidence: float, resamples: int, seed: int
-) -> list[dict[str, Any]]:
+) -> list[Compared]:
     """Paired comparison of each column of x (n, m) against the same column of y."""
     n, m = x.shape
     if n == 0:
@@ -149,7 +150,7 @@ def _compare_matrix(
         p[fractional] = _sign_flip_pvalues(d[:, fractional], resamples, seed)
     a_better = (d > 0).sum(axis=0)
     b_better = (d < 0).sum(axis=0)
-    out = []
+    out: list[Compared] = []
     for j in range(m):
         if is_binary[j]:
             p[j] = mcnemar_exact(int(a_better[j]), int(b_better[j]))
@@ -165,6 +166,8 @@ def _compare_matrix(
                 "b_better": int(b_better[j]),
                 "test": "mcnemar-exact" if is_binary[j] else "paired-randomization",
                 "p": float(p[j]),
+                "p_holm": float(p[j]),  # until Holm's correction over the family (compare_runs, adjust_family)
+                "significant": False,
             }
         )
     return out
@@ -187,7 +190,7 @@ def _p_text(p: float) -> str:
     return "p_holm < 0.001" if p < 0.001 else f"p_holm = {p:.3f}"
 
 
-def _sentence(label: str, r: Mapping[str, Any], name_a: str, name_b: str, confidence: float) -> str:
+def _sentence(label: str, r: Compared, name_a: str, name_b: str, confidence: float) -> str:
     lo, hi = r["interval"]
     return (
         f"{label}: {name_a} {r['a']:.3f} vs {name_b} {r['b']:.3f} "
@@ -208,7 +211,7 @@ def compare_runs(
     seed: int = 0,
     name_a: str = "a",
     name_b: str = "b",
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare two runs metric by metric, overall and within each category.
 
     ``a`` and ``b`` map pair id → {metric key → value}; ``categories`` maps pair id → category
@@ -237,7 +240,7 @@ def compare_runs(
     groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(len(qids)))]
     groups += [(cat, np.array(rows)) for cat, rows in sorted(by_category.items())]
 
-    results: dict[tuple[str | None, str], dict[str, Any]] = {}
+    results: dict[tuple[str | None, str], Compared] = {}
     for cat, rows in groups:
         compared = _compare_matrix(x[rows], y[rows], binary, confidence, resamples, seed)
         for key, r in zip(metrics, compared):
@@ -268,7 +271,7 @@ def compare_runs(
     }
 
 
-def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _entries(result: Comparison) -> list[tuple[str, Compared]]:
     out = [(key, r) for key, r in result["overall"].items()]
     out += [
         (f"{key} ({cat}, {r['pairs']} pairs)", r)
@@ -278,7 +281,7 @@ def _entries(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def adjust_family(results: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def adjust_family(results: Mapping[str, Comparison]) -> dict[str, Comparison]:
     """Holm's correction over every comparison of several ``compare_runs`` results at once (e.g.
     each build against the primary), replacing each result's own per-comparison correction."""
     family = [(name, label, r) for name, result in results.items() for label, r in _entries(result)]

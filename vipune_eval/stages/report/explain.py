@@ -27,12 +27,11 @@ from vipune_eval.core.lane_arms import Hits, PersonaArms
 from vipune_eval.core.persona import first_documents, row_id
 from vipune_eval.core.report_inputs import ExplainedBuild, Manifest
 from vipune_eval.errors import EvalError
-from vipune_eval.registry import measures
 from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.stages.report.document import Bullets, Table, plain
-from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report, primary_ks
+from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report
 from vipune_eval.stages.report.sections import explanations as words
-from vipune_eval.stages.report.sections.misses import WORST_PAIRS
+from vipune_eval.stages.report.sections.misses import worst_pairs
 from vipune_eval.stages.report.summary import aligned
 
 TOP, SNIPPET = words.TOP, words.SNIPPET  # the hits shown per build, the characters of a session's text
@@ -277,9 +276,7 @@ def report_explanations(report: Report, manifest: Manifest, metrics: dict[str, d
     lost gold sessions against the primary) and the worst pairs the diagnostics list; none
     without a vipune build."""
     moved = list(dict.fromkeys(c["question_id"] for b in report["builds"][1:] for c in b["changes"]))
-    recall = measures.key(measures.PRIMARY, measures.primary_k(primary_ks(report)))
-    ranks = report["diagnostics"]["gold_ranks"]["pairs"]
-    worst = [r["question_id"] for r in ranks if r[recall] < 1][:WORST_PAIRS]
+    worst = [r["question_id"] for r in worst_pairs(report)]
     if not manifest.get("explained"):
         return {"moved": [], "worst": [], "questions": {}}
     return {

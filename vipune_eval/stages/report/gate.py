@@ -23,13 +23,12 @@ from xml.etree import ElementTree
 
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
-from vipune_eval.registry import measures
 from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_runs
-from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
+from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
-from vipune_eval.stages.report.sections.provenance import copied, lane_copies, stale_copies
+from vipune_eval.stages.report.sections.provenance import stale_copies, stale_items
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
 
@@ -105,7 +104,7 @@ def _baseline(report: Report) -> BuildEntry:
             "no comparison: the run evaluates no build but vipune.binary (vipune.compare names none), "
             "so there is no baseline to judge it against"
         )
-    wanted = (report.get("baseline") or {}).get("id")
+    wanted = baseline.get("id") if (baseline := report.get("baseline")) else None
     if wanted:
         return next(b for b in builds if b["id"] == wanted)
     if len(builds) > 2:
@@ -162,7 +161,7 @@ def _runs_all_of_it(report: Report, on: str) -> None:
     query's embedding: a checkout that changes what it stands in for is not measured by it."""
     if on != LIB.hybrid:
         return
-    stale = [copied(c) for c in lane_copies(report["provenance"].get("lane")) if not c.get("same")]
+    stale = stale_items(report["provenance"]["lane"])
     if stale:
         raise CannotJudge(
             f"the builds are compared on {on}, which does not run this checkout's {and_listed(stale)} "
@@ -222,7 +221,7 @@ def _judge(run: Path) -> Verdict:
     _same_searches(after, before, baseline["id"])
     _runs_all_of_it(report, on)
 
-    keys = [measures.key(measures.PRIMARY, k) for k in primary_ks(report)]
+    keys = recall_keys(report)
     qids = sorted(after["per_query"])
     rows_after = {q: {k: after["per_query"][q][k] for k in keys} for q in qids}
     rows_before = {q: {k: before["per_query"][q][k] for k in keys} for q in qids}
@@ -239,7 +238,7 @@ def _judge(run: Path) -> Verdict:
             r["b"],
             r["a"],
             r["difference"],
-            tuple(r["interval"]),
+            (r["interval"][0], r["interval"][1]),
             r["p_holm"],
             r["difference"] < -margin and r["p_holm"] < alpha,
         )

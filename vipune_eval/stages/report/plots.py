@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from vipune_eval.core.io import atomic_path, read_json
 from vipune_eval.errors import EvalError
-from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
-from vipune_eval.stages.report.report_json import Report, primary_ks
+from vipune_eval.stages.report.report_json import Report, WhatIfVariant, primary_key, recall_keys
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -43,11 +42,6 @@ def _save(fig: Figure, path: Path) -> None:
     plt.close(fig)
 
 
-def retriever_order(report: Report) -> list[str]:
-    """The report's order (vipune's lane first, then as configured), not the JSON's sorted keys."""
-    return report["retriever_order"]
-
-
 def error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]]:
     """Matplotlib's yerr from 95% intervals; none drawn where there is none (too few pairs)."""
     return [
@@ -67,15 +61,14 @@ def retriever_ticks(ax: Any, names: list[str]) -> None:
 
 
 def recall_at_k(report: Report, out: Path) -> None:
-    plt, ks = _pyplot(), primary_ks(report)
-    names = retriever_order(report)
+    plt, keys = _pyplot(), recall_keys(report)
+    names = report["retriever_order"]  # vipune's lanes first, then as configured (not the JSON's sorted keys)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
-    width = 0.8 / len(ks)
-    for i, k in enumerate(ks):
-        key = measures.key(measures.PRIMARY, k)
+    width = 0.8 / len(keys)
+    for i, key in enumerate(keys):
         values = [report["retrievers"][n]["metrics"][key] for n in names]
         intervals = [report["retrievers"][n]["intervals"][key] for n in names]
-        xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(names))]
+        xs = [j + (i - (len(keys) - 1) / 2) * width for j in range(len(names))]
         ax.bar(xs, values, width, yerr=error_bars(values, intervals), capsize=3, label=key)
     retriever_ticks(ax, names)
     ax.set_ylim(0, 1.05)
@@ -87,10 +80,9 @@ def recall_at_k(report: Report, out: Path) -> None:
 
 
 def per_category(report: Report, out: Path) -> None:
-    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
-    names = retriever_order(report)
+    plt, key = _pyplot(), primary_key(report)
+    names = report["retriever_order"]
     categories = sorted({c for e in report["retrievers"].values() for c in e["per_category"]})
-    key = measures.key(measures.PRIMARY, k)
     fig, ax = plt.subplots(figsize=(2 + 1.6 * len(categories), 4.5))
     width = 0.8 / len(names)
     for i, name in enumerate(names):
@@ -128,10 +120,9 @@ def gold_rank_distribution(report: Report, out: Path) -> None:
 
 def granularities(report: Report, out: Path) -> None:
     """recall@k of each retriever at each granularity (drawn when more than one is configured)."""
-    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
+    plt, key = _pyplot(), primary_key(report)
     grains = report["granularities"]
-    names = retriever_order(report)
-    key = measures.key(measures.PRIMARY, k)
+    names = report["retriever_order"]
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4))
     width = 0.8 / len(grains)
     for i, (g, block) in enumerate(grains.items()):
@@ -150,8 +141,7 @@ def granularities(report: Report, out: Path) -> None:
 
 def latency(report: Report, out: Path) -> None:
     """Accuracy against latency: recall@k against median and p95 search time, one point per build."""
-    plt, k = _pyplot(), measures.primary_k(primary_ks(report))
-    key = measures.key(measures.PRIMARY, k)
+    plt, key = _pyplot(), primary_key(report)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for build in report["builds"]:
         seconds = build.get("search_seconds")
@@ -176,7 +166,7 @@ def whatif(report: Report, out: Path) -> None:
     numeric = [
         p for p, values in grid.items() if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     ]
-    panels = numeric or [None]
+    panels: list[str | None] = [*numeric] or [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     sel, conf = block["select_on"], block["confirm_on"]
     for ax, param in zip(axes[0], panels):
@@ -187,7 +177,7 @@ def whatif(report: Report, out: Path) -> None:
             ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=45, ha="right", fontsize="small")
         else:
             others = [p for p in grid if p != param]
-            lines: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            lines: dict[tuple[str, ...], list[WhatIfVariant]] = {}
             for r in rows:
                 lines.setdefault(tuple(str(r["params"][p]) for p in others), []).append(r)
             for i, (setting, members) in enumerate(lines.items()):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from vipune_eval.stages.report.report_json import BesidePublished, Corpus, Published, RetrieverEntry
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's
 # GitHub issue xiaowu0162/LongMemEval#27. "Recall" there is LongMemEval's recall_all, and its
 # figures are print_retrieval_metrics.py's averages over every non-abstention pair: our
 # `metrics_all` of the bm25-lme retriever (LongMemEval's own BM25) is the number beside them.
-PUBLISHED: dict[str, Any] = {
+PUBLISHED: Published = {
     "source": "LongMemEval paper (Wu et al., ICLR 2025), Table 9, LongMemEval_M, value = session, "
     "key = V, as quoted in github.com/xiaowu0162/LongMemEval/issues/27 — not checked "
     "against the paper here; Contriever and Stella figures were not available",
@@ -22,19 +22,19 @@ PUBLISHED: dict[str, Any] = {
 }
 
 
-def corpus_text(corpus: dict[str, Any] | None) -> str:
+def corpus_text(corpus: Corpus | None) -> str:
     if not corpus:
         return "this run's dataset"
     return f"ours: {corpus['preset'] or corpus['release']} ({corpus['source']}; {corpus['note']})"
 
 
-def beside_published(retrievers: dict[str, Any], corpus: dict[str, Any] | None) -> dict[str, Any]:
+def beside_published(retrievers: dict[str, RetrieverEntry], corpus: Corpus | None) -> dict[str, BesidePublished]:
     """Each published row beside the configured retriever that reproduces it (its `metrics_all`,
     the set the paper's script averages, and its `metrics`), naming the corpus of each; nothing
     unless this run scored the paper's corpus (LongMemEval_M of the original release, a local
     copy identified by its sha256)."""
-    out: dict[str, Any] = {}
-    if not (corpus or {}).get("same_as_paper"):
+    out: dict[str, BesidePublished] = {}
+    if not (corpus and corpus["same_as_paper"]):
         return out
     for paper, ours in PUBLISHED["ours"].items():
         if ours not in retrievers:

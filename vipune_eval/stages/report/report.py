@@ -31,14 +31,21 @@ from vipune_eval.stages.report.compare import adjust_family, compare_runs
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
+    Comparison,
+    Corpus,
+    DatasetFingerprint,
     Diagnostics,
     EmbedBlock,
+    FilterSummary,
     GranularityBlock,
     ModelProvenance,
+    Preflight,
     Report,
     RetrieverEntry,
     ViewBlock,
+    VipuneFingerprint,
     VipuneLaneFingerprint,
+    WhatIf,
 )
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.vipune.release import RELEASE
@@ -55,7 +62,7 @@ class LoadedView:
     """One view as the report needs it: its manifest entry and what its files hold."""
 
     entry: ManifestView  # the manifest's entry (names, paths, ks, measures)
-    summary: dict[str, Any]  # the filter's summary.json
+    summary: FilterSummary
     metrics: dict[str, dict[str, Any]]  # run name → the score stage's metrics
     counts: ViewCounts
 
@@ -72,9 +79,9 @@ class Loaded:
     tallies: list[Tally]  # the embed jobs' tallies, every view's shards
     builds: dict[str, dict[str, Any]]  # build id → its primary-view metrics (vipune.compare)
     lab: dict[str, dict[str, Any]]  # what-if run name → its metrics (runs not configured)
-    fingerprints: dict[str, dict[str, Any]]  # build id → fingerprint
-    preflights: dict[str, dict[str, Any]]  # build id → preflight result
-    dataset: dict[str, Any]
+    fingerprints: dict[str, VipuneFingerprint]  # build id → fingerprint
+    preflights: dict[str, Preflight]  # build id → preflight result
+    dataset: DatasetFingerprint
     model: dict[str, Any]
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
@@ -223,7 +230,7 @@ def changes(
     return out
 
 
-def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> dict[str, Any]:
+def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> Comparison:
     """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
     shared = sorted(set(a["per_query"]) & set(b["per_query"]))
     rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
@@ -300,7 +307,7 @@ def build(loaded: Loaded) -> Report:
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
-        "corpus": manifest.get("corpus"),
+        "corpus": cast("Corpus | None", manifest.get("corpus")),  # registry.datasets.corpus's keys
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {
@@ -417,7 +424,7 @@ def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProv
     )
 
 
-def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
 
     def run(entry: LabRun) -> dict[str, Any]:
@@ -429,7 +436,7 @@ def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> dict[s
         }
 
     block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]), [run(v) for v in lab["variants"]])
-    return {**block, "grid": lab["grid"]}
+    return cast(WhatIf, {**block, "grid": lab["grid"]})  # analyse's keys: one is named by a split
 
 
 def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:

@@ -1,15 +1,16 @@
 """report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
 sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
-them reads from it (``primary_ks``). No computation: the report's commands share this module, and
-an edit here reruns only them."""
+them reads from it (``primary_ks``, the headline's k and keys). No computation: the report's
+commands share this module, and an edit here reruns only them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.report_inputs import ScoredWith
+from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 
 
@@ -34,6 +35,36 @@ class RetrieverEntry(_Entry, total=False):
     search_seconds: dict[str, float]  # p50, p95, max, calls
 
 
+class FilterSplit(TypedDict):
+    seed: int
+    dev_fraction: float
+    dev: int  # pairs
+    test: int
+
+
+class _FilterSummary(TypedDict):
+    protocol: str
+    granularity: str
+    instances: int
+    abstention: int
+    pairs: int
+    per_category: dict[str, int]  # category → pairs
+    gold_source: dict[str, int]
+    session_slots: int
+    created_at_policy: str
+    split: FilterSplit
+
+
+class FilterSummary(_FilterSummary, total=False):
+    """A view's summary.json (stages.filter.pairs); the keys below only for the official protocol."""
+
+    skip_rule: str
+    skipped_without_user_side_evidence: int
+    pairs_all: int
+    pairs_with_empty_gold: int
+    pairs_all_with_empty_gold: int
+
+
 class ViewBlock(TypedDict):
     """One view: its protocol × granularity, its pairs and rows, and every retriever it scored."""
 
@@ -44,7 +75,7 @@ class ViewBlock(TypedDict):
     scored_with: ScoredWith  # what every run of the view was scored with, and its searches ranked to
     pairs: int
     qrels: str
-    summary: dict[str, Any]  # the filter's summary.json
+    summary: FilterSummary
     measures: dict[str, str]  # measure → definition
     rows: int
     unique_texts: int
@@ -73,6 +104,25 @@ class LaneBuild(TypedDict, total=False):
     sources: dict[str, Any]  # the sha256s of what it compiled; ``copies``: list[LaneCopy]
 
 
+class _VipuneFingerprint(TypedDict):
+    kind: str
+    id: str
+    sha256: str
+    version: str
+
+
+class VipuneFingerprint(_VipuneFingerprint, total=False):
+    """A vipune build's fingerprint (vipune.binary.binary_fingerprint: ``files`` and
+    ``content_sha256`` where vipune.fingerprint_files are set), or a vipune-lane built alone
+    (vipune.vipune_lane.lane_only_fingerprint: ``lane_only``, ``binary``, ``built``)."""
+
+    files: dict[str, str]
+    content_sha256: str
+    lane_only: bool
+    binary: str
+    built: LaneBuild
+
+
 class VipuneLaneFingerprint(TypedDict):
     """A vipune-lane's fingerprint (vipune.vipune_lane.lane_fingerprint): provenance.lane, a build's ``lane``."""
 
@@ -82,6 +132,35 @@ class VipuneLaneFingerprint(TypedDict):
     version: str
     binary: str  # the build id of the binary it was built beside
     built: LaneBuild
+
+
+class Compared(TypedDict):
+    """One metric in one group of pairs, run a against run b (stages.report.compare)."""
+
+    a: float
+    b: float
+    difference: float  # a − b
+    interval: list[float]  # the difference's paired-bootstrap interval
+    pairs: int
+    a_better: int
+    b_better: int
+    test: str  # mcnemar-exact, paired-randomization
+    p: float
+    p_holm: float
+    significant: bool
+
+
+class Comparison(TypedDict):
+    """Two runs compared pair by pair, overall and per category (stages.report.compare.compare_runs)."""
+
+    overall: dict[str, Compared]  # metric key → its comparison
+    per_category: dict[str, dict[str, Compared]]
+    alpha: float
+    confidence: float
+    names: list[str]  # a, b
+    correction: str
+    comparisons: int
+    summary: list[str]  # each significant difference in a sentence (or that there is none)
 
 
 class BuildEntry(RetrieverEntry, total=False):
@@ -95,8 +174,134 @@ class BuildEntry(RetrieverEntry, total=False):
     follows_contract: bool
     failed_checks: list[str]
     drift: list[str]
-    comparison: dict[str, Any]
+    comparison: Comparison
     changes: list[dict[str, Any]]
+
+
+Split = Literal["dev", "test"]  # stages.filter.split's names (stages.report.whatif.SPLITS)
+
+
+class WhatIfBase(TypedDict):
+    """The what-if lab's base retriever: its measure on each split and its pairs there."""
+
+    name: str
+    params: dict[str, Any]
+    run: str
+    dev: float | None  # None: no pair on that split
+    test: float | None
+    pairs: dict[str, int]  # split → pairs
+
+
+class WhatIfVariant(TypedDict):
+    """A variant of the base: its measure on each split, its difference from the base on the
+    confirmation split (None: no pair both scored there) with its interval and p, Holm's p."""
+
+    name: str
+    params: dict[str, Any]
+    run: str
+    dev: float | None
+    test: float | None
+    pairs: int  # the pairs of the confirmation split it and the base both scored
+    test_delta: float | None
+    p: float
+    interval: list[float] | None
+    p_holm: float
+
+
+class _WhatIf(TypedDict):
+    measure: str
+    select_on: Split
+    confirm_on: Split
+    tried: int
+    correction: str
+    alpha: float
+    base: WhatIfBase
+    chosen: str | None  # None: no pair on the selection split
+    chosen_is_base_setting: bool
+    confirmed: bool
+    variants: list[WhatIfVariant]
+    grid: dict[str, list[Any]]  # the config's grid (core.report_inputs.LabManifest)
+
+
+class WhatIf(_WhatIf, total=False):
+    """report.json's ``whatif``: the variant chosen on one split, confirmed on the other
+    (stages.report.whatif.analyse); ``best_on_<confirm_on>``: the best there (None: no pair)."""
+
+    best_on_dev: str | None
+    best_on_test: str | None
+
+
+class Baseline(BuildEntry, total=False):
+    """vipune.baseline's build entry, with its fingerprint."""
+
+    vipune: VipuneFingerprint
+
+
+class SplitEntry(TypedDict):
+    pairs: int
+    metrics: dict[str, float]
+    intervals: dict[str, list[float] | None]
+
+
+class SplitBlock(TypedDict):
+    """A split of the primary view: its pairs and each retriever's numbers there."""
+
+    pairs: int
+    retrievers: dict[str, SplitEntry]
+
+
+class Published(TypedDict):
+    """LongMemEval's published figures (stages.report.published.PUBLISHED)."""
+
+    source: str
+    corpus: str
+    retrievers: dict[str, dict[str, float]]  # the paper's row → metric key → figure
+    ours: dict[str, str]  # the paper's row → the configured retriever that reproduces it
+
+
+class BesidePublished(TypedDict):
+    """A published row beside the retriever that reproduces it, with the corpus of each."""
+
+    retriever: str
+    paper: dict[str, float]
+    paper_corpus: str
+    ours_corpus: str
+    ours_all: dict[str, float]  # its metrics_all: the set the paper's script averages
+    ours_all_pairs: int
+    ours: dict[str, float]
+    ours_pairs: int
+
+
+class Official(TypedDict):
+    """LongMemEval's own protocol at session granularity, and the paper's figures beside it."""
+
+    protocol: str
+    pairs: int
+    skipped_without_user_side_evidence: int
+    pairs_with_empty_gold: int
+    skip_rule: str
+    qrels: str
+    pairs_all: int
+    ks: list[int]
+    measures: dict[str, str]
+    retrievers: dict[str, RetrieverEntry]
+    published: Published
+    beside_published: dict[str, BesidePublished]  # nothing unless the corpus is the paper's
+
+
+class Corpus(TypedDict):
+    """The data scored: its preset and release, its file and pins (registry.datasets.corpus)."""
+
+    preset: str | None
+    release: str
+    repo_id: str | None
+    filename: str
+    revision: str | None
+    sha256: str | None
+    local_path: bool
+    source: str
+    same_as_paper: bool
+    note: str
 
 
 class _Granularity(TypedDict):
@@ -110,7 +315,7 @@ class _Granularity(TypedDict):
 class GranularityBlock(_Granularity, total=False):
     """One granularity of the seed protocol; every one but session compared with session."""
 
-    vs_session: dict[str, dict[str, Any]]  # retriever → its paired comparison
+    vs_session: dict[str, Comparison]  # retriever → its paired comparison
 
 
 class _Agreement(TypedDict):
@@ -284,15 +489,53 @@ class ModelProvenance(TypedDict):
     pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
 
 
+class DatasetFingerprint(TypedDict):
+    """provenance.dataset (core.fingerprints.dataset_fingerprint)."""
+
+    kind: str
+    sha256: str
+    repo_id: str | None
+    filename: str | None
+    revision: str | None
+    resolved_commit: str | None
+
+
+class PreflightCheck(TypedDict, total=False):
+    check: str
+    expected: Any
+    seen: Any
+    passed: bool
+    drift: str  # what a failure is, in words, where that is known
+
+
+class Preflight(TypedDict, total=False):
+    """A build's preflight (stages.search.preflight); a file of an earlier vipune-eval lacks some keys."""
+
+    binary: VipuneFingerprint
+    mode: str
+    checks: list[PreflightCheck]
+    embedding_parity: PreflightCheck
+    query_embedding_parity: PreflightCheck
+    follows_contract: bool
+    failed_checks: list[str]
+    drift: list[str]  # each failure in words
+
+
+class SplitRule(TypedDict):
+    seed: int
+    dev_fraction: float
+    rule: str
+
+
 class Provenance(TypedDict):
-    dataset: dict[str, Any]  # the dataset's fingerprint
+    dataset: DatasetFingerprint
     model: ModelProvenance
-    vipune: dict[str, Any] | None  # the primary build's fingerprint
+    vipune: VipuneFingerprint | None  # the primary build's fingerprint
     lane: VipuneLaneFingerprint | None  # its vipune-lane's
-    preflight: dict[str, Any] | None  # its preflight's checks
-    builds: dict[str, dict[str, Any]]  # build id → its fingerprint
+    preflight: Preflight | None  # its preflight's checks
+    builds: dict[str, VipuneFingerprint]  # build id → its fingerprint
     contract_release: str
-    split: dict[str, Any]
+    split: SplitRule
     views: dict[str, str]  # view name → its description
     config: dict[str, Any]
     package: dict[str, str]
@@ -308,20 +551,20 @@ class Report(TypedDict, total=False):
     qrels: str
     protocol: str
     measures: dict[str, str]  # measure → definition
-    dataset: dict[str, Any]  # the primary view's filter summary
+    dataset: FilterSummary  # the primary view's
     retrievers: dict[str, RetrieverEntry]  # the primary view's entries
     retriever_order: list[str]  # the order tables and plots show them: vipune's lanes first
     retriever_settings: dict[str, dict[str, Any]]
-    corpus: dict[str, Any] | None
-    comparisons: dict[str, dict[str, Any]]
+    corpus: Corpus | None
+    comparisons: dict[str, Comparison]  # "A vs B" → its paired comparison
     views: dict[str, ViewBlock]  # view name → its block, every view (the primary included)
     builds: list[BuildEntry]
     builds_compared_on: str | None  # the retriever the builds are compared by: vipune, or vipune-lib (the loop)
-    baseline: dict[str, Any]
-    splits: dict[str, dict[str, Any]]
+    baseline: Baseline
+    splits: dict[str, SplitBlock]  # dev, test
     granularities: dict[str, GranularityBlock]
-    whatif: dict[str, Any]
-    official: dict[str, Any]
+    whatif: WhatIf
+    official: Official
     diagnostics: Diagnostics
     embed: EmbedBlock
     provenance: Provenance
@@ -331,3 +574,18 @@ class Report(TypedDict, total=False):
 def primary_ks(report: Report) -> list[int]:
     """The cut-offs of the primary view: the headline's, the plots' and the diagnostics'."""
     return report["views"][PRIMARY.name]["ks"]
+
+
+def primary_k(report: Report) -> int:
+    """The headline's k among them (registry.measures.primary_k): the diagnostics', the builds' lines'."""
+    return measures.primary_k(primary_ks(report))
+
+
+def primary_key(report: Report) -> str:
+    """The headline measure at the headline's k (recall@5)."""
+    return measures.key(measures.PRIMARY, primary_k(report))
+
+
+def recall_keys(report: Report) -> list[str]:
+    """The headline measure at each cut-off: the headline table's columns, the gate's measures."""
+    return [measures.key(measures.PRIMARY, k) for k in primary_ks(report)]

@@ -6,7 +6,7 @@ report imports it, not the registry). ``analyse`` picks ``chosen``, the best on 
 tie goes to the base's own setting when it is among the tied, else to the first in grid order),
 and tests every variant against the base on the other split: the difference, a paired
 randomisation p, a paired bootstrap interval, and Holm's correction over the whole grid (every
-variant tried is one comparison).
+variant tried is one comparison). stages.report.sections.lab words the verdict.
 """
 
 from __future__ import annotations
@@ -113,51 +113,3 @@ def analyse(
         f"best_on_{confirm_on}": best_confirm["name"] if best_confirm else None,
         "variants": rows,
     }
-
-
-def verdict(block: dict[str, Any]) -> list[str]:
-    """Plain sentences: what was chosen, whether the other split confirms it, and how many were tried."""
-    measure, sel, conf = block["measure"], block["select_on"], block["confirm_on"]
-    rows = {r["name"]: r for r in block["variants"]}
-    chosen = rows.get(block["chosen"])
-    base = block["base"]
-    if not rows:
-        return ["No variant was scored."]
-    out = [
-        f"{block['tried']} variants of `{base['name']}` tried; {measure} chosen on {sel} "
-        f"({base['pairs'][sel]} pairs), confirmed on {conf} ({base['pairs'][conf]} pairs); "
-        f"{block['correction']}."
-    ]
-    if chosen is None:  # analyse chooses on any pairs there are
-        out.append(
-            f"There are no pairs on the {sel} split: nothing can be chosen (set split.dev_fraction "
-            f"so that the {sel} split holds pairs, or evaluate more pairs)."
-        )
-        return out
-    if not base["pairs"][conf]:
-        out.append(
-            f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base {base[sel]:.3f}); "
-            f"no pairs on the {conf} split: nothing can be confirmed."
-        )
-        return out
-    if block["chosen_is_base_setting"]:
-        out.append(f"Chosen on {sel}: `{chosen['name']}`, the base's own setting — no change is suggested.")
-    else:
-        delta = chosen["test_delta"]
-        shown = "–" if delta is None else f"{100 * delta:+.1f} points, p_holm = {chosen['p_holm']:.3f}"
-        state = (
-            "confirmed"
-            if block["confirmed"]
-            else f"not confirmed (no significant gain after Holm over {block['tried']} variants)"
-        )
-        out.append(
-            f"Chosen on {sel}: `{chosen['name']}` ({sel} {chosen[sel]:.3f} vs base "
-            f"{base[sel]:.3f}); on {conf} against the base: {shown} — {state}."
-        )
-    best = block.get(f"best_on_{conf}")
-    if best and best != block["chosen"]:
-        out.append(
-            f"`{best}` scores best on {conf} but was not chosen on {sel}: it is not the winner "
-            f"(picking by the {conf} score is the lucky pick the split guards against)."
-        )
-    return out

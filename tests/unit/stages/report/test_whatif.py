@@ -1,4 +1,4 @@
-"""The what-if lab's verdict (stages/report/whatif.py): the chosen variant is the best on the
+"""The what-if lab's verdict (stages/report/whatif.py, worded by sections/lab.py): the chosen variant is the best on the
 selection split (ties to the base's own setting, else the first in grid order), and on the other
 split every variant is tested against the base with Holm's correction over the whole grid."""
 
@@ -6,6 +6,7 @@ import pytest
 
 from vipune_eval.stages.filter import split
 from vipune_eval.stages.report import whatif
+from vipune_eval.stages.report.sections.lab import verdict
 
 
 def test_the_splits_are_the_filters():
@@ -63,7 +64,7 @@ def test_analyse_by_hand(monkeypatch):
     assert block["chosen"] == "hybrid~k=90" and not block["chosen_is_base_setting"]
     assert block["best_on_test"] == "hybrid~k=60"
     assert block["confirmed"] is False  # its p_holm 0.09 is not below 0.05
-    text = " ".join(whatif.verdict(block))
+    text = " ".join(verdict(block))
     assert "4 variants" in text and "`hybrid~k=60` scores best on test but was not chosen on dev" in text
     assert "not the winner" in text
 
@@ -75,7 +76,7 @@ def test_a_tie_on_dev_goes_to_the_base_setting():
     runs[1] = run("hybrid~k=25", BASE, dev=[1, 1, 0, 0], test=[1, 0, 1, 0, 0, 0, 0, 0])
     block = whatif.analyse(M, "dev", run("hybrid", BASE, [1, 1, 0, 0], [1, 0, 1, 0, 0, 0, 0, 0]), runs, resamples=200)
     assert block["chosen"] == "hybrid~k=25" and block["chosen_is_base_setting"]
-    assert "no change is suggested" in " ".join(whatif.verdict(block))
+    assert "no change is suggested" in " ".join(verdict(block))
 
 
 def test_real_tests_and_intervals_come_from_stats():
@@ -112,7 +113,7 @@ def test_no_pairs_on_the_selection_split_chooses_nothing_and_says_so(tmp_path):
     ):
         block = whatif.analyse(M, "dev", base, grid, resamples=100)
         assert block["chosen"] is None and not block["chosen_is_base_setting"] and not block["confirmed"]
-        text = " ".join(whatif.verdict(block))
+        text = " ".join(verdict(block))
         assert "no pairs on the dev split: nothing can be chosen" in text
         assert "no change is suggested" not in text and "scores best on test" not in text
         report = {"whatif": {**block, "grid": {"k": [10, 60]}}}
@@ -127,6 +128,6 @@ def test_no_pairs_on_the_confirmation_split_confirms_nothing_and_says_so():
         M, "dev", base, [run("hybrid~k=10", {"k": 10}, [1, 1], []), run("hybrid~k=25", BASE, [1, 0], [])], resamples=100
     )
     assert block["chosen"] == "hybrid~k=10" and not block["confirmed"]
-    text = " ".join(whatif.verdict(block))
+    text = " ".join(verdict(block))
     assert "no pairs on the test split: nothing can be confirmed" in text
     assert "not confirmed" not in text and "scores best on test" not in text

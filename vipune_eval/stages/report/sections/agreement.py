@@ -5,7 +5,7 @@ in the diagnostics and, where they disagree, in the warnings."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import lanes, measures
+from vipune_eval.registry import lanes
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Item
 from vipune_eval.stages.report.report_json import (
@@ -13,11 +13,12 @@ from vipune_eval.stages.report.report_json import (
     Report,
     differ_top,
     mirror_agreement,
+    primary_k,
     primary_ks,
     same_top_share,
 )
 from vipune_eval.stages.report.sections.orders import and_listed, in_view, view_order
-from vipune_eval.stages.report.sections.provenance import copied, lane_copies
+from vipune_eval.stages.report.sections.provenance import stale_items
 
 MISMATCH_SHOWN = 0.05  # a vipune run and its mirror differing on more pairs than this is a warning
 
@@ -51,11 +52,11 @@ def _share(share: float | None) -> str:
     return "no pair" if share is None else f"{share:.1%}"
 
 
-def items(report: Report, ks: list[int]) -> list[Item]:
+def items(report: Report) -> list[Item]:
     """The diagnostics' bullets: each lane's agreement with its mirror, then each lib lane's with
     the binary, on the top k of every k in the primary view, on the largest k in every other view;
     and the pairs one of them scored and the other did not."""
-    d = report["diagnostics"]
+    d, ks = report["diagnostics"], primary_ks(report)
     out = []
     for run, key in mirrored():
         agree = mirror_agreement(d, key)
@@ -117,7 +118,7 @@ def why_apart(report: Report) -> str:
     query parity failed: the binary measures its new query embedding, vipune-lib the cached
     vectors), a preflight check the binary now fails; else that the harness cannot tell."""
     prov = report["provenance"]
-    stale = [copied(c) for c in lane_copies(prov.get("lane")) if not c.get("same")]
+    stale = stale_items(prov["lane"])
     checks = [c for c in (prov.get("preflight") or {}).get("checks") or [] if not c.get("passed")]
     query = [c for c in checks if c["check"] == "query_embedding_parity"]
     others = [c.get("drift") or c["check"] for c in checks if c["check"] != "query_embedding_parity"]
@@ -150,7 +151,7 @@ def disagreements(report: Report) -> list[str]:
     in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
     of them scored and the other did not (their averages are over different pairs)."""
     d = report["diagnostics"]
-    k = measures.primary_k(primary_ks(report))
+    k = primary_k(report)
     out = []
     for run, key in mirrored():
         agree = mirror_agreement(d, key)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table, cell
-from vipune_eval.stages.report.report_json import GranularityBlock, Report
+from vipune_eval.stages.report.report_json import GranularityBlock, Report, primary_key
 from vipune_eval.stages.report.sections.orders import by_granularity, by_measure, by_retriever, view_order
 from vipune_eval.stages.report.sections.tables import noted, retriever_table
 
@@ -22,12 +22,12 @@ def _cell(block: GranularityBlock, name: str, key: str) -> str:
     return cell(entry["metrics"][key], entry["intervals"][key]) + (f" ({entry['pairs']} pairs)" if fewer else "")
 
 
-def granularities_section(report: Report, k: int) -> list[Section]:
+def granularities_section(report: Report) -> list[Section]:
     if not report["granularities"]:
         return []
     grains = {g: report["granularities"][g] for g in by_granularity(report["granularities"])}
     names = list(by_retriever(report, next(iter(grains.values()))["retrievers"]))
-    key = measures.key(measures.PRIMARY, k)
+    key = primary_key(report)
     rows = [
         [
             g,
@@ -69,8 +69,12 @@ def published_blocks(report: Report) -> list[Block]:
     """LongMemEval's published figures, our `bm25-lme` beside them where the corpus is the paper's."""
     published = report["official"]["published"]
     cols = sorted({c for row in published["retrievers"].values() for c in row})
-    corpus = report.get("corpus") or {}
-    on = "; on the paper's original corpus, not this run's cleaned one" if corpus.get("release") == "cleaned" else ""
+    corpus = report.get("corpus")
+    on = (
+        "; on the paper's original corpus, not this run's cleaned one"
+        if corpus and corpus["release"] == "cleaned"
+        else ""
+    )
     beside = report["official"].get("beside_published", {})
     rows = []
     for name, row in published["retrievers"].items():
@@ -99,13 +103,9 @@ def published_blocks(report: Report) -> list[Block]:
         Paragraph("Published figures on other retrievers (not ours; " + published["source"] + on + "):"),
         Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)]),
     ]
-    if not beside and not corpus.get("same_as_paper"):
-        blocks.append(
-            Paragraph(
-                f"Not set beside our numbers: this run scored {corpus.get('preset') or 'a file'} "
-                f"({corpus.get('note', 'an unidentified dataset')}), not the paper's corpus."
-            )
-        )
+    if not beside and not (corpus and corpus["same_as_paper"]):
+        scored = f"{corpus['preset'] or 'a file'} ({corpus['note']})" if corpus else "a file (an unidentified dataset)"
+        blocks.append(Paragraph(f"Not set beside our numbers: this run scored {scored}, not the paper's corpus."))
     elif not beside:
         blocks.append(
             Paragraph(

@@ -10,9 +10,8 @@ A new table or section is one function in the module of what it draws, listed in
 from __future__ import annotations
 
 from vipune_eval.core import paths
-from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Document, Item, Section
-from vipune_eval.stages.report.report_json import Report, primary_ks
+from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import (
     by_view,
     explanations,
@@ -23,7 +22,6 @@ from vipune_eval.stages.report.sections import (
     throughput,
     vipune_builds,
 )
-from vipune_eval.stages.report.sections.orders import by_measure
 from vipune_eval.stages.report.sections.warnings import warnings
 
 # Where a run's files are: (path, what it holds), in the order a person opens them.
@@ -36,22 +34,19 @@ FILES = (
 
 def document(report: Report) -> Document:
     """Every section of the report, built once."""
-    ks = primary_ks(report)
-    keys = measures.keys(ks, by_measure(report["measures"]))
-    k = measures.primary_k(ks)
     table = overall.headline(report)
     warned = warnings(report, table)
     sections = [  # the warnings first: report.md's first lines after what was scored
         *([Section("warnings", "Warnings", [Bullets(list(map(Item, warned)))])] if warned else []),
-        *vipune_builds.builds_section(report, keys),
-        *overall.overall_section(report, keys),
-        *overall.per_category_sections(report, ks),
-        *overall.split_section(report, keys),
+        *vipune_builds.builds_section(report),
+        *overall.overall_section(report),
+        *overall.per_category_sections(report),
+        *overall.split_section(report),
         *overall.comparisons_section(report),
-        *by_view.granularities_section(report, k),
+        *by_view.granularities_section(report),
         *lab.whatif_section(report),
         *by_view.official_sections(report),
-        *misses.diagnostics_sections(report, ks, k),
+        *misses.diagnostics_sections(report),
         *explanations.explanations_sections(report),
         throughput.embed_section(report),
         *overall.notes_section(report),

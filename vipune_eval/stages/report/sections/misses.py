@@ -5,9 +5,11 @@ each gold session."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import lanes, measures
+from typing import Any
+
+from vipune_eval.registry import lanes
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table
-from vipune_eval.stages.report.report_json import Report
+from vipune_eval.stages.report.report_json import Report, primary_k, primary_key
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import by_retriever
 from vipune_eval.stages.report.sections.tables import opt
@@ -27,10 +29,17 @@ def truncation_warning(report: Report) -> list[str]:
     ]
 
 
-def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]:
+def worst_pairs(report: Report) -> list[dict[str, Any]]:
+    """The gold ranks of the worst pairs (fewer than all their gold sessions in the top k, the
+    headline's k): the diagnostics list them, the report explains them (stages.report.explain)."""
+    recall = primary_key(report)
+    return [r for r in report["diagnostics"]["gold_ranks"]["pairs"] if r[recall] < 1][:WORST_PAIRS]
+
+
+def diagnostics_sections(report: Report) -> list[Section]:
     d = report["diagnostics"]
     t = d["truncation"]
-    recall = measures.key(measures.PRIMARY, k)
+    k, recall = primary_k(report), primary_key(report)
     items = [
         Item(
             f"{t['truncated_share']:.1%} of the {t['session_texts']} session texts are over 512 tokens "
@@ -62,7 +71,7 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
                 sub,
             )
         )
-    items += agreement.items(report, ks)
+    items += agreement.items(report)
     for lane in lanes.LANES:
         entry = report["retrievers"].get(lane.hybrid)
         seconds = entry.get("search_seconds") if entry else None
@@ -74,7 +83,7 @@ def diagnostics_sections(report: Report, ks: list[int], k: int) -> list[Section]
                 )
             )
     ranks = d["gold_ranks"]
-    misses = [r for r in ranks["pairs"] if r[recall] < 1][:WORST_PAIRS]
+    misses = worst_pairs(report)
     worst = Table(
         ["question", "category", recall, "gold ranks"],
         [

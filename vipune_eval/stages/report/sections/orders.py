@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 
 from vipune_eval.registry import granularities, measures
-from vipune_eval.stages.report.report_json import Report, RetrieverEntry
+from vipune_eval.stages.report.report_json import Report, RetrieverEntry, primary_ks
 
 T = TypeVar("T")
 
@@ -16,6 +16,12 @@ T = TypeVar("T")
 def by_measure(names: Collection[str]) -> list[str]:
     """Measure names in the registry's order."""
     return [m.name for m in measures.MEASURES if m.name in names]
+
+
+def table_keys(report: Report) -> list[str]:
+    """The primary view's metric keys, every at-k measure at each of its ks, in the registry's
+    order of measures: the columns of its tables."""
+    return measures.keys(primary_ks(report), by_measure(report["measures"]))
 
 
 def by_granularity(names: Any) -> list[str]:

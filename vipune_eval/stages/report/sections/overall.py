@@ -4,41 +4,39 @@ measures' definitions)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table
-from vipune_eval.stages.report.report_json import Report, primary_ks
-from vipune_eval.stages.report.sections.orders import by_measure, ordered
+from vipune_eval.stages.report.report_json import Comparison, Report, primary_k, primary_ks, recall_keys
+from vipune_eval.stages.report.sections.orders import by_measure, ordered, table_keys
 from vipune_eval.stages.report.sections.tables import noted, per_category_table, retriever_table
 
 
 def headline(report: Report) -> Table:
     """Each retriever (vipune's lanes first) with its pairs and recall@k, k of the primary view,
     with intervals."""
-    keys = [measures.key(measures.PRIMARY, k) for k in primary_ks(report)]
-    return retriever_table(ordered(report), keys)
+    return retriever_table(ordered(report), recall_keys(report))
 
 
-def overall_section(report: Report, keys: list[str]) -> list[Section]:
-    return [Section("overall", "Overall (95% intervals in brackets)", noted(retriever_table(ordered(report), keys)))]
+def overall_section(report: Report) -> list[Section]:
+    table = retriever_table(ordered(report), table_keys(report))
+    return [Section("overall", "Overall (95% intervals in brackets)", noted(table))]
 
 
-def per_category_sections(report: Report, ks: list[int]) -> list[Section]:
+def per_category_sections(report: Report) -> list[Section]:
     """One section per k; the primary k's is keyed ``per-category`` (its plot stands beside it)."""
-    primary = measures.primary_k(ks)
+    primary = primary_k(report)
     return [
         Section(
             "per-category" if k == primary else f"per-category@{k}",
             f"{key} per category",
             per_category_table(ordered(report), key),
         )
-        for k in ks
+        for k in primary_ks(report)
         for key in [measures.key(measures.PRIMARY, k)]
     ]
 
 
-def split_section(report: Report, keys: list[str]) -> list[Section]:
+def split_section(report: Report) -> list[Section]:
     """The test split's table: each retriever's pairs there (and how many of the split's it failed)."""
     splits, split = report["splits"], report["provenance"]["split"]
     test = {n: splits["test"]["retrievers"][n] for n in report["retriever_order"] if n in splits["test"]["retrievers"]}
@@ -50,13 +48,13 @@ def split_section(report: Report, keys: list[str]) -> list[Section]:
             f"({splits['test']['pairs']} pairs)",
             [
                 Paragraph(f"Split seed {split['seed']}, dev fraction {split['dev_fraction']} ({split['rule']}). Test:"),
-                *noted(retriever_table(test, keys, failed)),
+                *noted(retriever_table(test, table_keys(report), failed)),
             ],
         )
     ]
 
 
-def _comparisons(report: Report) -> list[tuple[str, Any]]:
+def _comparisons(report: Report) -> list[tuple[str, Comparison]]:
     """The paired comparisons ("A vs B") in the report's order of B."""
     compared = report["comparisons"]
     rank = {name: i for i, name in enumerate(report["retriever_order"])}

@@ -78,6 +78,12 @@ def lane_copies(lane: VipuneLaneFingerprint | None) -> list[LaneCopy]:
     return copies
 
 
+def stale_items(lane: VipuneLaneFingerprint | None) -> list[str]:
+    """Each item a vipune-lane copies that its source changes or no longer has, named (``copied``):
+    the binary runs this source there, vipune-lib the copy."""
+    return [copied(c) for c in lane_copies(lane) if not c.get("same")]
+
+
 def changed_copies(lane: VipuneLaneFingerprint) -> list[str]:
     """Each item of vipune's code a vipune-lane copies that the source it was built against
     changes or no longer has, in words."""
@@ -144,7 +150,7 @@ def corpus_line(report: Report) -> str | None:
     corpus = report.get("corpus")
     if not corpus:
         return None
-    sha = f", sha256 {corpus['sha256'][:12]}…" if corpus.get("sha256") else ""
+    sha = f", sha256 {corpus['sha256'][:12]}…" if corpus["sha256"] else ""
     return f"corpus: {corpus['preset'] or corpus['release']} ({corpus['source']}{sha}): {corpus['note']}"
 
 

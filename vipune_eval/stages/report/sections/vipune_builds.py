@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
-from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_ks
+from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_key, primary_ks
+from vipune_eval.stages.report.sections.orders import table_keys
 from vipune_eval.stages.report.sections.provenance import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
 
@@ -44,8 +45,7 @@ def build_lines(report: Report) -> list[str]:
     builds = report["builds"]
     if len(builds) < 2:
         return []
-    ks = primary_ks(report)
-    key = measures.key(measures.PRIMARY, measures.primary_k(ks))
+    ks, key = primary_ks(report), primary_key(report)
     on = report.get("builds_compared_on") or "vipune"
     lines = []
     for b in builds[1:]:
@@ -71,10 +71,11 @@ def build_lines(report: Report) -> list[str]:
     return lines
 
 
-def builds_section(report: Report, keys: list[str]) -> list[Section]:
+def builds_section(report: Report) -> list[Section]:
     builds = report["builds"]
     if not builds:
         return []
+    keys = table_keys(report)
     rows = []
     for i, b in enumerate(builds):
         label = f"{b['id']} (primary)" if i == 0 else b["id"]

@@ -57,7 +57,7 @@ def test_a_granularity_where_a_retriever_failed_a_pair_says_every_cells_pair_cou
         },
     )
     report = build(loaded)
-    [section] = granularities_section(report, 5)
+    [section] = granularities_section(report)
     table = section.blocks[0]
     assert table.columns == [
         "granularity",

@@ -22,6 +22,7 @@ def test_report_text_when_every_gold_session_is_truncated():
         },
         "retrievers": {},
         "retriever_order": [],
+        "views": {"session": {"ks": [5]}},
     }
-    text = "\n".join(map(section, diagnostics_sections(report, [5], 5)))
+    text = "\n".join(map(section, diagnostics_sections(report)))
     assert "recall@5 0.500 with truncated gold, – without" in text

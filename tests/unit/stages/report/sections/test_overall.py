@@ -24,7 +24,7 @@ def test_the_split_table_gives_each_retriever_the_pairs_it_scored_on_the_test_sp
     how many of the split's it scored and how many failed (every row said the split's count)."""
     refused = failed_pair("persona q7: … exited 3: …", 3, "content exceeds 512-token embedding limit")
     loaded.views[0].metrics["vipune"] = metrics(tmp_path / "failed", "vipune", {"q7": refused})
-    [section] = overall.split_section(build(loaded), ["recall@5"])
+    [section] = overall.split_section(build(loaded))
     table = section.blocks[1]
     assert section.title == "Held-out split: tune on dev (2 pairs), report test (6 pairs)"
     assert {row[0]: row[1] for row in table.rows} == {"vipune": "5 (1 failed)", "dense": "6", "hybrid": "6"}
