@@ -5,6 +5,7 @@ once and a killed one leaves nothing behind."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -43,8 +44,6 @@ def test_a_contract_violation_is_a_recorded_failure_not_a_score(small, small_run
     ],
 )
 def test_a_broken_version_call_stops_the_run_saying_what_it_printed(small, workflow_env, tmp_path, fault, message):
-    import re
-
     workdir = make_workdir(tmp_path / "w", *small)
     proc = snakemake(workdir, "-n", env={**workflow_env, "FAKE_VIPUNE_FAULT": fault}, check=False)
     assert proc.returncode != 0
@@ -56,6 +55,15 @@ def test_a_changed_file_behind_a_wrapper_and_a_forced_rerun_really_search_again(
     build.write_text("build 1")
     workdir = clone(small_run, tmp_path / "w")
     set_config(workdir, vipune={"fingerprint_files": [str(build)]})
+    # The jobs that run the binary read the record of where those files are (vipune.binary
+    # .wrapped_record): its planned_file job comes first in the DAG (it once raced preflight).
+    dot = snakemake(workdir, "--dag", env=workflow_env).stdout
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]*)"', dot, re.M))
+    record = {n for n, label in labels.items() if label.startswith("planned_file") and ".wrapped.json" in label}
+    readers = {n for n, label in labels.items() if label.split("\\n")[0] in ("preflight", "search_vipune")}
+    edges = set(re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M))
+    assert len(record) == 1 and readers, labels
+    assert {(*record, reader) for reader in readers} <= edges
     snakemake(workdir, "--cores", "2", env=workflow_env)
     first = report(workdir)["provenance"]["vipune"]["id"]
     # Forced: the per-persona cache of a completed shard is not reused (a failing binary fails).

@@ -18,7 +18,7 @@ from vipune_eval.stages.report import report_html
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.retrievers import Kind
 from vipune_eval.registry.views import GRANULARITIES, OFFICIAL_GRANULARITIES, View
-from vipune_eval.vipune.binary import MISSING
+from vipune_eval.vipune.binary import MISSING, wrapped_record
 from snakemake.settings.enums import RerunTrigger
 
 RUN_LOCK = None  # the run's lock, taken by start_run: held until this process ends, kill -9 included
@@ -138,6 +138,14 @@ def binary_path(wildcards, input):
     alone would vanish from the command line.
     """
     return WS.builds.paths.get(wildcards.binary, "")
+
+
+def binary_wrapped_record(wildcards):
+    """Where the plan writes one (vipune.fingerprint_files set): the record of the files the wrapper
+    script named as the binary runs, which its jobs read beside the fingerprint
+    (vipune.binary.planned_binary), so its planned_file job must run first."""
+    record = str(wrapped_record(Path(paths.binary_fingerprint_file(wildcards.binary))))
+    return [record] if record in PLANNED else []
 
 
 def lane_binary_fingerprint(wildcards):

@@ -125,6 +125,7 @@ rule search_plugin:
 rule preflight:
     input:
         binary=paths.BINARY_FINGERPRINT,
+        wrapped=binary_wrapped_record,
         hf_home=paths.VIPUNE_HF_HOME,
         model=paths.MODEL_FINGERPRINT,
     output:
@@ -163,6 +164,7 @@ rule search_vipune:
         **SHARD_INPUTS,
         preflight=paths.PREFLIGHT,
         binary=paths.BINARY_FINGERPRINT,
+        wrapped=binary_wrapped_record,
         hf_home=paths.VIPUNE_HF_HOME,
     output:
         run=paths.fill(paths.SEARCH_SHARD, run=paths.vipune_run("{binary}")),

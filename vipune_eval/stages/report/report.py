@@ -39,7 +39,7 @@ from vipune_eval.stages.report.report_json import (
     FilterSummary,
     GranularityBlock,
     ModelProvenance,
-    Preflight,
+    PreflightResult,
     Report,
     RetrieverEntry,
     ViewBlock,
@@ -80,7 +80,7 @@ class Loaded:
     builds: dict[str, dict[str, Any]]  # build id → its primary-view metrics (vipune.compare)
     lab: dict[str, dict[str, Any]]  # what-if run name → its metrics (runs not configured)
     fingerprints: dict[str, VipuneFingerprint]  # build id → fingerprint
-    preflights: dict[str, Preflight]  # build id → preflight result
+    preflights: dict[str, PreflightResult]  # build id → preflight result
     dataset: DatasetFingerprint
     model: dict[str, Any]
     config: dict[str, Any]

@@ -508,7 +508,7 @@ class PreflightCheck(TypedDict, total=False):
     drift: str  # what a failure is, in words, where that is known
 
 
-class Preflight(TypedDict, total=False):
+class PreflightResult(TypedDict, total=False):
     """A build's preflight (stages.search.preflight); a file of an earlier vipune-eval lacks some keys."""
 
     binary: VipuneFingerprint
@@ -532,7 +532,7 @@ class Provenance(TypedDict):
     model: ModelProvenance
     vipune: VipuneFingerprint | None  # the primary build's fingerprint
     lane: VipuneLaneFingerprint | None  # its vipune-lane's
-    preflight: Preflight | None  # its preflight's checks
+    preflight: PreflightResult | None  # its preflight's checks
     builds: dict[str, VipuneFingerprint]  # build id → its fingerprint
     contract_release: str
     split: SplitRule
