@@ -24,7 +24,7 @@ from xml.etree import ElementTree
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
 from vipune_eval.registry.lanes import LIB
-from vipune_eval.stages.report.compare import compare_runs
+from vipune_eval.stages.report.compare import compare_scored
 from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
@@ -222,13 +222,8 @@ def _judge(run: Path) -> Verdict:
     _runs_all_of_it(report, on)
 
     keys = recall_keys(report)
-    qids = sorted(after["per_query"])
-    rows_after = {q: {k: after["per_query"][q][k] for k in keys} for q in qids}
-    rows_before = {q: {k: before["per_query"][q][k] for k in keys} for q in qids}
-    categories = {q: after["per_query"][q]["question_type"] for q in qids}
-    compared = compare_runs(
-        rows_after, rows_before, keys, categories, alpha=alpha, name_a=checkout["id"], name_b=baseline["id"]
-    )
+    qids = sorted(after["per_query"])  # the baseline's: the same pairs (checked above)
+    compared = compare_scored(after, before, keys, checkout["id"], baseline["id"], alpha)
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
     rows = [
         MeasureChange(

@@ -27,11 +27,10 @@ from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed import projection
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
-from vipune_eval.stages.report.compare import adjust_family, compare_runs
+from vipune_eval.stages.report.compare import adjust_family, compare_scored
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
-    Comparison,
     Corpus,
     DatasetFingerprint,
     Diagnostics,
@@ -227,15 +226,6 @@ def changes(
     return out
 
 
-def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> Comparison:
-    """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
-    shared = sorted(set(a["per_query"]) & set(b["per_query"]))
-    rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
-    rows_b = {q: {k: b["per_query"][q][k] for k in keys} for q in shared}
-    categories = {q: a["per_query"][q]["question_type"] for q in shared}
-    return compare_runs(rows_a, rows_b, keys, categories, name_a=name_a, name_b=name_b)
-
-
 def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
     entry: RetrieverEntry = {
         "run": m["run"],
@@ -310,7 +300,7 @@ def build(loaded: Loaded) -> Report:
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {
-        f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
+        f"{subject} vs {other}": compare_scored(metrics[subject], metrics[other], keys, subject, other)
         for other in metrics
         if other != subject
     }
@@ -474,7 +464,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     # so a difference is after − before and a change's values are [before, after]
     primary = runs[primary_id]
     compared = adjust_family(
-        {b: comparison(primary, m, keys, primary_id, b) for b, m in runs.items() if b != primary_id}
+        {b: compare_scored(primary, m, keys, primary_id, b) for b, m in runs.items() if b != primary_id}
     )
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]
@@ -503,7 +493,7 @@ def granularities(
         }
         if g != PRIMARY.granularity:
             out[g]["vs_session"] = {
-                name: comparison(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
+                name: compare_scored(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
                 for name, e in view.metrics.items()
                 if name in session
             }
