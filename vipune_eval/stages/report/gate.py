@@ -23,6 +23,7 @@ from xml.etree import ElementTree
 
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
+from vipune_eval.core.report_inputs import under
 from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_scored
 from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
@@ -79,11 +80,6 @@ class Verdict:
     moved: list[dict[str, Any]] = field(default_factory=list)  # report.json's changes: before → after
     notes: list[str] = field(default_factory=list)  # what else changes the reading (the report's words)
     suite: str = "vipune-eval gate"
-
-
-def under(run: Path, path: str) -> Path:
-    """A results path (``results/...``, as core.paths and the manifest write them) in the run folder ``run``."""
-    return run / Path(path).relative_to(paths.RESULTS)
 
 
 def _read(run: Path, path: str, what: str) -> Any:
