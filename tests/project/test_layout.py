@@ -22,7 +22,6 @@ WITHOUT_OWN_FILE = {
         "tests/unit/stages/test_score.py",
         "LongMemEval's own measures, beside the scoring that calls them",
     ),
-    "core.report_inputs": ("", "types only: the TypedDicts of the report's manifest"),
     "plan.config_args": (
         "tests/workflow/test_config_args.py",
         "it corrects Snakemake's own reading of --config, so it is tested through Snakemake",

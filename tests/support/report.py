@@ -113,15 +113,12 @@ def hand_made(tmp_path) -> Loaded:
         "lanes": {},
         "roles": {"bm25_and": None, "hybrid_and": "hybrid", "hybrid_or": None},
     }
-    rows = [
-        {"question_id": q, "gold": g, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]}
-        for q, g in GOLD.items()
-    ]
+    rows = [{"question_id": q, "row_sessions": [g[0], "x"], "row_text_ids": [f"t-{q}", "tx"]} for q, g in GOLD.items()]
     return Loaded(
         manifest=manifest,
         views=[LoadedView(entry, summary, m, {"rows": 16, "unique_texts": 9, "tokens_embedded": 900})],
         gold={q: set(g) for q, g in GOLD.items()},
-        rows_with_gold=rows,
+        rows=rows,
         truncated={**{f"t-{q}": q == "q7" for q in GOLD}, "tx": False},
         tallies=[
             Tally(

@@ -6,9 +6,17 @@ Its shape, shared by its writer (plan.manifest, at parse time) and its reader
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, TypedDict
 
+from vipune_eval.core.paths import RESULTS
 from vipune_eval.core.ranking_settings import RankingRecord
+
+
+def under(run: Path, path: str) -> Path:
+    """A results path (``results/...``, as core.paths and the manifest write them) in the results
+    folder ``run`` of a finished run (wherever it was copied: `vipune-eval explain` and the gate read one)."""
+    return Path(run) / Path(path).relative_to(RESULTS)
 
 
 class LabRun(TypedDict):

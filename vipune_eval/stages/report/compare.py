@@ -251,15 +251,7 @@ def compare_runs(
     for i, k in enumerate(order):
         results[k]["p_holm"] = adjusted[str(i)]
         results[k]["significant"] = bool(adjusted[str(i)] < alpha)
-    labels = {(cat, key): key if cat is None else f"{key} ({cat}, {len(by_category[cat])} pairs)" for cat, key in order}
-
-    summary = [_sentence(labels[k], r, name_a, name_b, confidence) for k, r in results.items() if r["significant"]]
-    if not summary:
-        summary = [
-            f"No significant difference between {name_a} and {name_b} in any of the "
-            f"{len(results)} comparisons (Holm-adjusted, alpha = {alpha:g})."
-        ]
-    return {
+    out: Comparison = {
         "overall": {key: results[(None, key)] for key in metrics},
         "per_category": {cat: {key: results[(cat, key)] for key in metrics} for cat, _ in groups if cat is not None},
         "alpha": alpha,
@@ -267,8 +259,10 @@ def compare_runs(
         "names": [name_a, name_b],
         "correction": "holm",
         "comparisons": len(results),
-        "summary": summary,
+        "summary": [],
     }
+    out["summary"] = _summary(out, len(results))
+    return out
 
 
 def _entries(result: Comparison) -> list[tuple[str, Compared]]:
@@ -281,6 +275,30 @@ def _entries(result: Comparison) -> list[tuple[str, Compared]]:
     return out
 
 
+def _summary(result: Comparison, family: int, over: str = "") -> list[str]:
+    """Each significant difference as a sentence, or that there is none among the ``family``'s
+    comparisons (Holm-adjusted ``over`` them all)."""
+    alpha, (name_a, name_b) = result["alpha"], result["names"]
+    return [
+        _sentence(label, r, name_a, name_b, result["confidence"]) for label, r in _entries(result) if r["significant"]
+    ] or [
+        f"No significant difference between {name_a} and {name_b} in any of the {family} comparisons "
+        f"(Holm-adjusted{over}, alpha = {alpha:g})."
+    ]
+
+
+def compare_scored(
+    a: Mapping[str, Any], b: Mapping[str, Any], keys: Sequence[str], name_a: str, name_b: str, alpha: float = 0.05
+) -> Comparison:
+    """Paired comparison of two scored runs (stages.score's metrics) on the pairs both scored
+    (failed pairs drop out of both), by each pair's question type."""
+    shared = sorted(set(a["per_query"]) & set(b["per_query"]))
+    rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
+    rows_b = {q: {k: b["per_query"][q][k] for k in keys} for q in shared}
+    categories = {q: a["per_query"][q]["question_type"] for q in shared}
+    return compare_runs(rows_a, rows_b, keys, categories, alpha=alpha, name_a=name_a, name_b=name_b)
+
+
 def adjust_family(results: Mapping[str, Comparison]) -> dict[str, Comparison]:
     """Holm's correction over every comparison of several ``compare_runs`` results at once (e.g.
     each build against the primary), replacing each result's own per-comparison correction."""
@@ -289,16 +307,8 @@ def adjust_family(results: Mapping[str, Comparison]) -> dict[str, Comparison]:
     for i, (_, _, r) in enumerate(family):
         r["p_holm"] = adjusted[str(i)]
     for result in results.values():
-        alpha, (name_a, name_b) = result["alpha"], result["names"]
         for _, r in _entries(result):
-            r["significant"] = bool(r["p_holm"] < alpha)
+            r["significant"] = bool(r["p_holm"] < result["alpha"])
         result["correction"] = f"holm over {len(family)} comparisons of {len(results)} runs"
-        result["summary"] = [
-            _sentence(label, r, name_a, name_b, result["confidence"])
-            for label, r in _entries(result)
-            if r["significant"]
-        ] or [
-            f"No significant difference between {name_a} and {name_b} in any of the "
-            f"{len(family)} comparisons (Holm-adjusted over {len(results)} runs, alpha = {alpha:g})."
-        ]
+        result["summary"] = _summary(result, len(family), f" over {len(results)} runs")
     return dict(results)

@@ -12,18 +12,24 @@ def _mean(values: list[float]) -> float | None:
 
 
 def truncation(
-    pairs: list[dict[str, Any]], truncated: dict[str, bool], metrics: dict[str, dict[str, Any]], k: int
+    pairs: list[dict[str, Any]],
+    gold: dict[str, set[str]],
+    truncated: dict[str, bool],
+    metrics: dict[str, dict[str, Any]],
+    k: int,
 ) -> dict[str, Any]:
     """Share of row texts over the model's 512 tokens, and recall@k with and without them.
 
-    ``pairs``: per pair its ``gold`` sessions and its rows (``row_sessions``, ``row_text_ids``);
-    ``truncated``: text id → cut at the model's limit when embedded."""
+    ``pairs``: per pair its rows (``row_sessions``, ``row_text_ids``); ``gold``: question id →
+    its gold sessions (the qrels); ``truncated``: text id → cut at the model's limit when embedded."""
     key = measures.key(measures.PRIMARY, k)
     rows = {t for p in pairs for t in p["row_text_ids"]}
     hit = {
         p["question_id"]
         for p in pairs
-        if any(truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in p["gold"])
+        if any(
+            truncated[t] for s, t in zip(p["row_sessions"], p["row_text_ids"]) if s in gold.get(p["question_id"], ())
+        )
     }
     out: dict[str, Any] = {
         "session_texts": len(rows),

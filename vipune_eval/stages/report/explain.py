@@ -25,7 +25,7 @@ from vipune_eval.core import lane_arms, paths
 from vipune_eval.core.io import read_json, read_parquet, read_rows_with_ids
 from vipune_eval.core.lane_arms import Hits, PersonaArms
 from vipune_eval.core.persona import first_documents, row_id
-from vipune_eval.core.report_inputs import ExplainedBuild, Manifest
+from vipune_eval.core.report_inputs import ExplainedBuild, Manifest, under
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.lanes import BINARY, LIB
 from vipune_eval.stages.report.document import Bullets, Table, plain
@@ -291,7 +291,7 @@ def report_explanations(report: Report, manifest: Manifest, metrics: dict[str, d
 
 def run_explain(question_id: str, run: Path) -> None:
     """Print why ``question_id`` ranked as it did in the finished run whose results folder is ``run``."""
-    manifest_file = _relocated(run, paths.REPORT_MANIFEST)
+    manifest_file = under(run, paths.REPORT_MANIFEST)
     if not manifest_file.is_file():
         raise EvalError(
             f"{run} holds no finished run: {manifest_file} is not there",
@@ -306,17 +306,17 @@ def run_explain(question_id: str, run: Path) -> None:
             fix="add vipune-lib to `retrievers` (or keep it there) and run the workflow again: its "
             "search_vipune_lib jobs record the arms each hybrid search fused",
         )
-    questions = read_parquet(_relocated(run, manifest["views"][0]["pairs"]), ["question_id"])
+    questions = read_parquet(under(run, manifest["views"][0]["pairs"]), ["question_id"])
     known = questions.column("question_id").to_pylist()
     if question_id not in known:
         near = difflib.get_close_matches(question_id, known, n=5, cutoff=0.5)
         raise EvalError(
             f"{question_id} is not a question of the run in {run} "
-            f"({len(known)} questions, in {_relocated(run, manifest['views'][0]['pairs'])})",
+            f"({len(known)} questions, in {under(run, manifest['views'][0]['pairs'])})",
             fix=(f"did you mean {' or '.join(near)}?" if near else "give one of its question ids")
             + f" (`vipune-eval explain QUESTION_ID --run {run}`)",
         )
-    found = explanations(manifest, [question_id], lambda path: _relocated(run, path))
+    found = explanations(manifest, [question_id], lambda path: under(run, path))
     if all(column["arms"] for column in found[question_id]["builds"]):
         raise EvalError(
             f"the run in {run} recorded no arms of vipune's hybrid search for {question_id}: "
@@ -325,11 +325,6 @@ def run_explain(question_id: str, run: Path) -> None:
             "search_vipune_lib jobs record the arms each hybrid search fused",
         )
     print(text(found[question_id]), end="")
-
-
-def _relocated(run: Path, path: str) -> Path:
-    """Where a path of the manifest (under results/) is in the results folder ``run``."""
-    return Path(run) / Path(path).relative_to(paths.RESULTS)
 
 
 def text(explanation: Explanation) -> str:

@@ -23,8 +23,9 @@ from xml.etree import ElementTree
 
 from vipune_eval.core import paths
 from vipune_eval.core.io import read_json, write_text
+from vipune_eval.core.report_inputs import under
 from vipune_eval.registry.lanes import LIB
-from vipune_eval.stages.report.compare import compare_runs
+from vipune_eval.stages.report.compare import compare_scored
 from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
@@ -79,11 +80,6 @@ class Verdict:
     moved: list[dict[str, Any]] = field(default_factory=list)  # report.json's changes: before → after
     notes: list[str] = field(default_factory=list)  # what else changes the reading (the report's words)
     suite: str = "vipune-eval gate"
-
-
-def under(run: Path, path: str) -> Path:
-    """A results path (``results/...``, as core.paths and the manifest write them) in the run folder ``run``."""
-    return run / Path(path).relative_to(paths.RESULTS)
 
 
 def _read(run: Path, path: str, what: str) -> Any:
@@ -222,13 +218,8 @@ def _judge(run: Path) -> Verdict:
     _runs_all_of_it(report, on)
 
     keys = recall_keys(report)
-    qids = sorted(after["per_query"])
-    rows_after = {q: {k: after["per_query"][q][k] for k in keys} for q in qids}
-    rows_before = {q: {k: before["per_query"][q][k] for k in keys} for q in qids}
-    categories = {q: after["per_query"][q]["question_type"] for q in qids}
-    compared = compare_runs(
-        rows_after, rows_before, keys, categories, alpha=alpha, name_a=checkout["id"], name_b=baseline["id"]
-    )
+    qids = sorted(after["per_query"])  # the baseline's: the same pairs (checked above)
+    compared = compare_scored(after, before, keys, checkout["id"], baseline["id"], alpha)
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
     rows = [
         MeasureChange(

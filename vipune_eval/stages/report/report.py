@@ -27,11 +27,10 @@ from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.embed import projection
 from vipune_eval.stages.embed.tally import Tally, read_tallies
 from vipune_eval.stages.report import diagnostics, explain, markdown, summary, whatif
-from vipune_eval.stages.report.compare import adjust_family, compare_runs
+from vipune_eval.stages.report.compare import adjust_family, compare_scored
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
-    Comparison,
     Corpus,
     DatasetFingerprint,
     Diagnostics,
@@ -74,7 +73,7 @@ class Loaded:
     manifest: Manifest
     views: list[LoadedView]  # the primary first
     gold: dict[str, set[str]]  # the primary view's qrels
-    rows_with_gold: list[dict[str, Any]]  # the primary view's rows, with each pair's gold
+    rows: list[dict[str, Any]]  # the primary view's rows: each pair's row_sessions and row_text_ids
     truncated: dict[str, bool]  # text id → cut at the model's limit (the primary's texts)
     tallies: list[Tally]  # the embed jobs' tallies, every view's shards
     builds: dict[str, dict[str, Any]]  # build id → its primary-view metrics (vipune.compare)
@@ -98,12 +97,9 @@ def _view_counts(view: ManifestView) -> ViewCounts:
     return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
 
 
-def _rows_with_gold(view: ManifestView) -> list[dict[str, Any]]:
-    rows = read_parquet(view["rows"], columns=["question_id", "row_sessions", "row_text_ids"]).to_pylist()
-    gold = {
-        p["question_id"]: p["gold"] for p in read_parquet(view["pairs"], columns=["question_id", "gold"]).to_pylist()
-    }
-    return [{**r, "gold": gold[r["question_id"]]} for r in rows]
+def _rows(view: ManifestView) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = read_parquet(view["rows"], ["question_id", "row_sessions", "row_text_ids"]).to_pylist()
+    return rows
 
 
 def _truncated(embeddings: list[str]) -> dict[str, bool]:
@@ -128,7 +124,7 @@ def load(manifest: Manifest) -> Loaded:
         manifest=manifest,
         views=views,
         gold={qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()},
-        rows_with_gold=_rows_with_gold(primary),
+        rows=_rows(primary),
         truncated=_truncated(primary["embeddings"]),
         tallies=read_tallies(list(dict.fromkeys(p for v in manifest["views"] for p in v["embeddings"]))),
         builds={b: read_json(path) for b, path in primary["builds"].items()},
@@ -230,15 +226,6 @@ def changes(
     return out
 
 
-def comparison(a: dict[str, Any], b: dict[str, Any], keys: list[str], name_a: str, name_b: str) -> Comparison:
-    """Paired comparison of two runs on the pairs both scored (failed pairs drop out of both)."""
-    shared = sorted(set(a["per_query"]) & set(b["per_query"]))
-    rows_a = {q: {k: a["per_query"][q][k] for k in keys} for q in shared}
-    rows_b = {q: {k: b["per_query"][q][k] for k in keys} for q in shared}
-    categories = {q: a["per_query"][q]["question_type"] for q in shared}
-    return compare_runs(rows_a, rows_b, keys, categories, name_a=name_a, name_b=name_b)
-
-
 def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
     entry: RetrieverEntry = {
         "run": m["run"],
@@ -297,13 +284,15 @@ def build(loaded: Loaded) -> Report:
     k = measures.primary_k(ks)
     counts = primary.summary  # the filter's summary of the primary view
     metrics = primary.metrics
+    views = {view.entry["name"]: _view_block(view) for view in loaded.views}
+    block = views[primary.entry["name"]]  # the primary's numbers are the report's headline
     report: Report = {
-        "pairs": counts["pairs"],
-        "qrels": primary.entry["qrels"],
-        "protocol": primary.entry["description"],
-        "measures": measures.definitions(primary.entry["measures"]),
-        "dataset": counts,
-        "retrievers": {name: retriever_entry(m) for name, m in metrics.items()},
+        "pairs": block["pairs"],
+        "qrels": block["qrels"],
+        "protocol": block["description"],
+        "measures": block["measures"],
+        "dataset": block["summary"],
+        "retrievers": block["retrievers"],
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
@@ -311,11 +300,11 @@ def build(loaded: Loaded) -> Report:
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {
-        f"{subject} vs {other}": comparison(metrics[subject], metrics[other], keys, subject, other)
+        f"{subject} vs {other}": compare_scored(metrics[subject], metrics[other], keys, subject, other)
         for other in metrics
         if other != subject
     }
-    report["views"] = {view.entry["name"]: _view_block(view) for view in loaded.views}
+    report["views"] = views
     report["builds"] = builds(loaded, keys, ks)
     report["builds_compared_on"] = manifest.get("compared_on") if report["builds"] else None
     entry = next((b for b in report["builds"][1:] if b["id"] == manifest.get("baseline")), None)
@@ -336,7 +325,7 @@ def build(loaded: Loaded) -> Report:
         }
         for name in ("dev", "test")
     }
-    report["granularities"] = granularities(loaded.views, keys)
+    report["granularities"] = granularities(loaded.views, views, keys)
     if lab := manifest.get("whatif"):
         report["whatif"] = whatif_block(lab, {**loaded.lab, **metrics})
     official = [v for v in loaded.views if v.entry["protocol"] == "official"]
@@ -362,7 +351,7 @@ def build(loaded: Loaded) -> Report:
     report["diagnostics"] = cast(
         Diagnostics,
         {
-            "truncation": diagnostics.truncation(loaded.rows_with_gold, loaded.truncated, metrics, k),
+            "truncation": diagnostics.truncation(loaded.rows, loaded.gold, loaded.truncated, metrics, k),
             "bm25_and_query": diagnostics.empty_and_query(metrics, k, roles),
             **{
                 key: diagnostics.agreement(metrics, ks, run, mirrors.get(run))
@@ -475,7 +464,7 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     # so a difference is after − before and a change's values are [before, after]
     primary = runs[primary_id]
     compared = adjust_family(
-        {b: comparison(primary, m, keys, primary_id, b) for b, m in runs.items() if b != primary_id}
+        {b: compare_scored(primary, m, keys, primary_id, b) for b, m in runs.items() if b != primary_id}
     )
     for entry in out[1:]:
         entry["comparison"] = compared[entry["id"]]
@@ -483,25 +472,28 @@ def builds(loaded: Loaded, keys: list[str], ks: list[int]) -> list[BuildEntry]:
     return out
 
 
-def granularities(views: list[LoadedView], keys: list[str]) -> dict[str, GranularityBlock]:
-    """The seed protocol's granularities side by side; each against session, per retriever."""
+def granularities(
+    views: list[LoadedView], blocks: dict[str, ViewBlock], keys: list[str]
+) -> dict[str, GranularityBlock]:
+    """The seed protocol's granularities side by side (their views' ``blocks``' numbers); each
+    against session, per retriever."""
     seed = [v for v in views if v.entry["protocol"] == "seed"]
     if len(seed) < 2:
         return {}
     session = seed[0].metrics
     out: dict[str, GranularityBlock] = {}
     for view in seed:
-        g = view.entry["granularity"]
+        g, block = view.entry["granularity"], blocks[view.entry["name"]]
         out[g] = {
-            "pairs": view.summary["pairs"],
-            "rows": view.counts["rows"],
-            "unique_texts": view.counts["unique_texts"],
-            "tokens_embedded": view.counts["tokens_embedded"],
-            "retrievers": {name: retriever_entry(e) for name, e in view.metrics.items()},
+            "pairs": block["pairs"],
+            "rows": block["rows"],
+            "unique_texts": block["unique_texts"],
+            "tokens_embedded": block["tokens_embedded"],
+            "retrievers": block["retrievers"],
         }
         if g != PRIMARY.granularity:
             out[g]["vs_session"] = {
-                name: comparison(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
+                name: compare_scored(e, session[name], keys, f"{name} ({g})", f"{name} (session)")
                 for name, e in view.metrics.items()
                 if name in session
             }

@@ -12,6 +12,7 @@ from vipune_eval.core.intervals import bootstrap_intervals
 from vipune_eval.registry.measures import is_binary as metric_is_binary
 from vipune_eval.stages.report.compare import (
     _zero_or_one,
+    adjust_family,
     compare_runs,
     holm,
     mcnemar_exact,
@@ -201,8 +202,17 @@ def test_compare_runs_structure():
             assert len(r["interval"]) == 2
     assert result["overall"]["mrr"]["pairs"] == 60
     assert result["per_category"]["y"]["mrr"]["pairs"] == 20
-    assert len(result["summary"]) == 1
-    assert result["summary"][0].startswith("No significant difference between vipune and hybrid")
+    assert result["summary"] == [
+        f"No significant difference between vipune and hybrid in any of the {len(METRICS) * 4} comparisons "
+        "(Holm-adjusted, alpha = 0.05)."
+    ]
+    # Holm over a family of runs: the same words, over every comparison of every run
+    family = adjust_family({"vipune": result, "other": compare_runs(a, b, METRICS, cats, resamples=500)})
+    assert family["vipune"]["correction"] == f"holm over {len(METRICS) * 8} comparisons of 2 runs"
+    assert family["vipune"]["summary"] == [
+        f"No significant difference between vipune and hybrid in any of the {len(METRICS) * 8} comparisons "
+        "(Holm-adjusted over 2 runs, alpha = 0.05)."
+    ]
 
 
 def test_compare_runs_flags_only_the_better_category():

@@ -16,11 +16,11 @@ def per_query(rows):
 def test_truncation_splits_recall_by_truncated_gold():
     truncated = {"t1": True, "t2": False, "t3": False}
     pairs = [
-        {"question_id": "a", "gold": ["s1"], "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
-        {"question_id": "b", "gold": ["s3"], "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]},
+        {"question_id": "a", "row_sessions": ["s1", "s2"], "row_text_ids": ["t1", "t2"]},
+        {"question_id": "b", "row_sessions": ["s3", "s2"], "row_text_ids": ["t3", "t2"]},
     ]
     metrics = {"x": per_query({"a": (0.0, []), "b": (1.0, ["s3"])})}
-    out = diagnostics.truncation(pairs, truncated, metrics, 1)
+    out = diagnostics.truncation(pairs, {"a": {"s1"}, "b": {"s3"}}, truncated, metrics, 1)
     assert out["truncated_share"] == pytest.approx(1 / 3) and out["pairs_with_truncated_gold"] == 1
     assert out["recall@1"]["x"] == {"truncated_gold": 0.0, "untruncated_gold": 1.0}
 

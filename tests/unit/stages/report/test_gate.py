@@ -160,9 +160,7 @@ def finished_run(
         manifest=manifest,
         views=[LoadedView(entry, summary, {on: loaded_after}, {"rows": N, "unique_texts": N, "tokens_embedded": N})],
         gold={q: {g} for q, g in GOLD.items()},
-        rows_with_gold=[
-            {"question_id": q, "gold": [g], "row_sessions": [g], "row_text_ids": [f"t-{q}"]} for q, g in GOLD.items()
-        ],
+        rows=[{"question_id": q, "row_sessions": [g], "row_text_ids": [f"t-{q}"]} for q, g in GOLD.items()],
         truncated={f"t-{q}": False for q in GOLD},
         tallies=[
             Tally(
