@@ -24,27 +24,39 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 TESTS = Path(__file__).resolve().parent
 WORKFLOW_TESTS = TESTS / "workflow"
-# The files that take longest on 2 cores, long ones first. pytest-xdist gives a file's tests to one
-# worker (--dist loadfile) in collection order (--no-loadscope-reorder): started first, the long
-# files leave the short ones to fill in at the end, instead of one long file started last setting
-# the wall time alone. This order gave the suite 551 s through `.ci/run` at bbc9a84; the same
-# files strictly by their measured seconds (SLURM 182, reruns 127, vipune_faults 72, ...) gave
-# 598 and 613 s (two runs at 3a1e923 and 2885572).
+# The files that take longest, long ones first (seconds of one worker, measured with --durations=0
+# on 2 cores, 2026-12-07). pytest-xdist gives a file's tests to one worker (--dist loadfile) in
+# collection order (--no-loadscope-reorder): started first, the long files leave the short ones to
+# fill in at the end, instead of one long file started last (or a 20-s unit-test file collected
+# last) setting the wall time alone. Files not named here follow: those holding a slow test, then
+# the rest.
 LONGEST_FIRST = (
-    "workflow/test_slurm.py",
-    "workflow/test_real_vipune.py",
-    "workflow/test_gate_real.py",  # CI only: skipped here
-    "workflow/test_workflow.py",
-    "workflow/test_vipune_faults.py",
-    "workflow/test_reruns.py",
-    "workflow/test_compare_builds.py",
-    "workflow/test_resilience.py",
-    "workflow/test_code_tracking.py",
-    "workflow/test_cold_small_run.py",
-    "workflow/test_edge_cases.py",
-    "workflow/test_large_persona.py",
-    "workflow/test_whatif_lab.py",
-    "project/test_plain_install.py",
+    "workflow/test_slurm.py",  # 172: mostly waiting for SLURM's job states
+    "workflow/test_reruns.py",  # 102
+    "workflow/test_vipune_faults.py",  # 79
+    "workflow/test_workflow.py",  # 74: the standard run every other file shares (finished_run)
+    "project/test_build_script.py",  # 67
+    "workflow/test_resilience.py",  # 66
+    "workflow/test_compare_builds.py",  # 61
+    "workflow/test_gate_real.py",  # 59
+    "workflow/test_code_tracking.py",  # 56
+    "project/test_kept_stores_builds.py",  # 45
+    "workflow/test_edge_cases.py",  # 44
+    "workflow/test_only_a_real_run_writes.py",  # 43
+    "workflow/test_failure_policy.py",  # 41
+    "workflow/test_real_vipune.py",  # 40
+    "workflow/test_maintainers_loop.py",  # 32
+    "workflow/test_stale_report.py",  # 31
+    "workflow/test_large_persona.py",  # 27
+    "project/test_plain_install.py",  # 26
+    "workflow/test_whatif_lab.py",  # 25
+    "workflow/test_cold_small_run.py",  # 23
+    "unit/stages/test_download.py",  # 20
+    "unit/vipune/test_vipune_lane.py",  # 17
+    "unit/stages/search/test_preflight.py",  # 14
+    "workflow/test_plugin_reruns.py",  # 14
+    "project/test_fake_vipune.py",  # 13
+    "unit/vipune/test_client.py",  # 12
 )
 
 
@@ -80,15 +92,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto` as the CPUs this run may really use: xdist asks psutil for the host's cores, which
-    in a container on a large host is far more than its CPU quota (every worker then runs Snakemake
-    workflows side by side on the same two cores). One worker per usable CPU, and per 3 GiB."""
+    """`-n auto` as the CPUs this run may really use, plus one: xdist asks psutil for the host's
+    cores, which in a container on a large host is far more than its CPU quota (every worker then
+    runs Snakemake workflows side by side on the same two cores). One worker per usable CPU, and
+    one more for the time the workers wait (SLURM's job states, a run in the background, a
+    timeout): on 2 CPUs the full tier took 665 s with two workers and 610 s with three, the CPUs
+    then idle only in the last minute (one run each, side by side, 2026-12-07). At most one
+    worker per 3 GiB."""
     cpus = len(os.sched_getaffinity(0))
     quota = _cgroup_limit("cpu.max")
     if quota:
         cpus = min(cpus, max(1, int(quota)))
     memory = _cgroup_limit("memory.max") or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(1, min(cpus, int(memory // 3 * 2**-30)))
+    return max(1, min(cpus + 1, int(memory // 3 * 2**-30)))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ vipune client, a measure, the report's Markdown) rerun exactly the rules that re
 downstream.
 """
 
+import ast
 import dataclasses
 import shutil
 
@@ -19,7 +20,8 @@ import pytest
 from support.rerun_plan import EDITS, RULE, reruns, tracked_rules
 from support.scenarios import REPO
 from vipune_eval.cli import COMMANDS
-from vipune_eval.plan.codeversion import code_version, command_modules, import_graph
+from vipune_eval.plan import codeversion
+from vipune_eval.plan.codeversion import _import_statements, code_version, command_modules, import_graph
 from vipune_eval.registry import granularities
 
 PACKAGE = REPO / "vipune_eval"
@@ -362,6 +364,54 @@ def test_code_version_follows_a_new_import(tmp_path):
     import_graph.cache_clear()
     assert "core.intervals" in command_modules("plots", package)
     assert code_version("plots", package) != before
+
+
+def every_import(source: str) -> list[str]:
+    """What a full parse finds: every import statement anywhere in the module."""
+    nodes = (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom))
+    return sorted(ast.dump(n, include_attributes=False) for n in nodes)
+
+
+def test_the_line_scan_gives_the_graph_a_full_parse_gives(monkeypatch):
+    """The import graph reads import lines alone (fast): over the whole package it is the graph a
+    full parse of every module gives, and every import statement of a module is among the lines
+    it read (more may be: code held in a string, whose imports are no package module)."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text()
+        scanned = {ast.dump(n, include_attributes=False) for n in _import_statements(source, path)}
+        assert set(every_import(source)) <= scanned, path
+    import_graph.cache_clear()
+    fast = import_graph()
+    import_graph.cache_clear()
+    monkeypatch.setattr(
+        codeversion,
+        "_import_statements",
+        lambda source, path: [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom)],
+    )
+    try:
+        assert import_graph() == fast
+    finally:
+        import_graph.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f():\n    if x:\n        from .a import (\n            b,  # b's reason\n            c,\n        )\n",
+        "from .a import (\n    b,  # one (of two)\n    c,\n)\nimport vipune_eval.d as e\n",
+        "try:\n    import vipune_eval.x\nexcept ImportError:\n    from vipune_eval import y\n",
+    ],
+    ids=["nested", "paren-in-comment", "try"],
+)
+def test_the_line_scan_misses_no_import_and_falls_back_where_a_line_does_not_parse_alone(source, tmp_path):
+    found = sorted(ast.dump(n, include_attributes=False) for n in _import_statements(source, tmp_path / "m.py"))
+    assert found == every_import(source)
+
+
+def test_prose_that_looks_like_an_import_adds_at_most_a_module_too_many():
+    source = '"""Docs.\n\nimport order, then a sort\nfrom vipune_eval.core import paths\n"""\nimport json\n'
+    found = [ast.dump(n, include_attributes=False) for n in _import_statements(source, PACKAGE / "m.py")]
+    assert set(every_import(source)) <= set(found)  # json, and the docstring's line: one too many, none too few
 
 
 def test_a_package_init_counts_for_every_module_below_it(tmp_path):
