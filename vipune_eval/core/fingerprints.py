@@ -8,10 +8,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vipune_eval.core.io import sha256_file, write_json_if_changed
 from vipune_eval.errors import EvalError
+
+
+class _DatasetFingerprint(TypedDict):
+    kind: str  # "dataset"
+    sha256: str
+    repo_id: str | None
+    filename: str | None
+    revision: str | None
+    resolved_commit: str | None
+
+
+class DatasetFingerprint(_DatasetFingerprint, total=False):
+    """The dataset's fingerprint (``dataset_fingerprint``): report.json's provenance.dataset."""
+
+    size: int  # the downloaded file's bytes (stages.download.download_dataset)
+
+
+class ModelFingerprint(TypedDict):
+    """The model's fingerprint (``model_fingerprint``)."""
+
+    kind: str  # "model"
+    repo_id: str
+    revision: str
+    file: str
+    files: dict[str, str]  # file → sha256
+    pooling: str
+    normalization: str
+
 
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
@@ -80,7 +108,7 @@ def dataset_fingerprint(
     filename: str | None = None,
     revision: str | None = None,
     resolved_commit: str | None = None,
-) -> dict[str, Any]:
+) -> DatasetFingerprint:
     return {
         "kind": "dataset",
         "sha256": sha256,
@@ -100,7 +128,7 @@ def check_sha256(path: Path, actual: str, expected: str | None) -> None:
         )
 
 
-def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sha256Cache) -> dict[str, Any]:
+def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sha256Cache) -> DatasetFingerprint:
     if not path.is_file():
         raise EvalError(
             f"dataset.path {path} does not exist or is not a file",
@@ -113,7 +141,7 @@ def local_dataset_fingerprint(path: Path, expected_sha256: str | None, cache: Sh
 
 def model_fingerprint(
     model_dir: Path, *, repo_id: str, revision: str, file: str, pooling: str, cache: Sha256Cache
-) -> dict[str, Any]:
+) -> ModelFingerprint:
     """Revision, pooling recipe and the sha256 of the ONNX file and tokenizer files."""
     onnx_path = model_dir / file
     if not onnx_path.is_file():

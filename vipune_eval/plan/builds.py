@@ -44,9 +44,7 @@ class Builds:
         default_factory=dict
     )  # build id → its vipune-lane's id (the lib lane compares builds)
     lane_paths: dict[str, str] = field(default_factory=dict)  # lane id → where it is, for a lane that runs here now
-    files: dict[str, dict[str, Any]] = field(
-        default_factory=dict
-    )  # fingerprint file → its content, for the run to write
+    files: dict[str, Any] = field(default_factory=dict)  # fingerprint file → its content, for the run to write
 
     def fingerprint_file(self, build: str) -> str:
         """Where a build's fingerprint is: a lane built alone is known by its vipune-lane's."""
@@ -70,7 +68,7 @@ def _fingerprint_files(config: dict[str, Any]) -> list[Path]:
     return [Path(os.path.expanduser(f)).resolve() for f in config["vipune"]["fingerprint_files"]]
 
 
-def _binary(binary: str, config: dict[str, Any], files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _binary(binary: str, config: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     """A binary's fingerprint (its file put in ``files``) and its path."""
     path = vipune_binary.resolve_binary(binary)
     if lib_lane.is_lane(path):  # build.sh --lane-only: the vipune-lane is the build
@@ -115,7 +113,7 @@ def _source(key: str, entry: str, build: dict[str, Any]) -> str:
     )
 
 
-def _build(entry: str, config: dict[str, Any], files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _build(entry: str, config: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     """A vipune.compare entry: the fingerprint id of a build evaluated here before, or a binary."""
     known = paths.fingerprinted_binaries()
     if entry in known:
@@ -131,7 +129,7 @@ def _build(entry: str, config: dict[str, Any], files: dict[str, dict[str, Any]])
 
 
 def _lane(
-    build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, dict[str, Any]], wrapper: bool = False
+    build: dict[str, Any] | None, config: dict[str, Any], files: dict[str, Any], wrapper: bool = False
 ) -> tuple[str, str]:
     """(fingerprint id, path) of the vipune-lane beside a build's binary, or, for vipune.binary
     (``wrapper``), beside one of vipune.fingerprint_files where it is a wrapper script (refused,
@@ -178,7 +176,7 @@ def resolve(config: dict[str, Any], specs: list[retrievers.Spec]) -> Builds:
     if not retrievers.uses_binary(specs):
         return Builds()
     vipune = config["vipune"]
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, Any] = {}
     try:
         primary = _binary(vipune["binary"], config, files)
     except BinaryNotFound:

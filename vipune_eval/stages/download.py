@@ -20,10 +20,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vipune_eval.core.fingerprints import (
     MODEL_SIDE_FILES,
+    DatasetFingerprint,
+    ModelFingerprint,
     Sha256Cache,
     cached_sha256,
     dataset_fingerprint,
@@ -284,7 +285,7 @@ def download_dataset(
     *,
     limits: HubLimits,
     size: int | None = None,
-) -> dict[str, Any]:
+) -> DatasetFingerprint:
     """Fetch ``filename`` from the hub dataset ``repo_id`` at ``revision`` into ``dest``,
     verified against ``sha256`` and ``size``; write and return its fingerprint."""
     what = f"dataset {repo_id}/{filename} at {revision}"
@@ -331,7 +332,7 @@ def download_model(
     *,
     limits: HubLimits,
     sha256: list[str] | None = None,
-) -> dict[str, Any]:
+) -> ModelFingerprint:
     """Fetch the model's ONNX file and tokenizer files at ``revision`` into ``dest``, each pinned
     one (``sha256``: ``FILE=HASH`` items) verified; write and return the model's fingerprint."""
     from huggingface_hub.errors import EntryNotFoundError

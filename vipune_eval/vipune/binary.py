@@ -13,8 +13,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from vipune_eval.core.build_records import VipuneFingerprint
 from vipune_eval.core.io import planned_copy, read_json, sha256_file
 from vipune_eval.errors import BinaryNotFound, EvalError
 from vipune_eval.vipune.client import Vipune
@@ -66,7 +67,7 @@ class PlannedBinary:
 
     path: Path
     shown: Path
-    fingerprint: dict[str, Any]
+    fingerprint: VipuneFingerprint
     wrapped: dict[str, str]
 
     def check_wrapped(self) -> None:
@@ -126,14 +127,15 @@ def planned_binary(vipune: VipuneSettings, folder: Path) -> PlannedBinary:
                 fix="rerun snakemake so it re-plans",
             )
         wrapped = read_json(record)["files"]
-    planned = PlannedBinary(copy, path, fingerprint, wrapped)
+    # cast: the file binary_fingerprint wrote (plan.builds)
+    planned = PlannedBinary(copy, path, cast(VipuneFingerprint, fingerprint), wrapped)
     planned.check_wrapped()
     return planned
 
 
 def binary_fingerprint(
     path: Path, timeout: float, extra_files: list[Path] | None = None, versions: dict[str, str] | None = None
-) -> dict[str, Any]:
+) -> VipuneFingerprint:
     """sha256 of the binary's bytes (and of ``extra_files``, e.g. the build a wrapper script
     runs) plus its ``--json version``; ``id`` = version-sha12 names its results folder.
 
@@ -147,7 +149,7 @@ def binary_fingerprint(
     if version is None:
         with tempfile.TemporaryDirectory(prefix="vipune-eval-version-") as home:
             version = Vipune(path, Path(home), timeout).version(f"vipune.binary {path}")
-    fingerprint: dict[str, Any] = {
+    fingerprint: VipuneFingerprint = {
         "kind": "vipune",
         "sha256": sha,
         "version": version,

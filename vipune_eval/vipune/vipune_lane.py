@@ -19,8 +19,9 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from vipune_eval.core.build_records import LaneBuild, VipuneFingerprint, VipuneLaneFingerprint
 from vipune_eval.core.io import planned_copy, sha256_file
 from vipune_eval.core.process import Watchdog, kill_group, shown
 from vipune_eval.errors import EvalError
@@ -70,7 +71,7 @@ def is_lane(path: Path) -> bool:
     return re.fullmatch(r"vipune-lane-[0-9a-f]{12}", path.name) is not None
 
 
-def lane_only_fingerprint(path: Path, timeout: float) -> dict[str, Any]:
+def lane_only_fingerprint(path: Path, timeout: float) -> VipuneFingerprint:
     """A lane built alone (``build.sh --lane-only``) as a build of its own: sha256 of its bytes
     and what ``vipune-lane version`` says; ``id`` = vipune version-sha12 of its bytes names its
     results, and it is its own lane (``binary``: that id, as a lane names the build it belongs to).
@@ -103,7 +104,7 @@ def _none_of(places: list[Path]) -> str:
     return f"neither {' nor '.join(map(str, places))} is there"
 
 
-def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict[str, Any]:
+def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> VipuneLaneFingerprint:
     """sha256 of the vipune-lane's bytes and what ``vipune-lane version`` says, checked against the
     binary's fingerprint (the vipune-lane must have been built beside those very bytes: vipune.binary's,
     or one of its vipune.fingerprint_files' where it is a wrapper script); ``id`` = vipune
@@ -140,7 +141,7 @@ def lane_fingerprint(path: Path, binary: dict[str, Any], timeout: float) -> dict
     }
 
 
-def _check_source(path: Path, said: dict[str, Any]) -> None:
+def _check_source(path: Path, said: LaneBuild) -> None:
     """The vipune-lane compiled the very source its binary was built from: the digest the vipune-lane recorded
     as cargo compiled it (lane/build.rs) is the one build.sh recorded for the binary beside it
     (BUILD_RECORD, beside bin/). Not checked where either is missing: a lane of an earlier
@@ -171,7 +172,7 @@ def _check_source(path: Path, said: dict[str, Any]) -> None:
     )
 
 
-def _version(path: Path, timeout: float) -> dict[str, Any]:
+def _version(path: Path, timeout: float) -> LaneBuild:
     cmd = [str(path), "version"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -193,7 +194,7 @@ def _version(path: Path, timeout: float) -> dict[str, Any]:
             f"{proc.stderr[-300:]!r}: not a vipune-lane",
             fix=f"build it again: `{build_command('VERSION')}`",
         )
-    return said
+    return cast(LaneBuild, said)  # lane/src/main.rs's version(): its keys
 
 
 def planned_lane(path: Path, fingerprint: Path, folder: Path) -> Path:

@@ -44,9 +44,13 @@ SHARD = {
     "core.trec",
 }  # a shard of personas in (ranked to a view's settings), TREC run files out
 FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches write them, score and report read them
-# The report's words: report.json's shape and the document's sections, one module per thing drawn
-SECTIONS = {
+# A vipune build's records (its fingerprint, its vipune-lane's, its preflight): their writers and the report
+BUILD_RECORDS = {"core.build_records"}
+# The report's words: report.json's shape and the document's sections, one module per thing drawn;
+# the shapes it holds that another stage writes are that writer's (the fingerprints, the build records)
+SECTIONS = BUILD_RECORDS | {
     "stages.report.report_json",
+    "core.fingerprints",
     "core.failed_pair",
     "core.report_inputs",
     "core.ranking_settings",
@@ -87,7 +91,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "download-model": {"stages.download", "core.fingerprints"},
     # the model laid out where vipune looks: the layout only, not the client
     "vipune-home": {"vipune.home", "core.fingerprints"},
-    "vipune-binary": {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
+    "vipune-binary": BUILD_RECORDS | {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
     # a file of the plan put in place: where the run staged its text, nothing that computes it
     "planned-file": {"plan.planned_file", "core.paths"},
     # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
@@ -125,6 +129,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the binary: its client, import format, fingerprint check and contract
     "search-vipune": SHARD
     | FAILED
+    | BUILD_RECORDS
     | {
         "stages.search.vipune",
         "vipune.client",
@@ -139,6 +144,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # never the binary's client, import format or model
     "search-vipune-lib": SHARD
     | FAILED
+    | BUILD_RECORDS
     | {
         "stages.search.vipune_lib",
         "vipune.vipune_lane",
@@ -152,6 +158,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     # the contract checks and the embedding parity (the embed recipe), not the vipune-lane itself
     "preflight": SHARD
     | EMBED
+    | BUILD_RECORDS
     | {
         "stages.search.preflight",
         "vipune.client",
@@ -192,9 +199,11 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "vipune.contract",
         "vipune.release",
     },
-    "plots": {
+    "plots": BUILD_RECORDS
+    | {
         "stages.report.plots",
         "stages.report.report_json",
+        "core.fingerprints",
         "core.failed_pair",
         "core.report_inputs",
         "core.ranking_settings",

@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from vipune_eval.core.build_records import LaneCopy as LaneCopy
+from vipune_eval.core.build_records import PreflightResult as PreflightResult
+from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
+from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
+from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.report_inputs import ScoredWith
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
@@ -81,57 +87,6 @@ class ViewBlock(TypedDict):
     unique_texts: int
     tokens_embedded: int
     retrievers: dict[str, RetrieverEntry]
-
-
-class LaneCopy(TypedDict, total=False):
-    """An item of vipune's code (or a whole file) a vipune-lane copies, and whether the source it was
-    built against still has it as copied (vipune.lane_source)."""
-
-    file: str
-    item: str | None
-    copied_to: str
-    what: str
-    source: str | None  # its sha256 in that source (None: the source no longer has it)
-    same: bool
-
-
-class LaneBuild(TypedDict, total=False):
-    """What ``vipune-lane version`` says of how it was built (recorded by lane/build.rs and build.sh)."""
-
-    vipune_source: str  # the release, or the checkout with its git description
-    profile: str  # "fast": build.sh --fast
-    lane_source: str  # the sha256 of lane/'s sources
-    sources: dict[str, Any]  # the sha256s of what it compiled; ``copies``: list[LaneCopy]
-
-
-class _VipuneFingerprint(TypedDict):
-    kind: str
-    id: str
-    sha256: str
-    version: str
-
-
-class VipuneFingerprint(_VipuneFingerprint, total=False):
-    """A vipune build's fingerprint (vipune.binary.binary_fingerprint: ``files`` and
-    ``content_sha256`` where vipune.fingerprint_files are set), or a vipune-lane built alone
-    (vipune.vipune_lane.lane_only_fingerprint: ``lane_only``, ``binary``, ``built``)."""
-
-    files: dict[str, str]
-    content_sha256: str
-    lane_only: bool
-    binary: str
-    built: LaneBuild
-
-
-class VipuneLaneFingerprint(TypedDict):
-    """A vipune-lane's fingerprint (vipune.vipune_lane.lane_fingerprint): provenance.lane, a build's ``lane``."""
-
-    kind: str
-    id: str
-    sha256: str
-    version: str
-    binary: str  # the build id of the binary it was built beside
-    built: LaneBuild
 
 
 class Compared(TypedDict):
@@ -472,53 +427,14 @@ class Pin(TypedDict):
     found: str | None  # the sha256 found (None: not among the model's files)
 
 
-class ModelProvenance(TypedDict):
+class ModelProvenance(ModelFingerprint):
     """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
     files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
 
-    kind: str  # "model"
-    repo_id: str
-    revision: str
-    file: str
-    files: dict[str, str]  # file → sha256
-    pooling: str
-    normalization: str
     source: str  # local, download
     path: str | None
     pinned: bool | None  # None: that repository and revision have no pins
     pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
-
-
-class DatasetFingerprint(TypedDict):
-    """provenance.dataset (core.fingerprints.dataset_fingerprint)."""
-
-    kind: str
-    sha256: str
-    repo_id: str | None
-    filename: str | None
-    revision: str | None
-    resolved_commit: str | None
-
-
-class PreflightCheck(TypedDict, total=False):
-    check: str
-    expected: Any
-    seen: Any
-    passed: bool
-    drift: str  # what a failure is, in words, where that is known
-
-
-class PreflightResult(TypedDict, total=False):
-    """A build's preflight (stages.search.preflight); a file of an earlier vipune-eval lacks some keys."""
-
-    binary: VipuneFingerprint
-    mode: str
-    checks: list[PreflightCheck]
-    embedding_parity: PreflightCheck
-    query_embedding_parity: PreflightCheck
-    follows_contract: bool
-    failed_checks: list[str]
-    drift: list[str]  # each failure in words
 
 
 class SplitRule(TypedDict):

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from vipune_eval.core.build_records import PreflightCheck, PreflightResult
 from vipune_eval.core.io import log, write_json
 from vipune_eval.core.model_files import ModelFiles
 from vipune_eval.core.persona import Persona, row_id
@@ -150,7 +151,7 @@ class Preflight:
 
     def __init__(self, vipune: Vipune, settings: VipuneSettings, db: Path, enforce: bool = True) -> None:
         self.vipune, self.settings, self.db, self.enforce = vipune, settings, db, enforce
-        self.findings: list[dict[str, Any]] = []
+        self.findings: list[PreflightCheck] = []
         self.k: float = RRF_K  # the RRF k the fused scores are expected to fit
 
     def record(
@@ -421,7 +422,7 @@ def check_query_parity(pre: Preflight, embed: Callable[[list[str]], np.ndarray],
     pre.findings[-1]["min_cosine"] = low
 
 
-def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> dict[str, Any]:
+def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: str) -> PreflightResult:
     tmp = vipune.tmp
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -486,7 +487,7 @@ def run_preflight(vipune: VipuneSettings, model: ModelFiles, out: Path, mode: st
     parity = next(c for c in pre.findings if c["check"] == "embedding_parity")
     query_parity = next(c for c in pre.findings if c["check"] == "query_embedding_parity")
     failed = [c["check"] for c in pre.findings if not c["passed"]]
-    findings = {
+    findings: PreflightResult = {
         "binary": expected,
         "mode": mode,
         "checks": pre.findings,
