@@ -119,18 +119,18 @@ def test_a_new_model_reruns_what_reads_it_without_snakemakes_records(small_run, 
     assert {"planned_text", "planned_file", "embed", "search_arms", "report"} <= set(planned(workdir, workflow_env))
 
 
-def planned_beside_a_run(workdir: Path, env: dict[str, str], tries: int = 5) -> dict[str, int]:
-    """A dry run while another run works. Snakemake (9.27) notes which outputs exist while it plans
-    and then asks whether each is write-protected with os.access, which answers no for a file the
-    working run deleted in between: a ProtectedOutputException naming a file nobody protected.
-    That race is Snakemake's, not the workflow's (docs/troubleshooting.md): the dry run is tried
-    again, as a user would; a file really write-protected would fail every try."""
+def beside_a_run(workdir: Path, env: dict[str, str], *args: str, tries: int = 5) -> subprocess.CompletedProcess:
+    """A Snakemake command while another run works. Snakemake (9.27) notes which outputs exist
+    while it plans and then asks whether each is write-protected with os.access, which answers no
+    for a file the working run deleted in between: a ProtectedOutputException naming a file nobody
+    protected, before the workflow's own checks run. That race is Snakemake's, not the workflow's
+    (docs/troubleshooting.md): the command is tried again, as a user would; a file really
+    write-protected would fail every try."""
     for _ in range(tries):
-        proc = snakemake(workdir, "-n", "--cores", "1", env=env, check=False)
-        if proc.returncode == 0:
-            return job_counts(proc.stdout)
-        assert "ProtectedOutputException" in proc.stderr, proc.stderr[-3000:]
-    pytest.fail(f"the dry run failed {tries} times beside the run:\n{proc.stderr[-3000:]}")
+        proc = snakemake(workdir, *args, env=env, check=False)
+        if "ProtectedOutputException" not in proc.stderr:
+            return proc
+    pytest.fail(f"Snakemake's race {tries} times beside the run:\n{proc.stderr[-3000:]}")
 
 
 def test_a_dry_run_works_while_a_run_works_and_a_second_run_is_refused(small_run, workflow_env, tmp_path):
@@ -155,8 +155,10 @@ def test_a_dry_run_works_while_a_run_works_and_a_second_run_is_refused(small_run
         ):
             assert first.poll() is None and time.monotonic() < deadline, "the first run never started a job"
             time.sleep(0.2)
-        jobs = planned_beside_a_run(workdir, workflow_env)  # it used to meet the lock
-        second = snakemake(workdir, "--cores", "1", env=workflow_env, check=False)
+        dry = beside_a_run(workdir, workflow_env, "-n", "--cores", "1")  # it used to meet the lock
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        jobs = job_counts(dry.stdout)
+        second = beside_a_run(workdir, workflow_env, "--cores", "1")
         assert first.poll() is None, "the first run ended before the second was refused: use a longer run"
         assert jobs  # what the first run has yet to do
         assert second.returncode == 1
