@@ -97,8 +97,8 @@ def pytest_xdist_auto_num_workers(config) -> int:
     runs Snakemake workflows side by side on the same two cores). One worker per usable CPU, and
     one more for the time the workers wait (SLURM's job states, a run in the background, a
     timeout): on 2 CPUs the full tier took 665 s with two workers and 610 s with three, the CPUs
-    then idle only in the last minute (one run each, one after the other on a quiet machine, 2026-12-07). At most one
-    worker per 3 GiB."""
+    then idle only in the last minute (one run each, one after the other on a quiet machine,
+    2026-12-07). At most one worker per 3 GiB."""
     cpus = len(os.sched_getaffinity(0))
     quota = _cgroup_limit("cpu.max")
     if quota:

@@ -14,6 +14,7 @@ downstream.
 import ast
 import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -375,10 +376,13 @@ def test_code_version_follows_a_new_import(tmp_path):
     assert code_version("plots", package) != before
 
 
-def every_import(source: str) -> list[str]:
+def parsed_imports(source: str, path: Path | None = None) -> list[ast.stmt]:
     """What a full parse finds: every import statement anywhere in the module."""
-    nodes = (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom))
-    return sorted(ast.dump(n, include_attributes=False) for n in nodes)
+    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def every_import(source: str) -> list[str]:
+    return sorted(ast.dump(n, include_attributes=False) for n in parsed_imports(source))
 
 
 def test_the_line_scan_gives_the_graph_a_full_parse_gives(monkeypatch):
@@ -395,7 +399,7 @@ def test_the_line_scan_gives_the_graph_a_full_parse_gives(monkeypatch):
     monkeypatch.setattr(
         codeversion,
         "_import_statements",
-        lambda source, path: [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import | ast.ImportFrom)],
+        parsed_imports,
     )
     try:
         assert import_graph() == fast
