@@ -48,10 +48,12 @@ FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches wri
 # A vipune build's records (its fingerprint, its vipune-lane's, its preflight): their writers and the report
 BUILD_RECORDS = {"core.build_records"}
 # The report's words: report.json's shape and the document's sections, one module per thing drawn;
-# the shapes it holds that another stage writes are that writer's (the fingerprints, the build records)
+# the shapes it holds that another stage writes are that writer's (the fingerprints, the build
+# records, the filter's summary)
 SECTIONS = BUILD_RECORDS | {
     "stages.report.report_json",
     "core.fingerprints",
+    "core.filter_summary",
     "core.failed_pair",
     "core.report_inputs",
     "core.ranking_settings",
@@ -95,8 +97,9 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "vipune-binary": BUILD_RECORDS | {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
     # a file of the plan put in place: where the run staged its text, nothing that computes it
     "planned-file": {"plan.planned_file", "core.paths"},
-    # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
-    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
+    # pairs and their labels (gold, split, qrels) and their counts (the summary's shape), never the
+    # rows, chunking or anything downstream
+    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec", "core.filter_summary"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
@@ -205,6 +208,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "stages.report.plots",
         "stages.report.report_json",
         "core.fingerprints",
+        "core.filter_summary",
         "core.failed_pair",
         "core.report_inputs",
         "core.ranking_settings",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from vipune_eval import __version__
+from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.core.trec import read_qrels
@@ -35,7 +36,6 @@ from vipune_eval.stages.report.report_json import (
     DatasetFingerprint,
     Diagnostics,
     EmbedBlock,
-    FilterSummary,
     GranularityBlock,
     ModelProvenance,
     PreflightResult,

@@ -13,6 +13,7 @@ from vipune_eval.core.build_records import PreflightResult as PreflightResult
 from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
 from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
 from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
 from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.report_inputs import ScoredWith
@@ -39,36 +40,6 @@ class RetrieverEntry(_Entry, total=False):
     metrics_all: dict[str, float]
     intervals_all: dict[str, list[float] | None]
     search_seconds: dict[str, float]  # p50, p95, max, calls
-
-
-class FilterSplit(TypedDict):
-    seed: int
-    dev_fraction: float
-    dev: int  # pairs
-    test: int
-
-
-class _FilterSummary(TypedDict):
-    protocol: str
-    granularity: str
-    instances: int
-    abstention: int
-    pairs: int
-    per_category: dict[str, int]  # category → pairs
-    gold_source: dict[str, int]
-    session_slots: int
-    created_at_policy: str
-    split: FilterSplit
-
-
-class FilterSummary(_FilterSummary, total=False):
-    """A view's summary.json (stages.filter.pairs); the keys below only for the official protocol."""
-
-    skip_rule: str
-    skipped_without_user_side_evidence: int
-    pairs_all: int
-    pairs_with_empty_gold: int
-    pairs_all_with_empty_gold: int
 
 
 class ViewBlock(TypedDict):
