@@ -12,6 +12,7 @@ from vipune_eval.core.build_records import LaneCopy as LaneCopy
 from vipune_eval.core.build_records import PreflightResult as PreflightResult
 from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
 from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
+from vipune_eval.core.embed_throughput import EmbedBlock
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
@@ -345,50 +346,6 @@ class Explanations(TypedDict):
     moved: list[str]  # the pairs a build of vipune.compare moved
     worst: list[str]  # the worst pairs of the diagnostics
     questions: dict[str, Explanation]
-
-
-class Projection(TypedDict):
-    what: str
-    workload: dict[str, Any]  # ``source`` and each granularity's texts, tokens and squares
-    minutes: dict[str, float]  # granularity → bge-small's minutes on LongMemEval_M at this rate
-
-
-class _ProviderBlock(TypedDict):
-    provider: str  # cpu, cuda
-    device: str
-    jobs: int
-    texts: int
-    tokens: int
-    seconds: float
-    threads: list[int]
-    batch_tokens: list[int]
-    reproducibility: str  # what its batching guarantees about a vector's bytes
-    projection: Projection | None
-
-
-class ProviderBlock(_ProviderBlock, total=False):
-    """One provider and device's share of the embed jobs (stages.embed.projection.provider_summary)."""
-
-    texts_per_s: float
-    useful_gflops_per_s: float
-    why: str  # why there is no projection
-
-
-class _EmbedBlock(TypedDict):
-    definition: str
-    jobs: int
-    texts: int
-    tokens: int
-    seconds: float
-    job_seconds: float
-    load_seconds: float
-    providers: list[ProviderBlock]
-
-
-class EmbedBlock(_EmbedBlock, total=False):
-    """report.json's ``embed``: the embed jobs' own tally (stages.embed.projection.summary)."""
-
-    why: str  # why no provider timed a text
 
 
 class Pin(TypedDict):
