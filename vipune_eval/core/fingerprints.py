@@ -41,6 +41,13 @@ class ModelFingerprint(TypedDict):
     normalization: str
 
 
+class Pin(TypedDict):
+    """A pinned file of the model beside the one found (registry.models.against_pins)."""
+
+    pinned: str  # the pinned sha256
+    found: str | None  # the sha256 found (None: not among the model's files)
+
+
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
 

@@ -8,6 +8,7 @@ revision is downloaded unpinned, its hashes recorded in the model's fingerprint.
 
 from __future__ import annotations
 
+from vipune_eval.core.fingerprints import Pin
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 PINS: dict[tuple[str, str], dict[str, str]] = {
@@ -23,9 +24,7 @@ def pins(repo_id: str, revision: str) -> dict[str, str]:
     return dict(PINS.get((repo_id, revision), {}))
 
 
-def against_pins(
-    repo_id: str, revision: str, onnx: str, files: dict[str, str]
-) -> dict[str, dict[str, str | None]] | None:
+def against_pins(repo_id: str, revision: str, onnx: str, files: dict[str, str]) -> dict[str, Pin] | None:
     """A model's files (``files``: name → sha256, as its fingerprint holds them) against the pins
     of ``repo_id`` at ``revision``: each pinned file with its ``pinned`` sha256 and the one
     ``found`` (None: not among the files); None where nothing is pinned. ``onnx``, the ONNX file

@@ -19,6 +19,7 @@ from typing import Any, TypedDict, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.filter_summary import FilterSummary
+from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.core.trec import read_qrels
@@ -80,7 +81,7 @@ class Loaded:
     fingerprints: dict[str, VipuneFingerprint]  # build id → fingerprint
     preflights: dict[str, PreflightResult]  # build id → preflight result
     dataset: DatasetFingerprint
-    model: dict[str, Any]
+    model: ModelFingerprint
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
     lanes: dict[str, VipuneLaneFingerprint] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
@@ -392,24 +393,20 @@ def build(loaded: Loaded) -> Report:
     return report
 
 
-def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProvenance:
+def model_provenance(model: ModelFingerprint, config: dict[str, Any]) -> ModelProvenance:
     """provenance.model: the model's fingerprint, where its files came from (``source``: a local
     folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
     are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:
     each pinned file's sha256 beside the one found, registry.models)."""
     path = (config.get("model") or {}).get("path")
     check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
-    # cast: the fingerprint's keys are core.fingerprints.model_fingerprint's, read from its file
-    return cast(
-        ModelProvenance,
-        {
-            **model,
-            "source": "local" if path else "download",
-            "path": path,
-            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
-            "pins": check,
-        },
-    )
+    return {
+        **model,
+        "source": "local" if path else "download",
+        "path": path,
+        "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+        "pins": check,
+    }
 
 
 def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:

@@ -16,7 +16,7 @@ from vipune_eval.core.embed_throughput import EmbedBlock
 from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
-from vipune_eval.core.fingerprints import ModelFingerprint
+from vipune_eval.core.fingerprints import ModelFingerprint, Pin
 from vipune_eval.core.report_inputs import ScoredWith
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
@@ -346,13 +346,6 @@ class Explanations(TypedDict):
     moved: list[str]  # the pairs a build of vipune.compare moved
     worst: list[str]  # the worst pairs of the diagnostics
     questions: dict[str, Explanation]
-
-
-class Pin(TypedDict):
-    """A pinned file of the model (registry.models.against_pins)."""
-
-    pinned: str  # the pinned sha256
-    found: str | None  # the sha256 found (None: not among the model's files)
 
 
 class ModelProvenance(ModelFingerprint):
