@@ -33,7 +33,6 @@ from vipune_eval.stages.report.compare import adjust_family, compare_scored
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
-    Corpus,
     DatasetFingerprint,
     Diagnostics,
     GranularityBlock,
@@ -296,7 +295,7 @@ def build(loaded: Loaded) -> Report:
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
-        "corpus": cast("Corpus | None", manifest.get("corpus")),  # registry.datasets.corpus's keys
+        "corpus": manifest.get("corpus"),
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {

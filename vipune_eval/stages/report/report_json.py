@@ -17,7 +17,7 @@ from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
 from vipune_eval.core.fingerprints import ModelFingerprint, Pin
-from vipune_eval.core.report_inputs import ScoredWith
+from vipune_eval.core.report_inputs import Corpus, ScoredWith
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 
@@ -214,21 +214,6 @@ class Official(TypedDict):
     retrievers: dict[str, RetrieverEntry]
     published: Published
     beside_published: dict[str, BesidePublished]  # nothing unless the corpus is the paper's
-
-
-class Corpus(TypedDict):
-    """The data scored: its preset and release, its file and pins (registry.datasets.corpus)."""
-
-    preset: str | None
-    release: str
-    repo_id: str | None
-    filename: str
-    revision: str | None
-    sha256: str | None
-    local_path: bool
-    source: str
-    same_as_paper: bool
-    note: str
 
 
 class _Granularity(TypedDict):
