@@ -49,12 +49,13 @@ FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches wri
 BUILD_RECORDS = {"core.build_records"}
 # The report's words: report.json's shape and the document's sections, one module per thing drawn;
 # the shapes it holds that another stage writes are that writer's (the fingerprints, the build
-# records, the filter's summary, the embed throughput)
+# records, the filter's summary, the embed throughput, a run's metrics)
 SECTIONS = BUILD_RECORDS | {
     "stages.report.report_json",
     "core.fingerprints",
     "core.filter_summary",
     "core.embed_throughput",
+    "core.run_metrics",
     "core.failed_pair",
     "core.report_inputs",
     "core.ranking_settings",
@@ -173,9 +174,17 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "vipune.contract",
         "vipune.settings",
     },
-    # the intervals of the metrics; never the report's comparisons or their wording
+    # the intervals of the metrics (the metrics file's shape); never the report's comparisons or their wording
     "score": FAILED
-    | {"stages.score", "core.ranking_settings", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
+    | {
+        "stages.score",
+        "core.run_metrics",
+        "core.ranking_settings",
+        "registry.measures",
+        "core.intervals",
+        "core.longmemeval",
+        "core.trec",
+    },
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
@@ -211,6 +220,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "core.fingerprints",
         "core.filter_summary",
         "core.embed_throughput",
+        "core.run_metrics",
         "core.failed_pair",
         "core.report_inputs",
         "core.ranking_settings",

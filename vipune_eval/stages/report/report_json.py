@@ -13,34 +13,13 @@ from vipune_eval.core.build_records import PreflightResult as PreflightResult
 from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
 from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
 from vipune_eval.core.embed_throughput import EmbedBlock
-from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
 from vipune_eval.core.fingerprints import ModelFingerprint, Pin
 from vipune_eval.core.report_inputs import Corpus, ScoredWith
+from vipune_eval.core.run_metrics import RetrieverEntry as RetrieverEntry
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
-
-
-class _Entry(TypedDict):
-    run: str
-    pairs: int  # pairs averaged (failed pairs left out)
-    failed: dict[str, FailedPair]  # question id → why the search failed it (vipune.on_error: record)
-    metrics: dict[str, float]  # metric key → mean
-    intervals: dict[str, list[float] | None]
-    per_category: dict[str, dict[str, Any]]  # category → its means, ``pairs`` and ``intervals``
-    short_lists: int
-
-
-class RetrieverEntry(_Entry, total=False):
-    """One retriever in one view (stages.report.report.retriever_entry): its score stage's numbers
-    without the per-pair rows; the official protocol's second question set and the lanes' latencies
-    where they are written."""
-
-    pairs_all: int
-    metrics_all: dict[str, float]
-    intervals_all: dict[str, list[float] | None]
-    search_seconds: dict[str, float]  # p50, p95, max, calls
 
 
 class ViewBlock(TypedDict):
