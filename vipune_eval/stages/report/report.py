@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from vipune_eval import __version__
 from vipune_eval.core.filter_summary import FilterSummary
@@ -41,18 +41,13 @@ from vipune_eval.stages.report.report_json import (
     Report,
     RetrieverEntry,
     ViewBlock,
+    ViewCounts,
     VipuneFingerprint,
     VipuneLaneFingerprint,
     WhatIf,
 )
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.vipune.release import RELEASE
-
-
-class ViewCounts(TypedDict):
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
 
 
 @dataclass
@@ -396,13 +391,8 @@ def model_provenance(model: ModelFingerprint, config: dict[str, Any]) -> ModelPr
 def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
 
-    def run(entry: LabRun) -> dict[str, Any]:
-        return {
-            "name": entry["name"],
-            "params": entry["params"],
-            "run": entry["run"],
-            "per_query": metrics[entry["name"]]["per_query"],
-        }
+    def run(entry: LabRun) -> dict[str, Any]:  # analyse reads its name, params, run and per_query
+        return {**entry, "per_query": metrics[entry["name"]]["per_query"]}
 
     block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]), [run(v) for v in lab["variants"]])
     return cast(WhatIf, {**block, "grid": lab["grid"]})  # analyse's keys: one is named by a split

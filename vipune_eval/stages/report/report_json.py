@@ -22,7 +22,22 @@ from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 
 
-class ViewBlock(TypedDict):
+class ViewCounts(TypedDict):
+    """A view's rows, the unique texts they hold and the tokens embedded (stages.report.report.load)."""
+
+    rows: int
+    unique_texts: int
+    tokens_embedded: int
+
+
+class ViewNumbers(ViewCounts):
+    """A view's pairs, counts and retrievers: what the granularities set side by side."""
+
+    pairs: int
+    retrievers: dict[str, RetrieverEntry]
+
+
+class ViewBlock(ViewNumbers):
     """One view: its protocol × granularity, its pairs and rows, and every retriever it scored."""
 
     protocol: str
@@ -30,14 +45,9 @@ class ViewBlock(TypedDict):
     description: str
     ks: list[int]
     scored_with: ScoredWith  # what every run of the view was scored with, and its searches ranked to
-    pairs: int
     qrels: str
     summary: FilterSummary
     measures: dict[str, str]  # measure → definition
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
-    retrievers: dict[str, RetrieverEntry]
 
 
 class Compared(TypedDict):
@@ -195,15 +205,7 @@ class Official(TypedDict):
     beside_published: dict[str, BesidePublished]  # nothing unless the corpus is the paper's
 
 
-class _Granularity(TypedDict):
-    pairs: int
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
-    retrievers: dict[str, RetrieverEntry]
-
-
-class GranularityBlock(_Granularity, total=False):
+class GranularityBlock(ViewNumbers, total=False):
     """One granularity of the seed protocol; every one but session compared with session."""
 
     vs_session: dict[str, Comparison]  # retriever → its paired comparison
