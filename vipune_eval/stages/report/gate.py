@@ -26,7 +26,7 @@ from vipune_eval.core.io import read_json, write_text
 from vipune_eval.core.report_inputs import under
 from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_scored
-from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
+from vipune_eval.stages.report.report_json import BuildEntry, Compared, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
 from vipune_eval.stages.report.sections.orders import and_listed
 from vipune_eval.stages.report.sections.provenance import stale_copies, stale_items
@@ -46,27 +46,24 @@ class CannotJudge(Exception):
 
 @dataclass
 class MeasureChange:
-    """One measure in one group of pairs (all of them, or a category), before → after."""
+    """One measure in one group of pairs (all of them, or a category), before → after: its paired
+    comparison (a: the checkout, after; b: the baseline, before; the difference after − before)."""
 
     measure: str
     category: str | None
-    pairs: int
-    before: float
-    after: float
-    difference: float  # after − before
-    interval: tuple[float, float]  # of the difference
-    p_holm: float
+    compared: Compared
     failing: bool
 
     @property
     def label(self) -> str:
-        return f"{self.measure} ({self.category or 'all pairs'}, {self.pairs} pairs)"
+        return f"{self.measure} ({self.category or 'all pairs'}, {self.compared['pairs']} pairs)"
 
     def words(self) -> str:
-        lo, hi = self.interval
+        d = self.compared
+        lo, hi = d["interval"]
         return (
-            f"{self.label}: {self.before:.3f} → {self.after:.3f} ({100 * self.difference:+.1f} points, 95% CI "
-            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {self.p_holm:.3g})"
+            f"{self.label}: {d['b']:.3f} → {d['a']:.3f} ({100 * d['difference']:+.1f} points, 95% CI "
+            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {d['p_holm']:.3g})"
         )
 
 
@@ -222,17 +219,7 @@ def _judge(run: Path) -> Verdict:
     compared = compare_scored(after, before, keys, checkout["id"], baseline["id"], alpha)
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
     rows = [
-        MeasureChange(
-            key,
-            category,
-            r["pairs"],
-            r["b"],
-            r["a"],
-            r["difference"],
-            (r["interval"][0], r["interval"][1]),
-            r["p_holm"],
-            r["difference"] < -margin and r["p_holm"] < alpha,
-        )
+        MeasureChange(key, category, r, r["difference"] < -margin and r["p_holm"] < alpha)
         for category, results in groups
         for key, r in results.items()
     ]
@@ -317,10 +304,11 @@ def markdown(verdict: Verdict) -> str:
             "|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in verdict.rows:
-            lo, hi = r.interval
+            d = r.compared
+            lo, hi = d["interval"]
             lines.append(
-                f"| {r.measure} ({r.category or 'all pairs'}) | {r.pairs} | {r.before:.3f} | {r.after:.3f} | "
-                f"{100 * r.difference:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {r.p_holm:.3g} | "
+                f"| {r.measure} ({r.category or 'all pairs'}) | {d['pairs']} | {d['b']:.3f} | {d['a']:.3f} | "
+                f"{100 * d['difference']:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {d['p_holm']:.3g} | "
                 f"{'**worse**' if r.failing else 'ok'} |"
             )
         lines.append("")
