@@ -91,11 +91,6 @@ def _view_counts(view: ManifestView) -> ViewCounts:
     return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
 
 
-def _rows(view: ManifestView) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = read_parquet(view["rows"], ["question_id", "row_sessions", "row_text_ids"]).to_pylist()
-    return rows
-
-
 def _truncated(embeddings: list[str]) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for path in embeddings:
@@ -118,7 +113,7 @@ def load(manifest: Manifest) -> Loaded:
         manifest=manifest,
         views=views,
         gold={qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()},
-        rows=_rows(primary),
+        rows=read_parquet(primary["rows"], ["question_id", "row_sessions", "row_text_ids"]).to_pylist(),
         truncated=_truncated(primary["embeddings"]),
         tallies=read_tallies(list(dict.fromkeys(p for v in manifest["views"] for p in v["embeddings"]))),
         builds={b: read_json(path) for b, path in primary["builds"].items()},

@@ -190,9 +190,8 @@ def disagreements(report: Report) -> list[str]:
         only = [
             f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors)) if qids
         ]
-        named = f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}" if len(report["views"]) > 1 else ""
         out.append(
-            f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
+            f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{in_view(report, *where)}: {'; '.join(only)} "
             "(their averages are over different pairs)"
         )
     return out

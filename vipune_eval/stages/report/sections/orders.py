@@ -49,9 +49,10 @@ def and_listed(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-def in_view(report: Report, view: str) -> str:
-    """How a line names the view it speaks of: not at all where the report has one view."""
-    return f" in the {view} view" if len(report["views"]) > 1 else ""
+def in_view(report: Report, *views: str) -> str:
+    """How a line names the views it speaks of (``in the turn view``, ``in the session and turn
+    views``): not at all where the report has one view."""
+    return f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
 
 
 def ordered(report: Report) -> dict[str, RetrieverEntry]:

@@ -5,9 +5,8 @@ line, and the pairs that gained or lost gold sessions."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
-from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_key, recall_keys
+from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_key, primary_ks, recall_keys
 from vipune_eval.stages.report.sections.orders import table_keys
 from vipune_eval.stages.report.sections.provenance import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
@@ -108,7 +107,7 @@ def builds_section(report: Report) -> list[Section]:
                 lead="**Each build's vipune-lane** (vipune-lib's code)",
             )
         )
-    top = max(measures.cutoff(kk) or 0 for kk in keys)
+    top = max(primary_ks(report))
     for b in builds[1:]:
         changes = [
             f"{c['question_id']} ({c['question_type']}): "
