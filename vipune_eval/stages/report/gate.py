@@ -28,7 +28,7 @@ from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_scored
 from vipune_eval.stages.report.report_json import BuildEntry, Compared, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
-from vipune_eval.stages.report.sections.orders import and_listed
+from vipune_eval.stages.report.sections.orders import and_listed, first_named
 from vipune_eval.stages.report.sections.provenance import stale_copies, stale_items
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
@@ -86,10 +86,6 @@ def _read(run: Path, path: str, what: str) -> Any:
     return read_json(file)
 
 
-def _shown(qids: list[str]) -> str:
-    return ", ".join(qids[:NAMED]) + (f" and {len(qids) - NAMED} more" if len(qids) > NAMED else "")
-
-
 def _baseline(report: Report) -> BuildEntry:
     builds = report.get("builds") or []
     if len(builds) < 2:
@@ -114,7 +110,7 @@ def _failed(build: BuildEntry, role: str, on: str) -> None:
         qids = sorted(failed)
         raise CannotJudge(
             f"the {role} {build['id']} failed {len(qids)} pair{'s' if len(qids) > 1 else ''} on {on} "
-            f"({failure_reason(failed[qids[0]])}: {_shown(qids)}): its averages leave them out, so the "
+            f"({failure_reason(failed[qids[0]])}: {first_named(qids, NAMED)}): its averages leave them out, so the "
             "two builds would be compared on other pairs; fix the failure, or judge a run without it"
         )
 
@@ -144,7 +140,7 @@ def _same_searches(after: dict[str, Any], before: dict[str, Any], baseline: str)
         if differ:
             raise CannotJudge(
                 f"a stale baseline: {baseline} was searched with {what} on {len(differ)} of "
-                f"{len(mine['personas'])} pairs ({_shown(differ)}) than the checkout: the two are not "
+                f"{len(mine['personas'])} pairs ({first_named(differ, NAMED)}) than the checkout: the two are not "
                 "comparable; search the baseline again on this run's data"
             )
 
@@ -205,7 +201,7 @@ def _judge(run: Path) -> Verdict:
         raise CannotJudge(
             "the two builds scored different pairs ("
             + "; ".join(
-                f"{len(q)} only in the {who}: {_shown(q)}"
+                f"{len(q)} only in the {who}: {first_named(q, NAMED)}"
                 for q, who in ((only_after, "checkout"), (only_before, "baseline"))
                 if q
             )

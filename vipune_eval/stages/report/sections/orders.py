@@ -49,6 +49,11 @@ def and_listed(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
+def first_named(names: list[str], shown: int) -> str:
+    """The first ``shown`` names, then how many more: ``q1, q2 and 3 more``."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def in_view(report: Report, *views: str) -> str:
     """How a line names the views it speaks of (``in the turn view``, ``in the session and turn
     views``): not at all where the report has one view."""

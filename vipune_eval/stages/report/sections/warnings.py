@@ -12,7 +12,7 @@ from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Table, one_line
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement, explanations
 from vipune_eval.stages.report.sections.misses import truncation_warning
-from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, in_view, view_order
+from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, first_named, in_view, view_order
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
@@ -63,13 +63,11 @@ def failed_pairs(report: Report) -> list[str]:
         groups.setdefault((reason, tuple(where)), []).append(qid)
     out = []
     for (reason, places), qids in groups.items():
-        more = len(qids) - PAIRS_NAMED
-        shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
         many = len(qids) != 1
         out.append(
             f"{_who(report, places)}: {len(qids)} pair{'s' if many else ''} failed and "
             f"{'are' if many else 'is'} left out of every average (vipune.on_error: record; report.json "
-            f"lists why); {reason}: {shown}"
+            f"lists why); {reason}: {first_named(qids, PAIRS_NAMED)}"
         )
     return out
 
