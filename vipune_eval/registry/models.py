@@ -1,5 +1,6 @@
 """The models' pins: the sha256 of each file of a model repository at a commit, checked when the
-model is downloaded (one owner; read at parse time, passed to the download on its command line).
+model is downloaded (one owner; read at parse time, passed to the download on its command line),
+and by the report against the files the run embedded with, wherever they came from (``provenance``).
 
 bge-small-en-v1.5 at the commit vipune's own model pin names (vipune_eval.vipune.contract), as a
 public project that downloaded it recorded (docs/configuration.md names it). Another repository or
@@ -8,7 +9,7 @@ revision is downloaded unpinned, its hashes recorded in the model's fingerprint.
 
 from __future__ import annotations
 
-from vipune_eval.core.fingerprints import Pin
+from vipune_eval.core.fingerprints import ModelFingerprint, ModelProvenance, Pin
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 PINS: dict[tuple[str, str], dict[str, str]] = {
@@ -35,4 +36,20 @@ def against_pins(repo_id: str, revision: str, onnx: str, files: dict[str, str]) 
     return {
         name: {"pinned": sha, "found": files.get(onnx if name.endswith(".onnx") else name)}
         for name, sha in pinned.items()
+    }
+
+
+def provenance(model: ModelFingerprint, path: str | None) -> ModelProvenance:
+    """What the report says about the model (report.json's provenance.model): its fingerprint, where
+    its files came from (``source``: the local folder ``path`` the config names, or the download)
+    and whether they are the pinned bytes of the model they are laid out as (``pinned``: None where
+    that repository and revision have no pins; ``pins``: each pinned file's sha256 beside the one
+    found, ``against_pins``)."""
+    check = against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
+    return {
+        **model,
+        "source": "local" if path else "download",
+        "path": path,
+        "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
+        "pins": check,
     }

@@ -36,7 +36,6 @@ from vipune_eval.stages.report.report_json import (
     DatasetFingerprint,
     Diagnostics,
     GranularityBlock,
-    ModelProvenance,
     PreflightResult,
     Report,
     RetrieverEntry,
@@ -348,7 +347,7 @@ def build(loaded: Loaded) -> Report:
     primary_build = manifest.get("primary")
     report["provenance"] = {
         "dataset": loaded.dataset,
-        "model": model_provenance(loaded.model, loaded.config),
+        "model": models.provenance(loaded.model, (loaded.config.get("model") or {}).get("path")),
         "vipune": loaded.fingerprints[primary_build] if primary_build else None,
         "lane": loaded.lanes.get(primary_build) if primary_build else None,
         "preflight": loaded.preflights.get(primary_build) if primary_build else None,
@@ -365,22 +364,6 @@ def build(loaded: Loaded) -> Report:
         "package": {"name": "vipune-eval", "version": __version__},
     }
     return report
-
-
-def model_provenance(model: ModelFingerprint, config: dict[str, Any]) -> ModelProvenance:
-    """provenance.model: the model's fingerprint, where its files came from (``source``: a local
-    folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
-    are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:
-    each pinned file's sha256 beside the one found, registry.models)."""
-    path = (config.get("model") or {}).get("path")
-    check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
-    return {
-        **model,
-        "source": "local" if path else "download",
-        "path": path,
-        "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
-        "pins": check,
-    }
 
 
 def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:

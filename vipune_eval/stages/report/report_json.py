@@ -15,7 +15,7 @@ from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFi
 from vipune_eval.core.embed_throughput import EmbedBlock
 from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
-from vipune_eval.core.fingerprints import ModelFingerprint, Pin
+from vipune_eval.core.fingerprints import ModelProvenance as ModelProvenance
 from vipune_eval.core.report_inputs import Corpus, ScoredWith
 from vipune_eval.core.run_metrics import RetrieverEntry as RetrieverEntry
 from vipune_eval.registry import measures
@@ -312,16 +312,6 @@ class Explanations(TypedDict):
     moved: list[str]  # the pairs a build of vipune.compare moved
     worst: list[str]  # the worst pairs of the diagnostics
     questions: dict[str, Explanation]
-
-
-class ModelProvenance(ModelFingerprint):
-    """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
-    files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
-
-    source: str  # local, download
-    path: str | None
-    pinned: bool | None  # None: that repository and revision have no pins
-    pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
 
 
 class SplitRule(TypedDict):
