@@ -1,4 +1,5 @@
-"""A view's summary.json: its pairs counted per category and gold source, and its dev/test split.
+"""A view's summary.json: its pairs counted per category and gold source, and its dev/test split
+(the splits' names and rule are here too: the filter assigns them, the report and the lab read them).
 
 Its shape, shared by its writer (stages.filter.pairs.run_pairs) and its reader (the report: a
 view's ``summary``, report.json's ``dataset``).
@@ -6,7 +7,12 @@ view's ``summary``, report.json's ``dataset``).
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Literal, TypedDict
+
+Split = Literal["dev", "test"]
+SPLITS: tuple[Split, Split] = ("dev", "test")  # tune on dev, report test (stages.filter.split assigns them)
+# stages.filter.split.assign's rule, as report.json's provenance states it
+SPLIT_RULE = "per category, pairs ordered by sha256(seed, question_id); the first round(dev_fraction × n) are dev"
 
 
 class FilterSplit(TypedDict):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from vipune_eval import __version__
-from vipune_eval.core.filter_summary import FilterSummary
+from vipune_eval.core.filter_summary import SPLIT_RULE, SPLITS, FilterSummary
 from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
@@ -296,7 +296,7 @@ def build(loaded: Loaded) -> Report:
                 if name in m["per_split"]
             },
         }
-        for name in ("dev", "test")
+        for name in SPLITS
     }
     report["granularities"] = granularities(loaded.views, views, keys)
     if lab := manifest.get("whatif"):
@@ -356,8 +356,7 @@ def build(loaded: Loaded) -> Report:
         "split": {
             "seed": counts["split"]["seed"],
             "dev_fraction": counts["split"]["dev_fraction"],
-            "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
-            "round(dev_fraction × n) are dev",
+            "rule": SPLIT_RULE,
         },
         "views": {view.entry["name"]: view.entry["description"] for view in loaded.views},
         "config": loaded.config,

@@ -6,14 +6,14 @@ commands share this module, and an edit here reruns only them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from vipune_eval.core.build_records import LaneCopy as LaneCopy
 from vipune_eval.core.build_records import PreflightResult as PreflightResult
 from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
 from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
 from vipune_eval.core.embed_throughput import EmbedBlock
-from vipune_eval.core.filter_summary import FilterSummary
+from vipune_eval.core.filter_summary import FilterSummary, Split
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
 from vipune_eval.core.fingerprints import ModelProvenance as ModelProvenance
 from vipune_eval.core.report_inputs import Corpus, ScoredWith
@@ -92,9 +92,6 @@ class BuildEntry(RetrieverEntry, total=False):
     drift: list[str]
     comparison: Comparison
     changes: list[dict[str, Any]]
-
-
-Split = Literal["dev", "test"]  # stages.filter.split's names (stages.report.whatif.SPLITS)
 
 
 class WhatIfBase(TypedDict):
