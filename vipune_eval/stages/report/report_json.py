@@ -1,7 +1,9 @@
 """report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
 sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
 them reads from it (``primary_ks``, the headline's k and keys). No computation: the report's
-commands share this module, and an edit here reruns only them."""
+commands share this module, and an edit here reruns only them. What report.json holds of a file
+another stage writes is typed by that file's shape, in core/ (a run's metrics, a view's summary,
+the fingerprints and build records, the corpus, the embed throughput)."""
 
 from __future__ import annotations
 
