@@ -41,23 +41,6 @@ class ModelFingerprint(TypedDict):
     normalization: str
 
 
-class Pin(TypedDict):
-    """A pinned file of the model beside the one found (registry.models.against_pins)."""
-
-    pinned: str  # the pinned sha256
-    found: str | None  # the sha256 found (None: not among the model's files)
-
-
-class ModelProvenance(ModelFingerprint):
-    """report.json's provenance.model (registry.models.provenance): the model's fingerprint, where
-    its files came from and whether they are the pinned bytes."""
-
-    source: str  # local, download
-    path: str | None
-    pinned: bool | None  # None: that repository and revision have no pins
-    pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
-
-
 MODEL_SIDE_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json")
 
 

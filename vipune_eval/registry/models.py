@@ -9,7 +9,8 @@ revision is downloaded unpinned, its hashes recorded in the model's fingerprint.
 
 from __future__ import annotations
 
-from vipune_eval.core.fingerprints import ModelFingerprint, ModelProvenance, Pin
+from vipune_eval.core.fingerprints import ModelFingerprint
+from vipune_eval.core.model_provenance import ModelProvenance, Pin
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
 PINS: dict[tuple[str, str], dict[str, str]] = {

@@ -49,10 +49,11 @@ FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches wri
 BUILD_RECORDS = {"core.build_records"}
 # The report's words: report.json's shape and the document's sections, one module per thing drawn;
 # the shapes it holds that another stage writes are that writer's (the fingerprints, the build
-# records, the filter's summary, the embed throughput, a run's metrics)
+# records, the filter's summary, the embed throughput, a run's metrics, the model's provenance)
 SECTIONS = BUILD_RECORDS | {
     "stages.report.report_json",
     "core.fingerprints",
+    "core.model_provenance",
     "core.filter_summary",
     "core.embed_throughput",
     "core.run_metrics",
@@ -221,6 +222,7 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "core.filter_summary",
         "core.embed_throughput",
         "core.run_metrics",
+        "core.model_provenance",
         "core.failed_pair",
         "core.report_inputs",
         "core.ranking_settings",

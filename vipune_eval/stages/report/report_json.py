@@ -17,7 +17,7 @@ from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFi
 from vipune_eval.core.embed_throughput import EmbedBlock
 from vipune_eval.core.filter_summary import FilterSummary, Split
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
-from vipune_eval.core.fingerprints import ModelProvenance as ModelProvenance
+from vipune_eval.core.model_provenance import ModelProvenance as ModelProvenance
 from vipune_eval.core.report_inputs import Corpus, ScoredWith
 from vipune_eval.core.run_metrics import RetrieverEntry as RetrieverEntry
 from vipune_eval.registry import measures
