@@ -27,7 +27,6 @@ WITHOUT_OWN_FILE = {
         "it corrects Snakemake's own reading of --config, so it is tested through Snakemake",
     ),
     "registry.shared_arms": ("tests/unit/stages/search/test_arms.py", "names only; the arms are computed there"),
-    "registry.models": ("tests/unit/stages/test_download.py", "the model pins, checked where a download verifies them"),
     "stages.embed.provider": (
         "tests/unit/stages/embed/test_store.py",
         "the provider a job resolves, beside the store it writes",

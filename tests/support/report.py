@@ -15,7 +15,9 @@ from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.ranking_settings import RankingSettings
 from vipune_eval.stages.embed.tally import Tally
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
+from vipune_eval.stages.report import markdown, summary
 from vipune_eval.stages.report.report import Loaded, LoadedView
+from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.score import Scoring, run_score
 
 KS = [1, 5, 10]
@@ -160,6 +162,16 @@ def add_view(loaded: Loaded, name: str, runs: dict[str, dict]) -> None:
     }
     loaded.views.append(LoadedView(entry, first.summary, runs, dict(first.counts)))
     loaded.manifest["views"].append(entry)
+
+
+def markdown_of(report: dict) -> str:
+    """report.md of a report (its document rendered as Markdown)."""
+    return markdown.markdown(document(report))
+
+
+def summary_of(report: dict) -> str:
+    """The closing summary of a report (its document as plain text)."""
+    return summary.text(document(report))
 
 
 @pytest.fixture

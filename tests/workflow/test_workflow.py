@@ -302,7 +302,7 @@ def test_missing_vipune_binary_stops_with_instructions(tmp_path, workflow_env, s
 def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_run, tmp_path):
     """Regression: the plots took the first view of report.json (sorted keys), so a run with
     `official` but no `chunk` plotted LongMemEval's ks against the seed protocol's metrics."""
-    from vipune_eval.stages.report.markdown import render
+    from support.report import markdown_of
     from vipune_eval.stages.report.plots import run_plots
 
     workdir, _ = full_run
@@ -315,7 +315,7 @@ def test_plots_and_markdown_read_the_primary_view_whatever_the_key_order(full_ru
     path.write_text(json.dumps(report))
     run_plots(path, tmp_path / "plots", ["recall_at_k"])
     assert (tmp_path / "plots" / "recall_at_k.png").exists()
-    assert "| vipune |" in render(report)
+    assert "| vipune |" in markdown_of(report)
 
 
 @pytest.mark.slow

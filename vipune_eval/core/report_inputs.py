@@ -76,6 +76,22 @@ class ExplainedBuild(TypedDict):
     arms: list[str]
 
 
+class Corpus(TypedDict):
+    """The data scored: its preset and release, its file and pins (registry.datasets.corpus writes
+    it, report.json holds it as ``corpus``)."""
+
+    preset: str | None
+    release: str
+    repo_id: str | None
+    filename: str
+    revision: str | None
+    sha256: str | None
+    local_path: bool
+    source: str
+    same_as_paper: bool
+    note: str
+
+
 class Manifest(TypedDict):
     """results/report-inputs.json: every input of the report."""
 
@@ -83,7 +99,7 @@ class Manifest(TypedDict):
     dataset_fp: str
     model_fp: str
     retrievers: list[str]
-    corpus: dict[str, Any] | None
+    corpus: Corpus | None
     settings: dict[str, dict[str, Any]]
     roles: dict[str, str | None]
     mirrors: dict[str, str | None]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vipune_eval.core.report_inputs import Corpus
 from vipune_eval.errors import EvalError
 
 PAPER_COUNTS = {"instances": 500, "abstention": 30, "pairs": 470}
@@ -138,7 +139,7 @@ NOTES = {
 }
 
 
-def corpus(dataset: dict[str, Any], local_sha256: str | None = None) -> dict[str, Any]:
+def corpus(dataset: dict[str, Any], local_sha256: str | None = None) -> Corpus:
     """What the report says about the data: the release (a local file's by its bytes,
     ``local_sha256``), the file, its pins, and whether the paper's published figures were
     measured on the same corpus."""

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 import ir_measures
 import numpy as np
@@ -24,6 +24,7 @@ from vipune_eval.core.failed_pair import FailedPair
 from vipune_eval.core.intervals import MIN_BOOTSTRAP_PAIRS, bootstrap_intervals, wilson_interval
 from vipune_eval.core.io import read_json, read_parquet, write_json
 from vipune_eval.core.ranking_settings import RankingSettings
+from vipune_eval.core.run_metrics import Metrics, Summary
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import measures
 
@@ -156,39 +157,6 @@ class Scoring:
     measure_names: list[str]
     ranking_settings: RankingSettings
     turn_to_session: bool = False
-
-
-class Summary(TypedDict):
-    """Means of a group of pairs (every metric key) with ``pairs`` and ``intervals``."""
-
-    pairs: int
-    intervals: dict[str, list[float] | None]  # None: too few pairs for a bootstrap (metric_intervals)
-
-
-class _Scored(TypedDict):
-    retriever: str
-    pairs: int  # pairs averaged (failed pairs left out)
-    run: str  # the merged run file
-    failed: dict[str, FailedPair]  # question id → why a lane failed it
-    metrics: dict[str, float]  # metric key → mean over the averaged pairs
-    intervals: dict[str, list[float] | None]  # metric key → 95% interval (None: metric_intervals)
-    per_category: dict[str, Summary]
-    per_split: dict[str, Summary]
-    short_lists: int  # pairs whose run lists fewer documents than the largest k
-    per_query: dict[str, dict[str, Any]]  # metric values, question_type, split, ranked documents
-    scored_with: dict[str, Any]  # the Scoring it was made with (core.report_inputs.ScoredWith; the report checks it)
-
-
-class Metrics(_Scored, total=False):
-    """A run's metrics file, ``{view}metrics/{run}.json`` (stages.report.report reads it); the
-    keys below are written only for the official protocol (its second question set,
-    print_retrieval_metrics.py's) and the lanes (search latencies)."""
-
-    pairs_all: int
-    metrics_all: dict[str, float]
-    intervals_all: dict[str, list[float] | None]
-    search_seconds: dict[str, float]  # p50, p95, max, calls
-    searched: dict[str, Any]  # the lanes': what their searches were made from (read_status)
 
 
 def run_score(

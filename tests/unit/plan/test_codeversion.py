@@ -48,10 +48,15 @@ FAILED = {"core.failed_pair"}  # a failed pair's fields: the vipune searches wri
 # A vipune build's records (its fingerprint, its vipune-lane's, its preflight): their writers and the report
 BUILD_RECORDS = {"core.build_records"}
 # The report's words: report.json's shape and the document's sections, one module per thing drawn;
-# the shapes it holds that another stage writes are that writer's (the fingerprints, the build records)
+# the shapes it holds that another stage writes are that writer's (the fingerprints, the build
+# records, the filter's summary, the embed throughput, a run's metrics, the model's provenance)
 SECTIONS = BUILD_RECORDS | {
     "stages.report.report_json",
     "core.fingerprints",
+    "core.model_provenance",
+    "core.filter_summary",
+    "core.embed_throughput",
+    "core.run_metrics",
     "core.failed_pair",
     "core.report_inputs",
     "core.ranking_settings",
@@ -95,8 +100,9 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
     "vipune-binary": BUILD_RECORDS | {"vipune.binary", "vipune.client", "core.process", "vipune.settings"},
     # a file of the plan put in place: where the run staged its text, nothing that computes it
     "planned-file": {"plan.planned_file", "core.paths"},
-    # pairs and their labels (gold, split, qrels), never the rows, chunking or anything downstream
-    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec"},
+    # pairs and their labels (gold, split, qrels) and their counts (the summary's shape), never the
+    # rows, chunking or anything downstream
+    "filter-pairs": FILTER_COMMON | {"stages.filter.pairs", "stages.filter.split", "core.trec", "core.filter_summary"},
     # rows and texts (what embed and search read), never the pairs' labels or the split
     "filter-rows": FILTER_COMMON | {"stages.filter.rows", "stages.filter.chunking", "core.tokens"},
     # the model and the store; the tally it writes, never the report's projection from it
@@ -169,9 +175,17 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "vipune.contract",
         "vipune.settings",
     },
-    # the intervals of the metrics; never the report's comparisons or their wording
+    # the intervals of the metrics (the metrics file's shape); never the report's comparisons or their wording
     "score": FAILED
-    | {"stages.score", "core.ranking_settings", "registry.measures", "core.intervals", "core.longmemeval", "core.trec"},
+    | {
+        "stages.score",
+        "core.run_metrics",
+        "core.ranking_settings",
+        "registry.measures",
+        "core.intervals",
+        "core.longmemeval",
+        "core.trec",
+    },
     # the report reads every stage's outputs (the embed tally's format included), says whether the
     # model's files are the pinned ones (the pins; the model pin is the contract's); a failed pair's
     # exit code and message are its fields (core.failed_pair)
@@ -205,6 +219,10 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "stages.report.plots",
         "stages.report.report_json",
         "core.fingerprints",
+        "core.filter_summary",
+        "core.embed_throughput",
+        "core.run_metrics",
+        "core.model_provenance",
         "core.failed_pair",
         "core.report_inputs",
         "core.ranking_settings",
@@ -245,10 +263,13 @@ BUDGET = {  # command → the modules (besides ENTRY) it may reach, from what it
         "core.paths",
         "core.intervals",
     },
-    # the docs generated from the registries and the modules (a developer's command, no rule runs it)
+    # the docs generated from the registries and the modules (a developer's command, no rule runs it);
+    # the dataset presets' corpus has the manifest's shape (core.report_inputs)
     "generated-docs": {
         "generated_docs",
         "registry.datasets",
+        "core.report_inputs",
+        "core.paths",
         "registry.granularities",
         "registry.lanes",
         "registry.measures",

@@ -10,6 +10,7 @@ LongMemEval_M's texts per granularity (``LONGMEMEVAL_M``) turn it into minutes.
 
 from __future__ import annotations
 
+from vipune_eval.core.embed_throughput import EmbedBlock, ProviderBlock
 from vipune_eval.stages.embed.tally import Tally
 
 # The texts each granularity's view of LongMemEval_M embeds (every unique text once, questions
@@ -66,12 +67,15 @@ def reproducibility(provider: str, tallies: list[Tally]) -> str:
     return f"{shape}; not probed (no job had two texts of one length)"
 
 
-def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
+def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> EmbedBlock:
     """The run's embed jobs: totals, and per provider and device the rate, what it guarantees about
     the vectors' bytes and, from the rate, bge-small's time on LongMemEval_M per granularity;
     ``workload``: each granularity's texts of M (``LONGMEMEVAL_M``)."""
     computing = [t for t in tallies if t.texts]
-    out = {
+    groups: dict[tuple[str, str], list[Tally]] = {}
+    for t in computing:
+        groups.setdefault((t.provider, t.device), []).append(t)
+    out: EmbedBlock = {
         "definition": "model calls only (load and waits on other jobs' texts excluded), summed over "
         "the embed jobs that computed texts; useful FLOPs = unpadded tokens (cut at the "
         "model's limit) x the encoder's layer shapes, attention at each text's length",
@@ -82,13 +86,10 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
         # every job, those that found all their texts stored included: what else the stage cost
         "job_seconds": round(sum(t.job_seconds for t in tallies), 3),
         "load_seconds": round(sum(t.load_seconds for t in tallies), 3),
+        "providers": [
+            provider_summary(name, device, group, workload) for (name, device), group in sorted(groups.items())
+        ],
     }
-    groups: dict[tuple[str, str], list[Tally]] = {}
-    for t in computing:
-        groups.setdefault((t.provider, t.device), []).append(t)
-    out["providers"] = [
-        provider_summary(name, device, group, workload) for (name, device), group in sorted(groups.items())
-    ]
     if not out["providers"]:
         out["why"] = (
             "no embed job timed a text: every text was in the vector store already, or the shards predate the tally"
@@ -96,11 +97,13 @@ def summary(tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
     return out
 
 
-def provider_summary(name: str, device: str, tallies: list[Tally], workload: dict[str, dict[str, int]]) -> dict:
+def provider_summary(
+    name: str, device: str, tallies: list[Tally], workload: dict[str, dict[str, int]]
+) -> ProviderBlock:
     """One provider's (and device's) share of the embed jobs: see ``summary``."""
     texts, seconds = sum(t.texts for t in tallies), sum(t.seconds for t in tallies)
     threads = sorted({t.threads for t in tallies})
-    out = {
+    out: ProviderBlock = {
         "provider": name,
         "device": device or "not recorded",
         "jobs": len(tallies),
@@ -110,12 +113,15 @@ def provider_summary(name: str, device: str, tallies: list[Tally], workload: dic
         "threads": threads,
         "batch_tokens": sorted({t.batch_tokens for t in tallies if t.batch_tokens}),
         "reproducibility": reproducibility(name, tallies),
+        "projection": None,
     }
     if seconds <= 0:
-        return {**out, "projection": None, "why": "the model calls took no measurable time"}
+        out["why"] = "the model calls took no measurable time"
+        return out
     out["texts_per_s"] = texts / seconds
     if any(t.shape is None for t in tallies):
-        return {**out, "projection": None, "why": "the model's config.json names no BERT layer shapes"}
+        out["why"] = "the model's config.json names no BERT layer shapes"
+        return out
     rate = sum(workload_flops(t.shape, t.tokens, t.squares) for t in tallies if t.shape is not None) / seconds
     out["useful_gflops_per_s"] = rate / 1e9
     job = (

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vipune_eval.core import trec
+from vipune_eval.core.filter_summary import FilterSummary
 from vipune_eval.core.io import atomic_path, log, write_json
 from vipune_eval.errors import EvalError
 from vipune_eval.registry import granularities
@@ -58,7 +59,7 @@ def run_pairs(
     expected: dict[str, int] | None,
     split_seed: int,
     dev_fraction: float,
-) -> dict[str, Any]:
+) -> FilterSummary:
     """The view's pairs (category, gold, split), its qrels and its counts per category."""
     granularity = granularities.get(granularity).name
     official = protocol == "official"
@@ -97,7 +98,7 @@ def run_pairs(
     labels = splits.assign(all_pairs, split_seed, dev_fraction)
     for pair in pairs:
         pair["split"] = labels[pair["question_id"]]
-    summary: dict[str, Any] = {
+    summary: FilterSummary = {
         "protocol": protocol,
         "granularity": granularity,
         "instances": counts["instances"],
@@ -139,7 +140,7 @@ def run_pairs(
     return summary
 
 
-def check_expected(dataset: Path, summary: dict[str, Any], usable: int, expected: dict[str, int] | None) -> None:
+def check_expected(dataset: Path, summary: FilterSummary, usable: int, expected: dict[str, int] | None) -> None:
     if usable == 0:
         raise EvalError(
             f"{dataset}: zero usable pairs ({summary['instances']} instances, {summary['abstention']} abstention)"

@@ -12,8 +12,9 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 
-DEV, TEST = "dev", "test"
-SPLITS = (DEV, TEST)
+from vipune_eval.core.filter_summary import SPLITS
+
+DEV, TEST = SPLITS
 
 
 def rank_key(seed: int, question_id: str) -> str:
@@ -27,7 +28,7 @@ def assign(pairs: Iterable[tuple[str, str]], seed: int, dev_fraction: float) -> 
     by_category: dict[str, list[str]] = defaultdict(list)
     for qid, category in pairs:
         by_category[category].append(qid)
-    labels = {}
+    labels: dict[str, str] = {}
     for qids in by_category.values():
         ordered = sorted(qids, key=lambda q: (rank_key(seed, q), q))
         n_dev = int(dev_fraction * len(ordered) + 0.5)  # round half up, never banker's rounding

@@ -27,6 +27,12 @@ def cell(value: float, interval: list[float] | None) -> str:
     return f"{value:.3f} [{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
+def one_line(text: str, chars: int) -> str:
+    """A text on one line, cut to ``chars`` characters (its last an ellipsis where it was cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
+
+
 def plain(text: str) -> str:
     """A text without its inline marks (for a terminal)."""
     return text.replace("`", "").replace("**", "")

@@ -28,7 +28,7 @@ from vipune_eval.core.persona import first_documents, row_id
 from vipune_eval.core.report_inputs import ExplainedBuild, Manifest, under
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.lanes import BINARY, LIB
-from vipune_eval.stages.report.document import Bullets, Table, plain
+from vipune_eval.stages.report.document import Bullets, Table, one_line, plain
 from vipune_eval.stages.report.report_json import ExplainedColumn, Explanation, Explanations, Report
 from vipune_eval.stages.report.sections import explanations as words
 from vipune_eval.stages.report.sections.misses import worst_pairs
@@ -167,14 +167,8 @@ def explain(pair: Pair, builds: list[BuildLists], texts: dict[str, str]) -> Expl
         "question_type": pair.question_type,
         "gold": pair.gold,
         "builds": columns,
-        "texts": {doc: snippet(texts.get(first_text.get(doc, ""), "")) for doc in shown},
+        "texts": {doc: one_line(texts.get(first_text.get(doc, ""), ""), SNIPPET) for doc in shown},
     }
-
-
-def snippet(text: str) -> str:
-    """The first SNIPPET characters of a text, on one line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET else flat[: SNIPPET - 1] + "…"
 
 
 # ---------------------------------------------------------------- reading a finished run

@@ -26,9 +26,9 @@ from vipune_eval.core.io import read_json, write_text
 from vipune_eval.core.report_inputs import under
 from vipune_eval.registry.lanes import LIB
 from vipune_eval.stages.report.compare import compare_scored
-from vipune_eval.stages.report.report_json import BuildEntry, Report, recall_keys
+from vipune_eval.stages.report.report_json import BuildEntry, Compared, Report, recall_keys
 from vipune_eval.stages.report.sections import agreement
-from vipune_eval.stages.report.sections.orders import and_listed
+from vipune_eval.stages.report.sections.orders import and_listed, first_named
 from vipune_eval.stages.report.sections.provenance import stale_copies, stale_items
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 from vipune_eval.stages.report.sections.warnings import failure_reason
@@ -46,27 +46,24 @@ class CannotJudge(Exception):
 
 @dataclass
 class MeasureChange:
-    """One measure in one group of pairs (all of them, or a category), before → after."""
+    """One measure in one group of pairs (all of them, or a category), before → after: its paired
+    comparison (a: the checkout, after; b: the baseline, before; the difference after − before)."""
 
     measure: str
     category: str | None
-    pairs: int
-    before: float
-    after: float
-    difference: float  # after − before
-    interval: tuple[float, float]  # of the difference
-    p_holm: float
+    compared: Compared
     failing: bool
 
     @property
     def label(self) -> str:
-        return f"{self.measure} ({self.category or 'all pairs'}, {self.pairs} pairs)"
+        return f"{self.measure} ({self.category or 'all pairs'}, {self.compared['pairs']} pairs)"
 
     def words(self) -> str:
-        lo, hi = self.interval
+        d = self.compared
+        lo, hi = d["interval"]
         return (
-            f"{self.label}: {self.before:.3f} → {self.after:.3f} ({100 * self.difference:+.1f} points, 95% CI "
-            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {self.p_holm:.3g})"
+            f"{self.label}: {d['b']:.3f} → {d['a']:.3f} ({100 * d['difference']:+.1f} points, 95% CI "
+            f"{100 * lo:+.1f} to {100 * hi:+.1f}, p_holm = {d['p_holm']:.3g})"
         )
 
 
@@ -87,10 +84,6 @@ def _read(run: Path, path: str, what: str) -> Any:
     if not file.is_file():
         raise CannotJudge(f"{file} is not there ({what}): not a finished run of the workflow; run it first")
     return read_json(file)
-
-
-def _shown(qids: list[str]) -> str:
-    return ", ".join(qids[:NAMED]) + (f" and {len(qids) - NAMED} more" if len(qids) > NAMED else "")
 
 
 def _baseline(report: Report) -> BuildEntry:
@@ -117,7 +110,7 @@ def _failed(build: BuildEntry, role: str, on: str) -> None:
         qids = sorted(failed)
         raise CannotJudge(
             f"the {role} {build['id']} failed {len(qids)} pair{'s' if len(qids) > 1 else ''} on {on} "
-            f"({failure_reason(failed[qids[0]])}: {_shown(qids)}): its averages leave them out, so the "
+            f"({failure_reason(failed[qids[0]])}: {first_named(qids, NAMED)}): its averages leave them out, so the "
             "two builds would be compared on other pairs; fix the failure, or judge a run without it"
         )
 
@@ -147,7 +140,7 @@ def _same_searches(after: dict[str, Any], before: dict[str, Any], baseline: str)
         if differ:
             raise CannotJudge(
                 f"a stale baseline: {baseline} was searched with {what} on {len(differ)} of "
-                f"{len(mine['personas'])} pairs ({_shown(differ)}) than the checkout: the two are not "
+                f"{len(mine['personas'])} pairs ({first_named(differ, NAMED)}) than the checkout: the two are not "
                 "comparable; search the baseline again on this run's data"
             )
 
@@ -208,7 +201,7 @@ def _judge(run: Path) -> Verdict:
         raise CannotJudge(
             "the two builds scored different pairs ("
             + "; ".join(
-                f"{len(q)} only in the {who}: {_shown(q)}"
+                f"{len(q)} only in the {who}: {first_named(q, NAMED)}"
                 for q, who in ((only_after, "checkout"), (only_before, "baseline"))
                 if q
             )
@@ -222,17 +215,7 @@ def _judge(run: Path) -> Verdict:
     compared = compare_scored(after, before, keys, checkout["id"], baseline["id"], alpha)
     groups = [(None, compared["overall"]), *compared["per_category"].items()]
     rows = [
-        MeasureChange(
-            key,
-            category,
-            r["pairs"],
-            r["b"],
-            r["a"],
-            r["difference"],
-            (r["interval"][0], r["interval"][1]),
-            r["p_holm"],
-            r["difference"] < -margin and r["p_holm"] < alpha,
-        )
+        MeasureChange(key, category, r, r["difference"] < -margin and r["p_holm"] < alpha)
         for category, results in groups
         for key, r in results.items()
     ]
@@ -317,10 +300,11 @@ def markdown(verdict: Verdict) -> str:
             "|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in verdict.rows:
-            lo, hi = r.interval
+            d = r.compared
+            lo, hi = d["interval"]
             lines.append(
-                f"| {r.measure} ({r.category or 'all pairs'}) | {r.pairs} | {r.before:.3f} | {r.after:.3f} | "
-                f"{100 * r.difference:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {r.p_holm:.3g} | "
+                f"| {r.measure} ({r.category or 'all pairs'}) | {d['pairs']} | {d['b']:.3f} | {d['a']:.3f} | "
+                f"{100 * d['difference']:+.1f} pts | {100 * lo:+.1f} to {100 * hi:+.1f} | {d['p_holm']:.3g} | "
                 f"{'**worse**' if r.failing else 'ok'} |"
             )
         lines.append("")

@@ -4,8 +4,6 @@ worded here: each block of the document becomes its Markdown."""
 from __future__ import annotations
 
 from vipune_eval.stages.report.document import Block, Bullets, Document, Paragraph, Section, Table
-from vipune_eval.stages.report.report_json import Report
-from vipune_eval.stages.report.sections.contents import document
 
 
 def table(t: Table) -> list[str]:
@@ -41,8 +39,3 @@ def section(s: Section) -> str:
 def markdown(doc: Document) -> str:
     head = "\n".join([f"# {doc.title}", "", *(f"- {line}" for line in doc.scored)])
     return "\n\n".join([head, *map(section, doc.sections)]) + "\n"
-
-
-def render(report: Report) -> str:
-    """report.md from report.json."""
-    return markdown(document(report))

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from vipune_eval.core.io import atomic_path, read_json
+from vipune_eval.core.run_metrics import mean
 from vipune_eval.errors import EvalError
 from vipune_eval.registry.views import PRIMARY
 from vipune_eval.stages.report.report_json import Report, WhatIfVariant, primary_key, recall_keys
@@ -87,7 +88,7 @@ def per_category(report: Report, out: Path) -> None:
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         entry = report["retrievers"][name]["per_category"]
-        values = [entry[c][key] if c in entry else 0.0 for c in categories]
+        values = [mean(entry[c], key) if c in entry else 0.0 for c in categories]
         xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(categories))]
         ax.bar(xs, values, width, label=name)
     ax.set_xticks(

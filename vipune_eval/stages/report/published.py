@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.report_json import BesidePublished, Corpus, Published, RetrieverEntry
+from vipune_eval.core.report_inputs import Corpus
+from vipune_eval.stages.report.report_json import BesidePublished, Published, RetrieverEntry
 
 # LongMemEval's paper, LongMemEval_M, value = session, key = value; numbers NOT read from the paper
 # here (it cannot be fetched on these machines) but as quoted from its Table 9 in the project's

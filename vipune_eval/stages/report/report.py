@@ -15,9 +15,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from vipune_eval import __version__
+from vipune_eval.core.filter_summary import SPLIT_RULE, SPLITS, FilterSummary
+from vipune_eval.core.fingerprints import ModelFingerprint
 from vipune_eval.core.io import dump_json, read_json, read_parquet, write_text
 from vipune_eval.core.report_inputs import LabManifest, LabRun, Manifest, ManifestView
 from vipune_eval.core.trec import read_qrels
@@ -31,29 +33,20 @@ from vipune_eval.stages.report.compare import adjust_family, compare_scored
 from vipune_eval.stages.report.published import PUBLISHED, beside_published
 from vipune_eval.stages.report.report_json import (
     BuildEntry,
-    Corpus,
     DatasetFingerprint,
     Diagnostics,
-    EmbedBlock,
-    FilterSummary,
     GranularityBlock,
-    ModelProvenance,
     PreflightResult,
     Report,
     RetrieverEntry,
     ViewBlock,
+    ViewCounts,
     VipuneFingerprint,
     VipuneLaneFingerprint,
     WhatIf,
 )
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.vipune.release import RELEASE
-
-
-class ViewCounts(TypedDict):
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
 
 
 @dataclass
@@ -81,7 +74,7 @@ class Loaded:
     fingerprints: dict[str, VipuneFingerprint]  # build id → fingerprint
     preflights: dict[str, PreflightResult]  # build id → preflight result
     dataset: DatasetFingerprint
-    model: dict[str, Any]
+    model: ModelFingerprint
     config: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)  # build id → where it came from
     lanes: dict[str, VipuneLaneFingerprint] = field(default_factory=dict)  # build id → its vipune-lane's fingerprint
@@ -95,11 +88,6 @@ def _view_counts(view: ManifestView) -> ViewCounts:
         tokens += int(sum(column.to_pylist()))
         texts += len(column)
     return {"rows": sum(len(r) for r in rows.to_pylist()), "unique_texts": texts, "tokens_embedded": tokens}
-
-
-def _rows(view: ManifestView) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = read_parquet(view["rows"], ["question_id", "row_sessions", "row_text_ids"]).to_pylist()
-    return rows
 
 
 def _truncated(embeddings: list[str]) -> dict[str, bool]:
@@ -124,7 +112,7 @@ def load(manifest: Manifest) -> Loaded:
         manifest=manifest,
         views=views,
         gold={qid: set(docs) for qid, docs in read_qrels(primary["qrels"]).items()},
-        rows=_rows(primary),
+        rows=read_parquet(primary["rows"], ["question_id", "row_sessions", "row_text_ids"]).to_pylist(),
         truncated=_truncated(primary["embeddings"]),
         tallies=read_tallies(list(dict.fromkeys(p for v in manifest["views"] for p in v["embeddings"]))),
         builds={b: read_json(path) for b, path in primary["builds"].items()},
@@ -226,25 +214,10 @@ def changes(
     return out
 
 
-def retriever_entry(m: dict[str, Any]) -> RetrieverEntry:
-    entry: RetrieverEntry = {
-        "run": m["run"],
-        "pairs": m["pairs"],
-        "failed": m["failed"],
-        "metrics": m["metrics"],
-        "intervals": m["intervals"],
-        "per_category": m["per_category"],
-        "short_lists": m["short_lists"],
-    }
-    if "metrics_all" in m:  # the official protocol's second question set
-        entry["pairs_all"], entry["metrics_all"], entry["intervals_all"] = (
-            m["pairs_all"],
-            m["metrics_all"],
-            m["intervals_all"],
-        )
-    if "search_seconds" in m:
-        entry["search_seconds"] = m["search_seconds"]
-    return entry
+def retriever_entry(m: Mapping[str, Any]) -> RetrieverEntry:
+    """A run's metrics as report.json keeps them: the keys ``RetrieverEntry`` names (the per-pair
+    rows, per-split means and settings left out)."""
+    return cast(RetrieverEntry, {key: m[key] for key in RetrieverEntry.__annotations__ if key in m})
 
 
 def _view_block(view: LoadedView) -> ViewBlock:
@@ -296,7 +269,7 @@ def build(loaded: Loaded) -> Report:
         # report.json's keys are sorted: the configured order, vipune's lanes first, is kept here
         "retriever_order": lanes.first([n for n in manifest["retrievers"] if n in metrics]),
         "retriever_settings": manifest.get("settings", {}),
-        "corpus": cast("Corpus | None", manifest.get("corpus")),  # registry.datasets.corpus's keys
+        "corpus": manifest.get("corpus"),
     }
     subject = lanes.subject(list(metrics))
     report["comparisons"] = {
@@ -323,7 +296,7 @@ def build(loaded: Loaded) -> Report:
                 if name in m["per_split"]
             },
         }
-        for name in ("dev", "test")
+        for name in SPLITS
     }
     report["granularities"] = granularities(loaded.views, views, keys)
     if lab := manifest.get("whatif"):
@@ -370,11 +343,11 @@ def build(loaded: Loaded) -> Report:
             ],
         },
     )
-    report["embed"] = cast(EmbedBlock, projection.summary(loaded.tallies, projection.LONGMEMEVAL_M))  # its shape
+    report["embed"] = projection.summary(loaded.tallies, projection.LONGMEMEVAL_M)
     primary_build = manifest.get("primary")
     report["provenance"] = {
         "dataset": loaded.dataset,
-        "model": model_provenance(loaded.model, loaded.config),
+        "model": models.provenance(loaded.model, (loaded.config.get("model") or {}).get("path")),
         "vipune": loaded.fingerprints[primary_build] if primary_build else None,
         "lane": loaded.lanes.get(primary_build) if primary_build else None,
         "preflight": loaded.preflights.get(primary_build) if primary_build else None,
@@ -383,8 +356,7 @@ def build(loaded: Loaded) -> Report:
         "split": {
             "seed": counts["split"]["seed"],
             "dev_fraction": counts["split"]["dev_fraction"],
-            "rule": "per category, pairs ordered by sha256(seed, question_id); the first "
-            "round(dev_fraction × n) are dev",
+            "rule": SPLIT_RULE,
         },
         "views": {view.entry["name"]: view.entry["description"] for view in loaded.views},
         "config": loaded.config,
@@ -393,36 +365,11 @@ def build(loaded: Loaded) -> Report:
     return report
 
 
-def model_provenance(model: dict[str, Any], config: dict[str, Any]) -> ModelProvenance:
-    """provenance.model: the model's fingerprint, where its files came from (``source``: a local
-    folder, its ``path``, or the download) and whether they are the pinned bytes of the model they
-    are laid out as (``pinned``: null where that repository and revision have no pins; ``pins``:
-    each pinned file's sha256 beside the one found, registry.models)."""
-    path = (config.get("model") or {}).get("path")
-    check = models.against_pins(model["repo_id"], model["revision"], model["file"], model["files"])
-    # cast: the fingerprint's keys are core.fingerprints.model_fingerprint's, read from its file
-    return cast(
-        ModelProvenance,
-        {
-            **model,
-            "source": "local" if path else "download",
-            "path": path,
-            "pinned": None if check is None else all(p["found"] == p["pinned"] for p in check.values()),
-            "pins": check,
-        },
-    )
-
-
 def whatif_block(lab: LabManifest, metrics: dict[str, dict[str, Any]]) -> WhatIf:
     """The what-if grid chosen on one split and confirmed on the other (stages.report.whatif)."""
 
-    def run(entry: LabRun) -> dict[str, Any]:
-        return {
-            "name": entry["name"],
-            "params": entry["params"],
-            "run": entry["run"],
-            "per_query": metrics[entry["name"]]["per_query"],
-        }
+    def run(entry: LabRun) -> dict[str, Any]:  # analyse reads its name, params, run and per_query
+        return {**entry, "per_query": metrics[entry["name"]]["per_query"]}
 
     block = whatif.analyse(lab["measure"], lab["select_on"], run(lab["base"]), [run(v) for v in lab["variants"]])
     return cast(WhatIf, {**block, "grid": lab["grid"]})  # analyse's keys: one is named by a split

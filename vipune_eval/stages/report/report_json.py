@@ -1,77 +1,45 @@
 """report.json's shape: the typed ``Report`` that stages.report.report writes and the report's
 sections (stages.report.sections) and plots (stages.report.plots) read, and what more than one of
 them reads from it (``primary_ks``, the headline's k and keys). No computation: the report's
-commands share this module, and an edit here reruns only them."""
+commands share this module, and an edit here reruns only them. What report.json holds of a file
+another stage writes is typed by that file's shape, in core/ (a run's metrics, a view's summary,
+the fingerprints and build records, the corpus, the embed throughput)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from vipune_eval.core.build_records import LaneCopy as LaneCopy
 from vipune_eval.core.build_records import PreflightResult as PreflightResult
 from vipune_eval.core.build_records import VipuneFingerprint as VipuneFingerprint
 from vipune_eval.core.build_records import VipuneLaneFingerprint as VipuneLaneFingerprint
-from vipune_eval.core.failed_pair import FailedPair
+from vipune_eval.core.embed_throughput import EmbedBlock
+from vipune_eval.core.filter_summary import FilterSummary, Split
 from vipune_eval.core.fingerprints import DatasetFingerprint as DatasetFingerprint
-from vipune_eval.core.fingerprints import ModelFingerprint
-from vipune_eval.core.report_inputs import ScoredWith
+from vipune_eval.core.model_provenance import ModelProvenance as ModelProvenance
+from vipune_eval.core.report_inputs import Corpus, ScoredWith
+from vipune_eval.core.run_metrics import RetrieverEntry as RetrieverEntry
 from vipune_eval.registry import measures
 from vipune_eval.registry.views import PRIMARY
 
 
-class _Entry(TypedDict):
-    run: str
-    pairs: int  # pairs averaged (failed pairs left out)
-    failed: dict[str, FailedPair]  # question id → why the search failed it (vipune.on_error: record)
-    metrics: dict[str, float]  # metric key → mean
-    intervals: dict[str, list[float] | None]
-    per_category: dict[str, dict[str, Any]]  # category → its means, ``pairs`` and ``intervals``
-    short_lists: int
+class ViewCounts(TypedDict):
+    """A view's rows, the unique texts they hold and the tokens embedded (stages.report.report.load)."""
+
+    rows: int
+    unique_texts: int
+    tokens_embedded: int
 
 
-class RetrieverEntry(_Entry, total=False):
-    """One retriever in one view (stages.report.report.retriever_entry): its score stage's numbers
-    without the per-pair rows; the official protocol's second question set and the lanes' latencies
-    where they are written."""
+class ViewNumbers(ViewCounts):
+    """A view's pairs, counts and retrievers: what the granularities set side by side."""
 
-    pairs_all: int
-    metrics_all: dict[str, float]
-    intervals_all: dict[str, list[float] | None]
-    search_seconds: dict[str, float]  # p50, p95, max, calls
-
-
-class FilterSplit(TypedDict):
-    seed: int
-    dev_fraction: float
-    dev: int  # pairs
-    test: int
-
-
-class _FilterSummary(TypedDict):
-    protocol: str
-    granularity: str
-    instances: int
-    abstention: int
     pairs: int
-    per_category: dict[str, int]  # category → pairs
-    gold_source: dict[str, int]
-    session_slots: int
-    created_at_policy: str
-    split: FilterSplit
+    retrievers: dict[str, RetrieverEntry]
 
 
-class FilterSummary(_FilterSummary, total=False):
-    """A view's summary.json (stages.filter.pairs); the keys below only for the official protocol."""
-
-    skip_rule: str
-    skipped_without_user_side_evidence: int
-    pairs_all: int
-    pairs_with_empty_gold: int
-    pairs_all_with_empty_gold: int
-
-
-class ViewBlock(TypedDict):
+class ViewBlock(ViewNumbers):
     """One view: its protocol × granularity, its pairs and rows, and every retriever it scored."""
 
     protocol: str
@@ -79,14 +47,9 @@ class ViewBlock(TypedDict):
     description: str
     ks: list[int]
     scored_with: ScoredWith  # what every run of the view was scored with, and its searches ranked to
-    pairs: int
     qrels: str
     summary: FilterSummary
     measures: dict[str, str]  # measure → definition
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
-    retrievers: dict[str, RetrieverEntry]
 
 
 class Compared(TypedDict):
@@ -131,9 +94,6 @@ class BuildEntry(RetrieverEntry, total=False):
     drift: list[str]
     comparison: Comparison
     changes: list[dict[str, Any]]
-
-
-Split = Literal["dev", "test"]  # stages.filter.split's names (stages.report.whatif.SPLITS)
 
 
 class WhatIfBase(TypedDict):
@@ -244,30 +204,7 @@ class Official(TypedDict):
     beside_published: dict[str, BesidePublished]  # nothing unless the corpus is the paper's
 
 
-class Corpus(TypedDict):
-    """The data scored: its preset and release, its file and pins (registry.datasets.corpus)."""
-
-    preset: str | None
-    release: str
-    repo_id: str | None
-    filename: str
-    revision: str | None
-    sha256: str | None
-    local_path: bool
-    source: str
-    same_as_paper: bool
-    note: str
-
-
-class _Granularity(TypedDict):
-    pairs: int
-    rows: int
-    unique_texts: int
-    tokens_embedded: int
-    retrievers: dict[str, RetrieverEntry]
-
-
-class GranularityBlock(_Granularity, total=False):
+class GranularityBlock(ViewNumbers, total=False):
     """One granularity of the seed protocol; every one but session compared with session."""
 
     vs_session: dict[str, Comparison]  # retriever → its paired comparison
@@ -374,67 +311,6 @@ class Explanations(TypedDict):
     moved: list[str]  # the pairs a build of vipune.compare moved
     worst: list[str]  # the worst pairs of the diagnostics
     questions: dict[str, Explanation]
-
-
-class Projection(TypedDict):
-    what: str
-    workload: dict[str, Any]  # ``source`` and each granularity's texts, tokens and squares
-    minutes: dict[str, float]  # granularity → bge-small's minutes on LongMemEval_M at this rate
-
-
-class _ProviderBlock(TypedDict):
-    provider: str  # cpu, cuda
-    device: str
-    jobs: int
-    texts: int
-    tokens: int
-    seconds: float
-    threads: list[int]
-    batch_tokens: list[int]
-    reproducibility: str  # what its batching guarantees about a vector's bytes
-    projection: Projection | None
-
-
-class ProviderBlock(_ProviderBlock, total=False):
-    """One provider and device's share of the embed jobs (stages.embed.projection.provider_summary)."""
-
-    texts_per_s: float
-    useful_gflops_per_s: float
-    why: str  # why there is no projection
-
-
-class _EmbedBlock(TypedDict):
-    definition: str
-    jobs: int
-    texts: int
-    tokens: int
-    seconds: float
-    job_seconds: float
-    load_seconds: float
-    providers: list[ProviderBlock]
-
-
-class EmbedBlock(_EmbedBlock, total=False):
-    """report.json's ``embed``: the embed jobs' own tally (stages.embed.projection.summary)."""
-
-    why: str  # why no provider timed a text
-
-
-class Pin(TypedDict):
-    """A pinned file of the model (registry.models.against_pins)."""
-
-    pinned: str  # the pinned sha256
-    found: str | None  # the sha256 found (None: not among the model's files)
-
-
-class ModelProvenance(ModelFingerprint):
-    """provenance.model: the model's fingerprint (core.fingerprints.model_fingerprint), where its
-    files came from and whether they are the pinned bytes (stages.report.report.model_provenance)."""
-
-    source: str  # local, download
-    path: str | None
-    pinned: bool | None  # None: that repository and revision have no pins
-    pins: dict[str, Pin] | None  # file → {pinned, found}; None: no pins
 
 
 class SplitRule(TypedDict):

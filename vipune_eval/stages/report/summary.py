@@ -8,8 +8,7 @@ report.json, every table in report.md. The HTML report's first page shows the sa
 from __future__ import annotations
 
 from vipune_eval.stages.report.document import Document, Table, plain
-from vipune_eval.stages.report.report_json import Report
-from vipune_eval.stages.report.sections.contents import FILES, document
+from vipune_eval.stages.report.sections.contents import FILES
 
 
 def aligned(table: Table) -> list[str]:
@@ -41,8 +40,3 @@ def text(doc: Document) -> str:
         ]
     lines += ["", "files:", *(f"  {path:<22} {what}" for path, what in FILES)]
     return "\n".join(lines) + "\n"
-
-
-def render(report: Report) -> str:
-    """The summary from report.json."""
-    return text(document(report))

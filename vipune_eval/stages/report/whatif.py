@@ -16,11 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from vipune_eval.core.filter_summary import SPLITS
 from vipune_eval.stages.report.compare import holm, paired_bootstrap_interval, paired_randomization
 
-# stages/filter/split.py owns the names (a test holds this copy to them): importing it here would
-# rerun every report on an edit of the filter.
-SPLITS = ("dev", "test")
 ALPHA = 0.05
 TIE_TOLERANCE = 1e-12
 
@@ -60,14 +58,14 @@ def analyse(
 
     Returns report.json's ``whatif`` block (see the module docstring)."""
     confirm_on = next(s for s in SPLITS if s != select_on)
-    base_values = {s: _values(base["per_query"], measure, s) for s in SPLITS}
+    base_values: dict[str, dict[str, float]] = {s: _values(base["per_query"], measure, s) for s in SPLITS}
     rows: list[dict[str, Any]] = []
     for v in variants:
-        values = {s: _values(v["per_query"], measure, s) for s in SPLITS}
+        values: dict[str, dict[str, float]] = {s: _values(v["per_query"], measure, s) for s in SPLITS}
         shared = sorted(set(values[confirm_on]) & set(base_values[confirm_on]))
         a = [values[confirm_on][q] for q in shared]
         b = [base_values[confirm_on][q] for q in shared]
-        row = {
+        row: dict[str, Any] = {
             "name": v["name"],
             "params": v["params"],
             "run": v["run"],

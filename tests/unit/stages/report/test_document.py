@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.document import NO_INTERVAL, Table, cell, plain
+from vipune_eval.stages.report.document import NO_INTERVAL, Table, cell, one_line, plain
 
 
 def test_a_cell_is_its_value_and_its_interval_or_says_there_is_none():
@@ -19,3 +19,10 @@ def test_a_table_aligns_every_column_but_the_first_right_unless_told_and_knows_a
 
 def test_plain_text_drops_the_inline_marks():
     assert plain("**vipune vs dense**: `bm25-lme`") == "vipune vs dense: bm25-lme"
+
+
+def test_a_text_on_one_line_is_cut_with_an_ellipsis():
+    assert one_line("user: a\n  b", 120) == "user: a b"
+    long = one_line("x" * 200, 120)
+    assert len(long) == 120 and long.endswith("…")
+    assert one_line("x" * 120, 120) == "x" * 120

@@ -18,6 +18,7 @@ from vipune_eval.errors import EvalError
 from vipune_eval.stages.filter.pairs import PAIRS_SCHEMA
 from vipune_eval.stages.filter.rows import ROWS_SCHEMA
 from vipune_eval.stages.report import explain
+from vipune_eval.stages.report.document import one_line
 from vipune_eval.stages.report.explain import BuildLists, Pair
 
 
@@ -93,10 +94,11 @@ def test_a_column_without_arms_or_without_a_list_says_why():
     assert explain.explain_build(PAIR, BuildLists("b3", None, None, None))["failed"]
 
 
-def test_a_snippet_is_the_texts_first_120_characters_on_one_line():
-    assert explain.snippet("user: a\n  b") == "user: a b"
-    long = explain.snippet("x" * 200)
-    assert len(long) == 120 and long.endswith("…")
+def test_a_sessions_text_is_its_first_120_characters_on_one_line():
+    pair = explain.Pair("q", "?", "temporal-reasoning", ["g"], ["q::g", "q::s"], ["g", "s"], ["t0", "t1"])
+    texts = explain.explain(pair, [], {"t0": "user: a\n  b", "t1": "x" * 200})["texts"]
+    assert texts["g"] == "user: a b" and texts == {"g": "user: a b"}  # the gold session alone is shown
+    assert one_line("x" * 200, explain.SNIPPET) == "x" * 119 + "…"
 
 
 # ---------------------------------------------------------------- a hand-made finished run

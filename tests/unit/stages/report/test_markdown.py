@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.markdown import render
+from support.report import markdown_of
 from vipune_eval.stages.report.report import build
 
 
 def test_render_gives_the_headline_table_and_the_sections(loaded):
     report = build(loaded)
-    text = render(report)
+    text = markdown_of(report)
     row = next(line for line in text.splitlines() if line.startswith("| vipune |"))
     recall1 = report["retrievers"]["vipune"]["metrics"]["recall@1"]
     assert row.startswith(f"| vipune | 8 | {recall1:.3f} [")

@@ -8,10 +8,11 @@ from vipune_eval.stages.report.report import build
 def test_the_summary_a_finished_run_prints_last(loaded):
     """Issue 31: about 30 lines a person reads: the headline table (vipune first), warnings that
     change the reading, and where the files are; not report.json."""
+    from support.report import summary_of
     from vipune_eval.stages.report import summary
 
     report = build(loaded)
-    lines = summary.render(report).splitlines()
+    lines = summary_of(report).splitlines()
     assert len(lines) <= 30
     start = lines.index("retriever  pairs       recall@1       recall@5      recall@10")
     assert [line.split()[0] for line in lines[start + 1 : start + 4]] == ["vipune", "dense", "hybrid"]

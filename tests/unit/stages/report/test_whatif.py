@@ -10,7 +10,7 @@ from vipune_eval.stages.report.sections.lab import verdict
 
 
 def test_the_splits_are_the_filters():
-    assert whatif.SPLITS == split.SPLITS == (split.DEV, split.TEST)
+    assert whatif.SPLITS is split.SPLITS and split.SPLITS == (split.DEV, split.TEST) == ("dev", "test")
 
 
 def test_choose_best_then_base_then_grid_order():

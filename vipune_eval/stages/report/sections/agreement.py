@@ -48,8 +48,10 @@ def pairs_apart(agree: LaneAgreement) -> str | None:
     return f"{mirror} scored {agree['mirror_pairs']} pairs, {run} {agree['run_pairs']}: {'; '.join(only)}"
 
 
-def _share(share: float | None) -> str:
-    return "no pair" if share is None else f"{share:.1%}"
+def _shares(agree: LaneAgreement, ks: list[int]) -> str:
+    """The share of the pairs both scored whose top k is the same, at each k (``top 5: 87.5%``)."""
+    shares = {k: same_top_share(agree, k) for k in ks}
+    return ", ".join(f"top {k}: {'no pair' if s is None else f'{s:.1%}'}" for k, s in shares.items())
 
 
 def items(report: Report) -> list[Item]:
@@ -61,38 +63,34 @@ def items(report: Report) -> list[Item]:
     for run, key in mirrored():
         agree = mirror_agreement(d, key)
         if agree:
-            shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
             out.append(
                 Item(
                     f"{run} and its mirror `{agree['mirror']}` return the same ranking on "
-                    f"{shares} of {agree['pairs']} pairs. A large disagreement means the binary no longer "
-                    "does what its contract says."
+                    f"{_shares(agree, ks)} of {agree['pairs']} pairs. A large disagreement means the binary no "
+                    "longer does what its contract says."
                 )
             )
     agreeing: list[LaneAgreement] = []  # in the other views: the same top k on the same pairs
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
         pairs = pairs_apart(agree)
+        top = max(report["views"][view]["ks"])  # the largest k of its view
+        differ = differ_top(agree, top)
         if view == PRIMARY.name:
-            shares = ", ".join(f"top {kk}: {_share(same_top_share(agree, kk))}" for kk in ks)
-            differ = differ_top(agree, max(ks))
             text = (
                 f"{agree['run']} (vipune's own search code through vipune-lane, on the cached query "
                 f"vectors) and {agree['mirror']} (the binary, with its model) return the same ranking on "
-                f"{shares} of {agree['pairs']} pairs"
-                + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else ".")
+                f"{_shares(agree, ks)} of {agree['pairs']} pairs"
             )
         else:
-            top = max(report["views"][view]["ks"])
-            share, differ = same_top_share(agree, top), differ_top(agree, top)
+            share = same_top_share(agree, top)
             if share == 1.0 and not pairs:
                 agreeing.append(agree)
                 continue
-            text = (
-                f"{view} view: {agree['run']} and {agree['mirror']} return the same top {top} on "
-                + ("no pair" if share is None else f"{share:.1%} of {agree['pairs']} pairs")
-                + (f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else ".")
+            text = f"{view} view: {agree['run']} and {agree['mirror']} return the same top {top} on " + (
+                "no pair" if share is None else f"{share:.1%} of {agree['pairs']} pairs"
             )
+        text += f"; they differ on {len(differ)}: {', '.join(differ)}." if differ else "."
         out.append(Item(text + (f" {pairs}." if pairs else "")))
     views: dict[tuple[str, str], list[str]] = {}  # (run, mirror) → the other views where they agree
     for agree in agreeing:
@@ -190,9 +188,8 @@ def disagreements(report: Report) -> list[str]:
         only = [
             f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors)) if qids
         ]
-        named = f" in the {and_listed(where)} view{'s' if len(where) > 1 else ''}" if len(report["views"]) > 1 else ""
         out.append(
-            f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{named}: {'; '.join(only)} "
+            f"{mirrors} scored {mirror_pairs} pairs, {runs} {run_pairs}{in_view(report, *where)}: {'; '.join(only)} "
             "(their averages are over different pairs)"
         )
     return out

@@ -81,24 +81,14 @@ def published_blocks(report: Report) -> list[Block]:
         rows.append(
             [f"{name}, published", published["corpus"], "–", *(f"{row[c]:.3f}" if c in row else "–" for c in cols)]
         )
-        b = beside.get(name)
-        if b:
-            rows.append(
-                [
-                    f"`{b['retriever']}` (LongMemEval's BM25), `metrics_all`",
-                    b["ours_corpus"],
-                    str(b["ours_all_pairs"]),
-                    *(f"{b['ours_all'][c]:.3f}" for c in cols),
-                ]
-            )
-            rows.append(
-                [
-                    f"`{b['retriever']}`, `metrics` (run_retrieval.py's set)",
-                    b["ours_corpus"],
-                    str(b["ours_pairs"]),
-                    *(f"{b['ours'][c]:.3f}" for c in cols),
-                ]
-            )
+        if b := beside.get(name):  # our run beside it: its metrics_all, then its metrics
+            rows += [
+                [label, b["ours_corpus"], str(pairs), *(f"{values[c]:.3f}" for c in cols)]
+                for label, values, pairs in (
+                    (f"`{b['retriever']}` (LongMemEval's BM25), `metrics_all`", b["ours_all"], b["ours_all_pairs"]),
+                    (f"`{b['retriever']}`, `metrics` (run_retrieval.py's set)", b["ours"], b["ours_pairs"]),
+                )
+            ]
     blocks: list[Block] = [
         Paragraph("Published figures on other retrievers (not ours; " + published["source"] + on + "):"),
         Table(["retriever", "corpus", "pairs", *cols], rows, numeric=[False, False, *[True] * (len(cols) + 1)]),

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Paragraph, Section, Table
-from vipune_eval.stages.report.report_json import ExplainedColumn, ExplainedHit, Explanation, Report, TopHit
+from vipune_eval.stages.report.report_json import ExplainedColumn, ExplainedHit, Explanation, Report
 
 TOP = 10  # the hits an explanation shows per build
 SNIPPET = 120  # the characters of a session's text it shows
@@ -39,10 +39,6 @@ def _arm(position: list[Any] | None, arm: str, column: ExplainedColumn) -> str:
         return "–"
     rank, score = position
     return f"{rank} ({SCORE[arm].format(score)})" if score is not None else str(rank)
-
-
-def _doc(hit: TopHit) -> str:
-    return f"**{hit['doc']}** (gold)" if hit["gold"] else hit["doc"]
 
 
 def _in_arms(hit: ExplainedHit, column: ExplainedColumn) -> str:
@@ -78,7 +74,7 @@ def explanation(e: Explanation, moved: Sequence[str] = ()) -> Section:
                 ["", "", "", ""]
                 if hit is None
                 else [
-                    _doc(hit),
+                    f"**{hit['doc']}** (gold)" if hit["gold"] else hit["doc"],
                     _arm(hit["semantic"], "semantic", c),
                     _arm(hit["bm25"], "bm25", c),
                     "n/a" if hit["fused"] is None else f"{hit['fused']:.5f}",

@@ -49,9 +49,15 @@ def and_listed(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-def in_view(report: Report, view: str) -> str:
-    """How a line names the view it speaks of: not at all where the report has one view."""
-    return f" in the {view} view" if len(report["views"]) > 1 else ""
+def first_named(names: list[str], shown: int) -> str:
+    """The first ``shown`` names, then how many more: ``q1, q2 and 3 more``."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def in_view(report: Report, *views: str) -> str:
+    """How a line names the views it speaks of (``in the turn view``, ``in the session and turn
+    views``): not at all where the report has one view."""
+    return f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
 
 
 def ordered(report: Report) -> dict[str, RetrieverEntry]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Block, Bullets, Item, Paragraph, Section, Table
 from vipune_eval.stages.report.report_json import Comparison, Report, primary_k, primary_ks, recall_keys
-from vipune_eval.stages.report.sections.orders import by_measure, ordered, table_keys
+from vipune_eval.stages.report.sections.orders import by_measure, by_retriever, ordered, table_keys
 from vipune_eval.stages.report.sections.tables import noted, per_category_table, retriever_table
 
 
@@ -39,7 +39,7 @@ def per_category_sections(report: Report) -> list[Section]:
 def split_section(report: Report) -> list[Section]:
     """The test split's table: each retriever's pairs there (and how many of the split's it failed)."""
     splits, split = report["splits"], report["provenance"]["split"]
-    test = {n: splits["test"]["retrievers"][n] for n in report["retriever_order"] if n in splits["test"]["retrievers"]}
+    test = by_retriever(report, splits["test"]["retrievers"])
     failed = {n: splits["test"]["pairs"] - e["pairs"] for n, e in test.items()}
     return [
         Section(

@@ -117,7 +117,7 @@ def copied(copy: LaneCopy) -> str:
 
 def model_line(model: ModelProvenance) -> str:
     """The model: which files, where they came from, and whether they are the pinned bytes of the
-    model they are laid out as (provenance.model, stages.report.report.model_provenance)."""
+    model they are laid out as (provenance.model, registry.models.provenance)."""
     name = f"{model['repo_id']}@{model['revision'][:12]}"
     files = f"{name} `{model['file']}` (sha256 {model['files'][model['file']][:12]})"
     where = f"files from {model['path']} laid out as {files}" if model["path"] else f"{files}, downloaded"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vipune_eval.core.run_metrics import mean
 from vipune_eval.registry import lanes
 from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Block, Paragraph, Table, cell
 from vipune_eval.stages.report.report_json import RetrieverEntry
@@ -61,7 +62,7 @@ def per_category_table(retrievers: Mapping[str, RetrieverEntry], key: str) -> li
                 cells.append("–")
                 continue
             fewer = f" ({group['pairs']} pairs)" if group["pairs"] != pairs[c] else ""
-            cells.append(cell(group[key], group["intervals"][key]) + fewer)
+            cells.append(cell(mean(group, key), group["intervals"][key]) + fewer)
         rows.append([name, *cells])
     return noted(
         Table(["retriever", *(f"{c} ({pairs[c]} pairs)" for c in categories)], rows, marked=marked(list(retrievers)))

@@ -5,9 +5,8 @@ line, and the pairs that gained or lost gold sessions."""
 
 from __future__ import annotations
 
-from vipune_eval.registry import measures
 from vipune_eval.stages.report.document import Bullets, Item, Section, Table, cell
-from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_key, primary_ks
+from vipune_eval.stages.report.report_json import BuildEntry, Report, primary_key, primary_ks, recall_keys
 from vipune_eval.stages.report.sections.orders import table_keys
 from vipune_eval.stages.report.sections.provenance import changed_copies, lane_source, lane_words
 from vipune_eval.stages.report.sections.tables import noted
@@ -45,7 +44,7 @@ def build_lines(report: Report) -> list[str]:
     builds = report["builds"]
     if len(builds) < 2:
         return []
-    ks, key = primary_ks(report), primary_key(report)
+    key = primary_key(report)
     on = report.get("builds_compared_on") or "vipune"
     lines = []
     for b in builds[1:]:
@@ -59,11 +58,7 @@ def build_lines(report: Report) -> list[str]:
             f"{len(b['changes'])} pairs gained or lost gold sessions"
         )
         for c in b["changes"][:SHOWN_CHANGES]:
-            shown = (
-                key
-                if key in c
-                else next(measures.key(measures.PRIMARY, k) for k in ks if measures.key(measures.PRIMARY, k) in c)
-            )
+            shown = key if key in c else next(k for k in recall_keys(report) if k in c)
             before, after = c[shown]
             lines.append(f"  {c['question_id']} ({c['question_type']}): {shown} {before:.2f} → {after:.2f}")
         if len(b["changes"]) > SHOWN_CHANGES:
@@ -112,7 +107,7 @@ def builds_section(report: Report) -> list[Section]:
                 lead="**Each build's vipune-lane** (vipune-lib's code)",
             )
         )
-    top = max(measures.cutoff(kk) or 0 for kk in keys)
+    top = max(primary_ks(report))
     for b in builds[1:]:
         changes = [
             f"{c['question_id']} ({c['question_type']}): "

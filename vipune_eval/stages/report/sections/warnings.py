@@ -8,11 +8,11 @@ for an interval."""
 from __future__ import annotations
 
 from vipune_eval.core.failed_pair import FailedPair
-from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Table
+from vipune_eval.stages.report.document import NO_INTERVAL_NOTE, Table, one_line
 from vipune_eval.stages.report.report_json import Report
 from vipune_eval.stages.report.sections import agreement, explanations
 from vipune_eval.stages.report.sections.misses import truncation_warning
-from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, in_view, view_order
+from vipune_eval.stages.report.sections.orders import and_listed, by_retriever, first_named, in_view, view_order
 from vipune_eval.stages.report.sections.provenance import stale_copies
 from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
@@ -29,9 +29,7 @@ def failure_reason(failure: FailedPair) -> str:
             f"vipune gave no answer within {failure['timeout']:g} s (vipune.timeout) and was killed: "
             "raise vipune.timeout, or see whether vipune hangs on these questions"
         )
-    error = " ".join((failure["error"] or "").split())  # one line
-    if len(error) > REASON_CHARS:
-        error = error[: REASON_CHARS - 1] + "…"
+    error = one_line(failure["error"] or "", REASON_CHARS)
     code = failure["exit_code"]
     if error:
         return f'vipune exited {code} saying "{error}"' if code is not None else f'vipune said "{error}"'
@@ -45,11 +43,7 @@ def _who(report: Report, failed_in: tuple[tuple[str, str], ...]) -> str:
     for view, name in failed_in:
         views.setdefault(view, []).append(name)
     if len({tuple(names) for names in views.values()}) == 1:
-        names = next(iter(views.values()))
-        where = (
-            f" in the {and_listed(list(views))} view{'s' if len(views) > 1 else ''}" if len(report["views"]) > 1 else ""
-        )
-        return and_listed(names) + where
+        return and_listed(next(iter(views.values()))) + in_view(report, *views)
     return "; ".join(and_listed(names) + in_view(report, view) for view, names in views.items())
 
 
@@ -69,13 +63,11 @@ def failed_pairs(report: Report) -> list[str]:
         groups.setdefault((reason, tuple(where)), []).append(qid)
     out = []
     for (reason, places), qids in groups.items():
-        more = len(qids) - PAIRS_NAMED
-        shown = ", ".join(qids[:PAIRS_NAMED]) + (f" and {more} more" if more > 0 else "")
         many = len(qids) != 1
         out.append(
             f"{_who(report, places)}: {len(qids)} pair{'s' if many else ''} failed and "
             f"{'are' if many else 'is'} left out of every average (vipune.on_error: record; report.json "
-            f"lists why); {reason}: {shown}"
+            f"lists why); {reason}: {first_named(qids, PAIRS_NAMED)}"
         )
     return out
 

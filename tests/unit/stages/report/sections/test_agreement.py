@@ -7,10 +7,10 @@ import json
 from support.report import (
     RANKED,
     add_view,
+    markdown_of,
     metrics,
 )
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.report import build
 
 
@@ -18,7 +18,7 @@ def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_di
     """Issue 37: the lib lane's build (the vipune source it was built from, a release or a checkout
     with its git description) is named in summary.txt's first lines and report.md's; every pair
     where the lib lane and the binary rank differently is named, never averaged away."""
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     primary, lane = "0.20.2-aaaaaaaaaaaa", "0.20.2-cccccccccccc"
     loaded.manifest.update(primary=primary, retrievers=["dense", "hybrid", "vipune", "vipune-lib"])
@@ -41,21 +41,21 @@ def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_di
         f"vipune-lane {lane} (sha256 cccccccccccc): vipune's search code from checkout /src/vipune "
         f"(v0.20.2-3-gabc1234-dirty), beside build {primary}, lane/ sources eeeeeeeeeeee"
     )
-    assert f"  {line}" in summary.render(report).splitlines()[1:4]
-    assert f"- {line}\n" in render(report)
+    assert f"  {line}" in summary_of(report).splitlines()[1:4]
+    assert f"- {line}\n" in markdown_of(report)
     [agree] = report["diagnostics"]["lanes"]
     assert (agree["run"], agree["mirror"], agree["differ_top10"]) == ("vipune-lib", "vipune", ["q3"])
-    assert "they differ on 1: q3." in render(report)
-    assert any("vipune-lib" in w and "q3" in w for w in summary.render(report).splitlines())
+    assert "they differ on 1: q3." in markdown_of(report)
+    assert any("vipune-lib" in w and "q3" in w for w in summary_of(report).splitlines())
 
 
 def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
     """vipune-lib (vipune's code through vipune-lane) is a Lane: first in the headline and marked
     in the HTML, set against the binary's run it must rank as; a pair where they differ is named in
     report.md's diagnostics and the summary's warnings."""
+    from support.report import summary_of
     from vipune_eval.registry import lanes
     from vipune_eval.stages.report import report_page as html
-    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report.sections.contents import document
 
     assert "vipune-lib" in lanes.RUNS
@@ -68,12 +68,12 @@ def test_a_lane_is_one_entry_of_the_lanes_table(loaded, tmp_path, monkeypatch):
     assert (lane["run"], lane["mirror"], lane["differ_top10"]) == ("vipune-lib", "vipune", ["q7"])
     assert (
         "vipune-lib (vipune's own search code through vipune-lane, on the cached query vectors) and vipune "
-        "(the binary, with its model) return the same ranking on" in render(report)
+        "(the binary, with its model) return the same ranking on" in markdown_of(report)
     )
-    assert "they differ on 1: q7." in render(report)
+    assert "they differ on 1: q7." in markdown_of(report)
     assert (
         "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently: q7"
-        in summary.render(report)
+        in summary_of(report)
     )
     front = html.front(document(report), {})
     assert front.count("<tr class=vipune>") == 2 and "<tr class=vipune><td>vipune-lib</td>" in front
@@ -105,7 +105,7 @@ def test_lanes_that_scored_different_pairs_say_their_counts_and_the_warnings_nam
     ) in doc.warnings
     assert (
         "return the same ranking on top 1: 100.0%, top 5: 100.0%, top 10: 100.0% of 6 pairs. vipune scored 6 "
-        "pairs, vipune-lib 8: q1, q2 only in vipune-lib." in render(report)
+        "pairs, vipune-lib 8: q1, q2 only in vipune-lib." in markdown_of(report)
     )
 
 
@@ -139,7 +139,7 @@ def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
         ("turn", "vipune-lib", "vipune", ["q7"]),
         ("chunk", "vipune-lib", "vipune", []),
     ]
-    lines = render(report).splitlines()
+    lines = markdown_of(report).splitlines()
     assert (
         "- turn view: vipune-lib and vipune return the same top 10 on 87.5% of 8 pairs; they differ on 1: q7." in lines
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from support.report import (
     RANKED,
     add_view,
+    markdown_of,
     metrics,
 )
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.stages.report.document import cell
-from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.by_view import granularities_section
 
@@ -35,7 +35,7 @@ def test_the_official_views_recall_all_convention_is_explained(loaded):
         },
     }
     report["views"]["official"] = official
-    text = render(report)
+    text = markdown_of(report)
     assert (
         "`metrics_all` holds the 3 pairs without user-side evidence, every one with no gold, so there "
         "recall_all can exceed recall_any" in text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.markdown import render
+from support.report import markdown_of
 from vipune_eval.stages.report.report import build
 
 
@@ -19,6 +19,6 @@ def test_the_document_takes_no_order_from_report_jsons_mappings(loaded):
 
     report = build(loaded)
     assert document(reorder(report, False)) == document(reorder(report, True)) == document(report)
-    text = render(report)
+    text = markdown_of(report)
     assert text.index("**vipune vs dense**") < text.index("**vipune vs hybrid**")  # the report's order
     assert "| retriever | pairs | recall@1 | recall@5 | recall@10 | recall_any@1 |" in text

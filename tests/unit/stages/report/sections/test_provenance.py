@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from support.report import markdown_of
 from vipune_eval.registry.models import PINS
-from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.report import build
 from vipune_eval.vipune.contract import EMBED_MODEL_ID, EMBED_MODEL_REVISION
 
@@ -44,8 +44,8 @@ ONNX = PINS[BGE, BGE_AT]["onnx/model.onnx"][:12]  # its pinned ONNX file, as the
 def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path, onnx, pinned, words):
     """Issues 36 item 6 and 39 item 6: report.md's model line and provenance.model say where the
     files came from and whether they are the pinned bytes of the model they are laid out as."""
+    from support.report import summary_of
     from vipune_eval.registry.models import pins
-    from vipune_eval.stages.report import summary
 
     pinned_files = pins(BGE, BGE_AT)
     loaded.model = {
@@ -67,8 +67,8 @@ def test_the_model_line_says_whether_the_files_are_the_pinned_bytes(loaded, path
         "pinned": pinned_files["onnx/model.onnx"],
         "found": model["files"]["model.onnx"],
     }
-    assert f"- {words}\n" in render(report)
-    assert summary.render(report).splitlines()[1] == f"  {words.replace('`', '')}"  # the summary's first lines
+    assert f"- {words}\n" in markdown_of(report)
+    assert summary_of(report).splitlines()[1] == f"  {words.replace('`', '')}"  # the summary's first lines
 
 
 def test_a_model_with_no_pins_says_its_bytes_are_not_checked(loaded):
@@ -77,13 +77,13 @@ def test_a_model_with_no_pins_says_its_bytes_are_not_checked(loaded):
     assert (
         "- model: files from /models/x laid out as m/x@rrrrrrrrrrrr `model.onnx` (sha256 cdcdcdcdcdcd), mean "
         "pooling + L2: m/x@rrrrrrrrrrrr has no pins, so these bytes are recorded, not checked\n"
-    ) in render(report)
+    ) in markdown_of(report)
 
 
 def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
     """Issue 39 item 6: summary.txt's first lines name the vipune build (version and fingerprint
     id, where it came from), the model and the data by what they are; report.md's lines too."""
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     primary = "0.20.1-aaaaaaaaaaaa"
     loaded.manifest.update(
@@ -100,7 +100,7 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
     loaded.fingerprints = {primary: {"id": primary, "version": "0.20.1", "sha256": "aa" * 32}}
     loaded.preflights = {primary: {}}
     report = build(loaded)
-    lines = summary.render(report).splitlines()
+    lines = summary_of(report).splitlines()
     assert lines[1:4] == [
         "  vipune 0.20.1, build 0.20.1-aaaaaaaaaaaa, from vipune.binary 'vipune' = /usr/local/bin/vipune",
         "  model: files from /models/x laid out as m/x@rrrrrrrrrrrr model.onnx (sha256 cdcdcdcdcdcd), mean pooling + "
@@ -110,17 +110,15 @@ def test_the_summary_opens_with_the_vipune_build_the_model_and_the_data(loaded):
     assert (
         f"- vipune 0.20.1 (binary sha256 {'aa' * 32}; the contract was checked against {report['provenance']['contract_release']})"
         f": build {primary}, from vipune.binary 'vipune' = /usr/local/bin/vipune\n"
-    ) in render(report)
+    ) in markdown_of(report)
     loaded.manifest.update(corpus=None)  # no corpus block: the dataset's line names the data
-    assert (
-        summary.render(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
-    )
+    assert summary_of(build(loaded)).splitlines()[3] == "  dataset local file lme.json (sha256 abababababab): 8 pairs"
 
 
 def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_report(loaded):
     """Issue 43: a fast build says so wherever the vipune-lane is named, and a copied vipune item that the
     source changes is a warning: vipune-lib's numbers do not follow that edit."""
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     primary = "0.20.2-aaaaaaaaaaaa"
     loaded.manifest.update(primary=primary)
@@ -149,7 +147,7 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
     }
     loaded.lanes = {primary: lane}
     report = build(loaded)
-    text, md = summary.render(report), render(report)
+    text, md = summary_of(report), markdown_of(report)
     assert "- vipune-lib copies src/commands/import.rs, which this source changes (the import; " in md
     named = (
         "vipune-lib copies `fn handle_search` from src/commands/handlers.rs, which this source changes (the "
@@ -167,4 +165,4 @@ def test_a_fast_lane_and_a_copy_its_source_changes_are_named_in_the_summary_and_
         }
     }
     report = build(loaded)
-    assert "vipune-lib copies" not in summary.render(report) and "fast build" not in render(report)
+    assert "vipune-lib copies" not in summary_of(report) and "fast build" not in markdown_of(report)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.markdown import render
+from support.report import markdown_of
 from vipune_eval.stages.report.report import build
 
 
@@ -16,7 +16,7 @@ def test_fewer_than_ten_pairs_get_no_bootstrap_interval_and_the_report_says_so(l
     low, high = multi["intervals"]["recall_any@10"]  # Wilson on 2 of 2: wide, not [1, 1]
     assert low < 0.5 and high == 1.0
     assert vipune["intervals"]["recall@1"] is None  # 8 pairs overall
-    text = render(build(loaded))
+    text = markdown_of(build(loaded))
     table = text[text.index("## recall@10 per category") : text.index("## Held-out split")]
     assert "| retriever | multi-session (2 pairs) | temporal-reasoning (6 pairs) |" in table
     assert "| vipune | 1.000 [no CI] |" in table

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vipune_eval.stages.report.markdown import render
+from support.report import markdown_of
 from vipune_eval.stages.report.report import build
 
 
@@ -18,7 +18,7 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
     loaded.preflights = {primary: {"follows_contract": True, "failed_checks": []}}
     report = build(loaded)
     assert [b["source"] for b in report["builds"]] == [loaded.sources[primary], loaded.sources[other]]
-    text = render(report)
+    text = markdown_of(report)
     assert (
         f"| {primary} (primary) | 0.20.1 | aaaaaaaaaaaa | vipune.binary 'vipune' = /usr/local/bin/vipune | 8 |" in text
     )
@@ -30,7 +30,7 @@ def test_each_build_is_named_with_where_it_came_from(loaded):
 
 
 def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     primary, other = "0.20.1-aaaaaaaaaaaa", "0.20.1-bbbbbbbbbbbb"
     loaded.manifest.update(primary=primary, builds=[other])
@@ -39,7 +39,7 @@ def test_the_summary_gives_each_build_one_line_and_its_failed_preflight(loaded):
     loaded.fingerprints = {b: {"id": b, "version": "0.20.1", "sha256": b[-12:] * 5} for b in (primary, other)}
     loaded.preflights = {primary: {}, other: {"follows_contract": False, "failed_checks": ["rrf_k25_ranks_from_1"]}}
     report = build(loaded)
-    text = summary.render(report)
+    text = summary_of(report)
     r = report["builds"][1]["comparison"]["overall"]["recall@5"]
     assert r["a"] == report["builds"][0]["metrics"]["recall@5"]  # a: after (vipune.binary), b: before
     assert (
@@ -62,7 +62,7 @@ def test_a_moved_pair_reads_before_to_after_in_the_summary_and_report_md_alike(l
     report.md's arrows ran checkout → release. Both now read from the compared build (the
     release, vipune.baseline) to vipune.binary (the checkout), and gained@k is what vipune.binary
     gained."""
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     checkout, release = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
     loaded.manifest.update(primary=checkout, builds=[release])  # the loop: the checkout is vipune.binary
@@ -71,13 +71,13 @@ def test_a_moved_pair_reads_before_to_after_in_the_summary_and_report_md_alike(l
     report = build(loaded)
     q0 = next(c for c in report["builds"][1]["changes"] if c["question_id"] == "q0")
     assert q0["recall@1"] == [0.0, 1.0] and q0["gained@1"] and not q0["lost@1"]
-    assert "    q0 (temporal-reasoning): recall@1 0.00 → 1.00" in summary.render(report)
-    assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in render(report)
+    assert "    q0 (temporal-reasoning): recall@1 0.00 → 1.00" in summary_of(report)
+    assert "  - q0 (temporal-reasoning): recall@1 0.00 → 1.00" in markdown_of(report)
 
 
 def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
     """With only the lib lane configured, the builds are compared on vipune-lib (plan.builds.compared_on)."""
-    from vipune_eval.stages.report import summary
+    from support.report import summary_of
 
     primary, other = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
     loaded.manifest.update(primary=primary, builds=[other], compared_on="dense")  # any scored run will do here
@@ -87,14 +87,14 @@ def test_the_loop_compares_the_builds_on_the_lib_lane_and_says_so(loaded):
     assert (
         report["builds_compared_on"] == "dense" and report["builds"][0]["run"] == report["retrievers"]["dense"]["run"]
     )
-    assert f"  {other} (evaluated before): dense recall@5 " in summary.render(report)
+    assert f"  {other} (evaluated before): dense recall@5 " in summary_of(report)
 
 
 def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(loaded):
     """Issue 38: the summary's warning for a build that fails its preflight gives the words of
     report.md's builds table (the drift, where the preflight named it), from one owner."""
+    from support.report import summary_of
     from vipune_eval.stages.report import report_page as html
-    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report.sections.contents import document
     from vipune_eval.stages.report.sections.vipune_builds import failed_preflight
 
@@ -113,8 +113,8 @@ def test_a_failed_preflight_reads_the_same_in_the_builds_table_and_the_warnings(
     report = build(loaded)
     words = failed_preflight(report["builds"][1])
     assert words == f"fails preflight: {drift}"
-    assert f"| {other} — {words} | 0.20.2 |" in render(report)
-    assert f"  ! {other} {words}; its search does not do what the contract says" in summary.render(report)
+    assert f"| {other} — {words} | 0.20.2 |" in markdown_of(report)
+    assert f"  ! {other} {words}; its search does not do what the contract says" in summary_of(report)
     assert f"{other} {words}; its search" in html.front(document(report), {})
 
 
@@ -122,8 +122,8 @@ def test_a_compared_builds_lane_its_checkout_fast_build_and_stale_copies_are_in_
     """Issue 51 item 3: a build under vipune.compare had no lane provenance: its checkout (git
     describe), "a fast build" and its vipune-lane's stale copies were in no summary, report.md or HTML,
     and report.json's builds[] had no lane; vipune.binary's were named."""
+    from support.report import summary_of
     from vipune_eval.stages.report import report_page as html
-    from vipune_eval.stages.report import summary
     from vipune_eval.stages.report.sections.contents import document
 
     release, checkout = "0.20.2-aaaaaaaaaaaa", "0.20.2-bbbbbbbbbbbb"
@@ -172,7 +172,7 @@ def test_a_compared_builds_lane_its_checkout_fast_build_and_stale_copies_are_in_
     assert [b["lane"] for b in report["builds"]] == [lanes[release], lanes[checkout]]
     assert report["provenance"]["lane"] == lanes[release]
     doc = document(report)
-    text, md, front = summary.render(report), render(report), html.front(doc, {})
+    text, md, front = summary_of(report), markdown_of(report), html.front(doc, {})
     where = (
         "vipune.compare '/c/checkout-vipune/bin/vipune'; its vipune-lane: vipune's search code from checkout "
         "/src/vipune (v0.20.2-3-gabc1234-dirty), a fast build (build.sh --fast: not the release profile's bytes, "

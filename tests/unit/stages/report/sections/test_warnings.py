@@ -7,11 +7,11 @@ import pytest
 from support.report import (
     RANKED,
     add_view,
+    markdown_of,
     metrics,
+    summary_of,
 )
 from vipune_eval.core.failed_pair import failed_pair
-from vipune_eval.stages.report import summary
-from vipune_eval.stages.report.markdown import render
 from vipune_eval.stages.report.report import build
 from vipune_eval.stages.report.sections.contents import document
 from vipune_eval.stages.report.sections.warnings import failure_reason
@@ -45,13 +45,13 @@ def test_refused_questions_are_named_with_vipunes_own_words_in_the_first_lines(
     report = build(loaded)
     said = refused.value.error
     assert said.startswith("content exceeds 512-token embedding limit (measured: ")
-    lines = summary.render(report).splitlines()
+    lines = summary_of(report).splitlines()
     assert lines[4:7] == [
         "warnings:",
         f'  ! vipune: 2 pairs failed and are {WHY}; vipune exited 3 saying "{said}": q3, q5',
         f'  ! vipune: 1 pair failed and is {WHY}; vipune exited 1 saying "injected": q6',
     ]
-    text = render(report).splitlines()
+    text = markdown_of(report).splitlines()
     assert (
         text[text.index("## Warnings") + 2]
         == f'- vipune: 2 pairs failed and are {WHY}; vipune exited 3 saying "{said}": q3, q5'
@@ -118,8 +118,8 @@ def test_a_failure_in_the_turn_view_is_named_in_the_warnings(loaded, tmp_path):
     report = build(loaded)
     assert report["granularities"]["turn"]["retrievers"]["vipune-lib"]["pairs"] == 7
     named = f'vipune-lib in the turn view: 1 pair failed and is {WHY}; vipune said "Input too long": q3'
-    assert f"  ! {named}" in summary.render(report).splitlines()
-    assert f"- {named}" in render(report).splitlines()
+    assert f"  ! {named}" in summary_of(report).splitlines()
+    assert f"- {named}" in markdown_of(report).splitlines()
 
 
 def test_a_pair_failed_in_several_views_is_one_line_naming_them(loaded, tmp_path):
