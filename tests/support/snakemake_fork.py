@@ -3,7 +3,8 @@
 A `python -m snakemake` start spends about 0.7 CPU-s importing Snakemake before it reads the
 Snakefile (a dry run of the .test scenario: 1.15 CPU-s as a fresh process, 0.43 forked), and
 the suite starts Snakemake a few hundred times on 2 cores. So each pytest worker keeps one
-server (this file run as a script) that imports Snakemake and nothing of this project, and forks
+server (this file run as a script) that imports Snakemake (and jsonschema, yaml) and nothing of
+this project, which the tests edit, and forks
 a child per command. The child is what `python -m snakemake ARGS` would be: the same argv,
 environment, working directory and stdio (stdin from /dev/null, stdout and stderr to files), it
 imports the workflow's own code itself, and it exits through the interpreter as usual (atexit,
@@ -109,6 +110,7 @@ def _wait(pid: int, timeout: float | None) -> tuple[int, bool]:
 
 def serve() -> None:
     global _ENTRY
+    import jsonschema  # noqa: F401  (jsonschema and yaml: what the workflow checks its config with)
     import snakemake.api  # noqa: F401  (what every start imports before it reads a Snakefile)
     import snakemake.cli  # noqa: F401
     import snakemake.dag  # noqa: F401
@@ -118,6 +120,7 @@ def serve() -> None:
     import snakemake.persistence  # noqa: F401
     import snakemake.report  # noqa: F401
     import snakemake.workflow  # noqa: F401
+    import yaml  # noqa: F401
 
     _ENTRY = importlib.util.find_spec("snakemake.__main__").origin  # type: ignore[union-attr]
     assert threading.active_count() == 1, "a thread at fork time would be copied half-way"
