@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from support import snakemake_fork
 from support.synthetic import write_dataset
 from support.tinymodel import build_tiny_model
 
@@ -84,10 +85,16 @@ def snakemake(
     check: bool = True,
     snakefile: Path = SNAKEFILE,
     timeout: float | None = None,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess:
-    """The Snakemake CLI on ``workdir``'s config.yaml (the API's signatures move between minors)."""
+    """The Snakemake CLI on ``workdir``'s config.yaml (the API's signatures move between minors),
+    forked from a process that imported Snakemake already (support.snakemake_fork), or ``fresh``:
+    a new ``python -m snakemake`` process (a hash seed of its own)."""
     cmd = snakemake_command(workdir, *args, snakefile=snakefile)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
+    if fresh:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
+    else:
+        proc = snakemake_fork.run(cmd[3:], env=env, cwd=workdir.parent, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
