@@ -32,12 +32,19 @@ from pathlib import Path
 _server: subprocess.Popen | None = None
 _lock = threading.Lock()  # one request at a time per server
 _server_pid: int | None = None  # the pytest process that started it (a fork of that one has none)
+_server_python: dict[str, str] | None = None  # its interpreter's settings (_python_settings)
 _ENTRY = ""  # snakemake/__main__.py, sys.argv[0] of `python -m snakemake`
 
 
+def _python_settings(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """What of an environment the interpreter reads when it starts (PYTHONPATH, PYTHONUNBUFFERED…)."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON")}
+
+
 def _start() -> subprocess.Popen:
-    global _server, _server_pid
+    global _server, _server_pid, _server_python
     if _server is None or _server.poll() is not None or _server_pid != os.getpid():
+        _server_python = _python_settings(os.environ)
         _server = subprocess.Popen(
             [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
         )
@@ -51,9 +58,22 @@ def run(
     args: list[str], *, env: dict[str, str], cwd: Path, timeout: float | None = None
 ) -> subprocess.CompletedProcess:
     """``python -m snakemake *args`` in a forked child; stdout and stderr captured as text, as
-    ``subprocess.run(..., capture_output=True, text=True)`` returns them."""
-    with _lock, tempfile.TemporaryDirectory(prefix="snakemake-fork-") as folder:
+    ``subprocess.run(..., capture_output=True, text=True)`` returns them. A fresh process where
+    ``env`` sets the interpreter's start otherwise than the server's (a PYTHONPATH naming the SLURM
+    executor plugin: a child's sys.path is the server's)."""
+    cmd = [sys.executable, "-m", "snakemake", *args]
+    with _lock:
         server = _start()
+        if _python_settings(env) != _server_python:
+            return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+        return _forked(server, cmd, env, cwd, timeout)
+
+
+def _forked(
+    server: subprocess.Popen, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float | None
+) -> subprocess.CompletedProcess:
+    args = cmd[3:]
+    with tempfile.TemporaryDirectory(prefix="snakemake-fork-") as folder:
         out, err = Path(folder, "stdout"), Path(folder, "stderr")
         request = {
             "args": args,
@@ -69,7 +89,6 @@ def run(
         if reply is None:
             raise RuntimeError(f"{__file__}: the Snakemake server ended ({server.wait()})")
         stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
-    cmd = [sys.executable, "-m", "snakemake", *args]
     if reply["timed_out"]:
         raise subprocess.TimeoutExpired(cmd, timeout or 0, stdout, stderr)
     return subprocess.CompletedProcess(cmd, reply["returncode"], stdout, stderr)

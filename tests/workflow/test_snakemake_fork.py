@@ -15,7 +15,8 @@ from support.scenarios import REPO, job_counts
 pytestmark = pytest.mark.slow
 
 # What differs between any two runs: the date, the workflow's id, the log's file name, timings;
-# and the order of the files a dry run names in a job's reason (a set: any two processes differ).
+# and, as the hash seed orders sets, the order of the files a job's reason names and of the jobs
+# a dry run lists with the same priority (so of their ids).
 VARYING = re.compile(r"\d{4}-\d\d-\d\d[T ]?|\d\d:\d\d:\d\d[.\d]*|[0-9a-f]{8}-[0-9a-f-]{27}|Elapsed time: [\d:.]+")
 
 
@@ -24,9 +25,14 @@ def both(args, env, cwd):
     return fresh, snakemake_fork.run(args, env=env, cwd=cwd)
 
 
-def same_text(a: str) -> str:
+def same_text(a: str) -> list[str]:
+    """The output's lines, sorted, without what varies (a job's id is its place in that order)."""
     lines = VARYING.sub("…", a).splitlines()
-    return "\n".join(" ".join(sorted(re.split(r"[\s,;]+", line))) if "reason:" in line else line for line in lines)
+    return sorted(
+        " ".join(sorted(re.split(r"[\s,;]+", line))) if "reason:" in line else line
+        for line in lines
+        if "jobid:" not in line
+    )
 
 
 @pytest.mark.parametrize(
@@ -55,6 +61,7 @@ def test_the_test_scenario_prints_and_exits_as_a_fresh_process(extra, workflow_e
 SNAKEFILE = """
 import os, sys
 print("argv0", sys.argv[0], "path0", sys.path[0], "cwd", os.getcwd(), "env", os.environ.get("FORK_PROBE"))
+print("pythonpath", os.environ.get("FORK_EXTRA") in sys.path)
 rule all:
     output: "out.txt"
     shell: "echo $FORK_PROBE > {output}"
@@ -66,7 +73,11 @@ def test_argv_path_environment_and_working_directory_are_the_commands(workflow_e
     env = {**workflow_env, "FORK_PROBE": "from the test"}
     fresh, forked = both(["--cores", "1", "-q"], env, tmp_path)
     assert "argv0" in fresh.stdout and forked.stdout == fresh.stdout
-    assert f"cwd {tmp_path} env from the test" in forked.stdout
+    assert f"cwd {tmp_path} env from the test" in forked.stdout and "pythonpath False" in forked.stdout
+    # a PYTHONPATH of the command's own (the SLURM executor plugin's) is on its sys.path
+    extra = tmp_path / "extra"
+    fresh, forked = both(["--cores", "1", "-q"], {**env, "FORK_EXTRA": str(extra), "PYTHONPATH": str(extra)}, tmp_path)
+    assert "pythonpath True" in fresh.stdout and forked.stdout == fresh.stdout
     assert (tmp_path / "out.txt").read_text() == "from the test\n"
     assert forked.returncode == fresh.returncode == 0
 
