@@ -165,7 +165,7 @@ def _notes(report: Report) -> list[str]:
     lanes that rank apart (with why)."""
     out = stale_copies(report)
     out += [f"{b['id']} {failed_preflight(b)}" for b in report["builds"] if b.get("failed_checks")]
-    out += [w for w in agreement.disagreements(report) if "rank" in w and "differently" in w]
+    out += agreement.ranked_differently(report)
     return out
 
 

@@ -145,9 +145,14 @@ def why_apart(report: Report) -> str:
 
 
 def disagreements(report: Report) -> list[str]:
+    """Every way a lane and its mirror disagree: what they rank differently, then the pairs one of
+    them scored and the other did not (their averages are over different pairs)."""
+    return ranked_differently(report) + scored_apart(report)
+
+
+def ranked_differently(report: Report) -> list[str]:
     """A lane that no longer agrees with its mirror (on more than MISMATCH_SHOWN of the pairs);
-    in every view, every pair where a lib lane ranks otherwise than the binary, and every pair one
-    of them scored and the other did not (their averages are over different pairs)."""
+    in every view, the pairs a lib lane ranks otherwise than the binary (the gate's notes)."""
     d = report["diagnostics"]
     k = primary_k(report)
     out = []
@@ -160,9 +165,6 @@ def disagreements(report: Report) -> list[str]:
                 f"{1 - share:.0%} of {agree['pairs']} pairs: the binary no longer "
                 "does what its contract says, or the mirror's setting differs"
             )
-    apart: dict[
-        tuple[str, tuple[str, ...], tuple[str, ...]], list[LaneAgreement]
-    ] = {}  # the same pairs apart in a view → the lanes that have them
     for agree in _by_view(report):
         view = agree.get("view", PRIMARY.name)
         differ = differ_top(agree, max(report["views"][view]["ks"]))
@@ -175,7 +177,18 @@ def disagreements(report: Report) -> list[str]:
                 + " (report.md, Diagnostics); "
                 + why_apart(report)
             )
+    return out
+
+
+def scored_apart(report: Report) -> list[str]:
+    """In every view, the pairs one of a lane and its mirror scored and the other did not, said
+    once for the lanes and views that have the same ones."""
+    apart: dict[
+        tuple[str, tuple[str, ...], tuple[str, ...]], list[LaneAgreement]
+    ] = {}  # the same pairs apart in a view → the lanes that have them
+    for agree in _by_view(report):
         if agree.get("only_run") or agree.get("only_mirror"):
+            view = agree.get("view", PRIMARY.name)
             apart.setdefault((view, tuple(agree["only_run"]), tuple(agree["only_mirror"])), []).append(agree)
     views: dict[
         tuple[str, str, tuple[int, int], tuple[str, ...], tuple[str, ...]], list[str]
@@ -184,6 +197,7 @@ def disagreements(report: Report) -> list[str]:
         runs, mirrors = and_listed([a["run"] for a in agreements]), and_listed([a["mirror"] for a in agreements])
         counts = (agreements[0]["mirror_pairs"], agreements[0]["run_pairs"])
         views.setdefault((runs, mirrors, counts, only_run, only_mirror), []).append(view)
+    out = []
     for (runs, mirrors, (mirror_pairs, run_pairs), only_run, only_mirror), where in views.items():
         only = [
             f"{', '.join(qids)} only in {names}" for qids, names in ((only_run, runs), (only_mirror, mirrors)) if qids

@@ -12,6 +12,7 @@ from support.report import (
 )
 from vipune_eval.core.failed_pair import failed_pair
 from vipune_eval.stages.report.report import build
+from vipune_eval.stages.report.sections import agreement
 
 
 def test_the_summary_names_the_lane_build_and_report_md_lists_where_the_lanes_differ(loaded):
@@ -150,6 +151,8 @@ def test_the_lanes_are_compared_in_every_view(loaded, tmp_path):
         "vipune-lib (vipune's code, cached vectors) and vipune (the binary) rank 1 of 8 pairs differently in "
         "the turn view: q7 (report.md, Diagnostics); "
     ) in "\n".join(document(report).warnings)
+    ranked = agreement.ranked_differently(report)
+    assert len(ranked) == 1 and ranked[0].startswith("vipune-lib (vipune's code") and not agreement.scored_apart(report)
 
 
 def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(loaded, tmp_path):
@@ -169,11 +172,14 @@ def test_the_same_pairs_apart_in_several_views_are_one_warning_naming_the_views(
             "vipune-lib": metrics(tmp_path / "turn", "vipune-lib", ranked=RANKED["vipune"]),
         },
     )
-    apart = [w for w in document(build(loaded)).warnings if " scored " in w]
+    report = build(loaded)
+    apart = [w for w in document(report).warnings if " scored " in w]
     assert apart == [
         "vipune scored 7 pairs, vipune-lib 8 in the session and turn views: q1 only in vipune-lib "
         "(their averages are over different pairs)"
     ]
+    # the gate's notes take the lanes' rankings alone (agreement.ranked_differently): none differ here
+    assert agreement.scored_apart(report) == apart and agreement.ranked_differently(report) == []
 
 
 def test_the_warning_says_why_the_lanes_differ_where_the_harness_can_tell(loaded):
