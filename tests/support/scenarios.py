@@ -91,10 +91,7 @@ def snakemake(
     forked from a process that imported Snakemake already (support.snakemake_fork), or ``fresh``:
     a new ``python -m snakemake`` process (a hash seed of its own)."""
     cmd = snakemake_command(workdir, *args, snakefile=snakefile)
-    if fresh:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir.parent, timeout=timeout)
-    else:
-        proc = snakemake_fork.run(cmd[3:], env=env, cwd=workdir.parent, timeout=timeout)
+    proc = snakemake_fork.run(cmd, env=env, cwd=workdir.parent, timeout=timeout, fresh=fresh)
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc

@@ -4,16 +4,15 @@ A `python -m snakemake` start spends about 0.7 CPU-s importing Snakemake before 
 Snakefile (a dry run of the .test scenario: 1.15 CPU-s as a fresh process, 0.43 forked), and
 the suite starts Snakemake a few hundred times on 2 cores. So each pytest worker keeps one
 server (this file run as a script) that imports Snakemake (and jsonschema, yaml) and nothing of
-this project, which the tests edit, and forks
-a child per command. The child is what `python -m snakemake ARGS` would be: the same argv,
+this project, which the tests edit, and forks a child per command. The child is what `python -m snakemake ARGS` would be: the same argv,
 environment, working directory and stdio (stdin from /dev/null, stdout and stderr to files), it
 imports the workflow's own code itself, and it exits through the interpreter as usual (atexit,
 flushes). What it inherits is only the imported modules and the server's hash seed.
 
 `scenarios.snakemake` uses it; a test that needs the process itself (to kill it, or a run in the
 background) starts `scenarios.snakemake_command` with subprocess, and one that compares two runs
-for determinism starts one of them fresh (a hash seed of its own). tests/workflow/test_snakemake_fork.py
-holds that a forked command prints and exits as a fresh one.
+for determinism starts one of them ``fresh`` (a hash seed of its own).
+tests/workflow/test_snakemake_fork.py holds that a forked command prints and exits as a fresh one.
 """
 
 from __future__ import annotations
@@ -55,16 +54,18 @@ def _start() -> subprocess.Popen:
 
 
 def run(
-    args: list[str], *, env: dict[str, str], cwd: Path, timeout: float | None = None
+    cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: float | None = None, fresh: bool = False
 ) -> subprocess.CompletedProcess:
-    """``python -m snakemake *args`` in a forked child; stdout and stderr captured as text, as
-    ``subprocess.run(..., capture_output=True, text=True)`` returns them. A fresh process where
-    ``env`` sets the interpreter's start otherwise than the server's (a PYTHONPATH naming the SLURM
-    executor plugin: a child's sys.path is the server's)."""
-    cmd = [sys.executable, "-m", "snakemake", *args]
+    """``cmd`` (``python -m snakemake ARGS``) in a forked child; stdout and stderr captured as text,
+    as ``subprocess.run(..., capture_output=True, text=True)`` returns them. A process of its own
+    where the test asks for one (``fresh``) or where ``env`` sets the interpreter's start otherwise
+    than the server's (a PYTHONPATH naming the SLURM executor plugin: a child's sys.path is the
+    server's)."""
+    if cmd[:3] != [sys.executable, "-m", "snakemake"]:
+        raise ValueError(f"not a `python -m snakemake` command: {cmd[:3]}")
     with _lock:
-        server = _start()
-        if _python_settings(env) != _server_python:
+        server = None if fresh else _start()
+        if server is None or _python_settings(env) != _server_python:
             return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
         return _forked(server, cmd, env, cwd, timeout)
 
@@ -72,11 +73,10 @@ def run(
 def _forked(
     server: subprocess.Popen, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float | None
 ) -> subprocess.CompletedProcess:
-    args = cmd[3:]
     with tempfile.TemporaryDirectory(prefix="snakemake-fork-") as folder:
         out, err = Path(folder, "stdout"), Path(folder, "stderr")
         request = {
-            "args": args,
+            "args": cmd[3:],
             "env": env,
             "cwd": str(cwd),
             "stdout": str(out),

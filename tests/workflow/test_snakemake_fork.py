@@ -20,9 +20,13 @@ pytestmark = pytest.mark.slow
 VARYING = re.compile(r"\d{4}-\d\d-\d\d[T ]?|\d\d:\d\d:\d\d[.\d]*|[0-9a-f]{8}-[0-9a-f-]{27}|Elapsed time: [\d:.]+")
 
 
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
 def both(args, env, cwd):
-    fresh = subprocess.run([sys.executable, "-m", "snakemake", *args], capture_output=True, text=True, env=env, cwd=cwd)
-    return fresh, snakemake_fork.run(args, env=env, cwd=cwd)
+    cmd = [*SNAKEMAKE, *args]
+    fresh = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+    return fresh, snakemake_fork.run(cmd, env=env, cwd=cwd)
 
 
 def same_text(a: str) -> list[str]:
@@ -86,6 +90,8 @@ def test_a_command_past_its_timeout_is_killed_and_raises_as_subprocess_does(work
     (tmp_path / "Snakefile").write_text('rule all:\n    shell: "sleep 3"\n')
     start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        snakemake_fork.run(["--cores", "1"], env=workflow_env, cwd=tmp_path, timeout=1)
+        snakemake_fork.run([*SNAKEMAKE, "--cores", "1"], env=workflow_env, cwd=tmp_path, timeout=1)
     assert time.monotonic() - start < 3
-    assert snakemake_fork.run(["--version"], env=workflow_env, cwd=tmp_path).returncode == 0  # the server goes on
+    assert (
+        snakemake_fork.run([*SNAKEMAKE, "--version"], env=workflow_env, cwd=tmp_path).returncode == 0
+    )  # the server goes on
